@@ -1,0 +1,217 @@
+//! The adapter contract between the runner and a system, and the factory that picks the
+//! adapter for a target URL.
+//!
+//! Owns `Target` (one configured system: namespace, schema, loading, connections) and
+//! `Connection` (one client's session that executes ops). Adapters declare what they can
+//! do in `Capabilities`; the runner reports "not supported" instead of calling them with
+//! ops outside it. Adapters must not time anything or keep statistics: the runner does.
+
+
+pub mod mock;
+pub mod nodb;
+
+
+pub mod url;
+
+use crate::data::table::{Row, TableDef};
+use crate::error::{Error, Result};
+use crate::workload::op::{Op, OpError, OpKind, Outcome, QueryId};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use self::url::TargetUrl;
+
+/// How the runner drives a target's clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Execution {
+    /// Network clients: each client is a task on the shared multi-threaded runtime.
+    Async,
+    /// In-process engines whose calls block: each client gets its own OS thread.
+    Blocking,
+}
+
+/// What a target can do, declared up front.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Op kinds the adapter executes natively.
+    pub ops: Vec<OpKind>,
+    /// Analytic queries it can run.
+    pub queries: Vec<QueryId>,
+    /// True when `execute_batch` sends one request for the whole batch (a transaction, a
+    /// pipeline, a multi-row statement) rather than looping.
+    pub native_batch: bool,
+    /// True when secondary indexes exist (systems without them scan; the report says so).
+    pub secondary_indexes: bool,
+}
+
+impl Capabilities {
+    pub fn supports(&self, op: &Op) -> bool {
+        match op {
+            Op::Query(q) => self.queries.contains(q),
+            other => self.ops.contains(&other.kind()),
+        }
+    }
+
+    pub fn supports_kind(&self, kind: OpKind) -> bool {
+        self.ops.contains(&kind)
+    }
+}
+
+/// Self-description of a target, saved in every result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// The user's name for this target (`--target NAME=URL`).
+    pub name: String,
+    /// The adapter, e.g. `sqlite`, `pg-hstore`.
+    pub system: String,
+    /// The URL with any password removed.
+    pub url: String,
+    pub execution: Execution,
+    pub capabilities: Capabilities,
+    /// Server or library version, as the system reports it.
+    pub version: String,
+    /// Settings that change results: durability, persistence, isolation, layout, ...
+    pub settings: BTreeMap<String, String>,
+}
+
+/// Rows to bulk-load into one table, streamed.
+pub type RowSource = Box<dyn Iterator<Item = Row> + Send>;
+
+/// One configured system under test.
+///
+/// Lifecycle: `prepare` (create the namespace and tables, dropping only what dbsweep
+/// created earlier), `load` per table, any number of `connect`s, then `cleanup`.
+#[async_trait]
+pub trait Target: Send + Sync {
+    fn info(&self) -> &TargetInfo;
+
+    /// Creates dbsweep's namespace (marked as its own) and empty tables with their
+    /// indexes. Refuses with `Error::NotOwned` if a same-named object exists that dbsweep
+    /// did not create.
+    async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()>;
+
+    /// Bulk-loads rows into a prepared table by the system's fastest path; returns the
+    /// number of rows loaded.
+    async fn load(&self, table: &TableDef, rows: RowSource) -> Result<u64>;
+
+    /// Opens one client session.
+    async fn connect(&self) -> Result<Box<dyn Connection>>;
+
+    /// Number of rows stored in a table (used by tests and load checks).
+    async fn count_rows(&self, table: &TableDef) -> Result<u64>;
+
+    /// Removes everything dbsweep created in this target.
+    async fn cleanup(&self) -> Result<()>;
+}
+
+/// One client's session with a target.
+#[async_trait]
+pub trait Connection: Send {
+    /// Executes one op as one request.
+    async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError>;
+
+    /// Executes a batch (all ops of one kind) as one request where the system can; the
+    /// default loops over `execute`. A failure fails the whole batch.
+    async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        let mut rows = 0;
+        for op in ops {
+            rows += self.execute(op).await?.rows;
+        }
+        Ok(Outcome::rows(rows))
+    }
+}
+
+/// Where embedded engines without an explicit path keep their files.
+#[derive(Debug, Clone)]
+pub struct OpenContext {
+    pub scratch_dir: PathBuf,
+}
+
+/// Systems dbsweep knows of, runnable here or not, for `dbsweep targets`.
+pub struct SystemEntry {
+    pub scheme: &'static str,
+    pub system: &'static str,
+    pub description: &'static str,
+    /// `None` when runnable; otherwise why not.
+    pub unavailable: Option<&'static str>,
+}
+
+pub const SYSTEMS: &[SystemEntry] = &[
+    SystemEntry {
+        scheme: "nodb:",
+        system: "nodb",
+        description: "no database: each op only bumps a counter (the client-overhead ceiling)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "mock:",
+        system: "mock",
+        description: "deterministic in-process reference store (a BTreeMap); answers every op exactly",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "sqlite:[PATH]",
+        system: "sqlite",
+        description: "SQLite, embedded row store (WAL, synchronous=NORMAL)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "duckdb:[PATH]",
+        system: "duckdb",
+        description: "DuckDB, embedded column store (prebuilt libduckdb)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "redb:[PATH]",
+        system: "redb",
+        description: "redb, embedded copy-on-write B-tree key-value store",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "monetdb://",
+        system: "monetdb",
+        description: "MonetDB column store",
+        unavailable: Some("no MonetDB server package is reachable from these machines"),
+    },
+    SystemEntry {
+        scheme: "aerospike://",
+        system: "aerospike",
+        description: "Aerospike key-value store",
+        unavailable: Some("no Aerospike server package is reachable from these machines"),
+    },
+    SystemEntry {
+        scheme: "ssdb://",
+        system: "ssdb",
+        description: "SSDB (Redis protocol on LevelDB)",
+        unavailable: Some("no SSDB server package is reachable from these machines"),
+    },
+    SystemEntry {
+        scheme: "mongodb://",
+        system: "mongodb",
+        description: "MongoDB document store",
+        unavailable: Some("no MongoDB server package is reachable from these machines"),
+    },
+];
+
+/// Builds the adapter for a target URL.
+pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
+    match url.scheme() {
+        "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
+        "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
+
+
+
+        other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other) {
+            Some(SystemEntry { unavailable: Some(why), .. }) => {
+                Err(Error::usage(format!("target '{name}': {other} cannot run here: {why}")))
+            }
+            _ => Err(Error::usage(format!(
+                "target '{name}': unknown URL scheme '{other}:'; see `dbsweep targets` for the supported ones"
+            ))),
+        },
+    }
+}

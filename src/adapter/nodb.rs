@@ -1,0 +1,85 @@
+//! NO-DB: a target whose every op only bumps a counter.
+//!
+//! It runs through exactly the same runner path as real systems, so its throughput is the
+//! ceiling of dbsweep's client machinery for the same settings: a result near it is
+//! client-bound. Must not do any work per op beyond the counter.
+
+use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use crate::data::table::TableDef;
+use crate::error::Result;
+use crate::workload::op::{Op, OpError, OpKind, Outcome, QueryId};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+
+pub struct NoDb {
+    info: TargetInfo,
+}
+
+impl NoDb {
+    pub fn new(name: &str, url: &TargetUrl) -> Self {
+        NoDb {
+            info: TargetInfo {
+                name: name.to_string(),
+                system: "nodb".into(),
+                url: url.redacted(),
+                execution: Execution::Async,
+                capabilities: Capabilities {
+                    ops: OpKind::ALL.to_vec(),
+                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+                    native_batch: true,
+                    secondary_indexes: false,
+                },
+                version: env!("CARGO_PKG_VERSION").into(),
+                settings: BTreeMap::from([("work_per_op".into(), "counter increment".into())]),
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Target for NoDb {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    async fn prepare(&self, _tables: &[Arc<TableDef>]) -> Result<()> {
+        Ok(())
+    }
+
+    async fn load(&self, _table: &TableDef, rows: RowSource) -> Result<u64> {
+        Ok(rows.count() as u64)
+    }
+
+    async fn connect(&self) -> Result<Box<dyn Connection>> {
+        Ok(Box::new(NoDbConnection { counter: 0 }))
+    }
+
+    async fn count_rows(&self, _table: &TableDef) -> Result<u64> {
+        Ok(0)
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+struct NoDbConnection {
+    counter: u64,
+}
+
+#[async_trait]
+impl Connection for NoDbConnection {
+    async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        black_box(op);
+        self.counter = black_box(self.counter + 1);
+        Ok(Outcome::rows(1))
+    }
+
+    async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        black_box(ops);
+        self.counter = black_box(self.counter + ops.len() as u64);
+        Ok(Outcome::rows(ops.len() as u64))
+    }
+}

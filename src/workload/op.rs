@@ -1,0 +1,239 @@
+//! The backend-neutral operation vocabulary and what executing one yields.
+//!
+//! Owns `Op`, `OpKind`, `Outcome`, `Answer` and the op error classes. Adapters translate
+//! these to their systems; nothing here may know a system's syntax.
+
+use crate::data::table::{Row, TableId, Value};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a range operation computes over `lo <= column <= hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RangeAgg {
+    /// Return the matching rows.
+    Rows,
+    /// `COUNT(*)` of the matching rows.
+    Count,
+    /// `MAX` of another (usually unindexed) column over the matching rows.
+    Max { column: usize },
+}
+
+/// Identifies an analytic query; adapters that support it carry their own text for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum QueryId {
+    TpchQ1,
+    TpchQ3,
+    TpchQ6,
+}
+
+/// One operation. Batches are slices of ops of one kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// A round trip that does no work (`SELECT 1`, `ECHO`).
+    Echo,
+    Insert { table: TableId, row: Row },
+    /// Primary-key lookup of the whole row.
+    Get { table: TableId, key: i64 },
+    /// Lookup of several keys in one request (`IN (...)`, `MGET`).
+    MultiGet { table: TableId, keys: Vec<i64> },
+    Delete { table: TableId, key: i64 },
+    /// Overwrite one column of an existing row.
+    Update { table: TableId, key: i64, column: usize, value: Value },
+    /// Read the row, then write one column of it, as one client-side step.
+    ReadModifyWrite { table: TableId, key: i64, column: usize, value: Value },
+    /// Up to `count` rows in key order starting at `start`.
+    Scan { table: TableId, start: i64, count: usize },
+    /// Over rows with `lo <= column <= hi` (a secondary-indexed column).
+    Range { table: TableId, column: usize, lo: i64, hi: i64, agg: RangeAgg },
+    Query(QueryId),
+}
+
+/// The kind of an op: histograms, capabilities and errors are kept per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Echo,
+    Insert,
+    Get,
+    MultiGet,
+    Delete,
+    Update,
+    ReadModifyWrite,
+    Scan,
+    RangeRows,
+    RangeCount,
+    RangeMax,
+    Query,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 12] = [
+        OpKind::Echo,
+        OpKind::Insert,
+        OpKind::Get,
+        OpKind::MultiGet,
+        OpKind::Delete,
+        OpKind::Update,
+        OpKind::ReadModifyWrite,
+        OpKind::Scan,
+        OpKind::RangeRows,
+        OpKind::RangeCount,
+        OpKind::RangeMax,
+        OpKind::Query,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Echo => "echo",
+            OpKind::Insert => "insert",
+            OpKind::Get => "get",
+            OpKind::MultiGet => "multi_get",
+            OpKind::Delete => "delete",
+            OpKind::Update => "update",
+            OpKind::ReadModifyWrite => "read_modify_write",
+            OpKind::Scan => "scan",
+            OpKind::RangeRows => "range_rows",
+            OpKind::RangeCount => "range_count",
+            OpKind::RangeMax => "range_max",
+            OpKind::Query => "query",
+        }
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Op {
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Echo => OpKind::Echo,
+            Op::Insert { .. } => OpKind::Insert,
+            Op::Get { .. } => OpKind::Get,
+            Op::MultiGet { .. } => OpKind::MultiGet,
+            Op::Delete { .. } => OpKind::Delete,
+            Op::Update { .. } => OpKind::Update,
+            Op::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
+            Op::Scan { .. } => OpKind::Scan,
+            Op::Range { agg: RangeAgg::Rows, .. } => OpKind::RangeRows,
+            Op::Range { agg: RangeAgg::Count, .. } => OpKind::RangeCount,
+            Op::Range { agg: RangeAgg::Max { .. }, .. } => OpKind::RangeMax,
+            Op::Query(_) => OpKind::Query,
+        }
+    }
+}
+
+/// A value-level answer worth comparing across systems (counts, maxima, query results).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Scalar(Value),
+    Table(Vec<Row>),
+}
+
+impl Answer {
+    /// Order-sensitive fingerprint of the whole answer (query results are ordered).
+    pub fn fingerprint(&self) -> u64 {
+        use crate::workload::rng::mix;
+        match self {
+            Answer::Scalar(v) => v.fingerprint(),
+            Answer::Table(rows) => rows
+                .iter()
+                .flatten()
+                .fold(0x7AB1E, |h, v| mix(h, v.fingerprint())),
+        }
+    }
+}
+
+/// What executing an op (or a batch) produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// Rows written, deleted, found or returned (a `Get` of a missing key is 0).
+    pub rows: u64,
+    /// Set for `RangeCount`, `RangeMax` and `Query` ops (not for batches).
+    pub answer: Option<Answer>,
+}
+
+impl Outcome {
+    pub fn rows(rows: u64) -> Self {
+        Outcome { rows, answer: None }
+    }
+
+    pub fn answer(rows: u64, answer: Answer) -> Self {
+        Outcome { rows, answer: Some(answer) }
+    }
+}
+
+/// Why an op failed, coarse enough to count and compare across systems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Could not reach the server or the connection broke.
+    Connection,
+    /// The server answered with an error.
+    Server,
+    /// The op took longer than the per-op timeout.
+    Timeout,
+    /// The adapter cannot do this op (should be caught by capabilities first).
+    Unsupported,
+    /// The op succeeded but returned a result that contradicts the generated data.
+    WrongResult,
+    /// Anything else (client-side encoding failures, ...).
+    Client,
+}
+
+impl ErrorClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Connection => "connection",
+            ErrorClass::Server => "server",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Unsupported => "unsupported",
+            ErrorClass::WrongResult => "wrong_result",
+            ErrorClass::Client => "client",
+        }
+    }
+}
+
+/// A failed op: its class and a message that must never contain credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl OpError {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        OpError { class, message: message.into() }
+    }
+
+    pub fn server(message: impl fmt::Display) -> Self {
+        OpError::new(ErrorClass::Server, message.to_string())
+    }
+
+    pub fn connection(message: impl fmt::Display) -> Self {
+        OpError::new(ErrorClass::Connection, message.to_string())
+    }
+
+    pub fn client(message: impl fmt::Display) -> Self {
+        OpError::new(ErrorClass::Client, message.to_string())
+    }
+
+    pub fn unsupported(kind: OpKind, system: &str) -> Self {
+        OpError::new(ErrorClass::Unsupported, format!("{system} does not support {kind}"))
+    }
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class.name(), self.message)
+    }
+}
+
+impl std::error::Error for OpError {}

@@ -1,0 +1,7 @@
+//! Conformance: the same body (`body.rs`) against every adapter. Embedded adapters use
+//! throwaway files; server adapters use servers started by dbsweep's own spawn code.
+
+#[macro_use]
+mod body;
+
+mod embedded;

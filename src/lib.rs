@@ -2,6 +2,7 @@
 //! generated data and the same operations, and turns the runs into tables and charts.
 //!
 //! # Layout
+//! - `app`: dispatch of commands, printing, exit codes (`dbsweep::main`).
 //! - `cli`: clap commands, no logic.
 //! - `plan`: raw options (CLI + TOML study files) become a validated `Plan`; built-in studies.
 //! - `data`: table definitions and generated rows (pure functions of seed and key).
@@ -13,6 +14,14 @@
 //! - `error`: the error type and the exit-code scheme.
 
 pub mod adapter;
+mod app;
+pub mod cli;
 pub mod data;
 pub mod error;
 pub mod workload;
+pub mod plan;
+pub mod report;
+pub mod runner;
+pub mod stats;
+
+pub use app::main;

@@ -1,0 +1,231 @@
+//! Experiments: what a measured point asks of a target, and the seeded op stream for it.
+//!
+//! Owns the mapping (experiment, point, run, sequence number) -> `Op`, a pure function, so
+//! every system and every run sees the same operations: read experiments replay identical
+//! ops in every run; write experiments use disjoint key ranges per point and run, so no run
+//! depends on another. Must not execute ops or time anything.
+
+use crate::data::Dataset;
+use crate::data::kv;
+use crate::data::table::TableId;
+use crate::workload::op::{Op, OpKind, RangeAgg};
+use crate::workload::rng::{Permutation, Stream, hash_str};
+use serde::{Deserialize, Serialize};
+
+/// The operation an experiment measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExperimentOp {
+    Echo,
+    Insert,
+    Delete,
+    Get,
+    RangeRows,
+    RangeCount,
+    RangeMax,
+}
+
+impl ExperimentOp {
+    pub fn kind(self) -> OpKind {
+        match self {
+            ExperimentOp::Echo => OpKind::Echo,
+            ExperimentOp::Insert => OpKind::Insert,
+            ExperimentOp::Delete => OpKind::Delete,
+            ExperimentOp::Get => OpKind::Get,
+            ExperimentOp::RangeRows => OpKind::RangeRows,
+            ExperimentOp::RangeCount => OpKind::RangeCount,
+            ExperimentOp::RangeMax => OpKind::RangeMax,
+        }
+    }
+
+    pub fn is_range(self) -> bool {
+        matches!(self, ExperimentOp::RangeRows | ExperimentOp::RangeCount | ExperimentOp::RangeMax)
+    }
+
+    /// Write experiments change the data and so get fresh keys per run.
+    pub fn writes(self) -> bool {
+        matches!(self, ExperimentOp::Insert | ExperimentOp::Delete)
+    }
+}
+
+/// One parameter point of an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Point {
+    pub clients: usize,
+    /// Ops per request.
+    pub batch: usize,
+    /// False: one op per request via `execute`; true: `execute_batch` (so batch 1 can be
+    /// measured both ways — batching has a cost).
+    pub batched: bool,
+    /// Range width for range experiments.
+    pub param: Option<u64>,
+}
+
+/// A validated experiment of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    pub name: String,
+    pub op: ExperimentOp,
+    /// Ops per measured run (and per warm-up run).
+    pub ops: u64,
+    pub points: Vec<Point>,
+}
+
+/// Key-space stride between experiments that write: far above any preloaded key.
+const EXPERIMENT_STRIDE: i64 = 1 << 40;
+
+/// Generates the ops of one experiment over one dataset.
+#[derive(Debug, Clone)]
+pub struct OpStream {
+    op: ExperimentOp,
+    table: TableId,
+    /// Preloaded keys are `0..preloaded`.
+    preloaded: u64,
+    stream: Stream,
+    read_order: Permutation,
+    write_order: Permutation,
+    /// First key of this experiment's private key space (writes only).
+    write_base: i64,
+    runs_per_point: u64,
+    ops: u64,
+    dataset: Dataset,
+}
+
+impl OpStream {
+    pub fn new(experiment: &Experiment, experiment_index: usize, dataset: &Dataset, seed: u64, runs_per_point: u32) -> Self {
+        let table = 0;
+        let preloaded = dataset.initial_rows(table).max(1);
+        let stream_id = hash_str(&experiment.name);
+        OpStream {
+            op: experiment.op,
+            table,
+            preloaded,
+            stream: Stream::new(seed, stream_id),
+            read_order: Permutation::new(seed ^ stream_id, preloaded),
+            write_order: Permutation::new(seed ^ stream_id ^ 1, experiment.ops.max(1)),
+            write_base: EXPERIMENT_STRIDE * (experiment_index as i64 + 1),
+            runs_per_point: runs_per_point as u64,
+            ops: experiment.ops,
+            dataset: dataset.clone(),
+        }
+    }
+
+    /// Keys written (inserted, or pre-loaded then deleted) in one run of one point.
+    pub fn write_keys(&self, point_index: usize, run: u32) -> std::ops::Range<i64> {
+        let start = self.write_base + ((point_index as u64 * self.runs_per_point + run as u64) * self.ops) as i64;
+        start..start + self.ops as i64
+    }
+
+    /// Rows that must exist before a run (the rows a delete run deletes).
+    pub fn rows_to_preload(&self, point_index: usize, run: u32) -> Option<std::ops::Range<i64>> {
+        (self.op == ExperimentOp::Delete).then(|| self.write_keys(point_index, run))
+    }
+
+    pub fn kind(&self) -> OpKind {
+        self.op.kind()
+    }
+
+    pub fn table(&self) -> TableId {
+        self.table
+    }
+
+    /// The op with sequence number `seq` (`0..ops`) in run `run` of point `point_index`.
+    pub fn op(&self, point: &Point, point_index: usize, run: u32, seq: u64) -> Op {
+        let table = self.table;
+        match self.op {
+            ExperimentOp::Echo => Op::Echo,
+            ExperimentOp::Get => Op::Get { table, key: self.read_order.apply(seq % self.preloaded) as i64 },
+            ExperimentOp::Insert => {
+                let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
+                Op::Insert { table, row: self.dataset.row(table, key) }
+            }
+            ExperimentOp::Delete => {
+                let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
+                Op::Delete { table, key }
+            }
+            ExperimentOp::RangeRows | ExperimentOp::RangeCount | ExperimentOp::RangeMax => {
+                let groups = self.dataset.kv_gen().groups;
+                let width = point.param.unwrap_or(1).clamp(1, groups);
+                let lo = self.stream.below(seq, 0, groups - width + 1) as i64;
+                let agg = match self.op {
+                    ExperimentOp::RangeRows => RangeAgg::Rows,
+                    ExperimentOp::RangeCount => RangeAgg::Count,
+                    _ => RangeAgg::Max { column: kv::VALUE },
+                };
+                Op::Range { table, column: kv::GROUP, lo, hi: lo + width as i64 - 1, agg }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::DataSpec;
+
+    fn experiment(op: ExperimentOp) -> Experiment {
+        Experiment {
+            name: format!("{op:?}"),
+            op,
+            ops: 100,
+            points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(5) }],
+        }
+    }
+
+    fn dataset() -> Dataset {
+        Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 10 }, 1)
+    }
+
+    #[test]
+    fn same_spec_gives_same_ops_and_reads_repeat_across_runs() {
+        let e = experiment(ExperimentOp::Get);
+        let a = OpStream::new(&e, 0, &dataset(), 9, 4);
+        let b = OpStream::new(&e, 0, &dataset(), 9, 4);
+        let p = e.points[0];
+        let run1: Vec<Op> = (0..100).map(|s| a.op(&p, 0, 1, s)).collect();
+        assert_eq!(run1, (0..100).map(|s| b.op(&p, 0, 1, s)).collect::<Vec<_>>());
+        assert_eq!(run1, (0..100).map(|s| a.op(&p, 0, 2, s)).collect::<Vec<_>>(), "reads repeat per run");
+        let other_seed = OpStream::new(&e, 0, &dataset(), 10, 4);
+        assert_ne!(run1, (0..100).map(|s| other_seed.op(&p, 0, 1, s)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn gets_never_repeat_a_key_within_a_batch_window() {
+        let e = experiment(ExperimentOp::Get);
+        let s = OpStream::new(&e, 0, &dataset(), 3, 4);
+        let keys: std::collections::HashSet<i64> = (0..1000)
+            .map(|seq| match s.op(&e.points[0], 0, 0, seq) {
+                Op::Get { key, .. } => key,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(keys.len(), 1000);
+    }
+
+    #[test]
+    fn writes_use_disjoint_keys_per_run_and_point() {
+        let e = experiment(ExperimentOp::Insert);
+        let s = OpStream::new(&e, 0, &dataset(), 3, 4);
+        let mut all = std::collections::HashSet::new();
+        for point in 0..3 {
+            for run in 0..4 {
+                for seq in 0..100 {
+                    let Op::Insert { row, .. } = s.op(&e.points[0], point, run, seq) else { unreachable!() };
+                    assert!(all.insert(row[0].as_int().unwrap()), "key reused");
+                }
+            }
+        }
+        assert!(all.iter().all(|k| *k >= 1000), "writes collide with preloaded keys");
+    }
+
+    #[test]
+    fn ranges_have_the_point_width() {
+        let e = experiment(ExperimentOp::RangeCount);
+        let s = OpStream::new(&e, 0, &dataset(), 3, 4);
+        for seq in 0..100 {
+            let Op::Range { lo, hi, .. } = s.op(&e.points[0], 0, 0, seq) else { unreachable!() };
+            assert_eq!(hi - lo + 1, 5);
+            assert!(lo >= 0 && hi < 100);
+        }
+    }
+}

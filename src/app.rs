@@ -1,0 +1,137 @@
+//! Command dispatch: parses arguments, runs the chosen command, prints results and the
+//! one-line error, and maps every outcome to an exit code. The only place that prints.
+
+use crate::adapter::{self, OpenContext, SYSTEMS, TargetUrl};
+use crate::cli::{Cli, Command, RunArgs};
+use crate::error::{Error, Result};
+use crate::plan::{self, RunOptions};
+use crate::report;
+use crate::runner::{self, RunContext};
+use clap::Parser;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Runs dbsweep with these arguments (the first is the program name); returns the exit
+/// code. Errors are printed as one line on stderr.
+pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+            }
+            let first = e.to_string().lines().next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
+            eprintln!("dbsweep: {first} (see dbsweep --help)");
+            return 2;
+        }
+    };
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(
+        tracing_subscriber::EnvFilter::try_from_env("DBSWEEP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+    ).try_init();
+    let command_line: Vec<String> = args.iter().map(|a| adapter::url::redact_text(&a.to_string_lossy())).collect();
+    match dispatch(cli.command, command_line) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("dbsweep: {}", e.to_string().replace('\n', " "));
+            e.exit_code()
+        }
+    }
+}
+
+fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
+    match command {
+        Command::Run(args) => run(args, command_line),
+        Command::Studies => {
+            for (name, _) in plan::BUILT_IN {
+                let study = plan::load_study(name)?;
+                println!("{name:<18} {}", study.description);
+            }
+            Ok(())
+        }
+        Command::Targets => {
+            targets();
+            Ok(())
+        }
+        Command::Report { dir } => {
+            let report = report::load(&dir)?;
+            report::write_all(&dir, &report)?;
+            print!("{}", report::console::render(&report));
+            println!("\nre-rendered {} from {}", report::RESULTS_CSV, dir.join(report::REPORT_JSON).display());
+            Ok(())
+        }
+    }
+}
+
+fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
+    let opts = RunOptions {
+        study: args.study,
+        targets: args.targets,
+        experiments: args.experiments,
+        clients: args.clients,
+        batch: args.batch,
+        widths: args.widths,
+        runs: args.runs,
+        warmup: args.warmup,
+        ops: args.ops,
+        rows: args.rows,
+        seed: args.seed,
+        out: args.out,
+        quick: args.quick,
+        timeout_secs: args.timeout,
+    };
+    let plan = plan::resolve(&opts)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let ctx = RunContext {
+        command: command_line,
+        cancel: cancel.clone(),
+        show_progress: !args.no_progress,
+        runs_root: PathBuf::from("dbsweep-runs"),
+        unavailable: Vec::new(),
+    };
+    let (report, dir) = runtime.block_on(async {
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        });
+        let result = runner::execute(&plan, &ctx).await;
+        watcher.abort();
+        result
+    })?;
+    print!("{}", report::console::render(&report));
+    println!("\nresults: {}/{{{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV);
+    if !report.complete {
+        return Err(Error::runtime(format!("run incomplete: {}", report.incomplete_reason.unwrap_or_default())));
+    }
+    Ok(())
+}
+
+fn targets() {
+    let scratch = tempfile::tempdir().ok();
+    println!("{:<16} {:<10} {:<10} {}", "URL", "system", "status", "description / capabilities");
+    for s in SYSTEMS {
+        let status = if s.unavailable.is_some() { "n/a here" } else { "runnable" };
+        println!("{:<16} {:<10} {:<10} {}", s.scheme, s.system, status, s.description);
+        if let Some(why) = s.unavailable {
+            println!("{:<38} why: {why}", "");
+            continue;
+        }
+        let probe_url = s.scheme.replace("[PATH]", "");
+        if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url)) {
+            if let Ok(t) = adapter::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() }) {
+                let caps = &t.info().capabilities;
+                let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();
+                println!("{:<38} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+            }
+        }
+    }
+}

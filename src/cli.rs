@@ -1,0 +1,75 @@
+//! Command-line syntax (clap). No logic: commands are turned into plan options and
+//! dispatched by `lib.rs`.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "dbsweep", version, about = "Benchmark key-value stores and relational databases side by side", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a study (built-in name or a .toml file); default: the embedded study.
+    Run(RunArgs),
+    /// List the built-in studies.
+    Studies,
+    /// List the systems dbsweep can benchmark, their capabilities, and which cannot run here.
+    Targets,
+    /// Re-render results.csv and the console table from a run directory's report.json.
+    Report {
+        /// A run directory written by `dbsweep run`.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Built-in study name or path to a study TOML file.
+    pub study: Option<String>,
+    /// A target as NAME=URL (repeatable), e.g. pg=postgres://user@127.0.0.1:5432/db; replaces the study's targets.
+    #[arg(long = "target", value_name = "NAME=URL")]
+    pub targets: Vec<String>,
+    /// Only these experiments (comma-separated names).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub experiments: Option<Vec<String>>,
+    /// Client counts for the clients sweep, e.g. 1,2,4,8.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub clients: Option<Vec<usize>>,
+    /// Batch sizes for the batch sweep, e.g. 1,10,100,1000.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub batch: Option<Vec<usize>>,
+    /// Range widths for range experiments, e.g. 1,10,100,1000.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub widths: Option<Vec<u64>>,
+    /// Measured runs per point.
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Warm-up runs per point (not measured).
+    #[arg(long)]
+    pub warmup: Option<u32>,
+    /// Ops per run.
+    #[arg(long)]
+    pub ops: Option<u64>,
+    /// Rows preloaded into the data set.
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Seed for data and operations.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output directory (must be new or empty); default dbsweep-runs/STUDY-TIMESTAMP.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// A quick smoke run: fewer ops, rows and points.
+    #[arg(long)]
+    pub quick: bool,
+    /// Per-op timeout in seconds for network targets.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Do not show the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}

@@ -1,0 +1,382 @@
+//! From raw options (CLI flags and TOML study files) to a validated `Plan`, in one place.
+//!
+//! Owns the study file format, the built-in studies, defaults, `--quick`, and every
+//! cross-field check; each error names the flag or key that fixes it. Must not open
+//! connections or touch the file system beyond reading the study file.
+
+use crate::adapter::TargetUrl;
+use crate::data::DataSpec;
+use crate::error::{Error, Result};
+use crate::workload::experiment::{Experiment, ExperimentOp, Point};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Built-in studies: (name, TOML text). Each file is also an example of the format.
+pub const BUILT_IN: &[(&str, &str)] = &[("embedded", include_str!("studies/embedded.toml"))];
+
+/// The default study when none is named.
+pub const DEFAULT_STUDY: &str = "embedded";
+
+/// A study file as written (TOML). Unknown keys are errors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyFile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub ops: Option<u64>,
+    #[serde(default)]
+    pub runs: Option<u32>,
+    #[serde(default)]
+    pub warmup: Option<u32>,
+    #[serde(default)]
+    pub clients: Option<Vec<usize>>,
+    #[serde(default)]
+    pub batch: Option<Vec<usize>>,
+    /// Clients used for range experiments (the study used 8).
+    #[serde(default)]
+    pub range_clients: Option<usize>,
+    #[serde(default)]
+    pub widths: Option<Vec<u64>>,
+    pub data: DataSpec,
+    #[serde(default)]
+    pub targets: Vec<TargetEntry>,
+    pub experiments: Vec<ExperimentEntry>,
+    /// Overrides applied by `--quick`.
+    #[serde(default)]
+    pub quick: Option<QuickOverrides>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetEntry {
+    pub name: String,
+    pub url: String,
+}
+
+/// Which sweep a point belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sweep {
+    /// clients 1..N, one op per request.
+    Clients,
+    /// one client, batch sizes (batch 1 measured unbatched and as a batch of one).
+    Batch,
+    /// range widths with `range_clients` clients.
+    Widths,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentEntry {
+    pub name: String,
+    pub op: ExperimentOp,
+    pub sweep: Vec<Sweep>,
+    /// Ops per run for this experiment (default: the study's `ops`).
+    #[serde(default)]
+    pub ops: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuickOverrides {
+    pub ops: Option<u64>,
+    pub rows: Option<u64>,
+    pub runs: Option<u32>,
+    pub clients: Option<Vec<usize>>,
+    pub batch: Option<Vec<usize>>,
+    pub widths: Option<Vec<u64>>,
+}
+
+/// Raw command-line options for `run`, before validation.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// A built-in study name or a path to a TOML file.
+    pub study: Option<String>,
+    /// `NAME=URL` (or a bare URL/scheme, named after its scheme).
+    pub targets: Vec<String>,
+    pub experiments: Option<Vec<String>>,
+    pub clients: Option<Vec<usize>>,
+    pub batch: Option<Vec<usize>>,
+    pub widths: Option<Vec<u64>>,
+    pub runs: Option<u32>,
+    pub warmup: Option<u32>,
+    pub ops: Option<u64>,
+    pub rows: Option<u64>,
+    pub seed: Option<u64>,
+    pub out: Option<PathBuf>,
+    pub quick: bool,
+    /// Per-op timeout in seconds.
+    pub timeout_secs: Option<f64>,
+}
+
+/// One target of a plan.
+#[derive(Debug, Clone)]
+pub struct TargetSpec {
+    pub name: String,
+    pub url: TargetUrl,
+}
+
+/// The validated, resolved description of a run. Serialized (without secrets) into every
+/// report.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub study: String,
+    pub description: String,
+    pub seed: u64,
+    pub runs: u32,
+    pub warmup: u32,
+    pub data: DataSpec,
+    pub targets: Vec<TargetSpec>,
+    pub experiments: Vec<Experiment>,
+    pub out: Option<PathBuf>,
+    pub quick: bool,
+    pub timeout_secs: f64,
+}
+
+impl Plan {
+    /// The plan as saved in reports: URLs redacted.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "study": self.study,
+            "description": self.description,
+            "seed": self.seed,
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "data": self.data,
+            "targets": self.targets.iter().map(|t| serde_json::json!({"name": t.name, "url": t.url.redacted()})).collect::<Vec<_>>(),
+            "experiments": self.experiments,
+            "quick": self.quick,
+            "timeout_secs": self.timeout_secs,
+        })
+    }
+}
+
+/// Finds and parses a study: a built-in name or a TOML file path.
+pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
+    let (origin, text) = match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
+        Some((_, text)) => (format!("built-in study '{name_or_path}'"), text.to_string()),
+        None if name_or_path.ends_with(".toml") || std::path::Path::new(name_or_path).exists() => {
+            let text = std::fs::read_to_string(name_or_path).map_err(|e| Error::usage(format!("cannot read study file {name_or_path}: {e}")))?;
+            (name_or_path.to_string(), text)
+        }
+        None => {
+            let known: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+            return Err(Error::usage(format!(
+                "unknown study '{name_or_path}'; built-in studies: {} (see `dbsweep studies`), or pass a .toml file",
+                known.join(", ")
+            )));
+        }
+    };
+    toml::from_str(&text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        let at = e.span().map(|s| {
+            let line = text[..s.start.min(text.len())].lines().count().max(1);
+            format!(" (line {line})")
+        });
+        Error::usage(format!("{origin}{}: {msg}", at.unwrap_or_default()))
+    })
+}
+
+fn positive_list<T: PartialOrd + Default + Copy + std::fmt::Display>(flag: &str, values: &[T]) -> Result<()> {
+    if values.is_empty() {
+        return Err(Error::usage(format!("{flag} needs at least one value")));
+    }
+    if let Some(v) = values.iter().find(|v| **v <= T::default()) {
+        return Err(Error::usage(format!("{flag} values must be positive, got {v}")));
+    }
+    Ok(())
+}
+
+/// Parses `NAME=URL`, or a bare URL named after its scheme.
+pub fn parse_target(text: &str) -> Result<TargetSpec> {
+    let (name, url) = match text.split_once('=') {
+        Some((name, url)) if !name.contains(':') && !name.contains('/') => (name.trim().to_string(), url),
+        _ => (String::new(), text),
+    };
+    let url = TargetUrl::parse(url)?;
+    let name = if name.is_empty() { url.scheme().to_string() } else { name };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(Error::usage(format!("target name '{name}' must be letters, digits, '-' or '_' (use --target NAME=URL)")));
+    }
+    Ok(TargetSpec { name, url })
+}
+
+/// Validates raw options against a study and resolves everything into a plan.
+pub fn resolve(opts: &RunOptions) -> Result<Plan> {
+    let study_name = opts.study.as_deref().unwrap_or(DEFAULT_STUDY);
+    let study = load_study(study_name)?;
+    let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
+
+    let seed = opts.seed.or(study.seed).unwrap_or(42);
+    let runs = opts.runs.or(quick.runs).or(study.runs).unwrap_or(3);
+    let warmup = opts.warmup.or(study.warmup).unwrap_or(1);
+    if runs == 0 {
+        return Err(Error::usage("--runs must be at least 1"));
+    }
+    let ops = opts.ops.or(quick.ops).or(study.ops).unwrap_or(50_000);
+    if ops == 0 {
+        return Err(Error::usage("--ops must be at least 1"));
+    }
+    let clients = opts.clients.clone().or(quick.clients.clone()).or(study.clients.clone()).unwrap_or_else(|| vec![1, 2, 4, 8]);
+    positive_list("--clients", &clients)?;
+    let batch = opts.batch.clone().or(quick.batch.clone()).or(study.batch.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
+    positive_list("--batch", &batch)?;
+    let widths = opts.widths.clone().or(quick.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
+    positive_list("--widths", &widths)?;
+    let range_clients = study.range_clients.unwrap_or(8);
+    let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
+    if !(timeout_secs > 0.0) {
+        return Err(Error::usage("--timeout must be a positive number of seconds"));
+    }
+
+    let mut data = study.data.clone();
+    match &mut data {
+        DataSpec::Kv { rows, payload_bytes } => {
+            if let Some(r) = opts.rows.or(quick.rows) {
+                *rows = r;
+            }
+            if *rows == 0 {
+                return Err(Error::usage("--rows must be at least 1"));
+            }
+            if *payload_bytes > 1 << 20 {
+                return Err(Error::usage("data.payload_bytes must be at most 1048576"));
+            }
+        }
+    }
+
+    let mut targets: Vec<TargetSpec> = if opts.targets.is_empty() {
+        study.targets.iter().map(|t| parse_target(&format!("{}={}", t.name, t.url))).collect::<Result<_>>()?
+    } else {
+        opts.targets.iter().map(|t| parse_target(t)).collect::<Result<_>>()?
+    };
+    // The NO-DB ceiling is measured in every run, with the same settings.
+    if !targets.iter().any(|t| t.url.scheme() == "nodb") {
+        targets.insert(0, parse_target("nodb=nodb:")?);
+    }
+    for (i, t) in targets.iter().enumerate() {
+        if targets[..i].iter().any(|o| o.name == t.name) {
+            return Err(Error::usage(format!("target name '{}' is used twice; name targets with --target NAME=URL", t.name)));
+        }
+    }
+
+    let known: Vec<&str> = study.experiments.iter().map(|e| e.name.as_str()).collect();
+    if let Some(filter) = &opts.experiments {
+        if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str())) {
+            return Err(Error::usage(format!("unknown experiment '{bad}' in --experiments; study '{}' has: {}", study.name, known.join(", "))));
+        }
+    }
+    let mut experiments = Vec::new();
+    for e in &study.experiments {
+        if opts.experiments.as_ref().is_some_and(|f| !f.contains(&e.name)) {
+            continue;
+        }
+        if e.sweep.is_empty() {
+            return Err(Error::usage(format!("experiment '{}' needs a sweep (clients, batch or widths)", e.name)));
+        }
+        let mut points: Vec<Point> = Vec::new();
+        let mut add = |p: Point| {
+            if !points.contains(&p) {
+                points.push(p);
+            }
+        };
+        for sweep in &e.sweep {
+            match sweep {
+                Sweep::Clients => clients.iter().for_each(|&c| add(Point { clients: c, batch: 1, batched: false, param: None })),
+                Sweep::Batch => {
+                    add(Point { clients: 1, batch: 1, batched: false, param: None });
+                    batch.iter().for_each(|&b| add(Point { clients: 1, batch: b, batched: true, param: None }));
+                }
+                Sweep::Widths => {
+                    if !e.op.is_range() {
+                        return Err(Error::usage(format!("experiment '{}': the widths sweep is only for range ops", e.name)));
+                    }
+                    widths.iter().for_each(|&w| add(Point { clients: range_clients, batch: 1, batched: false, param: Some(w) }));
+                }
+            }
+        }
+        if e.op.is_range() && points.iter().any(|p| p.param.is_none()) {
+            return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
+        }
+        let exp_ops = if opts.ops.is_some() || opts.quick { ops } else { e.ops.unwrap_or(ops) };
+        experiments.push(Experiment { name: e.name.clone(), op: e.op, ops: exp_ops, points });
+    }
+    if experiments.is_empty() {
+        return Err(Error::usage("no experiments selected; check --experiments"));
+    }
+
+    Ok(Plan {
+        study: study.name,
+        description: study.description,
+        seed,
+        runs,
+        warmup,
+        data,
+        targets,
+        experiments,
+        out: opts.out.clone(),
+        quick: opts.quick,
+        timeout_secs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_studies_parse_and_resolve() {
+        for (name, _) in BUILT_IN {
+            let plan = resolve(&RunOptions { study: Some(name.to_string()), ..Default::default() }).unwrap();
+            assert!(!plan.experiments.is_empty());
+            assert_eq!(plan.targets[0].name, "nodb");
+        }
+    }
+
+    #[test]
+    fn batch_sweep_measures_batch_one_both_ways() {
+        let plan = resolve(&RunOptions { batch: Some(vec![1, 10]), clients: Some(vec![1, 2]), ..Default::default() }).unwrap();
+        let insert = plan.experiments.iter().find(|e| e.op == ExperimentOp::Insert).unwrap();
+        let ones: Vec<_> = insert.points.iter().filter(|p| p.clients == 1 && p.batch == 1).collect();
+        assert_eq!(ones.len(), 2, "{:?}", insert.points);
+        assert!(ones.iter().any(|p| p.batched) && ones.iter().any(|p| !p.batched));
+    }
+
+    #[test]
+    fn cli_overrides_win_and_bad_values_name_the_flag() {
+        let plan = resolve(&RunOptions { ops: Some(123), runs: Some(2), seed: Some(5), ..Default::default() }).unwrap();
+        assert!(plan.experiments.iter().all(|e| e.ops == 123));
+        assert_eq!((plan.runs, plan.seed), (2, 5));
+        let err = resolve(&RunOptions { clients: Some(vec![0]), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("--clients"), "{err}");
+        let err = resolve(&RunOptions { study: Some("nope".into()), ..Default::default() }).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("embedded"), "{err}");
+        let err = resolve(&RunOptions { experiments: Some(vec!["bogus".into()]), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("bogus"));
+    }
+
+    #[test]
+    fn toml_type_errors_are_one_line_with_location() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, "name = \"x\"\nops = \"many\"\n[data]\nkind = \"kv\"\nrows = 10\n[[experiments]]\nname = \"e\"\nop = \"echo\"\nsweep = [\"clients\"]\n").unwrap();
+        let err = resolve(&RunOptions { study: Some(path.display().to_string()), ..Default::default() }).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.exit_code(), 2);
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("line 2"), "{text}");
+    }
+
+    #[test]
+    fn targets_parse_with_names_and_redact() {
+        let t = parse_target("pg=postgres://u:hunter2@127.0.0.1:5432/db").unwrap();
+        assert_eq!(t.name, "pg");
+        assert!(!format!("{:?}", t).contains("hunter2"));
+        assert_eq!(parse_target("sqlite:/tmp/x.db").unwrap().name, "sqlite");
+        assert_eq!(parse_target("pg=postgres://:1/x").unwrap_err().exit_code(), 2);
+    }
+}

@@ -1,0 +1,109 @@
+//! The tidy CSV exporter: one row per target x experiment x point x measured run, for
+//! pandas and spreadsheets. Rendered only from the saved model, so `dbsweep report DIR`
+//! reproduces it byte for byte. Must not compute anything the model does not hold.
+
+use super::model::{PointStatus, Report};
+
+pub const COLUMNS: &[&str] = &[
+    "study",
+    "experiment",
+    "op",
+    "target",
+    "system",
+    "clients",
+    "batch",
+    "batched",
+    "param",
+    "run",
+    "ops",
+    "requests",
+    "rows",
+    "seconds",
+    "ops_per_sec",
+    "rows_per_sec",
+    "p50_us",
+    "p90_us",
+    "p99_us",
+    "p999_us",
+    "max_us",
+    "errors",
+    "client_cpu_pct",
+    "client_share",
+    "flags",
+    "complete",
+];
+
+/// Quotes a field when it holds a separator, quote or newline (RFC 4180).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+pub fn render(report: &Report) -> String {
+    let mut out = COLUMNS.join(",");
+    out.push('\n');
+    for p in &report.points {
+        let flags = p.flags.iter().map(|f| f.short()).collect::<Vec<_>>().join(";");
+        let share = p.summary.as_ref().and_then(|s| s.client_share).map(|s| format!("{s:.4}")).unwrap_or_default();
+        let head = [
+            field(&report.study),
+            field(&p.experiment),
+            p.op.name().to_string(),
+            field(&p.target),
+            field(&p.system),
+            p.point.clients.to_string(),
+            p.point.batch.to_string(),
+            p.point.batched.to_string(),
+            p.point.param.map(|v| v.to_string()).unwrap_or_default(),
+        ];
+        let measured: Vec<_> = p.runs.iter().filter(|r| !r.warmup).collect();
+        if measured.is_empty() {
+            let complete = !matches!(p.status, PointStatus::Incomplete { .. });
+            let mut row: Vec<String> = head.to_vec();
+            row.extend(std::iter::repeat_n(String::new(), 14));
+            row.extend([share.clone(), field(&flags), complete.to_string()]);
+            out.push_str(&row.join(","));
+            out.push('\n');
+            continue;
+        }
+        for (i, r) in measured.iter().enumerate() {
+            let lat = r.service.get(&p.op);
+            let us = |f: fn(&super::model::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
+            let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
+            let mut row: Vec<String> = head.to_vec();
+            row.extend([
+                (i + 1).to_string(),
+                r.ops.to_string(),
+                r.requests.to_string(),
+                r.rows.to_string(),
+                format!("{:.6}", r.seconds),
+                format!("{:.1}", r.ops_per_sec()),
+                format!("{:.1}", r.rows_per_sec()),
+                us(|l| l.p50_us),
+                us(|l| l.p90_us),
+                us(|l| l.p99_us),
+                us(|l| l.p999_us),
+                us(|l| l.max_us),
+                r.error_count().to_string(),
+                cpu_pct,
+                share.clone(),
+                field(&flags),
+                r.complete.to_string(),
+            ]);
+            out.push_str(&row.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_with_separators_are_quoted() {
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("plain"), "plain");
+    }
+}

@@ -1,0 +1,334 @@
+//! Executes a plan: opens and prepares every target, loads data, runs every experiment
+//! point on every target (warm-up + measured runs), flags results, and saves the report
+//! after each point so a later failure or Ctrl-C loses nothing.
+//!
+//! Owns ordering (points outer, targets inner, so drift hits all systems alike), the
+//! NO-DB ceiling comparison, answer comparison, and cleanup. Must not format output; the
+//! report module does.
+
+pub mod client;
+pub mod progress;
+
+use crate::adapter::{self, OpenContext, Target};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::report::model::{Flag, PointResult, PointStatus, PointSummary, Report, RunMeasurement, Unavailable};
+use crate::report::{self, environment};
+use crate::stats::{median, merge_summaries};
+use crate::workload::experiment::OpStream;
+use client::RunJob;
+use progress::Progress;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// A result is flagged client-bound when it reaches this share of the NO-DB ceiling: the
+/// client then spends at least a quarter of each op's time in its own machinery.
+pub const CLIENT_BOUND_SHARE: f64 = 0.25;
+
+/// How the run is hosted: where it writes, how it is stopped, what it shows.
+pub struct RunContext {
+    /// The command line, passwords removed.
+    pub command: Vec<String>,
+    /// Set by Ctrl-C; the runner stops at the next op and saves what it has.
+    pub cancel: Arc<AtomicBool>,
+    pub show_progress: bool,
+    /// Default parent of run directories when the plan names none.
+    pub runs_root: PathBuf,
+    /// Extra targets opened outside the plan (e.g. spawned servers); empty for now.
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// Runs a plan; returns the report and the directory it was written to.
+pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)> {
+    let started = SystemTime::now();
+    let out_dir = plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}-{}", plan.study, environment::stamp(started))));
+    check_out_dir(&out_dir)?;
+
+    let scratch = tempfile::Builder::new()
+        .prefix("dbsweep-scratch-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
+    let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf() };
+    let targets: Vec<Arc<dyn Target>> =
+        plan.targets.iter().map(|t| adapter::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
+    let dataset = Dataset::new(&plan.data, plan.seed);
+    let mut progress = Progress::new(ctx.show_progress);
+
+    // Prepare and load every target before creating the run directory: bad input and
+    // unreachable servers fail here and leave nothing behind.
+    let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
+    let setup = async {
+        for t in &targets {
+            progress.message(format!("preparing {}", t.info().name));
+            t.prepare(&dataset.tables).await?;
+            prepared.push(t.clone());
+            for (id, table) in dataset.tables.iter().enumerate() {
+                progress.message(format!("loading {} into {}", table.name, t.info().name));
+                let n = dataset.initial_rows(id);
+                let loaded = t.load(table, dataset.rows(id, 0..n as i64)).await?;
+                if loaded != n {
+                    return Err(Error::runtime(format!("{}: loaded {loaded} of {n} rows into {}", t.info().name, table.name)));
+                }
+            }
+        }
+        Ok::<(), Error>(())
+    }
+    .await;
+    if let Err(e) = setup {
+        cleanup(&prepared).await;
+        return Err(e);
+    }
+
+    std::fs::create_dir_all(&out_dir).map_err(|e| Error::usage(format!("cannot create output directory {}: {e}; choose another --out", out_dir.display())))?;
+    let mut report = Report {
+        format: "dbsweep-report".into(),
+        format_version: report::model::FORMAT_VERSION,
+        dbsweep_version: env!("CARGO_PKG_VERSION").into(),
+        git_revision: option_env!("DBSWEEP_GIT_REVISION").map(str::to_string),
+        command: ctx.command.clone(),
+        started_at: environment::rfc3339(started),
+        finished_at: None,
+        complete: false,
+        incomplete_reason: Some("running".into()),
+        plan: plan.to_json(),
+        study: plan.study.clone(),
+        seed: plan.seed,
+        environment: environment::probe(),
+        targets: targets.iter().map(|t| t.info().clone()).collect(),
+        unavailable: ctx.unavailable.clone(),
+        points: Vec::new(),
+        warnings: Vec::new(),
+    };
+    report::write_all(&out_dir, &report)?;
+
+    let total_runs = plan.warmup + plan.runs;
+    let total_ops: u64 = plan
+        .experiments
+        .iter()
+        .map(|e| e.ops * e.points.len() as u64 * total_runs as u64 * targets.len() as u64)
+        .sum();
+    progress.start(total_ops);
+    let mut stop_reason: Option<String> = None;
+
+    'experiments: for (ei, experiment) in plan.experiments.iter().enumerate() {
+        let stream = Arc::new(OpStream::new(experiment, ei, &dataset, plan.seed, total_runs));
+        for (pi, point) in experiment.points.iter().enumerate() {
+            let mut results = Vec::new();
+            for target in &targets {
+                let info = target.info();
+                let base = PointResult {
+                    experiment: experiment.name.clone(),
+                    op: experiment.op.kind(),
+                    target: info.name.clone(),
+                    system: info.system.clone(),
+                    point: *point,
+                    status: PointStatus::Measured,
+                    runs: Vec::new(),
+                    summary: None,
+                    flags: Vec::new(),
+                };
+                if !info.capabilities.supports_kind(experiment.op.kind()) {
+                    results.push(PointResult {
+                        status: PointStatus::NotSupported { reason: format!("{} does not support {}", info.system, experiment.op.kind()) },
+                        flags: vec![Flag::NotSupported],
+                        ..base
+                    });
+                    continue;
+                }
+                progress.message(format!("{} · {} · c={} b={}", experiment.name, info.name, point.clients, point.batch));
+                let mut runs: Vec<RunMeasurement> = Vec::new();
+                let mut failure = None;
+                for run in 0..total_runs {
+                    if let Some(keys) = stream.rows_to_preload(pi, run) {
+                        let table = &dataset.tables[stream.table()];
+                        if let Err(e) = target.load(table, dataset.rows(stream.table(), keys)).await {
+                            failure = Some(format!("loading rows for run {run} failed: {e}"));
+                            break;
+                        }
+                    }
+                    let job = Arc::new(RunJob {
+                        target: target.clone(),
+                        stream: stream.clone(),
+                        point: *point,
+                        point_index: pi,
+                        run,
+                        warmup: run < plan.warmup,
+                        ops: experiment.ops,
+                        timeout: Duration::from_secs_f64(plan.timeout_secs),
+                        cancel: ctx.cancel.clone(),
+                        progress: progress.counter(),
+                    });
+                    let m = client::run_once(job).await;
+                    let complete = m.complete;
+                    runs.push(m);
+                    if !complete {
+                        failure = Some(if ctx.cancel.load(Ordering::Relaxed) {
+                            "interrupted".to_string()
+                        } else {
+                            let last = runs.last().and_then(|r| r.error_samples.first().cloned()).unwrap_or_default();
+                            format!("run {run} stopped early: {last}")
+                        });
+                        break;
+                    }
+                }
+                let mut result = PointResult { runs, ..base };
+                if let Some(reason) = failure {
+                    result.status = PointStatus::Incomplete { reason: reason.clone() };
+                    result.flags.push(Flag::Incomplete);
+                    if ctx.cancel.load(Ordering::Relaxed) {
+                        stop_reason = Some("interrupted by Ctrl-C".into());
+                    } else {
+                        report.warnings.push(format!("{} / {}: {reason}", experiment.name, info.name));
+                    }
+                }
+                result.summary = summarize(&result);
+                if let Some(errors) = result.summary.as_ref().map(|s| s.errors).filter(|n| *n > 0) {
+                    result.flags.push(Flag::Errors { count: errors });
+                }
+                results.push(result);
+                if stop_reason.is_some() {
+                    break;
+                }
+            }
+            flag_point(&mut results);
+            report.points.extend(results);
+            report::write_all(&out_dir, &report)?;
+            if stop_reason.is_some() {
+                break 'experiments;
+            }
+        }
+    }
+    progress.finish();
+
+    cleanup(&targets).await;
+    drop(scratch);
+    let failed_points = report.points.iter().any(|p| matches!(p.status, PointStatus::Incomplete { .. }));
+    report.finished_at = Some(environment::now_rfc3339());
+    report.complete = stop_reason.is_none() && !failed_points;
+    report.incomplete_reason = match (&stop_reason, failed_points) {
+        (Some(r), _) => Some(r.clone()),
+        (None, true) => Some("some points did not finish; see warnings".into()),
+        (None, false) => None,
+    };
+    report::write_all(&out_dir, &report)?;
+    if stop_reason.is_some() {
+        return Err(Error::Interrupted(out_dir.display().to_string()));
+    }
+    Ok((report, out_dir))
+}
+
+/// Refuses an output directory that already holds files: dbsweep never overwrites them.
+fn check_out_dir(dir: &Path) -> Result<()> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => match entries.count() {
+            0 => Ok(()),
+            _ => Err(Error::usage(format!(
+                "output directory {} is not empty; choose a new --out (dbsweep never overwrites results)",
+                dir.display()
+            ))),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(Error::usage(format!("--out {} is a file; name a directory", dir.display())))
+        }
+        Err(e) => Err(Error::usage(format!("cannot use output directory {}: {e}", dir.display()))),
+    }
+}
+
+async fn cleanup(targets: &[Arc<dyn Target>]) {
+    for t in targets {
+        if let Err(e) = t.cleanup().await {
+            tracing::warn!("cleanup of {} failed: {e}", t.info().name);
+        }
+    }
+}
+
+/// Median and spread over the measured runs.
+fn summarize(result: &PointResult) -> Option<PointSummary> {
+    let measured: Vec<&RunMeasurement> = result.runs.iter().filter(|r| !r.warmup && r.complete).collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let throughput: Vec<f64> = measured.iter().map(|r| r.ops_per_sec()).collect();
+    let rows: Vec<f64> = measured.iter().map(|r| r.rows_per_sec()).collect();
+    let latency = merge_summaries(measured.iter().filter_map(|r| r.service.get(&result.op)));
+    let per_row_p50_us = (result.point.batched && result.point.batch > 1)
+        .then(|| latency.as_ref().map(|l| l.p50_us / result.point.batch as f64))
+        .flatten();
+    Some(PointSummary {
+        measured_runs: measured.len(),
+        median_ops_per_sec: median(&throughput),
+        min_ops_per_sec: throughput.iter().copied().fold(f64::INFINITY, f64::min),
+        max_ops_per_sec: throughput.iter().copied().fold(0.0, f64::max),
+        median_rows_per_sec: median(&rows),
+        latency,
+        per_row_p50_us,
+        client_share: None,
+        errors: result.runs.iter().filter(|r| !r.warmup).map(|r| r.error_count()).sum(),
+    })
+}
+
+/// Cross-target flags for one point: the share of the NO-DB ceiling, and answers that
+/// disagree with the other systems' (or change between runs of the same system).
+fn flag_point(results: &mut [PointResult]) {
+    let ceiling = results
+        .iter()
+        .find(|r| r.system == "nodb")
+        .and_then(|r| r.summary.as_ref())
+        .map(|s| s.median_ops_per_sec);
+    for r in results.iter_mut().filter(|r| r.system != "nodb") {
+        if let (Some(c), Some(s)) = (ceiling, r.summary.as_mut()) {
+            if c > 0.0 {
+                let share = s.median_ops_per_sec / c;
+                s.client_share = Some(share);
+                if share >= CLIENT_BOUND_SHARE {
+                    r.flags.push(Flag::ClientBound { share });
+                }
+            }
+        }
+    }
+    // Answers: every measured run of a point executes the same ops, so digests must agree
+    // within a target and across targets.
+    let digests: Vec<Option<String>> = results
+        .iter()
+        .map(|r| {
+            let mut d = r.runs.iter().filter(|m| !m.warmup && m.complete && m.error_count() == 0).filter_map(|m| m.answer_digest.clone());
+            d.next()
+        })
+        .collect();
+    for r in results.iter_mut() {
+        let mut seen: Vec<&String> = r.runs.iter().filter(|m| !m.warmup && m.complete).filter_map(|m| m.answer_digest.as_ref()).collect();
+        seen.dedup();
+        if seen.len() > 1 {
+            r.flags.push(Flag::AnswerMismatch { detail: "answers changed between runs of the same ops".into() });
+        }
+    }
+    let present: Vec<&String> = digests.iter().flatten().collect();
+    if present.len() < 2 {
+        return;
+    }
+    let majority = present
+        .iter()
+        .max_by_key(|d| present.iter().filter(|o| o == d).count())
+        .map(|d| (*d).clone())
+        .expect("non-empty");
+    let agreeing = present.iter().filter(|d| ***d == majority).count();
+    let agreed_by: Vec<String> = results
+        .iter()
+        .zip(&digests)
+        .filter(|(_, d)| d.as_ref() == Some(&majority))
+        .map(|(r, _)| r.target.clone())
+        .collect();
+    for (r, d) in results.iter_mut().zip(&digests) {
+        if let Some(d) = d {
+            if *d != majority || agreeing * 2 <= present.len() {
+                r.flags.push(Flag::AnswerMismatch {
+                    detail: format!("answers differ from {}", agreed_by.join(", ")),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Measurement: per-client recorders (HDR histograms per op kind, counts, errors, answer
+//! digests), merged into one measurement per run, and process CPU time.
+//!
+//! Owns how latencies are recorded and merged (histograms are merged, percentiles are
+//! never averaged). Must not print, decide flags or know about systems.
+
+use crate::report::model::{LatencySummary, RunMeasurement};
+use crate::workload::op::{ErrorClass, OpKind};
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Largest latency a histogram tracks (1 hour); larger ones saturate.
+const MAX_NANOS: u64 = 3_600_000_000_000;
+/// How many error messages a run keeps as examples.
+const ERROR_SAMPLES: usize = 5;
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NANOS, 3).expect("valid histogram bounds")
+}
+
+/// What one client records during one run. Cheap to record into; merged at the end.
+#[derive(Debug)]
+pub struct Recorder {
+    /// Service time per request (send to reply), nanoseconds, by op kind.
+    service: [Option<Histogram<u64>>; OpKind::ALL.len()],
+    /// Response time from the intended start (fixed-rate runs only), by op kind.
+    response: [Option<Histogram<u64>>; OpKind::ALL.len()],
+    pub ops: u64,
+    pub requests: u64,
+    pub rows: u64,
+    pub errors: BTreeMap<ErrorClass, u64>,
+    pub error_samples: Vec<String>,
+    /// Order-independent digest of (sequence number, answer) pairs.
+    pub answer_digest: u64,
+    pub answers: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            service: Default::default(),
+            response: Default::default(),
+            ops: 0,
+            requests: 0,
+            rows: 0,
+            errors: BTreeMap::new(),
+            error_samples: Vec::new(),
+            answer_digest: 0,
+            answers: 0,
+        }
+    }
+}
+
+impl Recorder {
+    #[inline]
+    pub fn record_service(&mut self, kind: OpKind, elapsed: Duration) {
+        let h = self.service[kind.index()].get_or_insert_with(new_histogram);
+        h.saturating_record((elapsed.as_nanos() as u64).max(1));
+    }
+
+    #[inline]
+    pub fn record_response(&mut self, kind: OpKind, elapsed: Duration) {
+        let h = self.response[kind.index()].get_or_insert_with(new_histogram);
+        h.saturating_record((elapsed.as_nanos() as u64).max(1));
+    }
+
+    pub fn record_error(&mut self, class: ErrorClass, message: &str) {
+        *self.errors.entry(class).or_default() += 1;
+        if self.error_samples.len() < ERROR_SAMPLES && !self.error_samples.iter().any(|m| m == message) {
+            self.error_samples.push(message.to_string());
+        }
+    }
+
+    pub fn record_answer(&mut self, seq: u64, fingerprint: u64) {
+        self.answer_digest = self.answer_digest.wrapping_add(crate::workload::rng::mix(seq, fingerprint));
+        self.answers += 1;
+    }
+
+    /// Adds another client's recordings to this one.
+    pub fn merge(&mut self, other: Recorder) {
+        for (mine, theirs) in self.service.iter_mut().zip(other.service).chain(self.response.iter_mut().zip(other.response)) {
+            match (mine.as_mut(), theirs) {
+                (Some(m), Some(t)) => m.add(&t).expect("histograms with equal bounds merge"),
+                (None, Some(t)) => *mine = Some(t),
+                _ => {}
+            }
+        }
+        self.ops += other.ops;
+        self.requests += other.requests;
+        self.rows += other.rows;
+        for (class, n) in other.errors {
+            *self.errors.entry(class).or_default() += n;
+        }
+        for m in other.error_samples {
+            if self.error_samples.len() < ERROR_SAMPLES && !self.error_samples.contains(&m) {
+                self.error_samples.push(m);
+            }
+        }
+        self.answer_digest = self.answer_digest.wrapping_add(other.answer_digest);
+        self.answers += other.answers;
+    }
+
+    /// Turns the merged recordings of a run into its saved measurement.
+    pub fn into_measurement(self, run: u32, warmup: bool, seconds: f64, client_cpu_seconds: f64, complete: bool) -> RunMeasurement {
+        let summaries = |hists: [Option<Histogram<u64>>; OpKind::ALL.len()]| -> BTreeMap<OpKind, LatencySummary> {
+            OpKind::ALL
+                .iter()
+                .zip(hists)
+                .filter_map(|(kind, h)| h.map(|h| (*kind, LatencySummary::from_histogram(&h))))
+                .collect()
+        };
+        RunMeasurement {
+            run,
+            warmup,
+            complete,
+            ops: self.ops,
+            requests: self.requests,
+            rows: self.rows,
+            seconds,
+            client_cpu_seconds,
+            errors: self.errors.into_iter().map(|(c, n)| (c.name().to_string(), n)).collect(),
+            error_samples: self.error_samples,
+            answer_digest: (self.answers > 0).then(|| format!("{:016x}", self.answer_digest)),
+            service: summaries(self.service),
+            response: summaries(self.response),
+        }
+    }
+}
+
+impl LatencySummary {
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        let us = |nanos: u64| nanos as f64 / 1000.0;
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new().serialize(h, &mut bytes).expect("histogram serializes to memory");
+        LatencySummary {
+            count: h.len(),
+            mean_us: h.mean() / 1000.0,
+            p50_us: us(h.value_at_quantile(0.50)),
+            p90_us: us(h.value_at_quantile(0.90)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+            histogram: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    /// The histogram saved in this summary.
+    pub fn decode(&self) -> Option<Histogram<u64>> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&self.histogram).ok()?;
+        Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
+    }
+}
+
+/// Merges the saved histograms of several runs into one summary (for medians over runs we
+/// keep throughput per run; for latency we merge, never average percentiles).
+pub fn merge_summaries<'a>(summaries: impl IntoIterator<Item = &'a LatencySummary>) -> Option<LatencySummary> {
+    let mut merged: Option<Histogram<u64>> = None;
+    for s in summaries {
+        let h = s.decode()?;
+        match merged.as_mut() {
+            Some(m) => m.add(&h).ok()?,
+            None => merged = Some(h),
+        }
+    }
+    merged.map(|h| LatencySummary::from_histogram(&h))
+}
+
+/// CPU time (user + system) this process has used so far.
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the struct we pass and has no other effects.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Median of a non-empty slice (mean of the middle two for even lengths).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_histograms_keep_every_sample() {
+        let mut a = Recorder::default();
+        let mut b = Recorder::default();
+        for i in 1..=100 {
+            a.record_service(OpKind::Get, Duration::from_micros(i));
+        }
+        for _ in 0..100 {
+            b.record_service(OpKind::Get, Duration::from_millis(10));
+        }
+        b.record_error(ErrorClass::Server, "boom");
+        a.merge(b);
+        let m = a.into_measurement(1, false, 1.0, 0.0, true);
+        let get = &m.service[&OpKind::Get];
+        assert_eq!(get.count, 200);
+        assert!((get.p50_us - 100.0).abs() < 1.0, "p50 {}", get.p50_us);
+        assert!((get.p99_us - 10_000.0).abs() < 20.0, "p99 {}", get.p99_us);
+        assert_eq!(m.errors["server"], 1);
+        let decoded = get.decode().unwrap();
+        assert_eq!(decoded.len(), 200);
+        let merged = merge_summaries([get, get]).unwrap();
+        assert_eq!(merged.count, 400);
+    }
+
+    #[test]
+    fn answer_digest_ignores_client_order() {
+        let mut a = Recorder::default();
+        let mut b = Recorder::default();
+        a.record_answer(1, 10);
+        b.record_answer(2, 20);
+        let mut c = Recorder::default();
+        let mut d = Recorder::default();
+        c.record_answer(2, 20);
+        d.record_answer(1, 10);
+        a.merge(b);
+        c.merge(d);
+        assert_eq!(a.answer_digest, c.answer_digest);
+        let mut e = Recorder::default();
+        e.record_answer(1, 11);
+        e.record_answer(2, 20);
+        assert_ne!(a.answer_digest, e.answer_digest);
+    }
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

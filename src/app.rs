@@ -75,6 +75,8 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         clients: args.clients,
         batch: args.batch,
         widths: args.widths,
+        batch_clients: args.batch_clients,
+        range_clients: args.range_clients,
         runs: args.runs,
         warmup: args.warmup,
         ops: args.ops,

@@ -45,6 +45,12 @@ pub struct RunArgs {
     /// Range widths for range experiments, e.g. 1,10,100,1000.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub widths: Option<Vec<u64>>,
+    /// Clients in the batch sweep (default 1, as in the studies).
+    #[arg(long, value_name = "N")]
+    pub batch_clients: Option<usize>,
+    /// Clients in range-width sweeps (default 8, as in the kv-vs-relational study).
+    #[arg(long, value_name = "N")]
+    pub range_clients: Option<usize>,
     /// Measured runs per point.
     #[arg(long)]
     pub runs: Option<u32>,

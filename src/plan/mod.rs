@@ -39,6 +39,9 @@ pub struct StudyFile {
     /// Clients used for range experiments (the study used 8).
     #[serde(default)]
     pub range_clients: Option<usize>,
+    /// Clients used for the batch sweep (the studies used 1).
+    #[serde(default)]
+    pub batch_clients: Option<usize>,
     #[serde(default)]
     pub widths: Option<Vec<u64>>,
     pub data: DataSpec,
@@ -102,6 +105,8 @@ pub struct RunOptions {
     pub clients: Option<Vec<usize>>,
     pub batch: Option<Vec<usize>>,
     pub widths: Option<Vec<u64>>,
+    pub batch_clients: Option<usize>,
+    pub range_clients: Option<usize>,
     pub runs: Option<u32>,
     pub warmup: Option<u32>,
     pub ops: Option<u64>,
@@ -227,7 +232,10 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     positive_list("--batch", &batch)?;
     let widths = opts.widths.clone().or(quick.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
     positive_list("--widths", &widths)?;
-    let range_clients = study.range_clients.unwrap_or(8);
+    let range_clients = opts.range_clients.or(study.range_clients).unwrap_or(8);
+    let batch_clients = opts.batch_clients.or(study.batch_clients).unwrap_or(1);
+    positive_list("--range-clients", &[range_clients])?;
+    positive_list("--batch-clients", &[batch_clients])?;
     let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
     if !(timeout_secs > 0.0) {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
@@ -287,8 +295,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             match sweep {
                 Sweep::Clients => clients.iter().for_each(|&c| add(Point { clients: c, batch: 1, batched: false, param: None })),
                 Sweep::Batch => {
-                    add(Point { clients: 1, batch: 1, batched: false, param: None });
-                    batch.iter().for_each(|&b| add(Point { clients: 1, batch: b, batched: true, param: None }));
+                    add(Point { clients: batch_clients, batch: 1, batched: false, param: None });
+                    batch.iter().for_each(|&b| add(Point { clients: batch_clients, batch: b, batched: true, param: None }));
                 }
                 Sweep::Widths => {
                     if !e.op.is_range() {

@@ -1,0 +1,228 @@
+//! End-to-end tests of the `dbsweep` binary on in-process targets: counts, determinism,
+//! re-rendering, bad input and interruption.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn dbsweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().expect("run dbsweep")
+}
+
+fn csv_rows(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
+    lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()
+}
+
+fn report(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn measured_ops_are_exact_and_report_rerenders_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run", "--target", "m=mock:", "--experiments", "get,insert", "--ops", "1000", "--runs", "3", "--warmup", "1",
+        "--clients", "1,3", "--batch", "7", "--rows", "5000", "--no-progress", "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out);
+    for target in ["nodb", "m"] {
+        for exp in ["get", "insert"] {
+            let points: Vec<_> = rows.iter().filter(|r| r["target"] == target && r["experiment"] == exp).collect();
+            // clients 1 and 3 unbatched, and batch 7 with one client (batch 1 unbatched is
+            // shared with the clients sweep): 3 points x 3 measured runs.
+            assert_eq!(points.len(), 9, "{target}/{exp}");
+            for (clients, batched) in [("1", "false"), ("3", "false"), ("1", "true")] {
+                let total: u64 = points
+                    .iter()
+                    .filter(|r| r["clients"] == clients && r["batched"] == batched)
+                    .map(|r| r["ops"].parse::<u64>().unwrap())
+                    .sum();
+                assert_eq!(total, 3000, "{target}/{exp} c={clients} batched={batched}");
+            }
+        }
+    }
+    // batch 7 over 1000 ops: 143 requests per run, and the mock found every key it got.
+    let batched = rows.iter().find(|r| r["target"] == "m" && r["experiment"] == "get" && r["batched"] == "true").unwrap();
+    assert_eq!(batched["requests"], "143");
+    assert_eq!(batched["rows"], "1000");
+    let json = report(&out);
+    assert_eq!(json["complete"], true);
+    assert_eq!(json["format_version"], 1);
+    assert!(json["environment"]["cores"].as_u64().unwrap() >= 1);
+
+    let csv_before = std::fs::read(out.join("results.csv")).unwrap();
+    std::fs::remove_file(out.join("results.csv")).unwrap();
+    let o = dbsweep(&["report", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(out.join("results.csv")).unwrap(), csv_before);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("get (get"));
+}
+
+#[test]
+fn same_seed_same_answers_other_seed_other_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let digest = |name: &str, seed: &str| {
+        let out = tmp.path().join(name);
+        let o = dbsweep(&[
+            "run", "--target", "m=mock:", "--experiments", "range-count", "--ops", "300", "--runs", "2", "--rows", "3000",
+            "--widths", "5", "--seed", seed, "--no-progress", "--out", out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let json = report(&out);
+        let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m").unwrap().clone();
+        let runs = point["runs"].as_array().unwrap();
+        let digests: Vec<String> = runs.iter().map(|r| r["answer_digest"].as_str().unwrap().to_string()).collect();
+        assert!(digests.windows(2).all(|w| w[0] == w[1]), "read runs must replay the same ops: {digests:?}");
+        digests[0].clone()
+    };
+    assert_eq!(digest("a", "11"), digest("b", "11"));
+    assert_ne!(digest("c", "11"), digest("d", "12"));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let cases: &[&[&str]] = &[
+        &["run", "--target", "pg=postgres://u:canary-pw@:5432/x"],
+        &["run", "no-such-study"],
+        &["run", "--clients", "0"],
+        &["run", "--clients", "two"],
+        &["run", "--target", "x=unknownscheme://h:1"],
+        &["run", "--target", "x=monetdb://127.0.0.1:50000/db"],
+        &["run", "--experiments", "nope"],
+        &["run", "--bogus-flag"],
+    ];
+    for args in cases {
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend(["--out", out.to_str().unwrap(), "--no-progress"]);
+        let o = dbsweep(&full);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: not one line: {stderr}");
+        assert!(!stderr.contains("canary-pw"), "password leaked: {stderr}");
+        assert!(!out.exists(), "{args:?} left a run directory");
+    }
+    let o = dbsweep(&["run", "--target", "x=monetdb://127.0.0.1:50000/db", "--no-progress"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot run here"));
+}
+
+#[test]
+fn bad_toml_names_the_line_and_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let study = tmp.path().join("s.toml");
+    std::fs::write(&study, "name = \"s\"\nruns = \"three\"\n[data]\nkind = \"kv\"\nrows = 10\n[[experiments]]\nname = \"e\"\nop = \"echo\"\nsweep = [\"clients\"]\n").unwrap();
+    let o = dbsweep(&["run", study.to_str().unwrap(), "--no-progress"]);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("line 2"), "{stderr}");
+}
+
+#[test]
+fn a_custom_toml_study_runs_with_its_own_targets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let study = tmp.path().join("mine.toml");
+    std::fs::write(
+        &study,
+        r#"
+name = "mine"
+ops = 200
+runs = 2
+warmup = 0
+clients = [2]
+[data]
+kind = "kv"
+rows = 500
+payload_bytes = 8
+[[targets]]
+name = "ref"
+url = "mock:"
+[[experiments]]
+name = "reads"
+op = "get"
+sweep = ["clients"]
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&["run", study.to_str().unwrap(), "--no-progress", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out);
+    assert_eq!(rows.iter().filter(|r| r["target"] == "ref").count(), 2);
+    assert!(rows.iter().all(|r| r["study"] == "mine" && r["clients"] == "2"));
+    assert!(rows.iter().filter(|r| r["target"] == "ref").all(|r| r["rows"] == "200"));
+}
+
+#[test]
+fn failing_ops_are_counted_by_class_and_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run", "--target", "flaky=mock:?fail_every=10", "--experiments", "get", "--ops", "1000", "--runs", "1",
+        "--warmup", "0", "--clients", "1", "--batch", "1", "--no-progress", "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json = report(&out);
+    let points: Vec<_> = json["points"].as_array().unwrap().iter().filter(|p| p["target"] == "flaky").cloned().collect();
+    let unbatched = points.iter().find(|p| p["batched"] == false).unwrap();
+    let run = &unbatched["runs"][0];
+    // Requests are numbered across the target's connections: the first point's single run
+    // sees requests 1..=1000, every tenth fails.
+    assert_eq!(run["errors"]["server"], 100);
+    assert_eq!(run["rows"], 900);
+    assert!(unbatched["flags"].as_array().unwrap().iter().any(|f| f["flag"] == "errors"));
+}
+
+#[test]
+fn ctrl_c_writes_partial_results_marked_incomplete_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args([
+            "run", "--target", "slow=mock:?latency_us=2000", "--experiments", "get,echo", "--ops", "2000", "--runs", "3",
+            "--clients", "1", "--batch", "1", "--no-progress", "--out", out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first point has been saved, then interrupt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !report_has_points(&out) {
+        assert!(std::time::Instant::now() < deadline, "no results appeared");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    let json = report(&out);
+    assert_eq!(json["complete"], false);
+    assert!(json["incomplete_reason"].as_str().unwrap().contains("interrupted"));
+    let points = json["points"].as_array().unwrap();
+    assert!(points.iter().any(|p| p["status"]["state"] == "incomplete"));
+    assert!(out.join("results.csv").exists());
+}
+
+fn report_has_points(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|j| j["points"].as_array().is_some_and(|p| !p.is_empty()))
+}
+
+#[test]
+fn studies_and_targets_list_what_exists() {
+    let o = dbsweep(&["studies"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("embedded"));
+    let o = dbsweep(&["targets"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("sqlite") && text.contains("monetdb"));
+    assert!(text.contains("no MonetDB server package"));
+}

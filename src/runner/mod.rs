@@ -332,3 +332,78 @@ fn flag_point(results: &mut [PointResult]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::experiment::Point;
+    use crate::workload::op::OpKind;
+    use std::collections::BTreeMap;
+
+    fn result(target: &str, system: &str, ops_per_sec: f64, digests: &[&str]) -> PointResult {
+        let runs = digests
+            .iter()
+            .enumerate()
+            .map(|(i, d)| RunMeasurement {
+                run: i as u32,
+                warmup: false,
+                complete: true,
+                ops: ops_per_sec as u64,
+                requests: ops_per_sec as u64,
+                rows: 0,
+                seconds: 1.0,
+                client_cpu_seconds: 0.0,
+                errors: BTreeMap::new(),
+                error_samples: vec![],
+                answer_digest: (!d.is_empty()).then(|| d.to_string()),
+                service: BTreeMap::new(),
+                response: BTreeMap::new(),
+            })
+            .collect();
+        let mut r = PointResult {
+            experiment: "e".into(),
+            op: OpKind::RangeCount,
+            target: target.into(),
+            system: system.into(),
+            point: Point { clients: 1, batch: 1, batched: false, param: None },
+            status: PointStatus::Measured,
+            runs,
+            summary: None,
+            flags: vec![],
+        };
+        r.summary = summarize(&r);
+        r
+    }
+
+    fn flags(r: &PointResult) -> Vec<&'static str> {
+        r.flags.iter().map(|f| f.short()).collect()
+    }
+
+    #[test]
+    fn near_the_ceiling_is_client_bound_far_below_is_not() {
+        let mut results = vec![
+            result("nodb", "nodb", 1_000_000.0, &["", ""]),
+            result("fast", "x", 400_000.0, &["a", "a"]),
+            result("slow", "y", 10_000.0, &["a", "a"]),
+        ];
+        flag_point(&mut results);
+        assert_eq!(flags(&results[1]), ["client_bound"]);
+        assert!(flags(&results[2]).is_empty());
+        assert!((results[2].summary.as_ref().unwrap().client_share.unwrap() - 0.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_odd_answer_out_is_flagged() {
+        let mut results = vec![
+            result("a", "x", 1.0, &["d1", "d1"]),
+            result("b", "y", 1.0, &["d1", "d1"]),
+            result("c", "z", 1.0, &["d2", "d2"]),
+            result("d", "w", 1.0, &["d1", "d3"]),
+        ];
+        flag_point(&mut results);
+        assert!(flags(&results[0]).is_empty());
+        assert!(flags(&results[1]).is_empty());
+        assert_eq!(flags(&results[2]), ["answer_mismatch"]);
+        assert_eq!(flags(&results[3]), ["answer_mismatch"], "answers changed between runs");
+    }
+}

@@ -116,6 +116,8 @@ pub struct RunOptions {
     pub quick: bool,
     /// Per-op timeout in seconds.
     pub timeout_secs: Option<f64>,
+    /// Fixed-rate (open-loop) runs at this many ops/s in total.
+    pub rate: Option<f64>,
 }
 
 /// One target of a plan.
@@ -140,6 +142,8 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     pub quick: bool,
     pub timeout_secs: f64,
+    /// Fixed-rate runs at this many ops/s in total; `None`: closed loop (max throughput).
+    pub rate: Option<f64>,
 }
 
 impl Plan {
@@ -156,6 +160,7 @@ impl Plan {
             "experiments": self.experiments,
             "quick": self.quick,
             "timeout_secs": self.timeout_secs,
+            "rate": self.rate,
         })
     }
 }
@@ -241,6 +246,11 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
 
+    if let Some(rate) = opts.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(Error::usage("--rate must be a positive number of ops per second"));
+        }
+    }
     let mut data = study.data.clone();
     match &mut data {
         DataSpec::Kv { rows, payload_bytes } => {
@@ -328,6 +338,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         out: opts.out.clone(),
         quick: opts.quick,
         timeout_secs,
+        rate: opts.rate,
     })
 }
 

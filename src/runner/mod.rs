@@ -37,8 +37,10 @@ pub struct RunContext {
     pub show_progress: bool,
     /// Default parent of run directories when the plan names none.
     pub runs_root: PathBuf,
-    /// Extra targets opened outside the plan (e.g. spawned servers); empty for now.
+    /// Systems the study names that cannot run here, with the reason.
     pub unavailable: Vec<Unavailable>,
+    /// Leave dbsweep's tables and keys in place after the run (for inspection).
+    pub keep_data: bool,
 }
 
 /// Runs a plan; returns the report and the directory it was written to.
@@ -125,6 +127,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     target: info.name.clone(),
                     system: info.system.clone(),
                     point: *point,
+                    rate: plan.rate,
                     status: PointStatus::Measured,
                     runs: Vec::new(),
                     summary: None,
@@ -160,6 +163,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         timeout: Duration::from_secs_f64(plan.timeout_secs),
                         cancel: ctx.cancel.clone(),
                         progress: progress.counter(),
+                        rate: plan.rate,
                     });
                     let m = client::run_once(job).await;
                     let complete = m.complete;
@@ -203,7 +207,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     }
     progress.finish();
 
-    cleanup(&targets).await;
+    if !ctx.keep_data {
+        cleanup(&targets).await;
+    }
     drop(scratch);
     let failed_points = report.points.iter().any(|p| matches!(p.status, PointStatus::Incomplete { .. }));
     report.finished_at = Some(environment::now_rfc3339());
@@ -255,6 +261,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
     let throughput: Vec<f64> = measured.iter().map(|r| r.ops_per_sec()).collect();
     let rows: Vec<f64> = measured.iter().map(|r| r.rows_per_sec()).collect();
     let latency = merge_summaries(measured.iter().filter_map(|r| r.service.get(&result.op)));
+    let response_latency = merge_summaries(measured.iter().filter_map(|r| r.response.get(&result.op)));
     let per_row_p50_us = (result.point.batched && result.point.batch > 1)
         .then(|| latency.as_ref().map(|l| l.p50_us / result.point.batch as f64))
         .flatten();
@@ -265,6 +272,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
         max_ops_per_sec: throughput.iter().copied().fold(0.0, f64::max),
         median_rows_per_sec: median(&rows),
         latency,
+        response_latency,
         per_row_p50_us,
         client_share: None,
         errors: result.runs.iter().filter(|r| !r.warmup).map(|r| r.error_count()).sum(),
@@ -355,6 +363,7 @@ mod tests {
                 client_cpu_seconds: 0.0,
                 errors: BTreeMap::new(),
                 error_samples: vec![],
+                late_ops: 0,
                 answer_digest: (!d.is_empty()).then(|| d.to_string()),
                 service: BTreeMap::new(),
                 response: BTreeMap::new(),
@@ -366,6 +375,7 @@ mod tests {
             target: target.into(),
             system: system.into(),
             point: Point { clients: 1, batch: 1, batched: false, param: None },
+            rate: None,
             status: PointStatus::Measured,
             runs,
             summary: None,

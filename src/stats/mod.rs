@@ -36,6 +36,8 @@ pub struct Recorder {
     /// Order-independent digest of (sequence number, answer) pairs.
     pub answer_digest: u64,
     pub answers: u64,
+    /// Fixed-rate runs: ops that started more than 1 ms after their intended start.
+    pub late_ops: u64,
 }
 
 impl Default for Recorder {
@@ -50,6 +52,7 @@ impl Default for Recorder {
             error_samples: Vec::new(),
             answer_digest: 0,
             answers: 0,
+            late_ops: 0,
         }
     }
 }
@@ -101,6 +104,7 @@ impl Recorder {
         }
         self.answer_digest = self.answer_digest.wrapping_add(other.answer_digest);
         self.answers += other.answers;
+        self.late_ops += other.late_ops;
     }
 
     /// Turns the merged recordings of a run into its saved measurement.
@@ -124,6 +128,7 @@ impl Recorder {
             errors: self.errors.into_iter().map(|(c, n)| (c.name().to_string(), n)).collect(),
             error_samples: self.error_samples,
             answer_digest: (self.answers > 0).then(|| format!("{:016x}", self.answer_digest)),
+            late_ops: self.late_ops,
             service: summaries(self.service),
             response: summaries(self.response),
         }

@@ -109,6 +109,9 @@ pub struct RunMeasurement {
     pub late_ops: u64,
     /// Digest of the answers of COUNT/MAX/query ops, to compare systems.
     pub answer_digest: Option<String>,
+    /// The first query result of the run, whole (query experiments only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_answer: Option<crate::workload::op::Answer>,
     /// Service time per request, by op kind.
     pub service: BTreeMap<OpKind, LatencySummary>,
     /// Response time from the intended start (fixed-rate runs), by op kind.

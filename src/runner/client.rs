@@ -171,7 +171,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
                 recorder.record_service(kind, elapsed);
                 recorder.rows += outcome.rows;
                 if let Some(answer) = &outcome.answer {
-                    recorder.record_answer(first, answer.fingerprint());
+                    recorder.record_answer(first, answer);
                 }
             }
             Err(e) => {

@@ -298,45 +298,61 @@ fn flag_point(results: &mut [PointResult]) {
             }
         }
     }
-    // Answers: every measured run of a point executes the same ops, so digests must agree
-    // within a target and across targets.
-    let digests: Vec<Option<String>> = results
+    // Answers: every measured run of a point executes the same ops, so answers must agree
+    // within a target and across targets. Query results are compared whole with numeric
+    // tolerance; COUNT/MAX answers by digest.
+    let answers: Vec<Vec<Observed>> = results
         .iter()
-        .map(|r| {
-            let mut d = r.runs.iter().filter(|m| !m.warmup && m.complete && m.error_count() == 0).filter_map(|m| m.answer_digest.clone());
-            d.next()
-        })
+        .map(|r| r.runs.iter().filter(|m| !m.warmup && m.complete && m.error_count() == 0).filter_map(Observed::of).collect())
         .collect();
-    for r in results.iter_mut() {
-        let mut seen: Vec<&String> = r.runs.iter().filter(|m| !m.warmup && m.complete).filter_map(|m| m.answer_digest.as_ref()).collect();
-        seen.dedup();
-        if seen.len() > 1 {
+    for (r, seen) in results.iter_mut().zip(&answers) {
+        if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
             r.flags.push(Flag::AnswerMismatch { detail: "answers changed between runs of the same ops".into() });
         }
     }
-    let present: Vec<&String> = digests.iter().flatten().collect();
+    let firsts: Vec<Option<&Observed>> = answers.iter().map(|a| a.first()).collect();
+    let present: Vec<&Observed> = firsts.iter().flatten().copied().collect();
     if present.len() < 2 {
         return;
     }
-    let majority = present
-        .iter()
-        .max_by_key(|d| present.iter().filter(|o| o == d).count())
-        .map(|d| (*d).clone())
-        .expect("non-empty");
-    let agreeing = present.iter().filter(|d| ***d == majority).count();
+    let support = |o: &Observed| present.iter().filter(|p| p.agrees(o)).count();
+    let best = present.iter().copied().max_by_key(|o| support(o)).expect("non-empty");
+    let clear_majority = support(best) * 2 > present.len();
     let agreed_by: Vec<String> = results
         .iter()
-        .zip(&digests)
-        .filter(|(_, d)| d.as_ref() == Some(&majority))
+        .zip(&firsts)
+        .filter(|(_, o)| o.is_some_and(|o| o.agrees(best)))
         .map(|(r, _)| r.target.clone())
         .collect();
-    for (r, d) in results.iter_mut().zip(&digests) {
-        if let Some(d) = d {
-            if *d != majority || agreeing * 2 <= present.len() {
-                r.flags.push(Flag::AnswerMismatch {
-                    detail: format!("answers differ from {}", agreed_by.join(", ")),
-                });
+    for (r, o) in results.iter_mut().zip(&firsts) {
+        if let Some(o) = o {
+            if !o.agrees(best) || !clear_majority {
+                r.flags.push(Flag::AnswerMismatch { detail: format!("answers differ from {}", agreed_by.join(", ")) });
             }
+        }
+    }
+}
+
+/// An answer a run produced, in the form it is compared in.
+enum Observed {
+    Digest(String),
+    Whole(crate::workload::op::Answer),
+}
+
+impl Observed {
+    fn of(m: &RunMeasurement) -> Option<Observed> {
+        match (&m.sample_answer, &m.answer_digest) {
+            (Some(a), _) => Some(Observed::Whole(a.clone())),
+            (None, Some(d)) => Some(Observed::Digest(d.clone())),
+            _ => None,
+        }
+    }
+
+    fn agrees(&self, other: &Observed) -> bool {
+        match (self, other) {
+            (Observed::Digest(a), Observed::Digest(b)) => a == b,
+            (Observed::Whole(a), Observed::Whole(b)) => a.agrees_with(b),
+            _ => false,
         }
     }
 }
@@ -364,6 +380,7 @@ mod tests {
                 errors: BTreeMap::new(),
                 error_samples: vec![],
                 late_ops: 0,
+                sample_answer: None,
                 answer_digest: (!d.is_empty()).then(|| d.to_string()),
                 service: BTreeMap::new(),
                 response: BTreeMap::new(),

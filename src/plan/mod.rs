@@ -5,7 +5,8 @@
 //! connections or touch the file system beyond reading the study file.
 
 use crate::adapter::TargetUrl;
-use crate::data::DataSpec;
+use crate::data::table::{ColumnType, TableId};
+use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::workload::experiment::{Experiment, ExperimentOp, Point};
 use serde::{Deserialize, Serialize};
@@ -81,6 +82,15 @@ pub struct ExperimentEntry {
     /// Ops per run for this experiment (default: the study's `ops`).
     #[serde(default)]
     pub ops: Option<u64>,
+    /// The table (default: the data set's first table).
+    #[serde(default)]
+    pub table: Option<String>,
+    /// Range ops: the indexed column (default: the table's first indexed column).
+    #[serde(default)]
+    pub column: Option<String>,
+    /// Range MAX: the column to maximize (default: the first unindexed numeric column).
+    #[serde(default)]
+    pub max_column: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -215,6 +225,38 @@ pub fn parse_target(text: &str) -> Result<TargetSpec> {
     Ok(TargetSpec { name, url })
 }
 
+/// Resolves an experiment's table and column names against the data set.
+fn resolve_columns(e: &ExperimentEntry, dataset: &Dataset) -> Result<(TableId, usize, usize)> {
+    let tables: Vec<&str> = dataset.tables.iter().map(|t| t.name.as_str()).collect();
+    let table = match &e.table {
+        Some(name) => dataset.table_id(name).ok_or_else(|| {
+            Error::usage(format!("experiment '{}': unknown table '{name}'; the data set has: {}", e.name, tables.join(", ")))
+        })?,
+        None => 0,
+    };
+    let def = &dataset.tables[table];
+    let column_named = |key: &str, name: &str| {
+        def.column_index(name).ok_or_else(|| {
+            let cols: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
+            Error::usage(format!("experiment '{}': {key} '{name}' is not a column of {}; it has: {}", e.name, def.name, cols.join(", ")))
+        })
+    };
+    let column = match &e.column {
+        Some(name) => column_named("column", name)?,
+        None => def.indexed.first().copied().unwrap_or(0),
+    };
+    if e.op.is_range() && !def.indexed.contains(&column) {
+        return Err(Error::usage(format!("experiment '{}': range column '{}' of {} has no secondary index", e.name, def.columns[column].name, def.name)));
+    }
+    let max_column = match &e.max_column {
+        Some(name) => column_named("max_column", name)?,
+        None => (1..def.columns.len())
+            .find(|c| !def.indexed.contains(c) && matches!(def.columns[*c].ty, ColumnType::Float | ColumnType::Decimal | ColumnType::Int))
+            .unwrap_or(0),
+    };
+    Ok((table, column, max_column))
+}
+
 /// Validates raw options against a study and resolves everything into a plan.
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let study_name = opts.study.as_deref().unwrap_or(DEFAULT_STUDY);
@@ -281,6 +323,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         }
     }
 
+    let dataset = Dataset::new(&data, seed);
     let known: Vec<&str> = study.experiments.iter().map(|e| e.name.as_str()).collect();
     if let Some(filter) = &opts.experiments {
         if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str())) {
@@ -320,7 +363,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
         }
         let exp_ops = if opts.ops.is_some() || opts.quick { ops } else { e.ops.unwrap_or(ops) };
-        experiments.push(Experiment { name: e.name.clone(), op: e.op, ops: exp_ops, points });
+        let (table, column, max_column) = resolve_columns(e, &dataset)?;
+        experiments.push(Experiment { name: e.name.clone(), op: e.op, table, column, max_column, ops: exp_ops, points });
     }
     if experiments.is_empty() {
         return Err(Error::usage("no experiments selected; check --experiments"));

@@ -70,7 +70,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
             for (id, table) in dataset.tables.iter().enumerate() {
                 progress.message(format!("loading {} into {}", table.name, t.info().name));
                 let n = dataset.initial_rows(id);
-                let loaded = t.load(table, dataset.rows(id, 0..n as i64)).await?;
+                let loaded = t.load(table, dataset.initial(id)).await?;
                 if loaded != n {
                     return Err(Error::runtime(format!("{}: loaded {loaded} of {n} rows into {}", t.info().name, table.name)));
                 }
@@ -147,7 +147,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 for run in 0..total_runs {
                     if let Some(keys) = stream.rows_to_preload(pi, run) {
                         let table = &dataset.tables[stream.table()];
-                        if let Err(e) = target.load(table, dataset.rows(stream.table(), keys)).await {
+                        if let Err(e) = target.load(table, dataset.new_rows(stream.table(), keys)).await {
                             failure = Some(format!("loading rows for run {run} failed: {e}"));
                             break;
                         }

@@ -61,6 +61,10 @@ async fn redis_keys_it_did_not_create_survive_prepare_load_and_cleanup() {
 
     let target = open("r", &redis_url(db));
     load_some(target.as_ref()).await;
+    let info = target.info();
+    assert!(info.version.starts_with(|c: char| c.is_ascii_digit()), "version from INFO server: {}", info.version);
+    assert_eq!(info.settings.get("appendonly").map(String::as_str), Some("no"), "{:?}", info.settings);
+    assert_eq!(info.settings.get("db").map(String::as_str), Some("5"));
     let ours: u64 = redis::cmd("EXISTS").arg("dbsweep:kv17").arg("dbsweep:owner").query_async(&mut conn).await.unwrap();
     assert_eq!(ours, 2, "rows and marker are written to the URL's DB");
     target.cleanup().await.expect("cleanup");
@@ -161,6 +165,19 @@ async fn memcached_items_it_did_not_create_survive_and_unmarked_prefix_is_refuse
 
     let target = open("m", &memcached_url());
     load_some(target.as_ref()).await;
+    let info = target.info();
+    assert!(info.version.starts_with("1."), "version: {}", info.version);
+    assert!(info.settings.contains_key("maxbytes"), "{:?}", info.settings);
+    // The row's non-key columns, length-prefixed: grp, val, payload.
+    let row = KvGen::new(3, 200, 16).row(17);
+    let expected: String = row[1..]
+        .iter()
+        .map(|v| {
+            let t = v.to_string();
+            format!("{}:{t},", t.len())
+        })
+        .collect();
+    assert_eq!(memcached_get("dbsweep:kv17"), Some(expected));
     assert!(memcached_get("dbsweep:kv17").is_some());
     target.cleanup().await.expect("cleanup");
     assert_eq!(memcached_get("user:1").as_deref(), Some("alice"));
@@ -185,4 +202,37 @@ async fn memcached_dead_server_is_unreachable() {
     assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
     assert_eq!(err.exit_code(), 2);
     assert!(target.connect().await.is_err());
+}
+
+#[tokio::test]
+async fn redis_rows_follow_the_study_mapping() {
+    let db = 9;
+    let target = open("r", &redis_url(db));
+    load_some(target.as_ref()).await;
+    let mut conn = raw_redis(db).await;
+    let row = KvGen::new(3, 200, 16).row(17);
+    let fields: std::collections::BTreeMap<String, String> =
+        redis::cmd("HGETALL").arg("dbsweep:kv17").query_async(&mut conn).await.unwrap();
+    let expected: std::collections::BTreeMap<String, String> =
+        kv::table_def().columns.iter().zip(&row).map(|(c, v)| (c.name.clone(), v.to_string())).collect();
+    assert_eq!(fields, expected, "one hash field per column, values as text");
+    let score: f64 = redis::cmd("ZSCORE").arg("dbsweep:kv:idx:grp").arg(17).query_async(&mut conn).await.unwrap();
+    assert_eq!(score, row[kv::GROUP].as_int().unwrap() as f64, "index score = column value, member = pk");
+    let pk_score: f64 = redis::cmd("ZSCORE").arg("dbsweep:kv:pk").arg(17).query_async(&mut conn).await.unwrap();
+    assert_eq!(pk_score, 17.0);
+
+    // A range over an unindexed column is refused, not emulated.
+    use dbsweep::workload::op::{ErrorClass, Op, RangeAgg};
+    let mut c = target.connect().await.unwrap();
+    let op = Op::Range { table: 0, column: kv::VALUE, lo: 0, hi: 10, agg: RangeAgg::Count };
+    assert_eq!(c.execute(&op).await.unwrap_err().class, ErrorClass::Unsupported);
+    // Updating the indexed column moves the row in its index, never duplicating it.
+    let op = Op::Update { table: 0, key: 17, column: kv::GROUP, value: dbsweep::data::table::Value::Int(-42) };
+    assert_eq!(c.execute(&op).await.unwrap().rows, 1);
+    let count = Op::Range { table: 0, column: kv::GROUP, lo: -42, hi: -42, agg: RangeAgg::Count };
+    assert_eq!(c.execute(&count).await.unwrap().answer, Some(dbsweep::workload::op::Answer::Scalar(dbsweep::data::table::Value::Int(1))));
+    let members: u64 = redis::cmd("ZCARD").arg("dbsweep:kv:idx:grp").query_async(&mut conn).await.unwrap();
+    assert_eq!(members, 200);
+    drop(c);
+    target.cleanup().await.unwrap();
 }

@@ -73,7 +73,15 @@ impl Memcached {
             url: url.redacted(),
             execution: Execution::Async,
             capabilities: Capabilities {
-                ops: vec![OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete, OpKind::Update, OpKind::ReadModifyWrite],
+                ops: vec![
+                    OpKind::Echo,
+                    OpKind::Insert,
+                    OpKind::Get,
+                    OpKind::MultiGet,
+                    OpKind::Delete,
+                    OpKind::Update,
+                    OpKind::ReadModifyWrite,
+                ],
                 queries: vec![],
                 native_batch: true,
                 secondary_indexes: false,
@@ -90,7 +98,10 @@ impl Memcached {
 
     async fn admin(&self) -> Result<Wire> {
         Wire::connect(&self.address).await.map_err(|e| {
-            Error::unreachable(self.name(), format!("cannot connect to memcached at {}: {e}; start the server or fix the URL", self.address))
+            Error::unreachable(
+                self.name(),
+                format!("cannot connect to memcached at {}: {e}; start the server or fix the URL", self.address),
+            )
         })
     }
 
@@ -135,12 +146,18 @@ impl Memcached {
             Some(v) if v == MARKER_VALUE.as_bytes() => Ok(true),
             Some(_) => Err(Error::not_owned(
                 self.name(),
-                format!("item '{MARKER_KEY}' in memcached at {} was not written by dbsweep; delete the '{PREFIX}*' items yourself or use another server", self.address),
+                format!(
+                    "item '{MARKER_KEY}' in memcached at {} was not written by dbsweep; delete the '{PREFIX}*' items yourself or use another server",
+                    self.address
+                ),
             )),
             None => match keys.first() {
                 Some(key) => Err(Error::not_owned(
                     self.name(),
-                    format!("item '{key}' in memcached at {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' items yourself or use another server", self.address),
+                    format!(
+                        "item '{key}' in memcached at {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' items yourself or use another server",
+                        self.address
+                    ),
                 )),
                 None => Ok(false),
             },
@@ -221,7 +238,7 @@ fn io_error(e: std::io::Error) -> OpError {
 
 /// The reply to a storage command.
 #[derive(Debug, PartialEq, Eq)]
-enum Stored {
+enum StoreReply {
     Stored,
     NotStored,
     Exists,
@@ -259,13 +276,13 @@ impl Wire {
         Ok(line)
     }
 
-    async fn stored(&mut self) -> Result<Stored, OpError> {
+    async fn stored(&mut self) -> Result<StoreReply, OpError> {
         let line = self.line().await?;
         match line.as_str() {
-            "STORED" => Ok(Stored::Stored),
-            "NOT_STORED" => Ok(Stored::NotStored),
-            "EXISTS" => Ok(Stored::Exists),
-            "NOT_FOUND" => Ok(Stored::NotFound),
+            "STORED" => Ok(StoreReply::Stored),
+            "NOT_STORED" => Ok(StoreReply::NotStored),
+            "EXISTS" => Ok(StoreReply::Exists),
+            "NOT_FOUND" => Ok(StoreReply::NotFound),
             other => Err(OpError::server(format!("memcached: unexpected reply '{other}'"))),
         }
     }
@@ -406,7 +423,8 @@ pub struct MemcachedConnection {
 
 impl MemcachedConnection {
     fn key(&self, table: TableId, pk: i64) -> Result<String, OpError> {
-        let prefix = self.prefixes.get(table).ok_or_else(|| OpError::client(format!("memcached: no table #{table} (was prepare called?)")))?;
+        let prefix =
+            self.prefixes.get(table).ok_or_else(|| OpError::client(format!("memcached: no table #{table} (was prepare called?)")))?;
         Ok(format!("{prefix}{pk}"))
     }
 
@@ -456,7 +474,7 @@ impl MemcachedConnection {
                 push_store(&mut req, "add", &key, &encode_row(row), None);
                 wire.send(&req).await?;
                 match wire.stored().await? {
-                    Stored::Stored => Ok(Outcome::rows(1)),
+                    StoreReply::Stored => Ok(Outcome::rows(1)),
                     _ => Err(OpError::server(format!("memcached: duplicate key {pk} (add refused)"))),
                 }
             }
@@ -481,9 +499,9 @@ impl MemcachedConnection {
                     push_store(&mut req, "cas", &key, &replace_field(&data, *column, value)?, Some(cas));
                     wire.send(&req).await?;
                     match wire.stored().await? {
-                        Stored::Stored => return Ok(Outcome::rows(1)),
-                        Stored::NotFound => return Ok(Outcome::rows(0)),
-                        Stored::Exists | Stored::NotStored => continue,
+                        StoreReply::Stored => return Ok(Outcome::rows(1)),
+                        StoreReply::NotFound => return Ok(Outcome::rows(0)),
+                        StoreReply::Exists | StoreReply::NotStored => continue,
                     }
                 }
                 Err(OpError::server(format!("memcached: cas on {key} lost {CAS_RETRIES} races in a row")))
@@ -498,7 +516,7 @@ impl MemcachedConnection {
                 push_store(&mut req, "set", &key, &replace_field(&data, *column, value)?, None);
                 wire.send(&req).await?;
                 match wire.stored().await? {
-                    Stored::Stored => Ok(Outcome::rows(1)),
+                    StoreReply::Stored => Ok(Outcome::rows(1)),
                     other => Err(OpError::server(format!("memcached: set answered {other:?}"))),
                 }
             }
@@ -521,7 +539,7 @@ impl MemcachedConnection {
                 let mut first_error = None;
                 for _ in ops {
                     match wire.stored().await {
-                        Ok(Stored::Stored) => stored += 1,
+                        Ok(StoreReply::Stored) => stored += 1,
                         Ok(_) => {}
                         Err(e) if e.class == ErrorClass::Connection => return Err(e),
                         Err(e) => first_error = first_error.or(Some(e)),
@@ -531,7 +549,11 @@ impl MemcachedConnection {
                     return Err(e);
                 }
                 if stored < ops.len() as u64 {
-                    return Err(OpError::server(format!("memcached: {} of {} adds refused (duplicate keys)", ops.len() as u64 - stored, ops.len())));
+                    return Err(OpError::server(format!(
+                        "memcached: {} of {} adds refused (duplicate keys)",
+                        ops.len() as u64 - stored,
+                        ops.len()
+                    )));
                 }
                 Ok(Outcome::rows(stored))
             }
@@ -626,7 +648,7 @@ impl Target for Memcached {
         let mut req = Vec::new();
         push_store(&mut req, "set", MARKER_KEY, MARKER_VALUE.as_bytes(), None);
         wire.send(&req).await.map_err(|e| self.setup_error("set", e))?;
-        if wire.stored().await.map_err(|e| self.setup_error("set", e))? != Stored::Stored {
+        if wire.stored().await.map_err(|e| self.setup_error("set", e))? != StoreReply::Stored {
             return Err(Error::runtime(format!("target '{}': memcached did not store the marker", self.name())));
         }
         *self.tables.write().unwrap() = Arc::new(tables.to_vec());
@@ -649,8 +671,10 @@ impl Target for Memcached {
             wire.send(&req).await.map_err(|e| self.setup_error("load", e))?;
             for _ in 0..n {
                 match wire.stored().await.map_err(|e| self.setup_error("load", e))? {
-                    Stored::Stored => loaded += 1,
-                    other => return Err(Error::runtime(format!("target '{}': memcached refused a row while loading: {other:?}", self.name()))),
+                    StoreReply::Stored => loaded += 1,
+                    other => {
+                        return Err(Error::runtime(format!("target '{}': memcached refused a row while loading: {other:?}", self.name())));
+                    }
                 }
             }
         }
@@ -712,10 +736,7 @@ mod tests {
         let row = vec![Value::Int(17), Value::Int(42), Value::Float(12.25), Value::Text("a,b:c".into()), Value::Null];
         let data = encode_row(&row);
         assert_eq!(data, b"2:42,5:12.25,5:a,b:c,-,");
-        assert_eq!(
-            decode_fields(&data).unwrap(),
-            vec![Some(b"42".to_vec()), Some(b"12.25".to_vec()), Some(b"a,b:c".to_vec()), None]
-        );
+        assert_eq!(decode_fields(&data).unwrap(), vec![Some(b"42".to_vec()), Some(b"12.25".to_vec()), Some(b"a,b:c".to_vec()), None]);
         let changed = replace_field(&data, 2, &Value::Float(7.5)).unwrap();
         assert_eq!(changed, b"2:42,3:7.5,5:a,b:c,-,");
         assert_eq!(replace_field(&data, 4, &Value::Decimal(Decimal(1234))).unwrap(), b"2:42,5:12.25,5:a,b:c,5:12.34,");

@@ -93,9 +93,8 @@ struct TableKeys {
 impl TableKeys {
     fn new(def: &Arc<TableDef>) -> Self {
         let row_prefix = format!("{PREFIX}{}", def.name);
-        let index_sets = (0..def.columns.len())
-            .map(|c| def.indexed.contains(&c).then(|| format!("{row_prefix}:idx:{}", def.columns[c].name)))
-            .collect();
+        let index_sets =
+            (0..def.columns.len()).map(|c| def.indexed.contains(&c).then(|| format!("{row_prefix}:idx:{}", def.columns[c].name))).collect();
         TableKeys { def: def.clone(), pk_set: format!("{row_prefix}:pk"), row_prefix, index_sets }
     }
 
@@ -124,9 +123,11 @@ impl Redis {
         let port = url.port().unwrap_or(6379);
         let db = match url.database() {
             None => 0,
-            Some(d) => d.parse::<i64>().ok().filter(|d| *d >= 0).ok_or_else(|| {
-                Error::usage(format!("target '{name}': the Redis URL path must be a DB index like /0, got '/{d}'"))
-            })?,
+            Some(d) => d
+                .parse::<i64>()
+                .ok()
+                .filter(|d| *d >= 0)
+                .ok_or_else(|| Error::usage(format!("target '{name}': the Redis URL path must be a DB index like /0, got '/{d}'")))?,
         };
         let batch = match url.param("batch").as_deref() {
             None | Some("multi") => BatchMode::Multi,
@@ -203,19 +204,21 @@ impl Redis {
 
     /// Opens a connection for setup steps; failures are `Error::Unreachable`.
     async fn admin(&self) -> Result<MultiplexedConnection> {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
-            .set_response_timeout(None);
+        let config = AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None);
         let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
             Error::unreachable(
                 self.name(),
-                format!("cannot connect to Redis at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)", self.address),
+                format!(
+                    "cannot connect to Redis at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)",
+                    self.address
+                ),
             )
         })?;
         // A successful connect can still hide a refused login on some servers: ask once.
-        redis::cmd("PING").query_async::<()>(&mut conn).await.map_err(|e| {
-            Error::unreachable(self.name(), format!("Redis at {} refused us: {e}; check the password", self.address))
-        })?;
+        redis::cmd("PING")
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| Error::unreachable(self.name(), format!("Redis at {} refused us: {e}; check the password", self.address)))?;
         Ok(conn)
     }
 
@@ -225,17 +228,17 @@ impl Redis {
             return;
         }
         let mut info = self.base.clone();
-        if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await {
-            if let Some(v) = info_field(&text, "redis_version") {
-                info.version = v.to_string();
-            }
+        if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await
+            && let Some(v) = info_field(&text, "redis_version")
+        {
+            info.version = v.to_string();
         }
         for key in ["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy"] {
-            if let Ok(pairs) = redis::cmd("CONFIG").arg("GET").arg(key).query_async::<Vec<String>>(conn).await {
-                if let [_, value] = pairs.as_slice() {
-                    let shown = if key == "save" && value.is_empty() { "'' (no snapshots)" } else { value };
-                    info.settings.insert(key.to_string(), shown.to_string());
-                }
+            if let Ok(pairs) = redis::cmd("CONFIG").arg("GET").arg(key).query_async::<Vec<String>>(conn).await
+                && let [_, value] = pairs.as_slice()
+            {
+                let shown = if key == "save" && value.is_empty() { "'' (no snapshots)" } else { value };
+                info.settings.insert(key.to_string(), shown.to_string());
             }
         }
         let _ = self.probed.set(info);
@@ -303,12 +306,18 @@ impl Redis {
             Some(MARKER_VALUE) => Ok(true),
             Some(_) => Err(Error::not_owned(
                 self.name(),
-                format!("key '{MARKER_KEY}' in Redis {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index", self.address),
+                format!(
+                    "key '{MARKER_KEY}' in Redis {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index",
+                    self.address
+                ),
             )),
             None => match self.any_prefixed_key(conn).await? {
                 Some(key) => Err(Error::not_owned(
                     self.name(),
-                    format!("key '{key}' in Redis {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' keys yourself or use another DB index", self.address),
+                    format!(
+                        "key '{key}' in Redis {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' keys yourself or use another DB index",
+                        self.address
+                    ),
                 )),
                 None => Ok(false),
             },
@@ -755,20 +764,20 @@ impl Target for Redis {
                 pipe.add_command(hset_row(t, &t.row_key(pk), &row)).ignore();
                 pk_pairs.push((pk, pk));
                 for (c, set) in t.index_sets.iter().enumerate() {
-                    if set.is_some() {
-                        if let Some(s) = row.get(c).and_then(score) {
-                            index_pairs[c].push((s, pk));
-                        }
+                    if set.is_some()
+                        && let Some(s) = row.get(c).and_then(score)
+                    {
+                        index_pairs[c].push((s, pk));
                     }
                 }
                 loaded += 1;
             }
             pipe.cmd("ZADD").arg(&t.pk_set).arg(&pk_pairs).ignore();
             for (c, set) in t.index_sets.iter().enumerate() {
-                if let Some(set) = set {
-                    if !index_pairs[c].is_empty() {
-                        pipe.cmd("ZADD").arg(set).arg(&index_pairs[c]).ignore();
-                    }
+                if let Some(set) = set
+                    && !index_pairs[c].is_empty()
+                {
+                    pipe.cmd("ZADD").arg(set).arg(&index_pairs[c]).ignore();
                 }
             }
             pipe.query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("load pipeline", e))?;

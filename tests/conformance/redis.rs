@@ -6,8 +6,7 @@ use std::sync::Arc;
 /// The server under test. A missing server fails the test: it never passes silently.
 // TODO(lead): switch to servers::spawn
 fn server_url() -> String {
-    std::env::var("DBSWEEP_TEST_REDIS_URL")
-        .expect("set DBSWEEP_TEST_REDIS_URL=redis://127.0.0.1:PORT/DB to a throwaway Redis server")
+    std::env::var("DBSWEEP_TEST_REDIS_URL").expect("set DBSWEEP_TEST_REDIS_URL=redis://127.0.0.1:PORT/DB to a throwaway Redis server")
 }
 
 /// The two bodies run in parallel, so each gets its own DB index on the one server.

@@ -330,7 +330,8 @@ impl Wire {
     }
 
     async fn stats(&mut self, group: &str) -> Result<BTreeMap<String, String>, OpError> {
-        self.send(format!("stats {group}\r\n").as_bytes()).await?;
+        let request = if group.is_empty() { "stats\r\n".to_string() } else { format!("stats {group}\r\n") };
+        self.send(request.as_bytes()).await?;
         let mut out = BTreeMap::new();
         loop {
             let line = self.line().await?;
@@ -658,6 +659,7 @@ impl Target for Memcached {
     async fn load(&self, table: &TableDef, rows: RowSource) -> Result<u64> {
         let prefix = self.table_prefix(table)?;
         let mut wire = self.admin().await?;
+        let evictions_before = evictions(&mut wire).await.map_err(|e| self.setup_error("stats", e))?;
         let mut loaded = 0u64;
         let mut rows = rows.peekable();
         while rows.peek().is_some() {
@@ -677,6 +679,15 @@ impl Target for Memcached {
                     }
                 }
             }
+        }
+        // An evicted row would turn later gets into misses: a wrong benchmark, not a slow one.
+        let evicted = evictions(&mut wire).await.map_err(|e| self.setup_error("stats", e))?.saturating_sub(evictions_before);
+        if evicted > 0 {
+            return Err(Error::runtime(format!(
+                "target '{}': memcached at {} evicted {evicted} items while loading {loaded} rows; give it more memory (memcached -m MB)",
+                self.name(),
+                self.address
+            )));
         }
         Ok(loaded)
     }
@@ -708,6 +719,12 @@ impl Target for Memcached {
         }
         Ok(())
     }
+}
+
+/// The server's eviction counter.
+async fn evictions(wire: &mut Wire) -> Result<u64, OpError> {
+    let stats = wire.stats("").await?;
+    Ok(stats.get("evictions").and_then(|v| v.parse().ok()).unwrap_or(0))
 }
 
 /// Deletes keys in pipelined chunks; missing keys are fine.

@@ -23,7 +23,9 @@
 //! enumerate keys with `lru_crawler metadump all` (memcached 1.4.31+; keys come
 //! URL-encoded), which walks the LRUs while the server runs: under concurrent writes it
 //! can miss or repeat an item, so counts are exact only on a quiet server (repeats are
-//! de-duplicated). This module must never send `flush_all`.
+//! de-duplicated). `load` fails if the server evicted items meanwhile (too little `-m`).
+//! The server's version and settings are read by `prepare`. This module must never send
+//! `flush_all`.
 
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::adapter::redis::value_text;

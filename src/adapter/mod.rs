@@ -182,7 +182,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "memcached://",
         system: "memcached",
-        description: "Memcached: one item per row (text protocol); get/put/delete only",
+        description: "Memcached: one item per row (text protocol); no scans, ranges or queries",
         unavailable: None,
     },
     SystemEntry {

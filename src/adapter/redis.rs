@@ -7,7 +7,9 @@
 //! `count_rows`; each indexed column has a sorted set `dbsweep:<table>:idx:<col>` with
 //! score = the column value and member = pk, so one pk never has two index entries. Range
 //! COUNT is `ZCOUNT`; range MAX is a server-side Lua script; Update is a Lua script that
-//! writes only when the row exists.
+//! writes only when the row exists. Insert (DEL + HSET + ZADDs) and Delete (DEL + ZREMs:
+//! index members are pks, so no read of the old values is needed) are one MULTI/EXEC each.
+//! The server's version and settings are read by `prepare`; `info()` shows them from then.
 //!
 //! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes
 //! from the URL, else from `REDISCLI_AUTH`. Batches go in one MULTI/EXEC by default (as the

@@ -7,8 +7,10 @@
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
 
 
+pub mod memcached;
 pub mod mock;
 pub mod nodb;
+pub mod redis;
 
 
 pub mod url;
@@ -172,6 +174,18 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "redis://",
+        system: "redis",
+        description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "memcached://",
+        system: "memcached",
+        description: "Memcached: one item per row (text protocol); no scans, ranges or queries",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
@@ -202,6 +216,8 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
+        "redis" => Ok(Arc::new(redis::Redis::new(name, url)?)),
+        "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
 
 
 

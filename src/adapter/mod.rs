@@ -7,8 +7,11 @@
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
 
 
+//TMP pub mod duckdb;
 pub mod mock;
 pub mod nodb;
+//TMP pub mod redb;
+pub mod sqlite;
 
 
 pub mod url;
@@ -202,6 +205,9 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
+        "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
+//TMP        "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
+//TMP        "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
 
 
 

@@ -11,3 +11,4 @@ async fn open(url: &str) -> (Arc<dyn Target>, tempfile::TempDir) {
 }
 
 conformance!(mock, open("mock:"));
+conformance!(sqlite, open("sqlite:"));

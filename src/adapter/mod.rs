@@ -10,7 +10,7 @@
 //TMP pub mod duckdb;
 pub mod mock;
 pub mod nodb;
-//TMP pub mod redb;
+pub mod redb;
 pub mod sqlite;
 
 
@@ -206,7 +206,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
         "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
-//TMP        "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
+        "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
 //TMP        "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
 
 

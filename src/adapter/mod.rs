@@ -7,7 +7,7 @@
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
 
 
-//TMP pub mod duckdb;
+pub mod duckdb;
 pub mod mock;
 pub mod nodb;
 pub mod redb;
@@ -207,7 +207,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
         "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
         "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
-//TMP        "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
+        "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
 
 
 

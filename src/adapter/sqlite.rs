@@ -214,7 +214,7 @@ impl Target for Sqlite {
     }
 
     async fn load(&self, table: &TableDef, rows: RowSource) -> Result<u64> {
-        let sql = SqlText::new(Arc::new(table.clone()), TABLE_PREFIX);
+        let sql = SqlText::new(Arc::new(table.clone()), TABLE_PREFIX, '?');
         self.with_admin(|conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let mut n = 0;
@@ -235,7 +235,7 @@ impl Target for Sqlite {
             return Err(Error::runtime("sqlite: target already cleaned up"));
         }
         let conn = open_connection(&self.path).map_err(runtime)?;
-        let tables = self.tables.lock().unwrap().iter().map(|t| SqlText::new(t.clone(), TABLE_PREFIX)).collect();
+        let tables = self.tables.lock().unwrap().iter().map(|t| SqlText::new(t.clone(), TABLE_PREFIX, '?')).collect();
         Ok(Box::new(SqliteConnection { conn, tables, multi_get: HashMap::new() }))
     }
 
@@ -267,7 +267,8 @@ pub(super) fn quote(ident: &str) -> String {
     format!("\"{}\"", ident.replace('"', "\"\""))
 }
 
-/// The statement texts for one table, in the SQL both SQLite and DuckDB accept.
+/// The statement texts for one table, in the SQL both SQLite and DuckDB accept. Parameters
+/// are numbered with the engine's marker: `?1` for SQLite, `$1` for DuckDB.
 pub(super) struct SqlText {
     pub def: Arc<TableDef>,
     pub insert: String,
@@ -283,25 +284,28 @@ pub(super) struct SqlText {
     pub range_max: HashMap<(usize, usize), String>,
     table: String,
     key: String,
+    param: char,
 }
 
 impl SqlText {
-    pub fn new(def: Arc<TableDef>, prefix: &str) -> Self {
+    pub fn new(def: Arc<TableDef>, prefix: &str, param: char) -> Self {
         let table = quote(&format!("{prefix}{}", def.name));
         let cols: Vec<String> = def.columns.iter().map(|c| quote(&c.name)).collect();
         let key = cols[0].clone();
-        let placeholders = (1..=cols.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+        let placeholders = (1..=cols.len()).map(|i| format!("{param}{i}")).collect::<Vec<_>>().join(", ");
+        let (p1, p2) = (format!("{param}1"), format!("{param}2"));
         let mut text = SqlText {
             insert: format!("INSERT INTO {table} ({}) VALUES ({placeholders})", cols.join(", ")),
-            get: format!("SELECT * FROM {table} WHERE {key} = ?1"),
-            delete: format!("DELETE FROM {table} WHERE {key} = ?1"),
-            update: cols.iter().map(|c| format!("UPDATE {table} SET {c} = ?1 WHERE {key} = ?2")).collect(),
-            scan: format!("SELECT * FROM {table} WHERE {key} >= ?1 ORDER BY {key} LIMIT ?2"),
+            get: format!("SELECT * FROM {table} WHERE {key} = {p1}"),
+            delete: format!("DELETE FROM {table} WHERE {key} = {p1}"),
+            update: cols.iter().map(|c| format!("UPDATE {table} SET {c} = {p1} WHERE {key} = {p2}")).collect(),
+            scan: format!("SELECT * FROM {table} WHERE {key} >= {p1} ORDER BY {key} LIMIT {p2}"),
             range_count: HashMap::new(),
             range_rows: HashMap::new(),
             range_max: HashMap::new(),
             table,
             key,
+            param,
             def,
         };
         for &c in &text.def.indexed.clone() {
@@ -316,7 +320,8 @@ impl SqlText {
 
     /// `SELECT <what>` over `?1 <= column <= ?2`; built on the fly for unindexed columns.
     pub fn range(&self, column: usize, what: &str) -> String {
-        format!("SELECT {what} FROM {} WHERE {} BETWEEN ?1 AND ?2", self.table, quote(&self.def.columns[column].name))
+        let p = self.param;
+        format!("SELECT {what} FROM {} WHERE {} BETWEEN {p}1 AND {p}2", self.table, quote(&self.def.columns[column].name))
     }
 
     pub fn range_sql(&self, column: usize, agg: RangeAgg) -> std::borrow::Cow<'_, str> {
@@ -337,7 +342,7 @@ impl SqlText {
 
     /// `SELECT * ... WHERE key IN (?1, ..., ?n)`.
     pub fn multi_get(&self, n: usize) -> String {
-        let list = (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+        let list = (1..=n).map(|i| format!("{}{i}", self.param)).collect::<Vec<_>>().join(", ");
         format!("SELECT * FROM {} WHERE {} IN ({list})", self.table, self.key)
     }
 }

@@ -13,3 +13,4 @@ async fn open(url: &str) -> (Arc<dyn Target>, tempfile::TempDir) {
 conformance!(mock, open("mock:"));
 conformance!(sqlite, open("sqlite:"));
 conformance!(redb, open("redb:"));
+conformance!(duckdb, open("duckdb:"));

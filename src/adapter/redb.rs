@@ -45,6 +45,7 @@ const TABLE_PREFIX: &str = "dbsweep:";
 type Primary<'a> = TableDefinition<'a, i64, &'static [u8]>;
 type Index<'a> = TableDefinition<'a, (i64, i64), ()>;
 type Owner<'a> = TableDefinition<'a, &'static str, &'static str>;
+type IndexTable<'t> = ::redb::Table<'t, (i64, i64), ()>;
 
 pub struct Redb {
     info: TargetInfo,
@@ -266,7 +267,7 @@ fn key_of(row: &Row) -> Result<i64, OpError> {
 struct Writer<'t> {
     layout: &'t Layout,
     primary: ::redb::Table<'t, i64, &'static [u8]>,
-    indexes: Vec<(usize, ::redb::Table<'t, (i64, i64), ()>)>,
+    indexes: Vec<(usize, IndexTable<'t>)>,
 }
 
 impl<'t> Writer<'t> {

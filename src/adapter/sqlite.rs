@@ -6,9 +6,10 @@
 //! `NotOwned` when a same-named table is not registered. Nothing else in the file is read
 //! or written.
 //!
-//! Settings (recorded in `TargetInfo.settings`): WAL journal, `synchronous=NORMAL` (a commit
-//! survives a crash of the process but not of the OS: no fsync per commit), a busy timeout
-//! so concurrent writers wait for the lock instead of failing. Every client opens its own
+//! Settings (recorded in `TargetInfo.settings`): WAL journal, `synchronous=NORMAL` by default
+//! (a commit survives a crash of the process but not of the OS: no fsync per commit;
+//! `sqlite:?synchronous=full` syncs every commit, as DuckDB and redb do), a busy timeout so
+//! concurrent writers wait for the lock instead of failing. Every client opens its own
 //! `rusqlite::Connection` on the file (`Execution::Blocking`); statements are prepared once
 //! per connection and cached; a batch is one transaction (`BEGIN IMMEDIATE` for writes,
 //! `BEGIN DEFERRED` for reads); a read-modify-write is one `BEGIN IMMEDIATE` transaction.
@@ -47,6 +48,8 @@ pub(super) const OWNER_TABLE: &str = "dbsweep_owner";
 pub struct Sqlite {
     info: TargetInfo,
     path: PathBuf,
+    /// `PRAGMA synchronous` for every connection: `NORMAL` unless the URL says otherwise.
+    synchronous: &'static str,
     /// The connection `prepare`, `load`, `count_rows` and `cleanup` use; `None` after cleanup.
     admin: Mutex<Option<rusqlite::Connection>>,
     /// Tables by `TableId`, as given to `prepare`.
@@ -64,14 +67,23 @@ impl Sqlite {
                 (dir.path().join("dbsweep.sqlite"), Some(dir))
             }
         };
-        let admin = open_connection(&path).map_err(|e| {
+        let synchronous = match url.param("synchronous").map(|v| v.to_ascii_uppercase()).as_deref() {
+            None | Some("NORMAL") => "NORMAL",
+            Some("FULL") => "FULL",
+            Some("EXTRA") => "EXTRA",
+            Some("OFF") => "OFF",
+            Some(other) => {
+                return Err(Error::usage(format!("target '{name}': synchronous must be off, normal, full or extra, got '{other}'")));
+            }
+        };
+        let admin = open_connection(&path, synchronous).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open SQLite file {}: {e}; check the path in the URL", path.display()))
         })?;
         let journal_mode: String = admin
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| Error::usage(format!("target '{name}': {} is not a usable SQLite file: {e}", path.display())))?;
-        let synchronous: i64 = admin.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(runtime)?;
-        let synchronous = match synchronous {
+        let level: i64 = admin.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(runtime)?;
+        let level = match level {
             0 => "off",
             1 => "normal",
             2 => "full",
@@ -80,9 +92,9 @@ impl Sqlite {
         };
         let settings = BTreeMap::from([
             ("journal_mode".to_string(), journal_mode.to_lowercase()),
-            ("synchronous".to_string(), synchronous.to_string()),
+            ("synchronous".to_string(), level.to_string()),
             ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
-            ("durability".to_string(), "WAL with synchronous=normal: no fsync per commit; survives a process crash, not an OS crash".to_string()),
+            ("durability".to_string(), durability(&journal_mode, level)),
             ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
             ("decimal".to_string(), "INTEGER hundredths".to_string()),
@@ -105,6 +117,7 @@ impl Sqlite {
                 settings,
             },
             path,
+            synchronous,
             admin: Mutex::new(Some(admin)),
             tables: Mutex::new(Vec::new()),
             scratch: Mutex::new(scratch),
@@ -130,12 +143,22 @@ fn runtime(e: rusqlite::Error) -> Error {
 }
 
 /// Opens one connection with dbsweep's per-connection settings.
-fn open_connection(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
+fn open_connection(path: &Path, synchronous: &str) -> rusqlite::Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "synchronous", synchronous)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
+}
+
+/// What a commit survives, in words, for the report.
+fn durability(journal_mode: &str, synchronous: &str) -> String {
+    match (journal_mode.to_lowercase().as_str(), synchronous) {
+        ("wal", "normal") => "no fsync per commit (WAL synced at checkpoints): survives a process crash, not an OS crash".into(),
+        (_, "full" | "extra") => "fsync at every commit".into(),
+        (_, "off") => "never synced: a crash of the OS may lose or corrupt data".into(),
+        (mode, level) => format!("journal_mode={mode}, synchronous={level}"),
+    }
 }
 
 fn sql_type(ty: ColumnType) -> &'static str {
@@ -234,7 +257,7 @@ impl Target for Sqlite {
         if self.admin.lock().unwrap().is_none() {
             return Err(Error::runtime("sqlite: target already cleaned up"));
         }
-        let conn = open_connection(&self.path).map_err(runtime)?;
+        let conn = open_connection(&self.path, self.synchronous).map_err(runtime)?;
         let tables = self.tables.lock().unwrap().iter().map(|t| SqlText::new(t.clone(), TABLE_PREFIX, '?')).collect();
         Ok(Box::new(SqliteConnection { conn, tables, multi_get: HashMap::new() }))
     }
@@ -311,8 +334,8 @@ impl SqlText {
         for &c in &text.def.indexed.clone() {
             text.range_count.insert(c, text.range(c, "COUNT(*)"));
             text.range_rows.insert(c, text.range(c, "*"));
-            for of in 0..cols.len() {
-                text.range_max.insert((c, of), text.range(c, &format!("MAX({})", cols[of])));
+            for (of, col) in cols.iter().enumerate() {
+                text.range_max.insert((c, of), text.range(c, &format!("MAX({col})")));
             }
         }
         text
@@ -562,6 +585,17 @@ mod tests {
         assert_eq!(s["journal_mode"], "wal");
         assert_eq!(s["synchronous"], "normal");
         assert!(target.info().version.starts_with('3'), "{}", target.info().version);
+    }
+
+    #[test]
+    fn synchronous_can_be_chosen_and_is_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = OpenContext { scratch_dir: dir.path().to_path_buf() };
+        let full = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=full").unwrap(), &ctx).unwrap();
+        assert_eq!(full.info().settings["synchronous"], "full");
+        assert_eq!(full.info().settings["durability"], "fsync at every commit");
+        let bad = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=sometimes").unwrap(), &ctx);
+        assert_eq!(bad.err().unwrap().exit_code(), 2);
     }
 
     #[tokio::test]

@@ -48,6 +48,9 @@ pub(super) const OWNER_TABLE: &str = "dbsweep_owner";
 pub struct Sqlite {
     info: TargetInfo,
     path: PathBuf,
+    /// The journal mode a user's file had before dbsweep switched it to WAL, restored by
+    /// `cleanup`; `None` when there is nothing to restore.
+    original_journal: Option<String>,
     /// `PRAGMA synchronous` for every connection: `NORMAL` unless the URL says otherwise.
     synchronous: &'static str,
     /// The connection `prepare`, `load`, `count_rows` and `cleanup` use; `None` after cleanup.
@@ -80,8 +83,14 @@ impl Sqlite {
             Error::usage(format!("target '{name}': cannot open SQLite file {}: {e}; check the path in the URL", path.display()))
         })?;
         let journal_mode: String = admin
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .map_err(|e| Error::usage(format!("target '{name}': {} is not a usable SQLite file: {e}", path.display())))?;
+        // A user's file is switched to WAL only once `prepare` has found nothing foreign in
+        // it, and switched back by `cleanup`; a throwaway file is switched now.
+        let original_journal = journal_mode.to_lowercase();
+        if scratch.is_some() {
+            switch_to_wal(&admin).map_err(|e| Error::runtime(format!("sqlite: {e}")))?;
+        }
         let level: i64 = admin.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(runtime)?;
         let level = match level {
             0 => "off",
@@ -91,10 +100,10 @@ impl Sqlite {
             _ => "unknown",
         };
         let settings = BTreeMap::from([
-            ("journal_mode".to_string(), journal_mode.to_lowercase()),
+            ("journal_mode".to_string(), "wal".to_string()),
             ("synchronous".to_string(), level.to_string()),
             ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
-            ("durability".to_string(), durability(&journal_mode, level)),
+            ("durability".to_string(), durability("wal", level)),
             ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
             ("decimal".to_string(), "INTEGER hundredths".to_string()),
@@ -116,6 +125,7 @@ impl Sqlite {
                 version: rusqlite::version().to_string(),
                 settings,
             },
+            original_journal: (scratch.is_none() && original_journal != "wal").then_some(original_journal),
             path,
             synchronous,
             admin: Mutex::new(Some(admin)),
@@ -136,6 +146,12 @@ pub(super) fn throwaway_dir(ctx: &OpenContext, system: &str) -> Result<tempfile:
     std::fs::create_dir_all(&ctx.scratch_dir)
         .and_then(|_| tempfile::Builder::new().prefix(&format!("{system}-")).tempdir_in(&ctx.scratch_dir))
         .map_err(|e| Error::runtime(format!("cannot create a {system} scratch directory in {}: {e}", ctx.scratch_dir.display())))
+}
+
+/// Switches the file to WAL (persistent in the file) and checks that SQLite agreed.
+fn switch_to_wal(conn: &rusqlite::Connection) -> std::result::Result<(), String> {
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+    if mode.eq_ignore_ascii_case("wal") { Ok(()) } else { Err(format!("journal_mode stayed '{mode}' instead of WAL")) }
 }
 
 fn runtime(e: rusqlite::Error) -> Error {
@@ -193,18 +209,25 @@ impl Target for Sqlite {
         let target = &self.info.name;
         let mut guard = self.admin.lock().unwrap();
         let conn = guard.as_mut().ok_or_else(|| Error::runtime("sqlite: target already cleaned up"))?;
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(runtime)?;
-        let owned = owned_tables(&tx).map_err(runtime)?;
         // Check every table before changing anything, so a refusal leaves the file as it was.
-        for t in tables {
-            let name = format!("{TABLE_PREFIX}{}", t.name);
-            if table_exists(&tx, &name).map_err(runtime)? && !owned.contains(&name) {
-                return Err(Error::not_owned(
-                    target,
-                    format!("table {name} in {} was not created by dbsweep; rename or drop it, or use another file", self.path.display()),
-                ));
+        let refuse_foreign = |conn: &rusqlite::Connection| -> Result<()> {
+            let owned = owned_tables(conn).map_err(runtime)?;
+            for t in tables {
+                let name = format!("{TABLE_PREFIX}{}", t.name);
+                if table_exists(conn, &name).map_err(runtime)? && !owned.contains(&name) {
+                    return Err(Error::not_owned(
+                        target,
+                        format!("table {name} in {} was not created by dbsweep; rename or drop it, or use another file", self.path.display()),
+                    ));
+                }
             }
-        }
+            Ok(())
+        };
+        refuse_foreign(conn)?;
+        // The journal mode cannot change inside a transaction: switch first, check again inside.
+        switch_to_wal(conn).map_err(|e| Error::runtime(format!("sqlite: {e}")))?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(runtime)?;
+        refuse_foreign(&tx)?;
         tx.execute_batch(&format!("CREATE TABLE IF NOT EXISTS {OWNER_TABLE} (tbl TEXT PRIMARY KEY, created_by TEXT NOT NULL)"))
             .map_err(runtime)?;
         for t in tables {
@@ -280,6 +303,12 @@ impl Target for Sqlite {
             }
             ddl.push_str(&format!("DROP TABLE IF EXISTS {OWNER_TABLE};"));
             conn.execute_batch(&format!("BEGIN IMMEDIATE; {ddl} COMMIT;")).map_err(runtime)?;
+            if let Some(mode) = &self.original_journal {
+                let now: String = conn.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0)).map_err(runtime)?;
+                if !now.eq_ignore_ascii_case(mode) {
+                    return Err(Error::runtime(format!("sqlite: could not restore journal_mode={mode} (still {now}); is another program using the file?")));
+                }
+            }
         }
         Ok(())
     }
@@ -585,6 +614,34 @@ mod tests {
         assert_eq!(s["journal_mode"], "wal");
         assert_eq!(s["synchronous"], "normal");
         assert!(target.info().version.starts_with('3'), "{}", target.info().version);
+        // What the settings say is what a client connection gets.
+        target.prepare(&[kv::shared_def()]).await.unwrap();
+        let conn = open_connection(&target.path, target.synchronous).unwrap();
+        assert_eq!(conn.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0)).unwrap(), "wal");
+        assert_eq!(conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0)).unwrap(), 1);
+        assert_eq!(conn.query_row("PRAGMA busy_timeout", [], |r| r.get::<_, i64>(0)).unwrap(), BUSY_TIMEOUT.as_millis() as i64);
+    }
+
+    #[tokio::test]
+    async fn a_user_file_keeps_its_journal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("user.db");
+        let mode = |p: &Path| -> String { rusqlite::Connection::open(p).unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap() };
+        rusqlite::Connection::open(&path).unwrap().execute_batch("CREATE TABLE dbsweep_kv (x TEXT)").unwrap();
+        assert_eq!(mode(&path), "delete");
+        // Refused: the file is not switched to WAL.
+        let target = open_at(&path);
+        assert!(matches!(target.prepare(&[kv::shared_def()]).await, Err(Error::NotOwned { .. })));
+        drop(target);
+        assert_eq!(mode(&path), "delete");
+        // Accepted: WAL while dbsweep works, the original mode again after cleanup.
+        rusqlite::Connection::open(&path).unwrap().execute_batch("DROP TABLE dbsweep_kv").unwrap();
+        let target = open_at(&path);
+        target.prepare(&[kv::shared_def()]).await.unwrap();
+        assert_eq!(mode(&path), "wal");
+        target.cleanup().await.unwrap();
+        drop(target);
+        assert_eq!(mode(&path), "delete");
     }
 
     #[test]

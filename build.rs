@@ -34,6 +34,7 @@ fn main() {
     }
     println!("cargo::rustc-link-search=native={}", dir.display());
     println!("cargo::rustc-link-arg=-Wl,-rpath,{}", dir.display());
+    // Recorded in the duckdb target's settings: which library a result was measured with.
     println!("cargo::rustc-env=DBSWEEP_DUCKDB_LIB_DIR={}", dir.display());
 }
 

@@ -15,7 +15,7 @@
 //! `DATE` (converted exactly to and from dbsweep's hundredths and days). Must not time
 //! anything.
 
-use super::sqlite::{OWNER_TABLE, SqlText, TABLE_PREFIX, op_table, quote, throwaway_dir};
+use super::sqlite::{OWNER_TABLE, SqlText, TABLE_PREFIX, clip, op_table, quote, throwaway_dir};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
@@ -24,12 +24,17 @@ use ::duckdb::types::{ToSqlOutput, ValueRef};
 use ::duckdb::{appender_params_from_iter, params_from_iter};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// Prepared statements kept per connection (multi-gets add one per batch size).
 const STATEMENT_CACHE: usize = 256;
+/// Most keys looked up with an `IN ($1, ...)` list; larger multi-gets pass the keys as one
+/// list parameter (`k IN (SELECT unnest($1::BIGINT[]))`), which DuckDB runs 2-4x faster
+/// from about a thousand keys on (an IN list of 100,000 keys takes seconds to plan).
+const IN_LIST_MAX: usize = 100;
 
 pub struct DuckDb {
     info: TargetInfo,
@@ -48,7 +53,7 @@ fn runtime(e: ::duckdb::Error) -> Error {
 }
 
 fn op_error(e: ::duckdb::Error) -> OpError {
-    OpError::server(format!("duckdb: {e}"))
+    OpError::server(clip(format!("duckdb: {e}")))
 }
 
 fn sql_type(ty: ColumnType) -> &'static str {
@@ -87,7 +92,9 @@ impl DuckDb {
             ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
             ("date".to_string(), "DATE".to_string()),
             ("bulk_load".to_string(), "Appender in one transaction".to_string()),
+            ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
+            ("multi_get".to_string(), format!("IN list of bound keys up to {IN_LIST_MAX}, else one BIGINT[] list parameter")),
         ]);
         Ok(DuckDb {
             info: TargetInfo {
@@ -345,8 +352,22 @@ impl DuckDbConnection {
                 if keys.is_empty() {
                     return Ok(Outcome::rows(0));
                 }
-                let sql = self.multi_get.entry((*table, keys.len())).or_insert_with(|| t.multi_get(keys.len())).clone();
-                Outcome::rows(self.read_rows(&sql, &def, params_from_iter(keys.iter()))?)
+                if keys.len() > IN_LIST_MAX {
+                    let mut list = String::with_capacity(keys.len() * 8 + 2);
+                    list.push('[');
+                    for (i, key) in keys.iter().enumerate() {
+                        if i > 0 {
+                            list.push(',');
+                        }
+                        let _ = write!(list, "{key}");
+                    }
+                    list.push(']');
+                    let sql = format!("SELECT * FROM {} WHERE {} IN (SELECT unnest(CAST($1 AS BIGINT[])))", t.table(), t.key());
+                    return Ok(Outcome::rows(self.read_rows(&sql, &def, [list])?));
+                }
+                let cached = (*table, keys.len());
+                self.multi_get.entry(cached).or_insert_with(|| t.multi_get(keys.len()));
+                Outcome::rows(self.read_rows(&self.multi_get[&cached], &def, params_from_iter(keys.iter()))?)
             }
             Op::Delete { key, .. } => Outcome::rows(self.write(&t.delete, [key])?),
             Op::Update { key, column, value, .. } => {

@@ -25,7 +25,7 @@
 //! it back, fix the index. All clients share one `redb::Database` (`Execution::Blocking`);
 //! redb runs one writer at a time and readers concurrently. Must not time anything.
 
-use super::sqlite::{op_table, throwaway_dir, writes};
+use super::sqlite::{clip, op_table, throwaway_dir, writes};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
@@ -94,7 +94,7 @@ fn runtime(e: impl Into<::redb::Error>) -> Error {
 }
 
 fn op_error(e: impl Into<::redb::Error>) -> OpError {
-    OpError::server(format!("redb: {}", e.into()))
+    OpError::server(clip(format!("redb: {}", e.into())))
 }
 
 impl Redb {

@@ -40,6 +40,9 @@ use std::time::Duration;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Prepared statements kept per connection (multi-gets add one per batch size).
 const STATEMENT_CACHE: usize = 256;
+/// Most keys in one `IN (...)` statement; SQLite allows 32,766 bound parameters, and a
+/// larger multi-get runs as several statements in one read transaction.
+const IN_LIST_MAX: usize = 10_000;
 /// Name prefix of every table dbsweep creates in an SQL engine.
 pub(super) const TABLE_PREFIX: &str = "dbsweep_";
 /// The marker table listing the tables dbsweep created.
@@ -109,6 +112,7 @@ impl Sqlite {
             ("decimal".to_string(), "INTEGER hundredths".to_string()),
             ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
+            ("multi_get".to_string(), format!("IN list of bound keys, {IN_LIST_MAX} per statement, one read transaction")),
         ]);
         Ok(Sqlite {
             info: TargetInfo {
@@ -392,6 +396,16 @@ impl SqlText {
         }
     }
 
+    /// The quoted table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The quoted key column name.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
     /// `SELECT * ... WHERE key IN (?1, ..., ?n)`.
     pub fn multi_get(&self, n: usize) -> String {
         let list = (1..=n).map(|i| format!("{}{i}", self.param)).collect::<Vec<_>>().join(", ");
@@ -454,7 +468,22 @@ fn decode_row(row: &rusqlite::Row<'_>, def: &TableDef) -> Result<Row, OpError> {
 }
 
 fn op_error(e: rusqlite::Error) -> OpError {
-    OpError::server(format!("sqlite: {e}"))
+    OpError::server(clip(format!("sqlite: {e}")))
+}
+
+/// Shortens an error message for the report: engines quote the whole statement, which for
+/// a multi-get of thousands of keys is hundreds of kilobytes.
+pub(super) fn clip(mut message: String) -> String {
+    const MAX: usize = 300;
+    if message.len() > MAX {
+        let mut end = MAX;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
 }
 
 struct SqliteConnection {
@@ -515,7 +544,7 @@ impl SqliteConnection {
         let Some(id) = op_table(op) else {
             return Err(OpError::unsupported(op.kind(), "sqlite"));
         };
-        let t = self.table(id)?;
+        let t = self.tables.get(id).ok_or_else(|| OpError::client(format!("sqlite: no table #{id} (prepare first)")))?;
         let def = t.def.clone();
         Ok(match op {
             Op::Insert { row, .. } => Outcome::rows(self.write(&t.insert, params_from_iter(row.iter().map(Bind)))?),
@@ -524,19 +553,23 @@ impl SqliteConnection {
                 if keys.is_empty() {
                     return Ok(Outcome::rows(0));
                 }
-                let sql = match self.multi_get.get(&(*table, keys.len())) {
-                    Some(sql) => sql.clone(),
-                    None => {
-                        let sql = t.multi_get(keys.len());
-                        self.multi_get.insert((*table, keys.len()), sql.clone());
-                        sql
+                let table = *table;
+                let lookup = |this: &mut Self| -> Result<u64, OpError> {
+                    let mut n = 0;
+                    for chunk in keys.chunks(IN_LIST_MAX) {
+                        let cached = (table, chunk.len());
+                        let tables = &this.tables;
+                        this.multi_get.entry(cached).or_insert_with(|| tables[table].multi_get(chunk.len()));
+                        n += this.read_rows(&this.multi_get[&cached], &def, params_from_iter(chunk.iter()))?;
                     }
+                    Ok(n)
                 };
-                Outcome::rows(self.read_rows(&sql, &def, params_from_iter(keys.iter()))?)
+                let n = if in_txn || keys.len() <= IN_LIST_MAX { lookup(self)? } else { self.in_transaction("BEGIN DEFERRED", lookup)? };
+                Outcome::rows(n)
             }
             Op::Delete { key, .. } => Outcome::rows(self.write(&t.delete, [key])?),
             Op::Update { key, column, value, .. } => {
-                let sql = self.table(id)?.update.get(*column).ok_or_else(|| OpError::client("sqlite: no such column"))?;
+                let sql = t.update.get(*column).ok_or_else(|| OpError::client("sqlite: no such column"))?;
                 Outcome::rows(self.write(sql, rusqlite::params![Bind(value), key])?)
             }
             Op::ReadModifyWrite { key, column, value, .. } => {
@@ -620,6 +653,14 @@ mod tests {
         assert_eq!(conn.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0)).unwrap(), "wal");
         assert_eq!(conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0)).unwrap(), 1);
         assert_eq!(conn.query_row("PRAGMA busy_timeout", [], |r| r.get::<_, i64>(0)).unwrap(), BUSY_TIMEOUT.as_millis() as i64);
+    }
+
+    #[test]
+    fn long_messages_are_clipped_on_a_char_boundary() {
+        assert_eq!(clip("short".into()), "short");
+        let long = "é".repeat(400);
+        let clipped = clip(long);
+        assert!(clipped.len() <= 300 + "…".len() && clipped.ends_with('…'), "{}", clipped.len());
     }
 
     #[tokio::test]

@@ -184,3 +184,38 @@ macro_rules! embedded_file_tests {
 }
 
 embedded_file_tests!(sqlite, redb, duckdb);
+
+/// The insert-find study looks up to 100,000 keys in one request: more than SQLite's
+/// 32,766 bound parameters.
+async fn large_multi_get(target: Arc<dyn Target>) {
+    let table = kv::shared_def();
+    let rows = KvGen::new(9, 60_000, 4);
+    target.prepare(std::slice::from_ref(&table)).await.unwrap();
+    target.load(&table, Box::new((0..60_000).map(move |k| rows.row(k)))).await.unwrap();
+    let mut conn = target.connect().await.unwrap();
+    // Keys 0, 2, 4, ... of which those below 60,000 exist: 30,000 hits out of 100,000.
+    let keys: Vec<i64> = (0..100_000).map(|i| i * 2).collect();
+    let started = std::time::Instant::now();
+    assert_eq!(conn.execute(&Op::MultiGet { table: 0, keys }).await.unwrap().rows, 30_000);
+    eprintln!("{}: multi-get of 100,000 keys took {:?}", target.info().system, started.elapsed());
+    drop(conn);
+    target.cleanup().await.unwrap();
+}
+
+mod large_multi_get {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        let (target, _dir) = super::open("sqlite:").await;
+        super::large_multi_get(target).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redb() {
+        let (target, _dir) = super::open("redb:").await;
+        super::large_multi_get(target).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn duckdb() {
+        let (target, _dir) = super::open("duckdb:").await;
+        super::large_multi_get(target).await;
+    }
+}

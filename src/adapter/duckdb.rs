@@ -94,6 +94,7 @@ impl DuckDb {
             ("bulk_load".to_string(), "Appender in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
+            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("multi_get".to_string(), format!("IN list of bound keys up to {IN_LIST_MAX}, else one BIGINT[] list parameter")),
         ]);
         Ok(DuckDb {

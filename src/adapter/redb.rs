@@ -115,6 +115,7 @@ impl Redb {
             ("indexes".to_string(), "one (value, key) -> () table per indexed column, maintained in the same transaction".to_string()),
             ("encoding".to_string(), "dbsweep binary row encoding (tag byte + varint/LE f64/length-prefixed text)".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
+            ("echo".to_string(), "begin and drop a read transaction".to_string()),
             ("concurrency".to_string(), "one writer at a time, readers concurrent (MVCC)".to_string()),
             ("cache_size".to_string(), "1 GiB (redb default)".to_string()),
             ("bulk_load".to_string(), format!("write transactions of {LOAD_CHUNK} rows, Durability::None, then one Immediate commit")),

@@ -112,6 +112,7 @@ impl Sqlite {
             ("decimal".to_string(), "INTEGER hundredths".to_string()),
             ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
+            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("multi_get".to_string(), format!("IN list of bound keys, {IN_LIST_MAX} per statement, one read transaction")),
         ]);
         Ok(Sqlite {

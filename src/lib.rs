@@ -15,4 +15,5 @@
 pub mod adapter;
 pub mod data;
 pub mod error;
+pub mod servers;
 pub mod workload;

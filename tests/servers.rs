@@ -198,6 +198,16 @@ async fn a_server_killed_from_outside_still_stops_and_cleans_up() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_server_still_stops_gracefully_and_promptly() {
+    let server = servers::spawn(ServerKind::Memcached, &opts()).await.unwrap();
+    // SAFETY: plain syscall on the server we started.
+    unsafe { libc::kill(server.pid() as libc::pid_t, libc::SIGSTOP) };
+    let started = Instant::now();
+    stop_and_check_gone(server).await;
+    assert!(started.elapsed() < Duration::from_secs(10), "stop waited {:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_redis_servers_at_once_get_different_ports() {
     let opts = opts();
     let (a, b) = tokio::join!(servers::spawn(ServerKind::Redis, &opts), servers::spawn(ServerKind::Redis, &opts));
@@ -271,4 +281,60 @@ async fn an_unwritable_data_root_is_a_usage_error() {
         .unwrap_err();
     assert_eq!(err.exit_code(), 2, "{err}");
     assert!(err.to_string().contains("/proc/no-such-dir"), "{err}");
+}
+
+/// Not a test on its own: the child process of `servers_die_with_dbsweep`. It starts a
+/// Redis server, reports its pid and data dir, and waits to be killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper process for servers_die_with_dbsweep"]
+async fn pdeathsig_helper() {
+    if std::env::var_os("DBSWEEP_PDEATHSIG_HELPER").is_none() {
+        return;
+    }
+    let server = servers::spawn(ServerKind::Redis, &opts()).await.unwrap();
+    println!("SERVER {} {}", server.pid(), server.data_dir().display());
+    tokio::time::sleep(Duration::from_secs(120)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_die_with_dbsweep() {
+    let exe = std::env::current_exe().unwrap();
+    let mut helper = tokio::process::Command::new(exe)
+        .args(["--exact", "pdeathsig_helper", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("DBSWEEP_PDEATHSIG_HELPER", "1")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(helper.stdout.take().unwrap()).lines();
+    let report = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some((_, rest)) = line.split_once("SERVER ") {
+                return rest.to_string();
+            }
+        }
+        panic!("the helper ended without starting a server");
+    })
+    .await
+    .expect("the helper did not start a server in time");
+    let (pid, dir) = report.split_once(' ').unwrap();
+    let pid: u32 = pid.parse().unwrap();
+    assert!(process_exists(pid));
+    // dbsweep dies without running any destructor.
+    helper.start_kill().unwrap();
+    helper.wait().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_exists(pid) && !is_zombie(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!process_exists(pid) || is_zombie(pid), "redis {pid} outlived its parent");
+    // Nobody is left to remove the data directory; do it here.
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(false)
 }

@@ -192,6 +192,8 @@ impl Server {
     pub async fn stop(mut self) -> Result<()> {
         if let Some(mut child) = self.child.take() {
             signal(self.pid, stop_signal(self.kind));
+            // A server paused with SIGSTOP (tests do that) must run to shut down.
+            signal_group(self.pid, libc::SIGCONT);
             let exited = tokio::time::timeout(STOP_TIMEOUT, child.wait()).await;
             if !matches!(exited, Ok(Ok(_))) {
                 kill_group(self.pid);
@@ -274,6 +276,17 @@ pub async fn spawn_all(kinds: &[ServerKind], opts: &SpawnOptions) -> Result<Vec<
 /// missing-program error without uninstalling anything.
 #[doc(hidden)]
 pub async fn spawn_with_search_path(kind: ServerKind, opts: &SpawnOptions, search_path: Option<&[PathBuf]>) -> Result<Server> {
+    spawn_inner(kind, opts, search_path, &mut free_port).await
+}
+
+/// The whole spawn; `next_port` supplies the port of each attempt (tests hand it a taken
+/// port first to exercise the retry).
+async fn spawn_inner(
+    kind: ServerKind,
+    opts: &SpawnOptions,
+    search_path: Option<&[PathBuf]>,
+    next_port: &mut (dyn FnMut() -> Result<u16> + Send),
+) -> Result<Server> {
     let dirs = match search_path {
         Some(dirs) => dirs.to_vec(),
         None => default_search_path(kind),
@@ -302,7 +315,7 @@ pub async fn spawn_with_search_path(kind: ServerKind, opts: &SpawnOptions, searc
     let mut dir = Some(dir);
     let mut last_error = None;
     for _ in 0..PORT_ATTEMPTS {
-        let port = free_port()?;
+        let port = next_port()?;
         let command = match kind {
             ServerKind::Postgres => postgres::command(&ctx, port),
             ServerKind::Mariadb => mariadb::command(&ctx, port),
@@ -397,17 +410,6 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
     let started = Instant::now();
     let mut last_problem = String::from("no answer yet");
     loop {
-        let child = server.child.as_mut().expect("a launched server has a child");
-        if let Ok(Some(status)) = child.try_wait() {
-            let tail = log_tail(&ctx.dir.join(LOG_FILE));
-            if port_in_use(&tail) {
-                return Err(Failure::PortTaken);
-            }
-            return Err(Failure::Fatal(Error::runtime(format!(
-                "{kind} server exited during startup ({status}); last lines of {}:\n{tail}",
-                ctx.dir.join(LOG_FILE).display()
-            ))));
-        }
         if started.elapsed() > STARTUP_TIMEOUT {
             let tail = log_tail(&ctx.dir.join(LOG_FILE));
             return Err(Failure::Fatal(Error::runtime(format!(
@@ -416,18 +418,35 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
                 ctx.dir.join(LOG_FILE).display()
             ))));
         }
+        let (port, pid) = (server.port, server.pid);
         let probe = async {
             match kind {
-                ServerKind::Postgres => postgres::probe(ctx, server.port).await,
-                ServerKind::Mariadb => mariadb::probe(ctx, server.port).await,
-                ServerKind::Redis => redis::probe(server.port, server.pid).await,
-                ServerKind::Memcached => memcached::probe(server.port, server.pid).await,
+                ServerKind::Postgres => postgres::probe(ctx, port).await,
+                ServerKind::Mariadb => mariadb::probe(ctx, port).await,
+                ServerKind::Redis => redis::probe(port, pid).await,
+                ServerKind::Memcached => memcached::probe(port, pid).await,
             }
         };
-        match tokio::time::timeout(Duration::from_secs(2), probe).await {
-            Ok(Ok(ready)) => return Ok(ready),
-            Ok(Err(e)) => last_problem = e.to_string(),
-            Err(_) => last_problem = "the readiness probe timed out".into(),
+        let child = server.child.as_mut().expect("a launched server has a child");
+        // Race the probe against the process's exit, so a server that dies (e.g. its
+        // port was taken) is noticed at once rather than after a probe timeout.
+        tokio::select! {
+            status = child.wait() => {
+                let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+                let tail = log_tail(&ctx.dir.join(LOG_FILE));
+                if port_in_use(&tail) {
+                    return Err(Failure::PortTaken);
+                }
+                return Err(Failure::Fatal(Error::runtime(format!(
+                    "{kind} server exited during startup ({status}); last lines of {}:\n{tail}",
+                    ctx.dir.join(LOG_FILE).display()
+                ))));
+            }
+            answer = tokio::time::timeout(Duration::from_secs(2), probe) => match answer {
+                Ok(Ok(ready)) => return Ok(ready),
+                Ok(Err(e)) => last_problem = e.to_string(),
+                Err(_) => last_problem = "the readiness probe timed out".into(),
+            },
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -587,12 +606,16 @@ fn signal(pid: u32, signal: i32) {
     }
 }
 
-/// SIGKILL to the server's process group (the server and any helpers it forked).
-fn kill_group(pgid: u32) {
+fn signal_group(pgid: u32, signal: i32) {
     // SAFETY: plain syscall on a process group we created.
     unsafe {
-        libc::kill(-(pgid as libc::pid_t), libc::SIGKILL);
+        libc::kill(-(pgid as libc::pid_t), signal);
     }
+}
+
+/// SIGKILL to the server's process group (the server and any helpers it forked).
+fn kill_group(pgid: u32) {
+    signal_group(pgid, libc::SIGKILL);
 }
 
 fn group_alive(pgid: u32) -> bool {
@@ -667,6 +690,30 @@ mod tests {
         assert_eq!(find_program("exec", &dirs), Some(exec));
         assert_eq!(find_program("plain", &dirs), None);
         assert_eq!(find_program("absent", &dirs), None);
+    }
+
+    /// Every system, started on a port someone else holds, fails to bind, is recognised as
+    /// a port conflict from its real log text, and is restarted on the next port.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_taken_port_is_retried_on_another_for_every_kind() {
+        let starts = ServerKind::ALL.map(|kind| async move {
+            let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let taken = holder.local_addr().unwrap().port();
+            let mut ports = vec![taken];
+            let mut next_port = || {
+                let port = if ports.len() == 1 { taken } else { free_port()? };
+                ports.push(port);
+                Ok(port)
+            };
+            let server = spawn_inner(kind, &SpawnOptions::default(), None, &mut next_port).await;
+            let server = server.unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_ne!(server.port(), taken, "{kind}");
+            assert_eq!(ports.len(), 3, "{kind}: exactly one retry");
+            drop(holder);
+            server.stop().await.unwrap();
+        });
+        let [a, b, c, d] = starts;
+        tokio::join!(a, b, c, d);
     }
 
     #[test]

@@ -190,7 +190,9 @@ impl Server {
     /// Shuts the server down gracefully (killing its process group if that takes longer
     /// than 30 s), then removes its data directory.
     pub async fn stop(mut self) -> Result<()> {
-        if let Some(mut child) = self.child.take() {
+        // The child stays in `self` until it is gone: if this future is dropped halfway,
+        // `Drop` still kills the process group before it removes the directory.
+        if let Some(child) = self.child.as_mut() {
             signal(self.pid, stop_signal(self.kind));
             // A server paused with SIGSTOP (tests do that) must run to shut down.
             signal_group(self.pid, libc::SIGCONT);
@@ -205,6 +207,7 @@ impl Server {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             kill_group(self.pid);
+            self.child = None;
         }
         if let Some(dir) = self.dir.take() {
             dir.close().map_err(|e| {
@@ -242,10 +245,15 @@ pub async fn spawn(kind: ServerKind, opts: &SpawnOptions) -> Result<Server> {
 /// Starts several servers in parallel; on any failure the ones already started are
 /// killed and the first error is returned. The result is in the order of `kinds`.
 pub async fn spawn_all(kinds: &[ServerKind], opts: &SpawnOptions) -> Result<Vec<Server>> {
+    spawn_all_inner(kinds, opts, None).await
+}
+
+async fn spawn_all_inner(kinds: &[ServerKind], opts: &SpawnOptions, search_path: Option<Vec<PathBuf>>) -> Result<Vec<Server>> {
     let mut set = tokio::task::JoinSet::new();
     for (index, &kind) in kinds.iter().enumerate() {
         let opts = opts.clone();
-        set.spawn(async move { (index, spawn(kind, &opts).await) });
+        let search_path = search_path.clone();
+        set.spawn(async move { (index, spawn_with_search_path(kind, &opts, search_path.as_deref()).await) });
     }
     let mut started: Vec<Option<Server>> = kinds.iter().map(|_| None).collect();
     let mut failure = None;
@@ -263,7 +271,8 @@ pub async fn spawn_all(kinds: &[ServerKind], opts: &SpawnOptions) -> Result<Vec<
         }
     }
     if let Some(e) = failure {
-        // Aborting the other starts drops their half-started servers, which kills them.
+        // Aborting the other starts drops their half-started servers, which kills them
+        // and removes their directories; so does dropping the ones already up.
         set.shutdown().await;
         drop(started);
         return Err(e);
@@ -714,6 +723,32 @@ mod tests {
         });
         let [a, b, c, d] = starts;
         tokio::join!(a, b, c, d);
+    }
+
+    /// A setup program that fails: its own output is quoted in the error, and the
+    /// servers `spawn_all` had already started are killed and their directories removed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_start_quotes_the_log_and_spawn_all_leaves_nothing_behind() {
+        use std::os::unix::fs::PermissionsExt;
+        let fake = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(fake.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Fails after the real Redis is up, so spawn_all must clean that one up.
+        let script = "#!/bin/sh\nsleep 1.5\necho 'initdb: simulated disk full' >&2\nexit 1\n";
+        for name in ["initdb", "postgres"] {
+            let path = fake.path().join(name);
+            std::fs::write(&path, script).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let root = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()) };
+        let mut search = vec![fake.path().to_path_buf()];
+        search.extend(default_search_path(ServerKind::Redis));
+        let err = spawn_all_inner(&[ServerKind::Redis, ServerKind::Postgres], &opts, Some(search)).await.unwrap_err();
+        assert_eq!(err.exit_code(), 1);
+        let message = err.to_string();
+        assert!(message.contains("initdb.log") && message.contains("initdb: simulated disk full"), "{message}");
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "directories left under the data root");
     }
 
     #[test]

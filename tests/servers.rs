@@ -101,7 +101,9 @@ async fn mariadb_accepts_the_url_user_over_tcp_with_full_rights_and_stops_cleanl
     let out = run("mariadb", &["--no-defaults", "--protocol=TCP", "-h", "127.0.0.1", "-P", &port, "-u", &user, "-N", "-B", "-e", sql]).await;
     assert_eq!(out, "1\n7\nroot@127.0.0.1");
     assert!(server.version().starts_with("10.") || server.version().starts_with("11."), "{}", server.version());
+    // Read back from the server: MariaDB's durable defaults.
     assert_eq!(server.settings()["innodb_flush_log_at_trx_commit"], "1");
+    assert_eq!(server.settings()["log_bin"], "OFF");
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", server.pid())).unwrap();
     assert_eq!(comm.trim(), "mariadbd");
     stop_and_check_gone(server).await;
@@ -244,6 +246,7 @@ async fn spawn_all_starts_every_kind_under_the_data_root() {
     ports.dedup();
     assert_eq!(ports.len(), 4);
     for server in &all {
+        eprintln!("{} {} at {}: {:?}", server.kind(), server.version(), server.url(), server.settings());
         assert!(server.data_dir().starts_with(root.path()), "{}", server.data_dir().display());
     }
     for server in all {

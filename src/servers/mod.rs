@@ -159,12 +159,13 @@ impl Server {
 
     /// A target URL the adapters accept. The user has full rights and no password:
     /// PostgreSQL `postgres` (trust authentication), MariaDB `root@127.0.0.1` (created
-    /// without a password by `mariadb-install-db --auth-root-authentication-method=normal`).
+    /// without a password by `mariadb-install-db --auth-root-authentication-method=normal`;
+    /// the readiness probe logs in over TCP as that user).
     pub fn url(&self) -> String {
         let port = self.port;
         match self.kind {
             ServerKind::Postgres => format!("postgres://postgres@127.0.0.1:{port}/postgres"),
-            ServerKind::Mariadb => format!("mysql://root@127.0.0.1:{port}/"),
+            ServerKind::Mariadb => format!("mysql://{}@127.0.0.1:{port}/", mariadb::USER),
             ServerKind::Redis => format!("redis://127.0.0.1:{port}/0"),
             ServerKind::Memcached => format!("memcached://127.0.0.1:{port}"),
         }
@@ -368,7 +369,9 @@ impl Context {
     }
 }
 
-/// What a successful readiness probe learned from the server.
+/// What a successful readiness probe learned from the server. A probe reports "not
+/// ready yet" as any I/O error, and a refused login as `PermissionDenied` (which ends the
+/// wait at once).
 pub(crate) struct Ready {
     version: String,
     settings: BTreeMap<String, String>,
@@ -453,6 +456,10 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
             }
             answer = tokio::time::timeout(Duration::from_secs(2), probe) => match answer {
                 Ok(Ok(ready)) => return Ok(ready),
+                // The server is up but refuses our login: waiting will not help.
+                Ok(Err(e)) if e.kind() == io::ErrorKind::PermissionDenied => {
+                    return Err(Failure::Fatal(Error::runtime(format!("{kind} server refused dbsweep's login: {e}"))));
+                }
                 Ok(Err(e)) => last_problem = e.to_string(),
                 Err(_) => last_problem = "the readiness probe timed out".into(),
             },

@@ -134,7 +134,12 @@ async fn session<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, read_settings
         let (tag, body) = read_message(&mut stream).await?;
         match tag {
             b'R' if body.get(..4) == Some(&[0, 0, 0, 0]) => {}
-            b'R' => return Err(io::Error::other("the server asks for a password; expected trust authentication")),
+            b'R' => {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the server asks for a password; expected trust authentication",
+                ));
+            }
             b'S' => {
                 let mut fields = body.split(|&b| b == 0);
                 if fields.next() == Some(b"server_version") {

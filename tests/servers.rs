@@ -52,6 +52,8 @@ async fn port_closed(port: u16) -> bool {
 async fn stop_and_check_gone(server: Server) {
     let (port, pid, dir) = (server.port(), server.pid(), server.data_dir().to_path_buf());
     assert!(dir.is_dir());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700, "data dirs are private");
     assert!(process_exists(pid));
     assert_eq!(server.settings().get("data_dir").map(PathBuf::from), Some(dir.clone()));
     assert!(!server.version().is_empty());
@@ -275,6 +277,32 @@ async fn a_missing_program_is_an_exit_code_2_error_naming_the_package() {
         );
     }
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "nothing may be left on disk");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_data_root_works() {
+    let root = tempfile::tempdir_in(".").unwrap();
+    let relative = root.path().strip_prefix(std::env::current_dir().unwrap()).unwrap().to_path_buf();
+    assert!(relative.is_relative());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions { data_root: Some(relative.clone()) }).await;
+    // As root, PostgreSQL runs as the postgres user, which cannot enter a private
+    // root-owned directory: that must be a clear usage error, with nothing left behind.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let err = server.unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("cannot enter"), "{err}");
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    } else {
+        stop_and_check_gone(server.unwrap()).await;
+    }
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions { data_root: Some(relative) }).await.unwrap();
+    assert!(server.data_dir().is_absolute());
+    assert!(server.data_dir().starts_with(root.path()));
+    stop_and_check_gone(server).await;
 }
 
 #[tokio::test]

@@ -308,11 +308,13 @@ async fn spawn_inner(
         .collect::<Result<Vec<_>>>()?;
 
     let root = match &opts.data_root {
-        Some(root) => root.clone(),
+        // Absolute, because the servers run with their data directory as working directory.
+        Some(root) => std::path::absolute(root).map_err(|e| Error::usage(format!("bad data root {}: {e}", root.display())))?,
         None => std::env::temp_dir(),
     };
     let dir = tempfile::Builder::new()
         .prefix(&format!("dbsweep-{kind}-"))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir_in(&root)
         .map_err(|e| Error::usage(format!("cannot create a data directory under {}: {e}; pick a writable data root", root.display())))?;
     let ctx = Context { dir: dir.path().to_path_buf(), programs, run_as: None };
@@ -498,6 +500,9 @@ async fn run_setup(kind: ServerKind, ctx: &Context, mut command: Command, log_na
     }
     let program = command.as_std().get_program().to_string_lossy().into_owned();
     let mut child = start(command).await.map_err(|e| Error::runtime(format!("cannot start {program}: {e}")))?;
+    // If this future is dropped halfway, the helpers the program forked (initdb's
+    // `postgres --boot`, install-db's `mariadbd --bootstrap`) must die with it.
+    let _group = child.id().map(GroupGuard);
     let status = match tokio::time::timeout(STARTUP_TIMEOUT, child.wait()).await {
         Ok(status) => status.map_err(|e| Error::runtime(format!("{program}: {e}")))?,
         Err(_) => {
@@ -521,6 +526,15 @@ async fn run_setup(kind: ServerKind, ctx: &Context, mut command: Command, log_na
         )));
     }
     Ok(())
+}
+
+/// Kills a process group when dropped (a no-op once the group is gone).
+struct GroupGuard(u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
 }
 
 /// A loopback port that was free a moment ago.

@@ -87,6 +87,8 @@ async fn postgres_answers_psql_has_hstore_and_stops_cleanly() {
     assert_eq!(psql("select setting from pg_settings where name = 'port'").await, port);
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", server.pid())).unwrap();
     assert_eq!(comm.trim(), "postgres");
+    let postmaster_pid = std::fs::read_to_string(server.data_dir().join("pgdata/postmaster.pid")).unwrap();
+    assert_eq!(postmaster_pid.lines().next(), Some(server.pid().to_string().as_str()));
     stop_and_check_gone(server).await;
 }
 

@@ -8,7 +8,9 @@
 
 
 pub mod mock;
+pub mod mysql;
 pub mod nodb;
+pub mod postgres;
 
 
 pub mod url;
@@ -172,6 +174,30 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "postgres://",
+        system: "pg-row",
+        description: "PostgreSQL, a typed column per attribute (?layout=row, the default)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "postgres://?layout=hstore",
+        system: "pg-hstore",
+        description: "PostgreSQL, key-value table (pk, hstore) with expression indexes",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "postgres://?layout=jsonb",
+        system: "pg-jsonb",
+        description: "PostgreSQL, key-value table (pk, jsonb) with expression indexes",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "mysql://",
+        system: "mariadb",
+        description: "MariaDB or MySQL, InnoDB tables (also mariadb://)",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
@@ -202,6 +228,8 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
+        "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
 
 
 

@@ -5,3 +5,5 @@
 mod body;
 
 mod embedded;
+mod mysql;
+mod postgres;

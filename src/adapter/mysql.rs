@@ -30,6 +30,8 @@ const DATABASE: &str = "dbsweep";
 const MARKER: &str = "dbsweep_owner";
 /// Rows per multi-row `INSERT` when bulk loading.
 const LOAD_CHUNK: usize = 1000;
+const LOCK: &str = "SELECT GET_LOCK('dbsweep_ddl', 30)";
+const UNLOCK: &str = "SELECT RELEASE_LOCK('dbsweep_ddl')";
 
 pub struct MySql {
     /// Description before the server was asked for its version and settings.
@@ -348,6 +350,58 @@ impl MySql {
         Ok(true)
     }
 
+    /// Serializes dbsweep's DDL on one server (targets may prepare and clean up at once).
+    async fn lock(&self, conn: &mut Conn) -> Result<()> {
+        let got: Option<i64> = conn.query_first(LOCK).await.map_err(|e| self.runtime("GET_LOCK", &e))?;
+        if got == Some(1) {
+            Ok(())
+        } else {
+            Err(Error::runtime(format!("target '{}': another dbsweep held the DDL lock for 30 s", self.initial.name)))
+        }
+    }
+
+    async fn prepare_locked(&self, conn: &mut Conn, defs: &[Arc<TableDef>]) -> Result<()> {
+        if !self.check_owned(conn).await? {
+            self.run(conn, &format!("CREATE DATABASE {}", quote(DATABASE))).await?;
+            let marker = format!("{}.{}", quote(DATABASE), quote(MARKER));
+            self.run(conn, &format!("CREATE TABLE {marker} (note VARCHAR(200)) ENGINE=InnoDB")).await?;
+            self.run(conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')"))
+                .await?;
+        }
+        let tables: Vec<MyTable> = defs.iter().map(|d| MyTable::new(d.clone())).collect();
+        for t in &tables {
+            self.run(conn, &format!("DROP TABLE IF EXISTS {}", t.qualified)).await?;
+            self.run(conn, &t.create_sql()).await?;
+        }
+        *self.tables.lock().unwrap() = Arc::new(tables);
+        Ok(())
+    }
+
+    async fn cleanup_locked(&self, conn: &mut Conn) -> Result<()> {
+        let owned = match self.check_owned(conn).await {
+            Ok(owned) => owned,
+            // Someone else's database: nothing of ours can be in it.
+            Err(Error::NotOwned { .. }) => false,
+            Err(e) => return Err(e),
+        };
+        if owned {
+            let tables = self.tables.lock().unwrap().clone();
+            for t in tables.iter() {
+                self.run(conn, &format!("DROP TABLE IF EXISTS {}", t.qualified)).await?;
+            }
+            let left: Vec<String> = conn
+                .exec("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (DATABASE,))
+                .await
+                .map_err(|e| self.runtime("cleanup", &e))?;
+            // The marker is there (checked above) and is the only table left.
+            if left.iter().all(|t| t == MARKER) {
+                self.run(conn, &format!("DROP DATABASE {}", quote(DATABASE))).await?;
+            }
+        }
+        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        Ok(())
+    }
+
     fn table(&self, def: &TableDef) -> Result<(Arc<Vec<MyTable>>, usize)> {
         let tables = self.tables.lock().unwrap().clone();
         let index = tables
@@ -369,21 +423,11 @@ impl Target for MySql {
             return Err(Error::usage(format!("target '{}': a table may not be named {}", self.initial.name, t.name)));
         }
         let mut conn = self.open_conn().await?;
-        if !self.check_owned(&mut conn).await? {
-            self.run(&mut conn, &format!("CREATE DATABASE {}", quote(DATABASE))).await?;
-            let marker = format!("{}.{}", quote(DATABASE), quote(MARKER));
-            self.run(&mut conn, &format!("CREATE TABLE {marker} (note VARCHAR(200)) ENGINE=InnoDB")).await?;
-            self.run(&mut conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')"))
-                .await?;
-        }
-        let tables: Vec<MyTable> = defs.iter().map(|d| MyTable::new(d.clone())).collect();
-        for t in &tables {
-            self.run(&mut conn, &format!("DROP TABLE IF EXISTS {}", t.qualified)).await?;
-            self.run(&mut conn, &t.create_sql()).await?;
-        }
-        *self.tables.lock().unwrap() = Arc::new(tables);
+        self.lock(&mut conn).await?;
+        let result = self.prepare_locked(&mut conn, defs).await;
+        let _ = conn.query_drop(UNLOCK).await;
         let _ = conn.disconnect().await;
-        Ok(())
+        result
     }
 
     async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {
@@ -429,29 +473,11 @@ impl Target for MySql {
 
     async fn cleanup(&self) -> Result<()> {
         let mut conn = self.open_conn().await?;
-        let owned = match self.check_owned(&mut conn).await {
-            Ok(owned) => owned,
-            // Someone else's database: nothing of ours can be in it.
-            Err(Error::NotOwned { .. }) => false,
-            Err(e) => return Err(e),
-        };
-        if owned {
-            let tables = self.tables.lock().unwrap().clone();
-            for t in tables.iter() {
-                self.run(&mut conn, &format!("DROP TABLE IF EXISTS {}", t.qualified)).await?;
-            }
-            let left: Vec<String> = conn
-                .exec("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (DATABASE,))
-                .await
-                .map_err(|e| self.runtime("cleanup", &e))?;
-            // The marker is there (checked above) and is the only table left.
-            if left.iter().all(|t| t == MARKER) {
-                self.run(&mut conn, &format!("DROP DATABASE {}", quote(DATABASE))).await?;
-            }
-        }
-        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        self.lock(&mut conn).await?;
+        let result = self.cleanup_locked(&mut conn).await;
+        let _ = conn.query_drop(UNLOCK).await;
         let _ = conn.disconnect().await;
-        Ok(())
+        result
     }
 }
 

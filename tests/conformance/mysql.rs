@@ -17,3 +17,9 @@ async fn make() -> (Arc<dyn Target>, ()) {
 }
 
 conformance!(mariadb, make());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_types_and_batches() {
+    let (target, _guard) = make().await;
+    super::postgres::typed::check(target).await;
+}

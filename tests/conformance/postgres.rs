@@ -133,7 +133,7 @@ pub mod typed {
 
         // Batched updates of every type (one key missing), then read back through MAX.
         let updates = [
-            (7, PRICE, Value::Decimal(Decimal(99_999_99))),
+            (7, PRICE, Value::Decimal(Decimal(9_999_999))),
             (8, DAY, Value::Date(Date(9000))),
             (9, RATIO, Value::Float(1e6 + 0.125)),
             (10, NOTE, Value::Text("zzz".into())),

@@ -27,7 +27,7 @@ use tokio_postgres::{Client, NoTls};
 
 /// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
 /// different layouts can prepare and clean up concurrently.
-const DDL_LOCK: i64 = 0x6462_7377_6565_70;
+const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
 
 pub struct Postgres {
     /// Description before the server was asked for its version and settings.
@@ -107,6 +107,10 @@ impl Postgres {
                     db.message()
                 ),
                 Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
+                None if e.to_string().contains("password") || conn::describe(&e).contains("password missing") => format!(
+                    "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
+                    self.endpoint, self.user
+                ),
                 None => format!(
                     "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
                     self.endpoint,

@@ -306,6 +306,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                 return Err(Error::usage("data.payload_bytes must be at most 1048576"));
             }
         }
+        DataSpec::Tpch { scale } => crate::data::tpch::check_scale(*scale).map_err(Error::usage)?,
     }
 
     let mut targets: Vec<TargetSpec> = if opts.targets.is_empty() {

@@ -5,4 +5,5 @@
 
 pub mod experiment;
 pub mod op;
+pub mod queries;
 pub mod rng;

@@ -1,0 +1,282 @@
+//! The SQL text of the analytic queries (TPC-H Q1, Q3, Q6) for every SQL dialect dbsweep
+//! drives, and the types of their result columns.
+//!
+//! Owns the query texts, their substitution parameters (TPC-H's validation values) and
+//! how each storage layout reaches a column (plain columns; hstore/jsonb attributes cast
+//! back to their types; SQLite's integer hundredths and days). Must not execute anything:
+//! adapters run these texts and decode rows with [`answer_columns`].
+//!
+//! Result types ([`answer_columns`]): group keys are Text, every sum and average is a
+//! Float (the SQL casts to double, SQLite divides by a float), counts are Int, Q3's
+//! `l_orderkey`/`o_shippriority` are Int and `o_orderdate` is a Date. Q3's ORDER BY adds
+//! `l_orderkey` after TPC-H's `revenue DESC, o_orderdate` so ties have one answer.
+//! No text ends in a semicolon (HyPer takes one statement per query string).
+
+use super::op::QueryId;
+use crate::data::table::{ColumnType, Date};
+
+/// Q1: `l_shipdate <= date '1998-12-01' - interval '90' day` (validation DELTA = 90).
+pub const Q1_SHIPDATE_MAX: &str = "1998-09-02";
+/// Q3 validation parameters: SEGMENT and DATE.
+pub const Q3_SEGMENT: &str = "BUILDING";
+pub const Q3_DATE: &str = "1995-03-15";
+/// Q6 validation parameters: DATE (a one-year window), DISCOUNT ± 0.01, QUANTITY.
+pub const Q6_DATE: &str = "1994-01-01";
+pub const Q6_DATE_END: &str = "1995-01-01";
+/// Hundredths.
+pub const Q6_DISCOUNT: i64 = 6;
+pub const Q6_QUANTITY: i64 = 24;
+/// Q3 returns the first 10 rows.
+pub const Q3_LIMIT: usize = 10;
+
+/// How an adapter stores TPC-H tables and which SQL it speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// PostgreSQL, one column per attribute (NUMERIC(15,2), DATE).
+    Postgres,
+    /// PostgreSQL `(pk bigint primary key, v hstore)`: attributes as text in `v`.
+    PgHstore,
+    /// PostgreSQL `(pk bigint primary key, v jsonb)`: numbers as JSON numbers, dates and
+    /// text as JSON strings.
+    PgJsonb,
+    /// MySQL / MariaDB (DECIMAL(15,2), DATE).
+    MySql,
+    /// SQLite: Decimal as INTEGER hundredths, Date as INTEGER days since 1970-01-01.
+    Sqlite,
+    /// DuckDB (DECIMAL(15,2), DATE).
+    DuckDb,
+    /// HyPer / Tableau Hyper (NUMERIC(15,2), DATE), PostgreSQL syntax.
+    Hyper,
+}
+
+impl Dialect {
+    pub const ALL: [Dialect; 7] =
+        [Dialect::Postgres, Dialect::PgHstore, Dialect::PgJsonb, Dialect::MySql, Dialect::Sqlite, Dialect::DuckDb, Dialect::Hyper];
+
+    fn double(self) -> &'static str {
+        match self {
+            Dialect::MySql | Dialect::DuckDb => "DOUBLE",
+            _ => "DOUBLE PRECISION",
+        }
+    }
+
+    fn is_document(self) -> bool {
+        matches!(self, Dialect::PgHstore | Dialect::PgJsonb)
+    }
+}
+
+/// The result column types of `query`, in order.
+pub fn answer_columns(query: QueryId) -> Vec<ColumnType> {
+    use ColumnType::{Date as D, Float as F, Int as I, Text as T};
+    match query {
+        // returnflag, linestatus, sum_qty, sum_base_price, sum_disc_price, sum_charge,
+        // avg_qty, avg_price, avg_disc, count_order
+        QueryId::TpchQ1 => vec![T, T, F, F, F, F, F, F, F, I],
+        // l_orderkey, revenue, o_orderdate, o_shippriority
+        QueryId::TpchQ3 => vec![I, F, D, I],
+        // revenue
+        QueryId::TpchQ6 => vec![F],
+    }
+}
+
+/// Days since 1970-01-01 of an ISO date constant.
+pub fn days(iso: &str) -> i32 {
+    Date::from_iso(iso).expect("query constants are valid dates").0
+}
+
+/// A date constant as the dialect compares it.
+fn date_lit(dialect: Dialect, iso: &str) -> String {
+    match dialect {
+        Dialect::Sqlite => days(iso).to_string(),
+        _ => format!("DATE '{iso}'"),
+    }
+}
+
+/// The FROM item for a table: its name, or for hstore/jsonb a derived table that exposes
+/// the needed attributes as typed columns under their TPC-H names. `key` is the table's
+/// column 0 (stored as `pk` in the document layouts).
+fn from(dialect: Dialect, table: &dyn Fn(&str) -> String, name: &str, key: &str, cols: &[(&str, ColumnType)]) -> String {
+    if !dialect.is_document() {
+        return table(name);
+    }
+    let arrow = if dialect == Dialect::PgHstore { "->" } else { "->>" };
+    let items: Vec<String> = cols
+        .iter()
+        .map(|(c, ty)| {
+            if *c == key {
+                return format!("pk AS {c}");
+            }
+            let cast = match ty {
+                ColumnType::Int => "::int8",
+                ColumnType::Float => "::float8",
+                ColumnType::Decimal => "::numeric",
+                ColumnType::Date => "::date",
+                ColumnType::Text => "",
+            };
+            format!("(v {arrow} '{c}'){cast} AS {c}")
+        })
+        .collect();
+    format!("(SELECT {} FROM {}) AS {name}", items.join(", "), table(name))
+}
+
+/// The SQL of `query` for `dialect`; `table("lineitem")` gives the adapter's qualified
+/// table name. See the module docs for result types.
+pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> String {
+    use ColumnType::{Date as D, Decimal as M, Int as I, Text as T};
+    let dbl = dialect.double();
+    let sqlite = dialect == Dialect::Sqlite;
+    match query {
+        QueryId::TpchQ1 => {
+            let lineitem = from(
+                dialect,
+                table,
+                "lineitem",
+                "l_pk",
+                &[
+                    ("l_returnflag", T),
+                    ("l_linestatus", T),
+                    ("l_quantity", M),
+                    ("l_extendedprice", M),
+                    ("l_discount", M),
+                    ("l_tax", M),
+                    ("l_shipdate", D),
+                ],
+            );
+            let aggregates = if sqlite {
+                "sum(l_quantity) / 100.0 AS sum_qty, \
+                 sum(l_extendedprice) / 100.0 AS sum_base_price, \
+                 sum(l_extendedprice * (100 - l_discount)) / 10000.0 AS sum_disc_price, \
+                 sum(l_extendedprice * (100 - l_discount) * (100 + l_tax)) / 1000000.0 AS sum_charge, \
+                 avg(l_quantity) / 100.0 AS avg_qty, \
+                 avg(l_extendedprice) / 100.0 AS avg_price, \
+                 avg(l_discount) / 100.0 AS avg_disc"
+                    .to_string()
+            } else {
+                format!(
+                    "CAST(sum(l_quantity) AS {dbl}) AS sum_qty, \
+                     CAST(sum(l_extendedprice) AS {dbl}) AS sum_base_price, \
+                     CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl}) AS sum_disc_price, \
+                     CAST(sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS {dbl}) AS sum_charge, \
+                     CAST(avg(l_quantity) AS {dbl}) AS avg_qty, \
+                     CAST(avg(l_extendedprice) AS {dbl}) AS avg_price, \
+                     CAST(avg(l_discount) AS {dbl}) AS avg_disc"
+                )
+            };
+            format!(
+                "SELECT l_returnflag, l_linestatus, {aggregates}, count(*) AS count_order \
+                 FROM {lineitem} \
+                 WHERE l_shipdate <= {} \
+                 GROUP BY l_returnflag, l_linestatus \
+                 ORDER BY l_returnflag, l_linestatus",
+                date_lit(dialect, Q1_SHIPDATE_MAX)
+            )
+        }
+        QueryId::TpchQ3 => {
+            let customer = from(dialect, table, "customer", "c_custkey", &[("c_custkey", I), ("c_mktsegment", T)]);
+            let orders = from(
+                dialect,
+                table,
+                "orders",
+                "o_orderkey",
+                &[("o_orderkey", I), ("o_custkey", I), ("o_orderdate", D), ("o_shippriority", I)],
+            );
+            let lineitem = from(
+                dialect,
+                table,
+                "lineitem",
+                "l_pk",
+                &[("l_orderkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)],
+            );
+            let revenue = if sqlite {
+                "sum(l_extendedprice * (100 - l_discount)) / 10000.0".to_string()
+            } else {
+                format!("CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl})")
+            };
+            let day = date_lit(dialect, Q3_DATE);
+            format!(
+                "SELECT l_orderkey, {revenue} AS revenue, o_orderdate, o_shippriority \
+                 FROM {customer}, {orders}, {lineitem} \
+                 WHERE c_mktsegment = '{Q3_SEGMENT}' AND c_custkey = o_custkey AND l_orderkey = o_orderkey \
+                 AND o_orderdate < {day} AND l_shipdate > {day} \
+                 GROUP BY l_orderkey, o_orderdate, o_shippriority \
+                 ORDER BY revenue DESC, o_orderdate, l_orderkey \
+                 LIMIT {Q3_LIMIT}"
+            )
+        }
+        QueryId::TpchQ6 => {
+            let lineitem = from(
+                dialect,
+                table,
+                "lineitem",
+                "l_pk",
+                &[("l_quantity", M), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)],
+            );
+            let (lo, hi) = (Q6_DISCOUNT - 1, Q6_DISCOUNT + 1);
+            let (revenue, discount, quantity) = if sqlite {
+                (
+                    "sum(l_extendedprice * l_discount) / 10000.0".to_string(),
+                    format!("{lo} AND {hi}"),
+                    (Q6_QUANTITY * 100).to_string(),
+                )
+            } else {
+                (
+                    format!("CAST(sum(l_extendedprice * l_discount) AS {dbl})"),
+                    format!("0.{lo:02} AND 0.{hi:02}"),
+                    Q6_QUANTITY.to_string(),
+                )
+            };
+            format!(
+                "SELECT {revenue} AS revenue FROM {lineitem} \
+                 WHERE l_shipdate >= {} AND l_shipdate < {} \
+                 AND l_discount BETWEEN {discount} AND l_quantity < {quantity}",
+                date_lit(dialect, Q6_DATE),
+                date_lit(dialect, Q6_DATE_END)
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(name: &str) -> String {
+        name.to_string()
+    }
+
+    #[test]
+    fn every_dialect_has_every_query_without_semicolons() {
+        for d in Dialect::ALL {
+            for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6] {
+                let text = sql(q, d, &plain);
+                assert!(text.starts_with("SELECT "), "{d:?} {q:?}: {text}");
+                assert!(!text.contains(';'), "{d:?} {q:?}");
+                assert!(text.contains("lineitem"));
+            }
+        }
+    }
+
+    #[test]
+    fn sqlite_uses_days_and_hundredths() {
+        let q6 = sql(QueryId::TpchQ6, Dialect::Sqlite, &plain);
+        assert!(q6.contains("l_shipdate >= 8766 AND l_shipdate < 9131"), "{q6}");
+        assert!(q6.contains("BETWEEN 5 AND 7 AND l_quantity < 2400"), "{q6}");
+        let q1 = sql(QueryId::TpchQ1, Dialect::Sqlite, &plain);
+        assert!(q1.contains("l_shipdate <= 10471"), "{q1}");
+        let pg = sql(QueryId::TpchQ6, Dialect::Postgres, &plain);
+        assert!(pg.contains("BETWEEN 0.05 AND 0.07 AND l_quantity < 24"), "{pg}");
+        assert!(pg.contains("DATE '1994-01-01'"));
+    }
+
+    #[test]
+    fn document_layouts_extract_typed_attributes_and_keys() {
+        let q = |d| sql(QueryId::TpchQ3, d, &|t: &str| format!("dbsweep.\"{t}_x\""));
+        let h = q(Dialect::PgHstore);
+        assert!(h.contains("(v -> 'l_shipdate')::date AS l_shipdate"), "{h}");
+        assert!(h.contains("pk AS o_orderkey"), "{h}");
+        assert!(h.contains("FROM dbsweep.\"customer_x\") AS customer"), "{h}");
+        let j = q(Dialect::PgJsonb);
+        assert!(j.contains("(v ->> 'l_discount')::numeric AS l_discount"), "{j}");
+        assert_eq!(answer_columns(QueryId::TpchQ1).len(), 10);
+    }
+}

@@ -85,6 +85,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         out: args.out,
         quick: args.quick,
         timeout_secs: args.timeout,
+        rate: args.rate,
     };
     let plan = plan::resolve(&opts)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -98,6 +99,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         show_progress: !args.no_progress,
         runs_root: PathBuf::from("dbsweep-runs"),
         unavailable: Vec::new(),
+        keep_data: args.keep_data,
     };
     let (report, dir) = runtime.block_on(async {
         let watcher = tokio::spawn(async move {

@@ -72,9 +72,16 @@ pub struct RunArgs {
     /// A quick smoke run: fewer ops, rows and points.
     #[arg(long)]
     pub quick: bool,
+    /// Fixed-rate (open-loop) runs at this many ops/s in total; latency is also measured
+    /// from each op's intended start. Default: closed loop at maximum throughput.
+    #[arg(long, value_name = "OPS_PER_SEC")]
+    pub rate: Option<f64>,
     /// Per-op timeout in seconds for network targets.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Keep dbsweep's tables and keys after the run instead of removing them.
+    #[arg(long)]
+    pub keep_data: bool,
     /// Do not show the progress bar.
     #[arg(long)]
     pub no_progress: bool,

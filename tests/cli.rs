@@ -226,3 +226,25 @@ fn studies_and_targets_list_what_exists() {
     assert!(text.contains("sqlite") && text.contains("monetdb"));
     assert!(text.contains("no MonetDB server package"));
 }
+
+#[test]
+fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run", "--target", "m=mock:", "--experiments", "get", "--ops", "400", "--runs", "1", "--warmup", "0",
+        "--clients", "2", "--batch", "1", "--rate", "2000", "--no-progress", "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out);
+    for r in rows.iter().filter(|r| r["target"] == "m") {
+        // 400 ops at 2000/s cannot finish before the last op's intended start at 0.1995 s.
+        assert!(r["seconds"].parse::<f64>().unwrap() >= 0.1995, "{r:?}");
+        assert!(r["ops_per_sec"].parse::<f64>().unwrap() <= 2010.0, "{r:?}");
+        assert_eq!(r["rate"], "2000");
+        assert!(!r["resp_p99_us"].is_empty());
+    }
+    let json = report(&out);
+    let p = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m").unwrap();
+    assert_eq!(p["runs"][0]["response"]["get"]["count"], 400);
+}

@@ -6,11 +6,13 @@
 //! do in `Capabilities`; the runner reports "not supported" instead of calling them with
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
 
-
+pub mod duckdb;
+pub mod memcached;
 pub mod mock;
 pub mod nodb;
-
-
+pub mod redb;
+pub mod redis;
+pub mod sqlite;
 pub mod url;
 
 use crate::data::table::{Row, TableDef};
@@ -172,6 +174,18 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "redis://",
+        system: "redis",
+        description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "memcached://",
+        system: "memcached",
+        description: "Memcached: one item per row (text protocol); no scans, ranges or queries",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
@@ -202,9 +216,11 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
-
-
-
+        "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
+        "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
+        "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
+        "redis" => Ok(Arc::new(redis::Redis::new(name, url)?)),
+        "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other) {
             Some(SystemEntry { unavailable: Some(why), .. }) => {
                 Err(Error::usage(format!("target '{name}': {other} cannot run here: {why}")))

@@ -1,13 +1,15 @@
 //! Generated data: table definitions and the rows of each dataset.
 //!
-//! Owns what rows exist before a run and what any key's row looks like. Rows are streamed,
-//! never materialized whole. Must not know about backends or timing.
+//! Owns what rows exist before a run, what key the i-th preloaded row has, what a row for a
+//! new key looks like, and the value domain of indexed columns. Rows are streamed, never
+//! materialized whole. Must not know about backends or timing.
 
 pub mod kv;
 pub mod table;
 
 use crate::adapter::RowSource;
 use serde::{Deserialize, Serialize};
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use table::{Row, TableDef, TableId};
 
@@ -32,7 +34,12 @@ fn default_payload_bytes() -> usize {
 pub struct Dataset {
     pub tables: Vec<Arc<TableDef>>,
     pub spec: DataSpec,
-    kv: kv::KvGen,
+    source: Source,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    Kv { rows: u64, generator: kv::KvGen },
 }
 
 impl Dataset {
@@ -41,31 +48,52 @@ impl Dataset {
             DataSpec::Kv { rows, payload_bytes } => Dataset {
                 tables: vec![kv::shared_def()],
                 spec: spec.clone(),
-                kv: kv::KvGen::new(seed, *rows, *payload_bytes),
+                source: Source::Kv { rows: *rows, generator: kv::KvGen::new(seed, *rows, *payload_bytes) },
             },
         }
     }
 
+    pub fn table_id(&self, name: &str) -> Option<TableId> {
+        self.tables.iter().position(|t| t.name == name)
+    }
+
     /// Number of rows preloaded into `table` before experiments run.
     pub fn initial_rows(&self, _table: TableId) -> u64 {
-        match self.spec {
-            DataSpec::Kv { rows, .. } => rows,
+        match &self.source {
+            Source::Kv { rows, .. } => *rows,
         }
     }
 
-    /// The row stored under `key` (preloaded or to be inserted).
-    pub fn row(&self, _table: TableId, key: i64) -> Row {
-        self.kv.row(key)
+    /// The primary key of the `index`-th preloaded row (`index < initial_rows`).
+    pub fn key_at(&self, _table: TableId, index: u64) -> i64 {
+        match &self.source {
+            Source::Kv { .. } => index as i64,
+        }
     }
 
-    /// Rows for the keys in `keys`, streamed.
-    pub fn rows(&self, table: TableId, keys: std::ops::Range<i64>) -> RowSource {
+    /// All preloaded rows of `table`, streamed in key order.
+    pub fn initial(&self, table: TableId) -> RowSource {
+        let n = self.initial_rows(table) as i64;
+        self.new_rows(table, 0..n)
+    }
+
+    /// A row for `key`, which lies outside the preloaded keys (for inserts).
+    pub fn new_row(&self, _table: TableId, key: i64) -> Row {
+        match &self.source {
+            Source::Kv { generator, .. } => generator.row(key),
+        }
+    }
+
+    /// Rows for the keys in `keys`, streamed (rows that a delete run needs to exist).
+    pub fn new_rows(&self, table: TableId, keys: std::ops::Range<i64>) -> RowSource {
         let this = self.clone();
-        Box::new(keys.map(move |k| this.row(table, k)))
+        Box::new(keys.map(move |k| this.new_row(table, k)))
     }
 
-    /// The value of indexed column `column` in the row under `key` (for reference answers).
-    pub fn kv_gen(&self) -> &kv::KvGen {
-        &self.kv
+    /// The values an indexed column takes in the preloaded rows, for range queries.
+    pub fn column_domain(&self, _table: TableId, _column: usize) -> RangeInclusive<i64> {
+        match &self.source {
+            Source::Kv { generator, .. } => 0..=generator.groups as i64 - 1,
+        }
     }
 }

@@ -5,7 +5,8 @@
 //! connections or touch the file system beyond reading the study file.
 
 use crate::adapter::TargetUrl;
-use crate::data::DataSpec;
+use crate::data::table::{ColumnType, TableId};
+use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::workload::experiment::{Experiment, ExperimentOp, Point};
 use serde::{Deserialize, Serialize};
@@ -81,6 +82,15 @@ pub struct ExperimentEntry {
     /// Ops per run for this experiment (default: the study's `ops`).
     #[serde(default)]
     pub ops: Option<u64>,
+    /// The table (default: the data set's first table).
+    #[serde(default)]
+    pub table: Option<String>,
+    /// Range ops: the indexed column (default: the table's first indexed column).
+    #[serde(default)]
+    pub column: Option<String>,
+    /// Range MAX: the column to maximize (default: the first unindexed numeric column).
+    #[serde(default)]
+    pub max_column: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -116,6 +126,8 @@ pub struct RunOptions {
     pub quick: bool,
     /// Per-op timeout in seconds.
     pub timeout_secs: Option<f64>,
+    /// Fixed-rate (open-loop) runs at this many ops/s in total.
+    pub rate: Option<f64>,
 }
 
 /// One target of a plan.
@@ -140,6 +152,8 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     pub quick: bool,
     pub timeout_secs: f64,
+    /// Fixed-rate runs at this many ops/s in total; `None`: closed loop (max throughput).
+    pub rate: Option<f64>,
 }
 
 impl Plan {
@@ -156,6 +170,7 @@ impl Plan {
             "experiments": self.experiments,
             "quick": self.quick,
             "timeout_secs": self.timeout_secs,
+            "rate": self.rate,
         })
     }
 }
@@ -210,6 +225,38 @@ pub fn parse_target(text: &str) -> Result<TargetSpec> {
     Ok(TargetSpec { name, url })
 }
 
+/// Resolves an experiment's table and column names against the data set.
+fn resolve_columns(e: &ExperimentEntry, dataset: &Dataset) -> Result<(TableId, usize, usize)> {
+    let tables: Vec<&str> = dataset.tables.iter().map(|t| t.name.as_str()).collect();
+    let table = match &e.table {
+        Some(name) => dataset.table_id(name).ok_or_else(|| {
+            Error::usage(format!("experiment '{}': unknown table '{name}'; the data set has: {}", e.name, tables.join(", ")))
+        })?,
+        None => 0,
+    };
+    let def = &dataset.tables[table];
+    let column_named = |key: &str, name: &str| {
+        def.column_index(name).ok_or_else(|| {
+            let cols: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
+            Error::usage(format!("experiment '{}': {key} '{name}' is not a column of {}; it has: {}", e.name, def.name, cols.join(", ")))
+        })
+    };
+    let column = match &e.column {
+        Some(name) => column_named("column", name)?,
+        None => def.indexed.first().copied().unwrap_or(0),
+    };
+    if e.op.is_range() && !def.indexed.contains(&column) {
+        return Err(Error::usage(format!("experiment '{}': range column '{}' of {} has no secondary index", e.name, def.columns[column].name, def.name)));
+    }
+    let max_column = match &e.max_column {
+        Some(name) => column_named("max_column", name)?,
+        None => (1..def.columns.len())
+            .find(|c| !def.indexed.contains(c) && matches!(def.columns[*c].ty, ColumnType::Float | ColumnType::Decimal | ColumnType::Int))
+            .unwrap_or(0),
+    };
+    Ok((table, column, max_column))
+}
+
 /// Validates raw options against a study and resolves everything into a plan.
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let study_name = opts.study.as_deref().unwrap_or(DEFAULT_STUDY);
@@ -241,6 +288,11 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
 
+    if let Some(rate) = opts.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(Error::usage("--rate must be a positive number of ops per second"));
+        }
+    }
     let mut data = study.data.clone();
     match &mut data {
         DataSpec::Kv { rows, payload_bytes } => {
@@ -271,6 +323,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         }
     }
 
+    let dataset = Dataset::new(&data, seed);
     let known: Vec<&str> = study.experiments.iter().map(|e| e.name.as_str()).collect();
     if let Some(filter) = &opts.experiments {
         if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str())) {
@@ -310,7 +363,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
         }
         let exp_ops = if opts.ops.is_some() || opts.quick { ops } else { e.ops.unwrap_or(ops) };
-        experiments.push(Experiment { name: e.name.clone(), op: e.op, ops: exp_ops, points });
+        let (table, column, max_column) = resolve_columns(e, &dataset)?;
+        experiments.push(Experiment { name: e.name.clone(), op: e.op, table, column, max_column, ops: exp_ops, points });
     }
     if experiments.is_empty() {
         return Err(Error::usage("no experiments selected; check --experiments"));
@@ -328,6 +382,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         out: opts.out.clone(),
         quick: opts.quick,
         timeout_secs,
+        rate: opts.rate,
     })
 }
 

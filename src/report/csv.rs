@@ -29,6 +29,10 @@ pub const COLUMNS: &[&str] = &[
     "errors",
     "client_cpu_pct",
     "client_share",
+    "rate",
+    "resp_p50_us",
+    "resp_p99_us",
+    "late_ops",
     "flags",
     "complete",
 ];
@@ -55,18 +59,20 @@ pub fn render(report: &Report) -> String {
             p.point.batched.to_string(),
             p.point.param.map(|v| v.to_string()).unwrap_or_default(),
         ];
+        let rate = p.rate.map(|r| format!("{r}")).unwrap_or_default();
         let measured: Vec<_> = p.runs.iter().filter(|r| !r.warmup).collect();
         if measured.is_empty() {
             let complete = !matches!(p.status, PointStatus::Incomplete { .. });
             let mut row: Vec<String> = head.to_vec();
             row.extend(std::iter::repeat_n(String::new(), 14));
-            row.extend([share.clone(), field(&flags), complete.to_string()]);
+            row.extend([share.clone(), rate.clone(), String::new(), String::new(), String::new(), field(&flags), complete.to_string()]);
             out.push_str(&row.join(","));
             out.push('\n');
             continue;
         }
         for (i, r) in measured.iter().enumerate() {
             let lat = r.service.get(&p.op);
+            let resp = r.response.get(&p.op);
             let us = |f: fn(&super::model::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
             let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
             let mut row: Vec<String> = head.to_vec();
@@ -86,6 +92,10 @@ pub fn render(report: &Report) -> String {
                 r.error_count().to_string(),
                 cpu_pct,
                 share.clone(),
+                rate.clone(),
+                resp.map(|l| format!("{:.1}", l.p50_us)).unwrap_or_default(),
+                resp.map(|l| format!("{:.1}", l.p99_us)).unwrap_or_default(),
+                if p.rate.is_some() { r.late_ops.to_string() } else { String::new() },
                 field(&flags),
                 r.complete.to_string(),
             ]);

@@ -64,6 +64,9 @@ pub struct PointResult {
     pub system: String,
     #[serde(flatten)]
     pub point: Point,
+    /// Total ops/s of a fixed-rate (open-loop) run; `None` for closed-loop runs.
+    #[serde(default)]
+    pub rate: Option<f64>,
     pub status: PointStatus,
     /// Warm-up and measured runs, in order.
     pub runs: Vec<RunMeasurement>,
@@ -100,8 +103,15 @@ pub struct RunMeasurement {
     /// Failed ops by error class.
     pub errors: BTreeMap<String, u64>,
     pub error_samples: Vec<String>,
+    /// Fixed-rate runs: ops that started more than 1 ms after their intended start (the
+    /// schedule was missed; their response time includes the wait).
+    #[serde(default)]
+    pub late_ops: u64,
     /// Digest of the answers of COUNT/MAX/query ops, to compare systems.
     pub answer_digest: Option<String>,
+    /// The first query result of the run, whole (query experiments only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_answer: Option<crate::workload::op::Answer>,
     /// Service time per request, by op kind.
     pub service: BTreeMap<OpKind, LatencySummary>,
     /// Response time from the intended start (fixed-rate runs), by op kind.
@@ -150,6 +160,9 @@ pub struct PointSummary {
     pub median_rows_per_sec: f64,
     /// Service latency of the experiment's op kind, merged over the measured runs.
     pub latency: Option<LatencySummary>,
+    /// Fixed-rate runs: response latency from the intended start, merged.
+    #[serde(default)]
+    pub response_latency: Option<LatencySummary>,
     /// Per-row latency for batches: merged request latency divided by batch size.
     pub per_row_p50_us: Option<f64>,
     /// This target's median throughput as a share of NO-DB's at the same point.

@@ -10,7 +10,7 @@ use crate::report::model::RunMeasurement;
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
 use crate::workload::op::{ErrorClass, OpError, Outcome};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::Barrier;
@@ -31,7 +31,13 @@ pub struct RunJob {
     pub cancel: Arc<AtomicBool>,
     /// Ops done, for the progress display.
     pub progress: Arc<AtomicU64>,
+    /// Fixed-rate (open-loop) runs: total ops per second across all clients. `None` is a
+    /// closed loop: each client sends its next request when the previous one returns.
+    pub rate: Option<f64>,
 }
+
+/// An op that starts this much after its intended start counts as a missed schedule.
+const LATE: Duration = Duration::from_millis(1);
 
 struct ClientResult {
     recorder: Recorder,
@@ -47,20 +53,21 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
     let clients = job.point.clients;
     let counter = Arc::new(AtomicU64::new(0));
     let barrier = Arc::new(Barrier::new(clients + 1));
+    let schedule_start = Arc::new(OnceLock::new());
     let mut handles = Vec::with_capacity(clients);
     match job.target.info().execution {
         Execution::Async => {
             for _ in 0..clients {
-                let (job, counter, barrier) = (job.clone(), counter.clone(), barrier.clone());
-                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counter, barrier).await })));
+                let (job, counter, barrier, schedule_start) = (job.clone(), counter.clone(), barrier.clone(), schedule_start.clone());
+                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counter, barrier, schedule_start).await })));
             }
         }
         Execution::Blocking => {
             for i in 0..clients {
-                let (job, counter, barrier) = (job.clone(), counter.clone(), barrier.clone());
+                let (job, counter, barrier, schedule_start) = (job.clone(), counter.clone(), barrier.clone(), schedule_start.clone());
                 let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
                     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                    rt.block_on(client(job, counter, barrier))
+                    rt.block_on(client(job, counter, barrier, schedule_start))
                 });
                 handles.push(ClientHandle::Thread(thread.expect("spawn client thread")));
             }
@@ -103,11 +110,12 @@ enum ClientHandle {
     Thread(std::thread::JoinHandle<ClientResult>),
 }
 
-async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>) -> ClientResult {
+async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>, schedule_start: Arc<OnceLock<Instant>>) -> ClientResult {
     let mut recorder = Recorder::default();
     let connection = job.target.connect().await;
     barrier.wait().await;
     let started = Instant::now();
+    let schedule = job.rate.map(|rate| (*schedule_start.get_or_init(Instant::now), 1.0 / rate));
     let mut conn = match connection {
         Ok(c) => c,
         Err(e) => {
@@ -120,7 +128,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
     let timed = job.target.info().execution == Execution::Async;
     let mut consecutive_failures = 0u32;
     let mut gave_up = None;
-    let mut ops_buf = Vec::with_capacity(if job.point.batched { batch as usize } else { 0 });
+    let mut ops_buf = Vec::with_capacity(batch as usize);
     loop {
         if job.cancel.load(Ordering::Relaxed) {
             break;
@@ -130,18 +138,31 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
             break;
         }
         let n = batch.min(job.ops - first);
-        let (result, elapsed) = if job.point.batched {
+        let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64(first as f64 * interval));
+        if job.point.batched {
             ops_buf.clear();
             ops_buf.extend((first..first + n).map(|seq| job.stream.op(&job.point, job.point_index, job.run, seq)));
-            let t0 = Instant::now();
-            let r = with_timeout(timed, job.timeout, conn.execute_batch(&ops_buf)).await;
-            (r, t0.elapsed())
         } else {
-            let op = job.stream.op(&job.point, job.point_index, job.run, first);
-            let t0 = Instant::now();
-            let r = with_timeout(timed, job.timeout, conn.execute(&op)).await;
-            (r, t0.elapsed())
+            ops_buf.clear();
+            ops_buf.push(job.stream.op(&job.point, job.point_index, job.run, first));
+        }
+        if let Some(at) = intended {
+            tokio::time::sleep_until(at.into()).await;
+        }
+        let t0 = Instant::now();
+        let result = if job.point.batched {
+            with_timeout(timed, job.timeout, conn.execute_batch(&ops_buf)).await
+        } else {
+            with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
         };
+        let done = Instant::now();
+        let elapsed = done - t0;
+        if let Some(at) = intended {
+            recorder.record_response(kind, done - at);
+            if t0.duration_since(at) > LATE {
+                recorder.late_ops += n;
+            }
+        }
         recorder.ops += n;
         recorder.requests += 1;
         match result {
@@ -150,7 +171,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
                 recorder.record_service(kind, elapsed);
                 recorder.rows += outcome.rows;
                 if let Some(answer) = &outcome.answer {
-                    recorder.record_answer(first, answer.fingerprint());
+                    recorder.record_answer(first, answer);
                 }
             }
             Err(e) => {

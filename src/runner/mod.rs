@@ -37,8 +37,10 @@ pub struct RunContext {
     pub show_progress: bool,
     /// Default parent of run directories when the plan names none.
     pub runs_root: PathBuf,
-    /// Extra targets opened outside the plan (e.g. spawned servers); empty for now.
+    /// Systems the study names that cannot run here, with the reason.
     pub unavailable: Vec<Unavailable>,
+    /// Leave dbsweep's tables and keys in place after the run (for inspection).
+    pub keep_data: bool,
 }
 
 /// Runs a plan; returns the report and the directory it was written to.
@@ -68,7 +70,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
             for (id, table) in dataset.tables.iter().enumerate() {
                 progress.message(format!("loading {} into {}", table.name, t.info().name));
                 let n = dataset.initial_rows(id);
-                let loaded = t.load(table, dataset.rows(id, 0..n as i64)).await?;
+                let loaded = t.load(table, dataset.initial(id)).await?;
                 if loaded != n {
                     return Err(Error::runtime(format!("{}: loaded {loaded} of {n} rows into {}", t.info().name, table.name)));
                 }
@@ -125,6 +127,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     target: info.name.clone(),
                     system: info.system.clone(),
                     point: *point,
+                    rate: plan.rate,
                     status: PointStatus::Measured,
                     runs: Vec::new(),
                     summary: None,
@@ -144,7 +147,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 for run in 0..total_runs {
                     if let Some(keys) = stream.rows_to_preload(pi, run) {
                         let table = &dataset.tables[stream.table()];
-                        if let Err(e) = target.load(table, dataset.rows(stream.table(), keys)).await {
+                        if let Err(e) = target.load(table, dataset.new_rows(stream.table(), keys)).await {
                             failure = Some(format!("loading rows for run {run} failed: {e}"));
                             break;
                         }
@@ -160,6 +163,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         timeout: Duration::from_secs_f64(plan.timeout_secs),
                         cancel: ctx.cancel.clone(),
                         progress: progress.counter(),
+                        rate: plan.rate,
                     });
                     let m = client::run_once(job).await;
                     let complete = m.complete;
@@ -203,7 +207,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     }
     progress.finish();
 
-    cleanup(&targets).await;
+    if !ctx.keep_data {
+        cleanup(&targets).await;
+    }
     drop(scratch);
     let failed_points = report.points.iter().any(|p| matches!(p.status, PointStatus::Incomplete { .. }));
     report.finished_at = Some(environment::now_rfc3339());
@@ -255,6 +261,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
     let throughput: Vec<f64> = measured.iter().map(|r| r.ops_per_sec()).collect();
     let rows: Vec<f64> = measured.iter().map(|r| r.rows_per_sec()).collect();
     let latency = merge_summaries(measured.iter().filter_map(|r| r.service.get(&result.op)));
+    let response_latency = merge_summaries(measured.iter().filter_map(|r| r.response.get(&result.op)));
     let per_row_p50_us = (result.point.batched && result.point.batch > 1)
         .then(|| latency.as_ref().map(|l| l.p50_us / result.point.batch as f64))
         .flatten();
@@ -265,6 +272,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
         max_ops_per_sec: throughput.iter().copied().fold(0.0, f64::max),
         median_rows_per_sec: median(&rows),
         latency,
+        response_latency,
         per_row_p50_us,
         client_share: None,
         errors: result.runs.iter().filter(|r| !r.warmup).map(|r| r.error_count()).sum(),
@@ -290,45 +298,139 @@ fn flag_point(results: &mut [PointResult]) {
             }
         }
     }
-    // Answers: every measured run of a point executes the same ops, so digests must agree
-    // within a target and across targets.
-    let digests: Vec<Option<String>> = results
+    // Answers: every measured run of a point executes the same ops, so answers must agree
+    // within a target and across targets. Query results are compared whole with numeric
+    // tolerance; COUNT/MAX answers by digest.
+    let answers: Vec<Vec<Observed>> = results
         .iter()
-        .map(|r| {
-            let mut d = r.runs.iter().filter(|m| !m.warmup && m.complete && m.error_count() == 0).filter_map(|m| m.answer_digest.clone());
-            d.next()
-        })
+        .map(|r| r.runs.iter().filter(|m| !m.warmup && m.complete && m.error_count() == 0).filter_map(Observed::of).collect())
         .collect();
-    for r in results.iter_mut() {
-        let mut seen: Vec<&String> = r.runs.iter().filter(|m| !m.warmup && m.complete).filter_map(|m| m.answer_digest.as_ref()).collect();
-        seen.dedup();
-        if seen.len() > 1 {
+    for (r, seen) in results.iter_mut().zip(&answers) {
+        if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
             r.flags.push(Flag::AnswerMismatch { detail: "answers changed between runs of the same ops".into() });
         }
     }
-    let present: Vec<&String> = digests.iter().flatten().collect();
+    let firsts: Vec<Option<&Observed>> = answers.iter().map(|a| a.first()).collect();
+    let present: Vec<&Observed> = firsts.iter().flatten().copied().collect();
     if present.len() < 2 {
         return;
     }
-    let majority = present
-        .iter()
-        .max_by_key(|d| present.iter().filter(|o| o == d).count())
-        .map(|d| (*d).clone())
-        .expect("non-empty");
-    let agreeing = present.iter().filter(|d| ***d == majority).count();
+    let support = |o: &Observed| present.iter().filter(|p| p.agrees(o)).count();
+    let best = present.iter().copied().max_by_key(|o| support(o)).expect("non-empty");
+    let clear_majority = support(best) * 2 > present.len();
     let agreed_by: Vec<String> = results
         .iter()
-        .zip(&digests)
-        .filter(|(_, d)| d.as_ref() == Some(&majority))
+        .zip(&firsts)
+        .filter(|(_, o)| o.is_some_and(|o| o.agrees(best)))
         .map(|(r, _)| r.target.clone())
         .collect();
-    for (r, d) in results.iter_mut().zip(&digests) {
-        if let Some(d) = d {
-            if *d != majority || agreeing * 2 <= present.len() {
-                r.flags.push(Flag::AnswerMismatch {
-                    detail: format!("answers differ from {}", agreed_by.join(", ")),
-                });
+    for (r, o) in results.iter_mut().zip(&firsts) {
+        if let Some(o) = o {
+            if !o.agrees(best) || !clear_majority {
+                r.flags.push(Flag::AnswerMismatch { detail: format!("answers differ from {}", agreed_by.join(", ")) });
             }
         }
+    }
+}
+
+/// An answer a run produced, in the form it is compared in.
+enum Observed {
+    Digest(String),
+    Whole(crate::workload::op::Answer),
+}
+
+impl Observed {
+    fn of(m: &RunMeasurement) -> Option<Observed> {
+        match (&m.sample_answer, &m.answer_digest) {
+            (Some(a), _) => Some(Observed::Whole(a.clone())),
+            (None, Some(d)) => Some(Observed::Digest(d.clone())),
+            _ => None,
+        }
+    }
+
+    fn agrees(&self, other: &Observed) -> bool {
+        match (self, other) {
+            (Observed::Digest(a), Observed::Digest(b)) => a == b,
+            (Observed::Whole(a), Observed::Whole(b)) => a.agrees_with(b),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::experiment::Point;
+    use crate::workload::op::OpKind;
+    use std::collections::BTreeMap;
+
+    fn result(target: &str, system: &str, ops_per_sec: f64, digests: &[&str]) -> PointResult {
+        let runs = digests
+            .iter()
+            .enumerate()
+            .map(|(i, d)| RunMeasurement {
+                run: i as u32,
+                warmup: false,
+                complete: true,
+                ops: ops_per_sec as u64,
+                requests: ops_per_sec as u64,
+                rows: 0,
+                seconds: 1.0,
+                client_cpu_seconds: 0.0,
+                errors: BTreeMap::new(),
+                error_samples: vec![],
+                late_ops: 0,
+                sample_answer: None,
+                answer_digest: (!d.is_empty()).then(|| d.to_string()),
+                service: BTreeMap::new(),
+                response: BTreeMap::new(),
+            })
+            .collect();
+        let mut r = PointResult {
+            experiment: "e".into(),
+            op: OpKind::RangeCount,
+            target: target.into(),
+            system: system.into(),
+            point: Point { clients: 1, batch: 1, batched: false, param: None },
+            rate: None,
+            status: PointStatus::Measured,
+            runs,
+            summary: None,
+            flags: vec![],
+        };
+        r.summary = summarize(&r);
+        r
+    }
+
+    fn flags(r: &PointResult) -> Vec<&'static str> {
+        r.flags.iter().map(|f| f.short()).collect()
+    }
+
+    #[test]
+    fn near_the_ceiling_is_client_bound_far_below_is_not() {
+        let mut results = vec![
+            result("nodb", "nodb", 1_000_000.0, &["", ""]),
+            result("fast", "x", 400_000.0, &["a", "a"]),
+            result("slow", "y", 10_000.0, &["a", "a"]),
+        ];
+        flag_point(&mut results);
+        assert_eq!(flags(&results[1]), ["client_bound"]);
+        assert!(flags(&results[2]).is_empty());
+        assert!((results[2].summary.as_ref().unwrap().client_share.unwrap() - 0.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_odd_answer_out_is_flagged() {
+        let mut results = vec![
+            result("a", "x", 1.0, &["d1", "d1"]),
+            result("b", "y", 1.0, &["d1", "d1"]),
+            result("c", "z", 1.0, &["d2", "d2"]),
+            result("d", "w", 1.0, &["d1", "d3"]),
+        ];
+        flag_point(&mut results);
+        assert!(flags(&results[0]).is_empty());
+        assert!(flags(&results[1]).is_empty());
+        assert_eq!(flags(&results[2]), ["answer_mismatch"]);
+        assert_eq!(flags(&results[3]), ["answer_mismatch"], "answers changed between runs");
     }
 }

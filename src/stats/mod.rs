@@ -5,7 +5,7 @@
 //! never averaged). Must not print, decide flags or know about systems.
 
 use crate::report::model::{LatencySummary, RunMeasurement};
-use crate::workload::op::{ErrorClass, OpKind};
+use crate::workload::op::{Answer, ErrorClass, OpKind};
 use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -36,6 +36,11 @@ pub struct Recorder {
     /// Order-independent digest of (sequence number, answer) pairs.
     pub answer_digest: u64,
     pub answers: u64,
+    /// Fixed-rate runs: ops that started more than 1 ms after their intended start.
+    pub late_ops: u64,
+    /// The query result of the lowest-numbered op that returned a table, kept whole so
+    /// systems can be compared with numeric tolerance.
+    pub sample_answer: Option<(u64, Answer)>,
 }
 
 impl Default for Recorder {
@@ -50,6 +55,8 @@ impl Default for Recorder {
             error_samples: Vec::new(),
             answer_digest: 0,
             answers: 0,
+            late_ops: 0,
+            sample_answer: None,
         }
     }
 }
@@ -74,9 +81,12 @@ impl Recorder {
         }
     }
 
-    pub fn record_answer(&mut self, seq: u64, fingerprint: u64) {
-        self.answer_digest = self.answer_digest.wrapping_add(crate::workload::rng::mix(seq, fingerprint));
+    pub fn record_answer(&mut self, seq: u64, answer: &Answer) {
+        self.answer_digest = self.answer_digest.wrapping_add(crate::workload::rng::mix(seq, answer.fingerprint()));
         self.answers += 1;
+        if matches!(answer, Answer::Table(_)) && self.sample_answer.as_ref().is_none_or(|(s, _)| seq < *s) {
+            self.keep_sample(seq, answer.clone());
+        }
     }
 
     /// Adds another client's recordings to this one.
@@ -101,6 +111,16 @@ impl Recorder {
         }
         self.answer_digest = self.answer_digest.wrapping_add(other.answer_digest);
         self.answers += other.answers;
+        self.late_ops += other.late_ops;
+        if let Some((seq, answer)) = other.sample_answer {
+            self.keep_sample(seq, answer);
+        }
+    }
+
+    fn keep_sample(&mut self, seq: u64, answer: Answer) {
+        if self.sample_answer.as_ref().is_none_or(|(s, _)| seq < *s) {
+            self.sample_answer = Some((seq, answer));
+        }
     }
 
     /// Turns the merged recordings of a run into its saved measurement.
@@ -124,6 +144,8 @@ impl Recorder {
             errors: self.errors.into_iter().map(|(c, n)| (c.name().to_string(), n)).collect(),
             error_samples: self.error_samples,
             answer_digest: (self.answers > 0).then(|| format!("{:016x}", self.answer_digest)),
+            late_ops: self.late_ops,
+            sample_answer: self.sample_answer.map(|(_, a)| a),
             service: summaries(self.service),
             response: summaries(self.response),
         }
@@ -223,18 +245,19 @@ mod tests {
     fn answer_digest_ignores_client_order() {
         let mut a = Recorder::default();
         let mut b = Recorder::default();
-        a.record_answer(1, 10);
-        b.record_answer(2, 20);
+        let ans = |n: i64| Answer::Scalar(crate::data::table::Value::Int(n));
+        a.record_answer(1, &ans(10));
+        b.record_answer(2, &ans(20));
         let mut c = Recorder::default();
         let mut d = Recorder::default();
-        c.record_answer(2, 20);
-        d.record_answer(1, 10);
+        c.record_answer(2, &ans(20));
+        d.record_answer(1, &ans(10));
         a.merge(b);
         c.merge(d);
         assert_eq!(a.answer_digest, c.answer_digest);
         let mut e = Recorder::default();
-        e.record_answer(1, 11);
-        e.record_answer(2, 20);
+        e.record_answer(1, &ans(11));
+        e.record_answer(2, &ans(20));
         assert_ne!(a.answer_digest, e.answer_digest);
     }
 

@@ -6,7 +6,6 @@
 //! depends on another. Must not execute ops or time anything.
 
 use crate::data::Dataset;
-use crate::data::kv;
 use crate::data::table::TableId;
 use crate::workload::op::{Op, OpKind, RangeAgg};
 use crate::workload::rng::{Permutation, Stream, hash_str};
@@ -66,6 +65,12 @@ pub struct Point {
 pub struct Experiment {
     pub name: String,
     pub op: ExperimentOp,
+    /// The table the ops touch.
+    pub table: TableId,
+    /// Range experiments: the indexed column of `lo <= column <= hi`.
+    pub column: usize,
+    /// Range MAX experiments: the column whose maximum is computed.
+    pub max_column: usize,
     /// Ops per measured run (and per warm-up run).
     pub ops: u64,
     pub points: Vec<Point>,
@@ -79,7 +84,9 @@ const EXPERIMENT_STRIDE: i64 = 1 << 40;
 pub struct OpStream {
     op: ExperimentOp,
     table: TableId,
-    /// Preloaded keys are `0..preloaded`.
+    column: usize,
+    max_column: usize,
+    /// Number of preloaded rows of the table.
     preloaded: u64,
     stream: Stream,
     read_order: Permutation,
@@ -93,12 +100,14 @@ pub struct OpStream {
 
 impl OpStream {
     pub fn new(experiment: &Experiment, experiment_index: usize, dataset: &Dataset, seed: u64, runs_per_point: u32) -> Self {
-        let table = 0;
+        let table = experiment.table;
         let preloaded = dataset.initial_rows(table).max(1);
         let stream_id = hash_str(&experiment.name);
         OpStream {
             op: experiment.op,
             table,
+            column: experiment.column,
+            max_column: experiment.max_column,
             preloaded,
             stream: Stream::new(seed, stream_id),
             read_order: Permutation::new(seed ^ stream_id, preloaded),
@@ -134,25 +143,26 @@ impl OpStream {
         let table = self.table;
         match self.op {
             ExperimentOp::Echo => Op::Echo,
-            ExperimentOp::Get => Op::Get { table, key: self.read_order.apply(seq % self.preloaded) as i64 },
+            ExperimentOp::Get => Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) },
             ExperimentOp::Insert => {
                 let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
-                Op::Insert { table, row: self.dataset.row(table, key) }
+                Op::Insert { table, row: self.dataset.new_row(table, key) }
             }
             ExperimentOp::Delete => {
                 let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
                 Op::Delete { table, key }
             }
             ExperimentOp::RangeRows | ExperimentOp::RangeCount | ExperimentOp::RangeMax => {
-                let groups = self.dataset.kv_gen().groups;
-                let width = point.param.unwrap_or(1).clamp(1, groups);
-                let lo = self.stream.below(seq, 0, groups - width + 1) as i64;
+                let domain = self.dataset.column_domain(table, self.column);
+                let span = (domain.end() - domain.start() + 1).max(1) as u64;
+                let width = point.param.unwrap_or(1).clamp(1, span);
+                let lo = domain.start() + self.stream.below(seq, 0, span - width + 1) as i64;
                 let agg = match self.op {
                     ExperimentOp::RangeRows => RangeAgg::Rows,
                     ExperimentOp::RangeCount => RangeAgg::Count,
-                    _ => RangeAgg::Max { column: kv::VALUE },
+                    _ => RangeAgg::Max { column: self.max_column },
                 };
-                Op::Range { table, column: kv::GROUP, lo, hi: lo + width as i64 - 1, agg }
+                Op::Range { table, column: self.column, lo, hi: lo + width as i64 - 1, agg }
             }
         }
     }
@@ -167,6 +177,9 @@ mod tests {
         Experiment {
             name: format!("{op:?}"),
             op,
+            table: 0,
+            column: crate::data::kv::GROUP,
+            max_column: crate::data::kv::VALUE,
             ops: 100,
             points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(5) }],
         }

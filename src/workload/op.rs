@@ -131,7 +131,7 @@ impl Op {
 
 /// A value-level answer worth comparing across systems (counts, maxima, query results).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(rename_all = "snake_case")]
 pub enum Answer {
     Scalar(Value),
     Table(Vec<Row>),
@@ -147,6 +147,46 @@ impl Answer {
                 .iter()
                 .flatten()
                 .fold(0x7AB1E, |h, v| mix(h, v.fingerprint())),
+        }
+    }
+}
+
+/// Numeric closeness for answers: within a cent, or one part in 10^9 of large sums (engines
+/// sum in different orders and in decimal or binary arithmetic).
+fn numbers_agree(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 0.01 + 1e-9 * a.abs().max(b.abs())
+}
+
+fn as_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        Value::Decimal(d) => Some(d.0 as f64 / 100.0),
+        _ => None,
+    }
+}
+
+fn values_agree(a: &Value, b: &Value) -> bool {
+    match (as_number(a), as_number(b)) {
+        (Some(x), Some(y)) => numbers_agree(x, y),
+        _ => match (a, b) {
+            // CHAR columns come back blank-padded from some engines.
+            (Value::Text(x), Value::Text(y)) => x.trim_end() == y.trim_end(),
+            _ => a == b,
+        },
+    }
+}
+
+impl Answer {
+    /// True when two answers are the same up to numeric tolerance and CHAR padding.
+    pub fn agrees_with(&self, other: &Answer) -> bool {
+        match (self, other) {
+            (Answer::Scalar(a), Answer::Scalar(b)) => values_agree(a, b),
+            (Answer::Table(a), Answer::Table(b)) => {
+                a.len() == b.len()
+                    && a.iter().zip(b).all(|(ra, rb)| ra.len() == rb.len() && ra.iter().zip(rb).all(|(x, y)| values_agree(x, y)))
+            }
+            _ => false,
         }
     }
 }
@@ -237,3 +277,20 @@ impl fmt::Display for OpError {
 }
 
 impl std::error::Error for OpError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::table::Decimal;
+
+    #[test]
+    fn answers_agree_up_to_tolerance_and_padding() {
+        let a = Answer::Table(vec![vec![Value::Text("A ".into()), Value::Decimal(Decimal(123_456_789_012)), Value::Float(25.5)]]);
+        let b = Answer::Table(vec![vec![Value::Text("A".into()), Value::Float(1_234_567_890.1200001), Value::Float(25.504)]]);
+        assert!(a.agrees_with(&b));
+        let c = Answer::Table(vec![vec![Value::Text("A".into()), Value::Float(1_234_567_900.0), Value::Float(25.5)]]);
+        assert!(!a.agrees_with(&c));
+        assert!(!a.agrees_with(&Answer::Table(vec![])));
+        assert!(Answer::Scalar(Value::Int(3)).agrees_with(&Answer::Scalar(Value::Float(3.0))));
+    }
+}

@@ -11,3 +11,211 @@ async fn open(url: &str) -> (Arc<dyn Target>, tempfile::TempDir) {
 }
 
 conformance!(mock, open("mock:"));
+conformance!(sqlite, open("sqlite:"));
+conformance!(redb, open("redb:"));
+conformance!(duckdb, open("duckdb:"));
+
+// Engine-specific checks on user files: what dbsweep leaves alone, reopening, concurrency.
+
+use dbsweep::data::kv::{self, KvGen};
+use dbsweep::error::Error;
+use dbsweep::workload::op::Op;
+use std::path::Path;
+
+/// Opens a target on a user file, as `--target t=<scheme>:/path` would.
+fn open_file(scheme: &str, path: &Path) -> Arc<dyn Target> {
+    let ctx = OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() };
+    adapter::open("t", &TargetUrl::parse(&format!("{scheme}:{}", path.display())).unwrap(), &ctx).unwrap()
+}
+
+/// Direct access to each engine's file, bypassing dbsweep, to play the user.
+mod user {
+    use std::path::Path;
+
+    const REDB_TABLE: redb::TableDefinition<i64, &str> = redb::TableDefinition::new("dbsweep:kv");
+    const REDB_NOTES: redb::TableDefinition<i64, &str> = redb::TableDefinition::new("notes");
+
+    /// Creates the user's own `notes` table, and, if `squat`, a `kv` table named exactly
+    /// like dbsweep's but without dbsweep's marker; both hold one row.
+    pub fn create(scheme: &str, path: &Path, squat: bool) {
+        match scheme {
+            "sqlite" => {
+                let c = rusqlite::Connection::open(path).unwrap();
+                c.execute_batch("CREATE TABLE notes (id INTEGER, note TEXT); INSERT INTO notes VALUES (1, 'mine');").unwrap();
+                if squat {
+                    c.execute_batch("CREATE TABLE dbsweep_kv (id INTEGER, note TEXT); INSERT INTO dbsweep_kv VALUES (1, 'mine');").unwrap();
+                }
+            }
+            "duckdb" => {
+                let c = duckdb::Connection::open(path).unwrap();
+                c.execute_batch("CREATE TABLE notes (id INTEGER, note TEXT); INSERT INTO notes VALUES (1, 'mine');").unwrap();
+                if squat {
+                    c.execute_batch("CREATE TABLE dbsweep_kv (id INTEGER, note TEXT); INSERT INTO dbsweep_kv VALUES (1, 'mine');").unwrap();
+                }
+            }
+            "redb" => {
+                let db = redb::Database::create(path).unwrap();
+                let txn = db.begin_write().unwrap();
+                txn.open_table(REDB_NOTES).unwrap().insert(1, "mine").unwrap();
+                if squat {
+                    txn.open_table(REDB_TABLE).unwrap().insert(1, "mine").unwrap();
+                }
+                txn.commit().unwrap();
+            }
+            other => panic!("no user access for {other}"),
+        }
+    }
+
+    /// The user's row in `table`, if the table still exists with it.
+    pub fn row(scheme: &str, path: &Path, table: &str) -> Option<String> {
+        let sql = format!("SELECT note FROM {table} WHERE id = 1");
+        match scheme {
+            "sqlite" => rusqlite::Connection::open(path).unwrap().query_row(&sql, [], |r| r.get(0)).ok(),
+            "duckdb" => duckdb::Connection::open(path).unwrap().query_row(&sql, [], |r| r.get(0)).ok(),
+            "redb" => {
+                use redb::ReadableDatabase;
+                let db = redb::Database::create(path).unwrap();
+                let txn = db.begin_read().unwrap();
+                let def = if table == "notes" { REDB_NOTES } else { REDB_TABLE };
+                let table = txn.open_table(def).ok()?;
+                table.get(1).unwrap().map(|v| v.value().to_string())
+            }
+            other => panic!("no user access for {other}"),
+        }
+    }
+}
+
+async fn refuses_what_it_did_not_create(scheme: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("user.{scheme}"));
+    user::create(scheme, &path, true);
+    {
+        let target = open_file(scheme, &path);
+        match target.prepare(&[kv::shared_def()]).await {
+            Err(Error::NotOwned { detail, .. }) => assert!(detail.contains("dbsweep_kv") || detail.contains("dbsweep:kv"), "{detail}"),
+            other => panic!("{scheme}: prepare over a user table must be NotOwned, got {other:?}"),
+        }
+        target.cleanup().await.unwrap();
+    }
+    assert_eq!(user::row(scheme, &path, "dbsweep_kv").as_deref(), Some("mine"), "{scheme}: the user's table was touched");
+    assert_eq!(user::row(scheme, &path, "notes").as_deref(), Some("mine"), "{scheme}: the user's other table was touched");
+}
+
+async fn reopens_a_user_file(scheme: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("user.{scheme}"));
+    user::create(scheme, &path, false);
+    let table = kv::shared_def();
+    let rows = KvGen::new(3, 100, 16);
+    {
+        let target = open_file(scheme, &path);
+        target.prepare(std::slice::from_ref(&table)).await.unwrap();
+        assert_eq!(target.load(&table, Box::new((0..100).map(move |k| rows.row(k)))).await.unwrap(), 100);
+    }
+    {
+        // Closed and reopened: the data is still there and dbsweep recognises its table.
+        let target = open_file(scheme, &path);
+        assert_eq!(target.count_rows(&table).await.unwrap(), 100, "{scheme}: rows lost on reopen");
+        target.prepare(std::slice::from_ref(&table)).await.expect("prepare over dbsweep's own table");
+        assert_eq!(target.count_rows(&table).await.unwrap(), 0, "{scheme}: prepare must recreate the table");
+        let mut conn = target.connect().await.unwrap();
+        assert_eq!(conn.execute(&Op::Insert { table: 0, row: rows.row(7) }).await.unwrap().rows, 1);
+        drop(conn);
+        target.cleanup().await.unwrap();
+    }
+    assert!(path.exists(), "{scheme}: cleanup removed the user's file");
+    assert_eq!(user::row(scheme, &path, "notes").as_deref(), Some("mine"), "{scheme}: cleanup touched the user's table");
+    // After cleanup a new prepare starts from scratch without a NotOwned refusal.
+    let target = open_file(scheme, &path);
+    target.prepare(std::slice::from_ref(&table)).await.unwrap();
+    target.cleanup().await.unwrap();
+}
+
+/// `clients` threads, each with its own connection (as the runner drives Blocking
+/// targets), insert `per_client` distinct rows one op at a time.
+async fn concurrent_inserts(target: Arc<dyn Target>, clients: i64, per_client: i64) {
+    let table = kv::shared_def();
+    let rows = KvGen::new(5, 1000, 16);
+    target.prepare(std::slice::from_ref(&table)).await.unwrap();
+    target.load(&table, Box::new((0..1000).map(move |k| rows.row(k)))).await.unwrap();
+    let mut threads = Vec::new();
+    for c in 0..clients {
+        let mut conn = target.connect().await.unwrap();
+        threads.push(std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(async {
+                let mut written = 0;
+                for i in 0..per_client {
+                    let key = 1_000_000 + c * per_client + i;
+                    written += conn.execute(&Op::Insert { table: 0, row: rows.row(key) }).await.expect("concurrent insert").rows;
+                }
+                written
+            })
+        }));
+    }
+    let written: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(written, (clients * per_client) as u64);
+    assert_eq!(target.count_rows(&table).await.unwrap(), 1000 + (clients * per_client) as u64);
+    target.cleanup().await.unwrap();
+}
+
+macro_rules! embedded_file_tests {
+    ($($scheme:ident),*) => {
+        mod not_owned {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $scheme() {
+                super::refuses_what_it_did_not_create(stringify!($scheme)).await;
+            })*
+        }
+        mod reopen {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $scheme() {
+                super::reopens_a_user_file(stringify!($scheme)).await;
+            })*
+        }
+        mod concurrent {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $scheme() {
+                let (target, _dir) = super::open(concat!(stringify!($scheme), ":")).await;
+                super::concurrent_inserts(target, 4, 250).await;
+            })*
+        }
+    };
+}
+
+embedded_file_tests!(sqlite, redb, duckdb);
+
+/// The insert-find study looks up to 100,000 keys in one request: more than SQLite's
+/// 32,766 bound parameters.
+async fn large_multi_get(target: Arc<dyn Target>) {
+    let table = kv::shared_def();
+    let rows = KvGen::new(9, 60_000, 4);
+    target.prepare(std::slice::from_ref(&table)).await.unwrap();
+    target.load(&table, Box::new((0..60_000).map(move |k| rows.row(k)))).await.unwrap();
+    let mut conn = target.connect().await.unwrap();
+    // Keys 0, 2, 4, ... of which those below 60,000 exist: 30,000 hits out of 100,000.
+    let keys: Vec<i64> = (0..100_000).map(|i| i * 2).collect();
+    let started = std::time::Instant::now();
+    assert_eq!(conn.execute(&Op::MultiGet { table: 0, keys }).await.unwrap().rows, 30_000);
+    eprintln!("{}: multi-get of 100,000 keys took {:?}", target.info().system, started.elapsed());
+    drop(conn);
+    target.cleanup().await.unwrap();
+}
+
+mod large_multi_get {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        let (target, _dir) = super::open("sqlite:").await;
+        super::large_multi_get(target).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redb() {
+        let (target, _dir) = super::open("redb:").await;
+        super::large_multi_get(target).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn duckdb() {
+        let (target, _dir) = super::open("duckdb:").await;
+        super::large_multi_get(target).await;
+    }
+}

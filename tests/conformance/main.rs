@@ -5,3 +5,5 @@
 mod body;
 
 mod embedded;
+mod memcached;
+mod redis;

@@ -1,0 +1,868 @@
+//! Redis adapter: the kv-vs-relational study's row mapping on the `redis` crate (async,
+//! one multiplexed connection per client).
+//!
+//! Mapping (seed 000/001): every row is a hash `dbsweep:<table><pk>` (e.g. `dbsweep:kv17`)
+//! with one field per column, values as text (Decimal `12.34`, Date ISO `1998-12-01`, Null
+//! = field absent). A sorted set `dbsweep:<table>:pk` (score = member = pk) serves Scan and
+//! `count_rows`; each indexed column has a sorted set `dbsweep:<table>:idx:<col>` with
+//! score = the column value and member = pk, so one pk never has two index entries. Range
+//! COUNT is `ZCOUNT`; range MAX is a server-side Lua script; Update is a Lua script that
+//! writes only when the row exists. Insert (DEL + HSET + ZADDs) and Delete (DEL + ZREMs:
+//! index members are pks, so no read of the old values is needed) are one MULTI/EXEC each.
+//! The server's version and settings are read by `prepare`; `info()` shows them from then.
+//!
+//! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes
+//! from the URL, else from `REDISCLI_AUTH`. Batches go in one MULTI/EXEC by default (as the
+//! study did) or one plain pipeline with `batch=pipeline`.
+//!
+//! Safety: only keys under the `dbsweep:` prefix in the URL's DB index are touched, and
+//! only once the marker key `dbsweep:owner` (= "dbsweep") says they are ours. This module
+//! must never send FLUSHDB or FLUSHALL, and must never show the password.
+
+use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::error::{Error, Result};
+use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisConnectionInfo, RedisError, Script};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+/// Every key dbsweep writes starts with this.
+const PREFIX: &str = "dbsweep:";
+/// The marker key that proves the `dbsweep:` keys in this DB are dbsweep's own.
+const MARKER_KEY: &str = "dbsweep:owner";
+const MARKER_VALUE: &str = "dbsweep";
+/// Rows per round trip when bulk loading.
+const LOAD_CHUNK: usize = 1000;
+/// Keys per SCAN page (and per UNLINK) when clearing our namespace.
+const SCAN_COUNT: usize = 1000;
+
+/// Writes one column of an existing row; returns 1, or 0 when the row does not exist.
+/// KEYS[1] row hash, KEYS[2] (optional) the column's index set; ARGV: field, text value,
+/// pk (index member), score, '1' when the new value is NULL.
+const UPDATE_LUA: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[5] == '1' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[3]) end
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  if KEYS[2] then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3]) end
+end
+return 1
+";
+
+/// MAX of a column over the rows whose indexed value lies in [lo, hi]; returns the stored
+/// text of the maximum, or nil when nothing matches. KEYS[1] index set; ARGV: lo, hi,
+/// row-key prefix, field, 'num' (compare as numbers) or 'str' (compare as text).
+const MAX_LUA: &str = r"
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2])
+local best, best_text = nil, false
+for _, pk in ipairs(members) do
+  local v = redis.call('HGET', ARGV[3] .. pk, ARGV[4])
+  if v then
+    local cmp = v
+    if ARGV[5] == 'num' then cmp = tonumber(v) end
+    if cmp ~= nil and (best == nil or cmp > best) then best = cmp; best_text = v end
+  end
+end
+return best_text
+";
+
+/// How `execute_batch` groups a batch's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchMode {
+    /// One MULTI/EXEC transaction per batch (the study's choice).
+    Multi,
+    /// One plain pipeline per batch: one round trip, no atomicity.
+    Pipeline,
+}
+
+/// The keys of one table in dbsweep's namespace.
+struct TableKeys {
+    def: Arc<TableDef>,
+    /// Row hashes are `<row_prefix><pk>`.
+    row_prefix: String,
+    /// Sorted set of all primary keys.
+    pk_set: String,
+    /// Per column: the index sorted set, if the column is indexed.
+    index_sets: Vec<Option<String>>,
+}
+
+impl TableKeys {
+    fn new(def: &Arc<TableDef>) -> Self {
+        let row_prefix = format!("{PREFIX}{}", def.name);
+        let index_sets =
+            (0..def.columns.len()).map(|c| def.indexed.contains(&c).then(|| format!("{row_prefix}:idx:{}", def.columns[c].name))).collect();
+        TableKeys { def: def.clone(), pk_set: format!("{row_prefix}:pk"), row_prefix, index_sets }
+    }
+
+    fn row_key(&self, pk: i64) -> String {
+        format!("{}{pk}", self.row_prefix)
+    }
+}
+
+pub struct Redis {
+    /// Filled in by `prepare` with the server's version and settings.
+    probed: OnceLock<TargetInfo>,
+    /// What is known before the server was asked.
+    base: TargetInfo,
+    client: redis::Client,
+    /// `host:port/db` for messages (never the password).
+    address: String,
+    batch: BatchMode,
+    tables: RwLock<Arc<Vec<TableKeys>>>,
+    update_script: Arc<Script>,
+    max_script: Arc<Script>,
+}
+
+impl Redis {
+    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+        let host = url.host().unwrap_or("127.0.0.1").to_string();
+        let port = url.port().unwrap_or(6379);
+        let db = match url.database() {
+            None => 0,
+            Some(d) => d
+                .parse::<i64>()
+                .ok()
+                .filter(|d| *d >= 0)
+                .ok_or_else(|| Error::usage(format!("target '{name}': the Redis URL path must be a DB index like /0, got '/{d}'")))?,
+        };
+        let batch = match url.param("batch").as_deref() {
+            None | Some("multi") => BatchMode::Multi,
+            Some("pipeline") => BatchMode::Pipeline,
+            Some(other) => {
+                return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
+            }
+        };
+        let mut settings = RedisConnectionInfo::default().set_db(db);
+        if let Some(user) = url.username() {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = url.password().or_else(|| std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty())) {
+            settings = settings.set_password(password);
+        }
+        let info = ConnectionAddr::Tcp(host.clone(), port)
+            .into_connection_info()
+            .map_err(|e| Error::usage(format!("target '{name}': bad Redis address: {e}")))?
+            .set_redis_settings(settings);
+        let client = redis::Client::open(info).map_err(|e| Error::usage(format!("target '{name}': bad Redis address: {e}")))?;
+
+        let mut settings = BTreeMap::new();
+        settings.insert("db".to_string(), db.to_string());
+        settings.insert(
+            "batch".to_string(),
+            match batch {
+                BatchMode::Multi => "multi (one MULTI/EXEC transaction per batch)",
+                BatchMode::Pipeline => "pipeline (one pipeline per batch, not atomic)",
+            }
+            .to_string(),
+        );
+        settings.insert("layout".to_string(), "hash per row; sorted sets for pk and indexed columns".to_string());
+        let base = TargetInfo {
+            name: name.to_string(),
+            system: "redis".into(),
+            url: url.redacted(),
+            execution: Execution::Async,
+            capabilities: Capabilities {
+                ops: vec![
+                    OpKind::Echo,
+                    OpKind::Insert,
+                    OpKind::Get,
+                    OpKind::MultiGet,
+                    OpKind::Delete,
+                    OpKind::Update,
+                    OpKind::ReadModifyWrite,
+                    OpKind::Scan,
+                    OpKind::RangeRows,
+                    OpKind::RangeCount,
+                    OpKind::RangeMax,
+                ],
+                queries: vec![],
+                native_batch: true,
+                secondary_indexes: true,
+            },
+            version: "unknown (not yet connected)".into(),
+            settings,
+        };
+        Ok(Redis {
+            probed: OnceLock::new(),
+            base,
+            client,
+            address: format!("{host}:{port}/{db}"),
+            batch,
+            tables: RwLock::new(Arc::new(Vec::new())),
+            update_script: Arc::new(Script::new(UPDATE_LUA)),
+            max_script: Arc::new(Script::new(MAX_LUA)),
+        })
+    }
+
+    fn name(&self) -> &str {
+        &self.base.name
+    }
+
+    /// Opens a connection for setup steps; failures are `Error::Unreachable`.
+    async fn admin(&self) -> Result<MultiplexedConnection> {
+        let config = AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None);
+        let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
+            Error::unreachable(
+                self.name(),
+                format!(
+                    "cannot connect to Redis at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)",
+                    self.address
+                ),
+            )
+        })?;
+        // A successful connect can still hide a refused login on some servers: ask once.
+        redis::cmd("PING")
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| Error::unreachable(self.name(), format!("Redis at {} refused us: {e}; check the password", self.address)))?;
+        Ok(conn)
+    }
+
+    /// Asks the server for its version and the settings that change results.
+    async fn probe(&self, conn: &mut MultiplexedConnection) {
+        if self.probed.get().is_some() {
+            return;
+        }
+        let mut info = self.base.clone();
+        if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await
+            && let Some(v) = info_field(&text, "redis_version")
+        {
+            info.version = v.to_string();
+        }
+        for key in ["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy"] {
+            if let Ok(pairs) = redis::cmd("CONFIG").arg("GET").arg(key).query_async::<Vec<String>>(conn).await
+                && let [_, value] = pairs.as_slice()
+            {
+                let shown = if key == "save" && value.is_empty() { "'' (no snapshots)" } else { value };
+                info.settings.insert(key.to_string(), shown.to_string());
+            }
+        }
+        let _ = self.probed.set(info);
+    }
+
+    /// Deletes every key under our prefix (the marker too), in SCAN pages.
+    async fn clear_namespace(&self, conn: &mut MultiplexedConnection) -> Result<()> {
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(format!("{PREFIX}*"))
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .query_async(conn)
+                .await
+                .map_err(|e| self.setup_error("SCAN", e))?;
+            // SCAN MATCH is a glob; keep the check exact anyway.
+            let ours: Vec<&String> = keys.iter().filter(|k| k.starts_with(PREFIX)).collect();
+            if !ours.is_empty() {
+                redis::cmd("UNLINK").arg(ours).query_async::<()>(conn).await.map_err(|e| self.setup_error("UNLINK", e))?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
+    /// The first key under our prefix, if any.
+    async fn any_prefixed_key(&self, conn: &mut MultiplexedConnection) -> Result<Option<String>> {
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(format!("{PREFIX}*"))
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .query_async(conn)
+                .await
+                .map_err(|e| self.setup_error("SCAN", e))?;
+            if let Some(k) = keys.into_iter().find(|k| k.starts_with(PREFIX)) {
+                return Ok(Some(k));
+            }
+            if next == 0 {
+                return Ok(None);
+            }
+            cursor = next;
+        }
+    }
+
+    /// Whether the marker says the `dbsweep:` keys are ours; `Err(NotOwned)` when keys with
+    /// our prefix exist that dbsweep did not mark.
+    async fn check_owned(&self, conn: &mut MultiplexedConnection) -> Result<bool> {
+        let marker: Option<String> = redis::cmd("GET").arg(MARKER_KEY).query_async(conn).await.map_err(|e| {
+            if e.kind() == redis::ErrorKind::UnexpectedReturnType || e.code() == Some("WRONGTYPE") {
+                Error::not_owned(self.name(), format!("key '{MARKER_KEY}' in Redis {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index", self.address))
+            } else {
+                self.setup_error("GET", e)
+            }
+        })?;
+        match marker.as_deref() {
+            Some(MARKER_VALUE) => Ok(true),
+            Some(_) => Err(Error::not_owned(
+                self.name(),
+                format!(
+                    "key '{MARKER_KEY}' in Redis {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index",
+                    self.address
+                ),
+            )),
+            None => match self.any_prefixed_key(conn).await? {
+                Some(key) => Err(Error::not_owned(
+                    self.name(),
+                    format!(
+                        "key '{key}' in Redis {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' keys yourself or use another DB index",
+                        self.address
+                    ),
+                )),
+                None => Ok(false),
+            },
+        }
+    }
+
+    fn setup_error(&self, what: &str, e: RedisError) -> Error {
+        if is_connection_error(&e) {
+            Error::unreachable(self.name(), format!("lost the connection to Redis at {} during {what}: {e}", self.address))
+        } else {
+            Error::runtime(format!("target '{}': Redis {what} failed: {e}", self.name()))
+        }
+    }
+
+    fn keys_of(&self, table: &TableDef) -> Result<Arc<Vec<TableKeys>>> {
+        let tables = self.tables.read().unwrap().clone();
+        if tables.iter().any(|t| t.def.name == table.name) {
+            Ok(tables)
+        } else {
+            Err(Error::runtime(format!("target '{}': table {} was not prepared", self.name(), table.name)))
+        }
+    }
+}
+
+fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
+}
+
+fn is_connection_error(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// The class of a failed op: broken connections and time-outs apart from server errors.
+fn op_error(e: RedisError) -> OpError {
+    let class = if e.is_timeout() {
+        ErrorClass::Timeout
+    } else if is_connection_error(&e) {
+        ErrorClass::Connection
+    } else {
+        ErrorClass::Server
+    };
+    OpError::new(class, format!("redis: {e}"))
+}
+
+/// A value as stored in a hash field; `None` for NULL (the field is left out).
+pub(crate) fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::Text(s) => Some(s.to_string()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Parses a stored field back into a value of the column's type.
+pub(crate) fn parse_value(ty: ColumnType, text: &str) -> Option<Value> {
+    Some(match ty {
+        ColumnType::Int => Value::Int(text.parse().ok()?),
+        ColumnType::Float => Value::Float(text.parse().ok()?),
+        ColumnType::Decimal => Value::Decimal(parse_decimal(text)?),
+        ColumnType::Date => Value::Date(Date::from_iso(text)?),
+        ColumnType::Text => Value::Text(text.into()),
+    })
+}
+
+/// Parses `-12.34`, `12.3` or `12` into hundredths.
+fn parse_decimal(text: &str) -> Option<Decimal> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if frac.len() > 2 || !frac.bytes().all(|b| b.is_ascii_digit()) || whole.is_empty() {
+        return None;
+    }
+    let whole: i64 = whole.parse().ok()?;
+    let frac: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<2}").parse().ok()? };
+    let abs = whole.checked_mul(100)?.checked_add(frac)?;
+    Some(Decimal(if negative { -abs } else { abs }))
+}
+
+/// The sorted-set score of an indexed value, in the units of `Op::Range` bounds.
+fn score(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        Value::Decimal(d) => Some(d.0 as f64),
+        Value::Date(d) => Some(f64::from(d.0)),
+        Value::Null | Value::Text(_) => None,
+    }
+}
+
+fn key_of(row: &Row) -> Result<i64, OpError> {
+    row.first().and_then(Value::as_int).ok_or_else(|| OpError::client("redis: the key column must be an integer"))
+}
+
+/// The commands that store one row (after clearing any previous version of it).
+fn insert_commands(t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), OpError> {
+    let pk = key_of(row)?;
+    let key = t.row_key(pk);
+    out.push(redis::cmd("DEL").arg(&key).clone());
+    out.push(hset_row(t, &key, row));
+    out.push(redis::cmd("ZADD").arg(&t.pk_set).arg(pk).arg(pk).clone());
+    for (c, set) in t.index_sets.iter().enumerate() {
+        if let Some(set) = set {
+            match row.get(c).and_then(score) {
+                Some(s) => out.push(redis::cmd("ZADD").arg(set).arg(s).arg(pk).clone()),
+                None => out.push(redis::cmd("ZREM").arg(set).arg(pk).clone()),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn hset_row(t: &TableKeys, key: &str, row: &Row) -> Cmd {
+    let mut cmd = redis::cmd("HSET");
+    cmd.arg(key);
+    for (c, v) in row.iter().enumerate() {
+        if let Some(text) = value_text(v) {
+            cmd.arg(&t.def.columns[c].name).arg(text);
+        }
+    }
+    cmd
+}
+
+/// How the replies of an op's commands become its outcome.
+#[derive(Debug, Clone, Copy)]
+enum Reduce {
+    /// A fixed row count (inserts: 1, echo: 0).
+    Fixed(u64),
+    /// The first reply is the row count (DEL, the update script).
+    FirstInt,
+    /// Every reply is an HGETALL; rows = the non-empty ones.
+    NonEmptyHashes,
+    /// ZCOUNT: an `Answer::Scalar(Int)`.
+    Count,
+    /// The max script's text reply, decoded to the column's type.
+    Max(ColumnType),
+}
+
+/// An op compiled to commands that need one round trip.
+struct Planned {
+    cmds: Vec<Cmd>,
+    /// When executed alone, wrap the commands in MULTI/EXEC (a row and its index entries).
+    atomic: bool,
+    reduce: Reduce,
+}
+
+pub struct RedisConnection {
+    conn: MultiplexedConnection,
+    tables: Arc<Vec<TableKeys>>,
+    batch: BatchMode,
+    update_script: Arc<Script>,
+    max_script: Arc<Script>,
+}
+
+impl RedisConnection {
+    fn table(&self, id: TableId) -> Result<&TableKeys, OpError> {
+        self.tables.get(id).ok_or_else(|| OpError::client(format!("redis: no table #{id} (was prepare called?)")))
+    }
+
+    fn index_set<'a>(&self, t: &'a TableKeys, column: usize) -> Result<&'a str, OpError> {
+        t.index_sets.get(column).and_then(Option::as_deref).ok_or_else(|| {
+            OpError::new(ErrorClass::Unsupported, format!("redis: column {column} of {} has no index sorted set", t.def.name))
+        })
+    }
+
+    /// Compiles a one-round-trip op; `None` for ops that need two (Scan, RangeRows, RMW).
+    fn plan(&self, op: &Op) -> Result<Option<Planned>, OpError> {
+        let one = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        Ok(match op {
+            Op::Echo => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
+            Op::Insert { table, row } => {
+                let mut cmds = Vec::new();
+                insert_commands(self.table(*table)?, row, &mut cmds)?;
+                Some(Planned { cmds, atomic: true, reduce: Reduce::Fixed(1) })
+            }
+            Op::Get { table, key } => one(redis::cmd("HGETALL").arg(self.table(*table)?.row_key(*key)).clone(), Reduce::NonEmptyHashes),
+            Op::MultiGet { table, keys } => {
+                let t = self.table(*table)?;
+                let cmds = keys.iter().map(|k| redis::cmd("HGETALL").arg(t.row_key(*k)).clone()).collect();
+                Some(Planned { cmds, atomic: false, reduce: Reduce::NonEmptyHashes })
+            }
+            Op::Delete { table, key } => {
+                let t = self.table(*table)?;
+                let mut cmds = vec![redis::cmd("DEL").arg(t.row_key(*key)).clone(), redis::cmd("ZREM").arg(&t.pk_set).arg(*key).clone()];
+                // Index members are pks, so removing needs no read of the old values.
+                for set in t.index_sets.iter().flatten() {
+                    cmds.push(redis::cmd("ZREM").arg(set).arg(*key).clone());
+                }
+                Some(Planned { cmds, atomic: true, reduce: Reduce::FirstInt })
+            }
+            Op::Update { table, key, column, value } => {
+                let t = self.table(*table)?;
+                if *column == 0 || *column >= t.def.columns.len() {
+                    return Err(OpError::client(format!("redis: cannot update column {column} of {}", t.def.name)));
+                }
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(self.update_script.get_hash());
+                let index = t.index_sets[*column].as_deref();
+                cmd.arg(if index.is_some() { 2 } else { 1 }).arg(t.row_key(*key));
+                if let Some(set) = index {
+                    cmd.arg(set);
+                }
+                let text = value_text(value);
+                cmd.arg(&t.def.columns[*column].name)
+                    .arg(text.as_deref().unwrap_or(""))
+                    .arg(*key)
+                    .arg(score(value).unwrap_or(0.0))
+                    .arg(if text.is_none() { "1" } else { "0" });
+                one(cmd, Reduce::FirstInt)
+            }
+            Op::Range { table, column, lo, hi, agg: RangeAgg::Count } => {
+                let t = self.table(*table)?;
+                one(redis::cmd("ZCOUNT").arg(self.index_set(t, *column)?).arg(*lo).arg(*hi).clone(), Reduce::Count)
+            }
+            Op::Range { table, column, lo, hi, agg: RangeAgg::Max { column: of } } => {
+                let t = self.table(*table)?;
+                let set = self.index_set(t, *column)?;
+                let of_col = t.def.columns.get(*of).ok_or_else(|| OpError::client(format!("redis: no column {of} in {}", t.def.name)))?;
+                let mode = match of_col.ty {
+                    ColumnType::Int | ColumnType::Float | ColumnType::Decimal => "num",
+                    ColumnType::Text | ColumnType::Date => "str",
+                };
+                let cmd = redis::cmd("EVALSHA")
+                    .arg(self.max_script.get_hash())
+                    .arg(1)
+                    .arg(set)
+                    .arg(*lo)
+                    .arg(*hi)
+                    .arg(&t.row_prefix)
+                    .arg(&of_col.name)
+                    .arg(mode)
+                    .clone();
+                one(cmd, Reduce::Max(of_col.ty))
+            }
+            Op::Scan { .. } | Op::Range { agg: RangeAgg::Rows, .. } | Op::ReadModifyWrite { .. } => None,
+            Op::Query(q) => return Err(OpError::new(ErrorClass::Unsupported, format!("redis does not run {q:?}"))),
+        })
+    }
+
+    /// Sends commands in one round trip and returns one reply per command.
+    async fn send(&mut self, cmds: Vec<Cmd>, atomic: bool) -> Result<Vec<redis::Value>, OpError> {
+        let replies = if cmds.len() == 1 && !atomic {
+            vec![cmds[0].query_async::<redis::Value>(&mut self.conn).await.map_err(op_error)?]
+        } else {
+            let mut pipe = Pipeline::with_capacity(cmds.len());
+            if atomic {
+                pipe.atomic();
+            }
+            for cmd in cmds {
+                pipe.add_command(cmd);
+            }
+            pipe.query_async::<Vec<redis::Value>>(&mut self.conn).await.map_err(op_error)?
+        };
+        replies.into_iter().map(|r| r.extract_error().map_err(op_error)).collect()
+    }
+
+    /// Fetches row hashes in one pipeline; returns how many exist.
+    async fn fetch_rows(&mut self, t_prefix: &str, pks: &[i64]) -> Result<u64, OpError> {
+        if pks.is_empty() {
+            return Ok(0);
+        }
+        let cmds = pks.iter().map(|pk| redis::cmd("HGETALL").arg(format!("{t_prefix}{pk}")).clone()).collect();
+        let replies = self.send(cmds, false).await?;
+        Ok(replies.iter().filter(|r| is_non_empty(r)).count() as u64)
+    }
+
+    async fn two_step(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        match op {
+            Op::Scan { table, start, count } => {
+                let t = self.table(*table)?;
+                let (set, prefix) = (t.pk_set.clone(), t.row_prefix.clone());
+                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
+                    .arg(set)
+                    .arg(*start)
+                    .arg("+inf")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(*count)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(op_error)?;
+                Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
+            }
+            Op::Range { table, column, lo, hi, agg: RangeAgg::Rows } => {
+                let t = self.table(*table)?;
+                let set = self.index_set(t, *column)?.to_string();
+                let prefix = t.row_prefix.clone();
+                let pks: Vec<i64> =
+                    redis::cmd("ZRANGEBYSCORE").arg(set).arg(*lo).arg(*hi).query_async(&mut self.conn).await.map_err(op_error)?;
+                Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
+            }
+            Op::ReadModifyWrite { table, key, column, value } => {
+                let t = self.table(*table)?;
+                if *column == 0 || *column >= t.def.columns.len() {
+                    return Err(OpError::client(format!("redis: cannot update column {column} of {}", t.def.name)));
+                }
+                let row_key = t.row_key(*key);
+                let field = t.def.columns[*column].name.clone();
+                let index = t.index_sets[*column].clone();
+                let current = redis::cmd("HGETALL").arg(&row_key).query_async::<redis::Value>(&mut self.conn).await.map_err(op_error)?;
+                if !is_non_empty(&current) {
+                    return Ok(Outcome::rows(0));
+                }
+                let mut cmds = Vec::new();
+                match value_text(value) {
+                    Some(text) => cmds.push(redis::cmd("HSET").arg(&row_key).arg(&field).arg(text).clone()),
+                    None => cmds.push(redis::cmd("HDEL").arg(&row_key).arg(&field).clone()),
+                }
+                if let Some(set) = index {
+                    match score(value) {
+                        Some(s) => cmds.push(redis::cmd("ZADD").arg(set).arg(s).arg(*key).clone()),
+                        None => cmds.push(redis::cmd("ZREM").arg(set).arg(*key).clone()),
+                    }
+                }
+                let atomic = cmds.len() > 1;
+                self.send(cmds, atomic).await?;
+                Ok(Outcome::rows(1))
+            }
+            other => Err(OpError::client(format!("redis: {} is not a two-step op", other.kind()))),
+        }
+    }
+}
+
+fn is_non_empty(reply: &redis::Value) -> bool {
+    match reply {
+        redis::Value::Array(items) | redis::Value::Set(items) => !items.is_empty(),
+        redis::Value::Map(pairs) => !pairs.is_empty(),
+        _ => false,
+    }
+}
+
+fn reply_int(reply: &redis::Value) -> Result<i64, OpError> {
+    match reply {
+        redis::Value::Int(i) => Ok(*i),
+        other => Err(OpError::server(format!("redis: expected an integer reply, got {other:?}"))),
+    }
+}
+
+fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> {
+    Ok(match reduce {
+        Reduce::Fixed(n) => Outcome::rows(n),
+        Reduce::FirstInt => Outcome::rows(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?.max(0) as u64),
+        Reduce::NonEmptyHashes => Outcome::rows(replies.iter().filter(|r| is_non_empty(r)).count() as u64),
+        Reduce::Count => Outcome::answer(1, Answer::Scalar(Value::Int(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?))),
+        Reduce::Max(ty) => {
+            let value = match replies.first() {
+                None | Some(redis::Value::Nil) => Value::Null,
+                Some(redis::Value::BulkString(bytes)) => {
+                    let text = std::str::from_utf8(bytes).map_err(|_| OpError::server("redis: max is not UTF-8"))?;
+                    parse_value(ty, text).ok_or_else(|| OpError::server(format!("redis: max '{text}' is not a {ty:?}")))?
+                }
+                Some(other) => return Err(OpError::server(format!("redis: unexpected max reply {other:?}"))),
+            };
+            Outcome::answer(1, Answer::Scalar(value))
+        }
+    })
+}
+
+#[async_trait]
+impl Connection for RedisConnection {
+    async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        match self.plan(op)? {
+            Some(planned) => {
+                let replies = self.send(planned.cmds, planned.atomic).await?;
+                reduce(planned.reduce, &replies)
+            }
+            None => self.two_step(op).await,
+        }
+    }
+
+    async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        let mut plans = Vec::with_capacity(ops.len());
+        for op in ops {
+            match self.plan(op)? {
+                Some(p) => plans.push(p),
+                // Two-step ops cannot share one round trip: one request each.
+                None => {
+                    let mut rows = 0;
+                    for op in ops {
+                        rows += self.two_step(op).await?.rows;
+                    }
+                    return Ok(Outcome::rows(rows));
+                }
+            }
+        }
+        let mut cmds = Vec::new();
+        let mut shapes = Vec::with_capacity(plans.len());
+        for p in plans {
+            shapes.push((p.cmds.len(), p.reduce));
+            cmds.extend(p.cmds);
+        }
+        let replies = self.send(cmds, self.batch == BatchMode::Multi).await?;
+        let mut rows = 0;
+        let mut at = 0;
+        for (n, r) in shapes {
+            let slice = replies.get(at..at + n).ok_or_else(|| OpError::server("redis: fewer replies than commands"))?;
+            rows += reduce(r, slice)?.rows;
+            at += n;
+        }
+        Ok(Outcome::rows(rows))
+    }
+}
+
+#[async_trait]
+impl Target for Redis {
+    fn info(&self) -> &TargetInfo {
+        self.probed.get().unwrap_or(&self.base)
+    }
+
+    async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
+        for t in tables {
+            if t.columns.first().map(|c| c.ty) != Some(ColumnType::Int) {
+                return Err(Error::runtime(format!("redis: table {}: column 0 must be an Int key", t.name)));
+            }
+            if let Some(&c) = t.indexed.iter().find(|&&c| t.columns.get(c).is_none_or(|col| col.ty == ColumnType::Text)) {
+                return Err(Error::runtime(format!("redis: table {}: column #{c} cannot be indexed by a sorted set", t.name)));
+            }
+        }
+        let mut conn = self.admin().await?;
+        self.probe(&mut conn).await;
+        self.check_owned(&mut conn).await?;
+        self.clear_namespace(&mut conn).await?;
+        redis::cmd("SET").arg(MARKER_KEY).arg(MARKER_VALUE).query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("SET", e))?;
+        for script in [&self.update_script, &self.max_script] {
+            script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
+        }
+        *self.tables.write().unwrap() = Arc::new(tables.iter().map(TableKeys::new).collect());
+        Ok(())
+    }
+
+    async fn load(&self, table: &TableDef, rows: RowSource) -> Result<u64> {
+        let tables = self.keys_of(table)?;
+        let t = tables.iter().find(|t| t.def.name == table.name).expect("checked by keys_of");
+        let mut conn = self.admin().await?;
+        let mut loaded = 0u64;
+        let mut rows = rows.peekable();
+        while rows.peek().is_some() {
+            let mut pipe = redis::pipe();
+            let mut pk_pairs = Vec::with_capacity(LOAD_CHUNK * 2);
+            let mut index_pairs: Vec<Vec<(f64, i64)>> = vec![Vec::new(); t.index_sets.len()];
+            for row in rows.by_ref().take(LOAD_CHUNK) {
+                let pk = key_of(&row).map_err(|e| Error::runtime(e.message))?;
+                pipe.add_command(hset_row(t, &t.row_key(pk), &row)).ignore();
+                pk_pairs.push((pk, pk));
+                for (c, set) in t.index_sets.iter().enumerate() {
+                    if set.is_some()
+                        && let Some(s) = row.get(c).and_then(score)
+                    {
+                        index_pairs[c].push((s, pk));
+                    }
+                }
+                loaded += 1;
+            }
+            pipe.cmd("ZADD").arg(&t.pk_set).arg(&pk_pairs).ignore();
+            for (c, set) in t.index_sets.iter().enumerate() {
+                if let Some(set) = set
+                    && !index_pairs[c].is_empty()
+                {
+                    pipe.cmd("ZADD").arg(set).arg(&index_pairs[c]).ignore();
+                }
+            }
+            pipe.query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("load pipeline", e))?;
+        }
+        Ok(loaded)
+    }
+
+    async fn connect(&self) -> Result<Box<dyn Connection>> {
+        let mut conn = self.admin().await?;
+        // Idempotent; makes EVALSHA safe even after a server restart between prepare and run.
+        for script in [&self.update_script, &self.max_script] {
+            script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
+        }
+        Ok(Box::new(RedisConnection {
+            conn,
+            tables: self.tables.read().unwrap().clone(),
+            batch: self.batch,
+            update_script: self.update_script.clone(),
+            max_script: self.max_script.clone(),
+        }))
+    }
+
+    async fn count_rows(&self, table: &TableDef) -> Result<u64> {
+        let tables = self.keys_of(table)?;
+        let t = tables.iter().find(|t| t.def.name == table.name).expect("checked by keys_of");
+        let mut conn = self.admin().await?;
+        redis::cmd("ZCARD").arg(&t.pk_set).query_async::<u64>(&mut conn).await.map_err(|e| self.setup_error("ZCARD", e))
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        let mut conn = self.admin().await?;
+        // Without our marker nothing under the prefix is ours (or nothing is there).
+        if self.check_owned(&mut conn).await? {
+            self.clear_namespace(&mut conn).await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_and_dates_round_trip_through_field_text() {
+        for (d, text) in [(1234, "12.34"), (-5, "-0.05"), (100, "1.00"), (0, "0.00")] {
+            assert_eq!(value_text(&Value::Decimal(Decimal(d))).as_deref(), Some(text));
+            assert_eq!(parse_value(ColumnType::Decimal, text), Some(Value::Decimal(Decimal(d))));
+        }
+        assert_eq!(parse_decimal("12.3"), Some(Decimal(1230)));
+        assert_eq!(parse_decimal("7"), Some(Decimal(700)));
+        assert_eq!(parse_decimal("1.234"), None);
+        assert_eq!(parse_value(ColumnType::Date, "1998-12-01"), Some(Value::Date(Date::from_iso("1998-12-01").unwrap())));
+        assert_eq!(parse_value(ColumnType::Float, "123456.5"), Some(Value::Float(123456.5)));
+        assert_eq!(value_text(&Value::Null), None);
+    }
+
+    #[test]
+    fn keys_follow_the_study_mapping() {
+        let def = crate::data::kv::shared_def();
+        let t = TableKeys::new(&def);
+        assert_eq!(t.row_key(17), "dbsweep:kv17");
+        assert_eq!(t.pk_set, "dbsweep:kv:pk");
+        assert_eq!(t.index_sets[crate::data::kv::GROUP].as_deref(), Some("dbsweep:kv:idx:grp"));
+        assert_eq!(t.index_sets[crate::data::kv::VALUE], None);
+    }
+
+    #[test]
+    fn bad_urls_are_usage_errors() {
+        for bad in ["redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/0?batch=lots"] {
+            let err = Redis::new("r", &TargetUrl::parse(bad).unwrap()).err().expect(bad);
+            assert_eq!(err.exit_code(), 2, "{bad}");
+        }
+        let ok = Redis::new("r", &TargetUrl::parse("redis://:pw@127.0.0.1:1/3?batch=pipeline").unwrap()).unwrap();
+        assert_eq!(ok.batch, BatchMode::Pipeline);
+        assert_eq!(ok.info().settings["db"], "3");
+        assert!(!format!("{:?}", ok.info()).contains("pw@"));
+    }
+
+    #[test]
+    fn info_fields_are_read_from_info_text() {
+        let text = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n";
+        assert_eq!(info_field(text, "redis_version"), Some("7.0.15"));
+        assert_eq!(info_field(text, "nope"), None);
+    }
+}

@@ -28,7 +28,11 @@ bench_cleanup() {
         eval "${CLEANUP_CMDS[$i]}" >/dev/null 2>&1 || true
     done
     if [[ -n "$BENCH_TMP" && -d "$BENCH_TMP" ]]; then
-        rm -rf -- "$BENCH_TMP"
+        if [[ "${KEEP:-0}" == 1 ]]; then
+            echo "# KEEP=1: kept $BENCH_TMP (logs, dbsweep results)" >&2
+        else
+            rm -rf -- "$BENCH_TMP"
+        fi
     fi
     exit "$rc"
 }
@@ -93,14 +97,14 @@ wait_for() {
 }
 
 # --- CSV math ---------------------------------------------------------------------------
-# dbsweep_median CSV TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: the median ops_per_sec over
-# the measured runs of one point in a results.csv (several files: space-separated in CSV).
-# Prints nothing and fails when the point is missing or has errors in every run.
-dbsweep_median() {
+# dbsweep_stat COLUMN CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: the median of COLUMN
+# over the measured runs of one point in dbsweep's results.csv (CSVS: one or more files,
+# space-separated). Fails, printing nothing, when the point is missing; warns on errors.
+dbsweep_stat() {
     python3 - "$@" <<'PY'
 import csv, statistics, sys
-files, target, exp, clients, batched = sys.argv[1].split(), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-batch = sys.argv[6] if len(sys.argv) > 6 else None
+col, files, target, exp, clients, batched = sys.argv[1], sys.argv[2].split(), *sys.argv[3:7]
+batch = sys.argv[7] if len(sys.argv) > 7 else None
 vals, errs = [], 0
 for f in files:
     with open(f, newline="") as fh:
@@ -109,17 +113,24 @@ for f in files:
                 continue
             if batch is not None and r["batch"] != batch:
                 continue
-            if not r["ops_per_sec"]:
+            if not r[col]:
                 continue
             errs += int(r["errors"] or 0)
-            vals.append(float(r["ops_per_sec"]))
+            vals.append(float(r[col]))
 if not vals:
     sys.exit(1)
-if errs:
+if errs and col == "ops_per_sec":
     print(f"warning: {errs} errors in {target}/{exp} clients={clients} batched={batched}", file=sys.stderr)
 print(f"{statistics.median(vals):.1f}")
 PY
 }
+
+# dbsweep_median CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: median ops_per_sec.
+dbsweep_median() { dbsweep_stat ops_per_sec "$@"; }
+
+# dbsweep_cpu CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: median client CPU, percent of
+# one core (dbsweep's own process: user + system time over wall time).
+dbsweep_cpu() { dbsweep_stat client_cpu_pct "$@"; }
 
 # median V1 V2 ...
 median() {
@@ -163,4 +174,15 @@ name = "get"
 op = "get"
 sweep = ["clients"]
 TOML
+}
+
+# cpu_of LOG CMD...: run CMD (stdout and stderr to LOG) and print its CPU use in percent
+# of one core: 100 * (user + system) / wall time, of CMD and its children. Fails when CMD
+# fails.
+cpu_of() {
+    local log=$1 t
+    shift
+    local TIMEFORMAT='%U %S %R'
+    t=$( { time "$@" >"$log" 2>&1; } 2>&1) || return 1
+    python3 -c 'import sys; u, s, r = map(float, sys.argv[1:4]); print(f"{100 * (u + s) / r:.0f}" if r > 0 else "n/a")' $t
 }

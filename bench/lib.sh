@@ -151,7 +151,8 @@ except ValueError:
 machine_line() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
-    echo "# machine: $(uname -sr), ${cpu:-unknown cpu}, $(nproc) cores; client and server share them"
+    echo "# machine: $(uname -sr), ${cpu:-unknown cpu}, $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)"
+    echo "# load average now: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on this box add noise)"
     echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 }
 

@@ -18,6 +18,7 @@ mod app;
 pub mod cli;
 pub mod data;
 pub mod error;
+pub mod servers;
 pub mod workload;
 pub mod plan;
 pub mod report;

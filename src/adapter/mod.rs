@@ -9,7 +9,9 @@
 pub mod duckdb;
 pub mod memcached;
 pub mod mock;
+pub mod mysql;
 pub mod nodb;
+pub mod postgres;
 pub mod redb;
 pub mod redis;
 pub mod sqlite;
@@ -186,6 +188,30 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "postgres://",
+        system: "pg-row",
+        description: "PostgreSQL, a typed column per attribute (?layout=row, the default)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "postgres://?layout=hstore",
+        system: "pg-hstore",
+        description: "PostgreSQL, key-value table (pk, hstore) with expression indexes",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "postgres://?layout=jsonb",
+        system: "pg-jsonb",
+        description: "PostgreSQL, key-value table (pk, jsonb) with expression indexes",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "mysql://",
+        system: "mariadb",
+        description: "MariaDB or MySQL, InnoDB tables (also mariadb://)",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
@@ -221,6 +247,8 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
         "redis" => Ok(Arc::new(redis::Redis::new(name, url)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
+        "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other) {
             Some(SystemEntry { unavailable: Some(why), .. }) => {
                 Err(Error::usage(format!("target '{name}': {other} cannot run here: {why}")))

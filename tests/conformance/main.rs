@@ -6,4 +6,6 @@ mod body;
 
 mod embedded;
 mod memcached;
+mod mysql;
+mod postgres;
 mod redis;

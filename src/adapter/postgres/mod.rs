@@ -1,0 +1,361 @@
+//! PostgreSQL (tokio-postgres) in three layouts: `pg-row` (a typed column per attribute),
+//! `pg-hstore` and `pg-jsonb` (`(pk, document)` key-value tables), chosen with
+//! `?layout=row|hstore|jsonb`.
+//!
+//! Owns the `dbsweep` schema: it is created with the comment `dbsweep-owned` and used only
+//! when that marker is present; tables are named `<table>`, `<table>_hstore` and
+//! `<table>_jsonb` so the three layouts share one server. It must not touch any other
+//! schema, and never drops a schema or table it did not create. Passwords come from the
+//! URL, `PGPASSWORD` or `~/.pgpass` and are never shown.
+
+mod conn;
+mod pgpass;
+mod sql;
+
+use self::sql::{Layout, MARKER, PgTable, SCHEMA, quote_ident, quote_literal};
+use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use crate::data::table::TableDef;
+use crate::error::{Error, Result};
+use crate::workload::op::OpKind;
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::SinkExt;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio_postgres::{Client, NoTls};
+
+/// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
+/// different layouts can prepare and clean up concurrently.
+const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
+
+pub struct Postgres {
+    /// Description before the server was asked for its version and settings.
+    initial: TargetInfo,
+    /// The full description, filled at the first successful connection.
+    described: OnceLock<TargetInfo>,
+    layout: Layout,
+    /// Connection parameters, password included (never printed).
+    config: tokio_postgres::Config,
+    /// `host:port`, for messages.
+    endpoint: String,
+    user: String,
+    /// Tables of the last `prepare`, by `TableId`.
+    tables: Mutex<Arc<Vec<PgTable>>>,
+    /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
+    hstore_schema: Mutex<Option<String>>,
+}
+
+impl Postgres {
+    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+        let layout_text = url.param("layout").unwrap_or_else(|| "row".into());
+        let layout = Layout::parse(&layout_text).ok_or_else(|| {
+            Error::usage(format!("target '{name}': unknown layout '{layout_text}'; use ?layout=row, ?layout=hstore or ?layout=jsonb"))
+        })?;
+        let host = url.host().unwrap_or("127.0.0.1").to_string();
+        let port = url.port().unwrap_or(5432);
+        let user = url.username().or_else(|| std::env::var("PGUSER").ok()).unwrap_or_else(|| "postgres".into());
+        let database = url.database().unwrap_or_else(|| user.clone());
+        let password = url
+            .password()
+            .or_else(|| std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()))
+            .or_else(|| pgpass::lookup(&host, port, &database, &user));
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(&host)
+            .port(port)
+            .user(&user)
+            .dbname(&database)
+            .application_name("dbsweep")
+            .connect_timeout(Duration::from_secs(5));
+        if let Some(p) = password {
+            config.password(p);
+        }
+        let mut settings = BTreeMap::new();
+        settings.insert("layout".to_string(), layout.name().to_string());
+        let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
+        Ok(Postgres {
+            initial: TargetInfo {
+                name: name.to_string(),
+                system: layout.system().to_string(),
+                url: url.redacted(),
+                execution: Execution::Async,
+                capabilities: Capabilities { ops, queries: vec![], native_batch: true, secondary_indexes: true },
+                version: "unknown (not connected yet)".into(),
+                settings,
+            },
+            described: OnceLock::new(),
+            layout,
+            config,
+            endpoint: format!("{host}:{port}"),
+            user,
+            tables: Mutex::new(Arc::new(Vec::new())),
+            hstore_schema: Mutex::new(None),
+        })
+    }
+
+    /// Opens one session and spawns its connection driver. Failures are `Unreachable`
+    /// with the fix in the message.
+    async fn open_client(&self) -> Result<Client> {
+        let name = &self.initial.name;
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            let detail = match e.as_db_error() {
+                Some(db) if db.code().code().starts_with("28") => format!(
+                    "PostgreSQL at {} refused login for user '{}' ({}); put the password in the URL, PGPASSWORD or ~/.pgpass",
+                    self.endpoint,
+                    self.user,
+                    db.message()
+                ),
+                Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
+                None if e.to_string().contains("password") || conn::describe(&e).contains("password missing") => format!(
+                    "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
+                    self.endpoint, self.user
+                ),
+                None => format!(
+                    "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
+                    self.endpoint,
+                    conn::describe(&e)
+                ),
+            };
+            Error::unreachable(name, detail)
+        })?;
+        tokio::spawn(async move {
+            // Ends when the client is dropped or the server goes away; errors surface on
+            // the client's next request.
+            let _ = connection.await;
+        });
+        if self.described.get().is_none() {
+            let info = self.describe(&client).await?;
+            let _ = self.described.set(info);
+        }
+        Ok(client)
+    }
+
+    /// Asks the server for its version and the settings that change results.
+    async fn describe(&self, client: &Client) -> Result<TargetInfo> {
+        let mut info = self.initial.clone();
+        let show = |name: &'static str| async move {
+            let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.runtime("SHOW", &e))?;
+            row.try_get::<_, String>(0).map_err(|e| self.runtime("SHOW", &e))
+        };
+        info.version = show("server_version").await?;
+        for (key, setting) in [
+            ("fsync", "fsync"),
+            ("synchronous_commit", "synchronous_commit"),
+            ("shared_buffers", "shared_buffers"),
+            ("isolation", "default_transaction_isolation"),
+        ] {
+            info.settings.insert(key.into(), show(setting).await?);
+        }
+        Ok(info)
+    }
+
+    fn runtime(&self, what: &str, e: &tokio_postgres::Error) -> Error {
+        Error::runtime(format!("target '{}': {what}: {}", self.initial.name, conn::describe(e)))
+    }
+
+    /// Takes the DDL lock and checks the schema marker inside an open transaction.
+    /// Returns whether the schema exists (and is owned); `NotOwned` if it is someone else's.
+    async fn lock_and_check(&self, client: &Client) -> Result<bool> {
+        client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.runtime("lock", &e))?;
+        let rows = client
+            .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&SCHEMA])
+            .await
+            .map_err(|e| self.runtime("checking schema", &e))?;
+        match rows.first() {
+            None => Ok(false),
+            Some(row) => match row.try_get::<_, Option<String>>(0).map_err(|e| self.runtime("checking schema", &e))? {
+                Some(comment) if comment == MARKER => Ok(true),
+                _ => Err(Error::not_owned(
+                    &self.initial.name,
+                    format!(
+                        "schema {SCHEMA} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
+                         drop or rename it, or point the target at another database",
+                        self.endpoint
+                    ),
+                )),
+            },
+        }
+    }
+
+    async fn prepare_in_tx(&self, client: &Client, tables: &[PgTable]) -> Result<Option<String>> {
+        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) };
+        if !self.lock_and_check(client).await? {
+            run(format!("CREATE SCHEMA {SCHEMA}")).await?;
+            run(format!("COMMENT ON SCHEMA {SCHEMA} IS {}", quote_literal(MARKER))).await?;
+        }
+        let mut hstore_schema = None;
+        if self.layout == Layout::Hstore {
+            let query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'hstore'";
+            let rows = client.query(query, &[]).await.map_err(|e| self.runtime("checking hstore", &e))?;
+            hstore_schema = Some(match rows.first() {
+                Some(row) => row.try_get::<_, String>(0).map_err(|e| self.runtime("checking hstore", &e))?,
+                None => {
+                    // Installed into dbsweep's own schema so cleanup can remove it again.
+                    run(format!("CREATE EXTENSION hstore WITH SCHEMA {SCHEMA}")).await.map_err(|e| {
+                        Error::Missing(format!(
+                            "{e}; the hstore extension is needed for ?layout=hstore: install postgresql-contrib, \
+                             or have a superuser run CREATE EXTENSION hstore"
+                        ))
+                    })?;
+                    SCHEMA.to_string()
+                }
+            });
+            run(format!("SET LOCAL search_path TO {SCHEMA}, {}", hstore_schema.as_deref().map(quote_ident).unwrap())).await?;
+        }
+        for table in tables {
+            run(table.drop_sql()).await?;
+            for statement in table.create_sql() {
+                run(statement).await?;
+            }
+        }
+        Ok(hstore_schema)
+    }
+
+    /// A session with the search path the layout needs.
+    async fn session(&self) -> Result<Client> {
+        let client = self.open_client().await?;
+        let extension = self.hstore_schema.lock().unwrap().clone();
+        if let Some(schema) = extension {
+            let sql = format!("SET search_path TO {SCHEMA}, {}", quote_ident(&schema));
+            client.batch_execute(&sql).await.map_err(|e| self.runtime("setting search_path", &e))?;
+        }
+        Ok(client)
+    }
+
+    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<PgTable>>, usize)> {
+        let tables = self.tables.lock().unwrap().clone();
+        let index = tables
+            .iter()
+            .position(|t| t.def.name == def.name)
+            .ok_or_else(|| Error::runtime(format!("target '{}': table {} was not prepared", self.initial.name, def.name)))?;
+        Ok((tables, index))
+    }
+}
+
+#[async_trait]
+impl Target for Postgres {
+    fn info(&self) -> &TargetInfo {
+        self.described.get().unwrap_or(&self.initial)
+    }
+
+    async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
+        let client = self.open_client().await?;
+        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::new(t.clone(), self.layout)).collect();
+        client.batch_execute("BEGIN").await.map_err(|e| self.runtime("BEGIN", &e))?;
+        match self.prepare_in_tx(&client, &tables).await {
+            Ok(hstore_schema) => {
+                client.batch_execute("COMMIT").await.map_err(|e| self.runtime("COMMIT", &e))?;
+                *self.hstore_schema.lock().unwrap() = hstore_schema;
+                *self.tables.lock().unwrap() = Arc::new(tables);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {
+        let (tables, index) = self.table(def)?;
+        let table = &tables[index];
+        let client = self.session().await?;
+        let sink = client.copy_in::<_, Bytes>(&table.copy_sql()).await.map_err(|e| self.runtime("COPY", &e))?;
+        futures_util::pin_mut!(sink);
+        // Text COPY, sent in chunks of about 256 KiB.
+        let mut chunk = String::with_capacity(300 * 1024);
+        let mut sent = 0u64;
+        for row in rows {
+            table.copy_row(&row, &mut chunk).map_err(|e| Error::runtime(format!("target '{}': loading {}: {e}", self.initial.name, def.name)))?;
+            sent += 1;
+            if chunk.len() >= 256 * 1024 {
+                let bytes = Bytes::from(std::mem::replace(&mut chunk, String::with_capacity(300 * 1024)));
+                sink.send(bytes).await.map_err(|e| self.runtime("COPY", &e))?;
+            }
+        }
+        if !chunk.is_empty() {
+            sink.send(Bytes::from(chunk)).await.map_err(|e| self.runtime("COPY", &e))?;
+        }
+        let loaded = sink.finish().await.map_err(|e| self.runtime("COPY", &e))?;
+        if loaded != sent {
+            return Err(Error::runtime(format!("target '{}': COPY stored {loaded} of {sent} rows", self.initial.name)));
+        }
+        // Fresh statistics (also for the expression indexes), so the first measured run
+        // gets the same plans as later ones.
+        client.batch_execute(&format!("ANALYZE {}", table.qualified)).await.map_err(|e| self.runtime("ANALYZE", &e))?;
+        Ok(loaded)
+    }
+
+    async fn connect(&self) -> Result<Box<dyn Connection>> {
+        let client = self.session().await?;
+        let tables = self.tables.lock().unwrap().clone();
+        Ok(Box::new(conn::PgConnection::new(client, tables).await.map_err(|e| self.runtime("connect", &e))?))
+    }
+
+    async fn count_rows(&self, def: &TableDef) -> Result<u64> {
+        let (tables, index) = self.table(def)?;
+        let client = self.session().await?;
+        let row = client.query_one(&tables[index].count_sql(), &[]).await.map_err(|e| self.runtime("count", &e))?;
+        let n: i64 = row.try_get(0).map_err(|e| self.runtime("count", &e))?;
+        Ok(n as u64)
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        let client = self.open_client().await?;
+        let tables = self.tables.lock().unwrap().clone();
+        let run = |sql: String| {
+            let client = &client;
+            async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) }
+        };
+        run("BEGIN".into()).await?;
+        let owned = match self.lock_and_check(&client).await {
+            Ok(owned) => owned,
+            // Someone else's schema: nothing of ours can be in it.
+            Err(Error::NotOwned { .. }) => false,
+            Err(e) => {
+                let _ = run("ROLLBACK".into()).await;
+                return Err(e);
+            }
+        };
+        if owned {
+            for table in tables.iter() {
+                run(table.drop_sql()).await?;
+            }
+            // Drop the schema (and an hstore extension dbsweep installed into it) only when
+            // no table is left in it; other layouts' targets may still use it.
+            let left: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1",
+                    &[&SCHEMA],
+                )
+                .await
+                .and_then(|r| r.try_get(0))
+                .map_err(|e| self.runtime("cleanup", &e))?;
+            if left == 0 {
+                run("SAVEPOINT drop_schema".into()).await?;
+                let ext_here = client
+                    .query("SELECT 1 FROM pg_extension WHERE extname = 'hstore' AND extnamespace = $1::text::regnamespace", &[&SCHEMA])
+                    .await
+                    .map(|rows| !rows.is_empty());
+                let dropped = match ext_here {
+                    Ok(true) => client.batch_execute("DROP EXTENSION hstore").await,
+                    Ok(false) => Ok(()),
+                    Err(e) => Err(e),
+                };
+                let dropped = match dropped {
+                    Ok(()) => client.batch_execute(&format!("DROP SCHEMA {SCHEMA}")).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = dropped {
+                    // Something else now depends on the schema: keep it.
+                    tracing::info!("keeping schema {SCHEMA}: {}", conn::describe(&e));
+                    run("ROLLBACK TO SAVEPOINT drop_schema".into()).await?;
+                }
+            }
+        }
+        run("COMMIT".into()).await?;
+        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        Ok(())
+    }
+}

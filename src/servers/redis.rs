@@ -1,0 +1,82 @@
+//! Redis as a throwaway server: `redis-server` with persistence off (`--save ''`,
+//! `--appendonly no`), working directory inside the data directory, bound to 127.0.0.1.
+//!
+//! Readiness is PING -> +PONG, then INFO, whose `process_id` must be our child's pid (so
+//! a foreign server that took the port is never mistaken for ours). Must not send
+//! anything that changes data.
+
+use super::{Context, Ready, read_line};
+use std::collections::BTreeMap;
+use std::io;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+pub(super) const PROGRAMS: &[&str] = &["redis-server"];
+
+pub(super) fn command(ctx: &Context, port: u16) -> Command {
+    let mut command = Command::new(ctx.program(0));
+    command
+        .arg("--port")
+        .arg(port.to_string())
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""])
+        .arg("--dir")
+        .arg(&ctx.dir);
+    command
+}
+
+pub(super) async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
+    let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let mut stream = BufReader::new(stream);
+    stream.get_mut().write_all(b"PING\r\n").await?;
+    let pong = read_line(&mut stream).await?;
+    if pong != "+PONG" {
+        return Err(io::Error::other(format!("PING answered {pong:?}")));
+    }
+    stream.get_mut().write_all(b"INFO\r\n").await?;
+    let header = read_line(&mut stream).await?;
+    let len: usize = header
+        .strip_prefix('$')
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("INFO answered {header:?}")))?;
+    let mut body = vec![0u8; len + 2];
+    stream.read_exact(&mut body).await?;
+    let info = parse_info(&String::from_utf8_lossy(&body));
+    let _ = stream.get_mut().write_all(b"QUIT\r\n").await;
+
+    if info.get("process_id").and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
+        return Err(io::Error::other(format!("port {port} is served by another redis process")));
+    }
+    let mut settings = BTreeMap::new();
+    settings.insert("save".to_string(), String::new());
+    for (key, name) in [("aof_enabled", "appendonly"), ("maxmemory", "maxmemory"), ("maxmemory_policy", "maxmemory_policy")] {
+        if let Some(value) = info.get(key) {
+            let value = if key == "aof_enabled" { if value == "1" { "yes" } else { "no" }.to_string() } else { value.clone() };
+            settings.insert(name.to_string(), value);
+        }
+    }
+    let version = info.get("redis_version").cloned().unwrap_or_default();
+    Ok(Ready { version, settings })
+}
+
+/// `key:value` lines of an INFO reply.
+fn parse_info(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.trim_end().split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_lines_become_a_map() {
+        let info = parse_info("# Server\r\nredis_version:7.0.15\r\nprocess_id:42\r\n\r\n# Memory\r\nmaxmemory:0\r\n");
+        assert_eq!(info["redis_version"], "7.0.15");
+        assert_eq!(info["process_id"], "42");
+        assert_eq!(info["maxmemory"], "0");
+        assert_eq!(info.len(), 3);
+    }
+}

@@ -1,0 +1,189 @@
+# Shared helpers for the bench/ scripts (sourced, not run). Owns: finding the dbsweep
+# binary, free ports, the temp dir and the exit trap that stops the servers a script
+# started, and the CSV math (medians from dbsweep's results.csv). Must not start servers
+# itself or touch anything a script did not create.
+# shellcheck shell=bash
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$BENCH_DIR/.." && pwd)
+
+# --- cleanup: every script registers what it started; one EXIT trap undoes it ------------
+BENCH_TMP=""
+CLEANUP_CMDS=()
+
+bench_tmpdir() {
+    BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dbsweep-bench.XXXXXX")
+}
+
+# on_exit CMD...: run CMD (a string, evaluated) at exit, last registered first.
+on_exit() {
+    CLEANUP_CMDS+=("$*")
+}
+
+bench_cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    local i
+    for ((i = ${#CLEANUP_CMDS[@]} - 1; i >= 0; i--)); do
+        eval "${CLEANUP_CMDS[$i]}" >/dev/null 2>&1 || true
+    done
+    if [[ -n "$BENCH_TMP" && -d "$BENCH_TMP" ]]; then
+        if [[ "${KEEP:-0}" == 1 ]]; then
+            echo "# KEEP=1: kept $BENCH_TMP (logs, dbsweep results)" >&2
+        else
+            rm -rf -- "$BENCH_TMP"
+        fi
+    fi
+    exit "$rc"
+}
+trap bench_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# stop_pid PID: TERM, wait up to 10 s, then KILL. Only for pids this script started.
+stop_pid() {
+    local pid=$1 i
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+die() {
+    echo "error: $*" >&2
+    exit 2
+}
+
+need() {
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null 2>&1 || die "'$c' not found on PATH (install it, see bench/README.md)"
+    done
+}
+
+# --- dbsweep --------------------------------------------------------------------------
+# DBSWEEP (env) wins; else `cargo build --release` (BUILD=0 skips it) and the binary in
+# CARGO_TARGET_DIR or the repo's target/.
+find_dbsweep() {
+    if [[ -n "${DBSWEEP:-}" ]]; then
+        [[ -x "$DBSWEEP" ]] || die "DBSWEEP=$DBSWEEP is not executable"
+        return
+    fi
+    local target_dir=${CARGO_TARGET_DIR:-$REPO_DIR/target}
+    DBSWEEP=$target_dir/release/dbsweep
+    if [[ "${BUILD:-1}" == 1 ]]; then
+        echo "# cargo build --release (a no-op when up to date; BUILD=0 skips it)" >&2
+        (cd "$REPO_DIR" && cargo build --release --quiet) || die "cargo build --release failed"
+    fi
+    [[ -x "$DBSWEEP" ]] || die "no release binary at $DBSWEEP (run cargo build --release, or set DBSWEEP=path)"
+}
+
+# --- ports and waiting ------------------------------------------------------------------
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# wait_for SECONDS CMD...: retry CMD every 0.2 s until it succeeds or time runs out.
+wait_for() {
+    local secs=$1 i
+    shift
+    for ((i = 0; i < secs * 5; i++)); do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        sleep 0.2
+    done
+    return 1
+}
+
+# --- CSV math ---------------------------------------------------------------------------
+# dbsweep_stat COLUMN CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: the median of COLUMN
+# over the measured runs of one point in dbsweep's results.csv (CSVS: one or more files,
+# space-separated). Fails, printing nothing, when the point is missing; warns on errors.
+dbsweep_stat() {
+    python3 - "$@" <<'PY'
+import csv, statistics, sys
+col, files, target, exp, clients, batched = sys.argv[1], sys.argv[2].split(), *sys.argv[3:7]
+batch = sys.argv[7] if len(sys.argv) > 7 else None
+vals, errs = [], 0
+for f in files:
+    with open(f, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if (r["target"], r["experiment"], r["clients"], r["batched"]) != (target, exp, clients, batched):
+                continue
+            if batch is not None and r["batch"] != batch:
+                continue
+            if not r[col]:
+                continue
+            errs += int(r["errors"] or 0)
+            vals.append(float(r[col]))
+if not vals:
+    sys.exit(1)
+if errs and col == "ops_per_sec":
+    print(f"warning: {errs} errors in {target}/{exp} clients={clients} batched={batched}", file=sys.stderr)
+print(f"{statistics.median(vals):.1f}")
+PY
+}
+
+# dbsweep_median CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: median ops_per_sec.
+dbsweep_median() { dbsweep_stat ops_per_sec "$@"; }
+
+# dbsweep_cpu CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: median client CPU, percent of
+# one core (dbsweep's own process: user + system time over wall time).
+dbsweep_cpu() { dbsweep_stat client_cpu_pct "$@"; }
+
+# median V1 V2 ...
+median() {
+    python3 -c 'import statistics,sys; print(f"{statistics.median(float(v) for v in sys.argv[1:]):.1f}")' "$@"
+}
+
+# ratio A B: A/B as "1.23x", or "n/a".
+ratio() {
+    python3 -c '
+import sys
+try:
+    a, b = float(sys.argv[1]), float(sys.argv[2])
+    print(f"{a / b:.2f}x" if b > 0 else "n/a")
+except ValueError:
+    print("n/a")' "$1" "$2"
+}
+
+machine_line() {
+    local cpu
+    cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
+    echo "# machine: $(uname -sr), ${cpu:-unknown cpu}, $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)"
+    echo "# load average now: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on this box add noise)"
+    echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+}
+
+# write_get_study FILE: a one-experiment study (primary-key get, clients sweep only, so no
+# batch points run), same kv data as the embedded study. Targets, clients, rows, ops and
+# runs come from the command line.
+write_get_study() {
+    cat >"$1" <<'TOML'
+name = "bench-get"
+description = "bench/: primary-key get on the kv table, clients sweep only"
+seed = 42
+
+[data]
+kind = "kv"
+rows = 100000
+payload_bytes = 100
+
+[[experiments]]
+name = "get"
+op = "get"
+sweep = ["clients"]
+TOML
+}
+
+# cpu_of LOG CMD...: run CMD (stdout and stderr to LOG) and print its CPU use in percent
+# of one core: 100 * (user + system) / wall time, of CMD and its children. Fails when CMD
+# fails.
+cpu_of() {
+    local log=$1 t
+    shift
+    local TIMEFORMAT='%U %S %R'
+    t=$( { time "$@" >"$log" 2>&1; } 2>&1) || return 1
+    python3 -c 'import sys; u, s, r = map(float, sys.argv[1:4]); print(f"{100 * (u + s) / r:.0f}" if r > 0 else "n/a")' $t
+}

@@ -72,6 +72,13 @@ pub struct RunArgs {
     /// A quick smoke run: fewer ops, rows and points.
     #[arg(long)]
     pub quick: bool,
+    /// Start throwaway local servers and benchmark them too: postgres, mariadb, redis,
+    /// memcached, or all (comma-separated). They are stopped and removed afterwards.
+    #[arg(long, value_delimiter = ',', value_name = "SERVERS")]
+    pub spawn: Vec<String>,
+    /// Directory for spawned servers' data (e.g. a tmpfs versus a disk).
+    #[arg(long, value_name = "DIR")]
+    pub data_root: Option<PathBuf>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total; latency is also measured
     /// from each op's intended start. Default: closed loop at maximum throughput.
     #[arg(long, value_name = "OPS_PER_SEC")]

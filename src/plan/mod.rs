@@ -8,6 +8,7 @@ use crate::adapter::TargetUrl;
 use crate::data::table::{ColumnType, TableId};
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
+use crate::servers::{ServerKind, SpawnOptions};
 use crate::workload::experiment::{Experiment, ExperimentOp, Point};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -128,6 +129,10 @@ pub struct RunOptions {
     pub timeout_secs: Option<f64>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total.
     pub rate: Option<f64>,
+    /// Throwaway servers to start (`postgres,redis` or `all`); their targets are added.
+    pub spawn: Vec<String>,
+    /// Where spawned servers keep their data (e.g. a tmpfs or a disk).
+    pub data_root: Option<PathBuf>,
 }
 
 /// One target of a plan.
@@ -154,6 +159,9 @@ pub struct Plan {
     pub timeout_secs: f64,
     /// Fixed-rate runs at this many ops/s in total; `None`: closed loop (max throughput).
     pub rate: Option<f64>,
+    /// Servers to start for this run; their targets are added when they are up.
+    pub spawn: Vec<ServerKind>,
+    pub spawn_options: SpawnOptions,
 }
 
 impl Plan {
@@ -171,6 +179,8 @@ impl Plan {
             "quick": self.quick,
             "timeout_secs": self.timeout_secs,
             "rate": self.rate,
+            "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
+            "data_root": self.spawn_options.data_root,
         })
     }
 }
@@ -288,6 +298,18 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
 
+    let mut spawn: Vec<ServerKind> = Vec::new();
+    for name in &opts.spawn {
+        let kinds: Vec<ServerKind> = if name.trim() == "all" { ServerKind::ALL.to_vec() } else { vec![name.parse()?] };
+        for k in kinds {
+            if !spawn.contains(&k) {
+                spawn.push(k);
+            }
+        }
+    }
+    if opts.data_root.is_some() && spawn.is_empty() {
+        return Err(Error::usage("--data-root only applies to spawned servers; add --spawn"));
+    }
     if let Some(rate) = opts.rate {
         if !(rate > 0.0 && rate.is_finite()) {
             return Err(Error::usage("--rate must be a positive number of ops per second"));
@@ -384,6 +406,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         quick: opts.quick,
         timeout_secs,
         rate: opts.rate,
+        spawn,
+        spawn_options: SpawnOptions { data_root: opts.data_root.clone() },
     })
 }
 

@@ -19,6 +19,7 @@ use crate::stats::{median, merge_summaries};
 use crate::workload::experiment::OpStream;
 use client::RunJob;
 use progress::Progress;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +42,9 @@ pub struct RunContext {
     pub unavailable: Vec<Unavailable>,
     /// Leave dbsweep's tables and keys in place after the run (for inspection).
     pub keep_data: bool,
+    /// Settings to record per target name beyond what the adapter reports (e.g. how a
+    /// spawned server was started).
+    pub extra_settings: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Runs a plan; returns the report and the directory it was written to.
@@ -99,7 +103,16 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         study: plan.study.clone(),
         seed: plan.seed,
         environment: environment::probe(),
-        targets: targets.iter().map(|t| t.info().clone()).collect(),
+        targets: targets
+            .iter()
+            .map(|t| {
+                let mut info = t.info().clone();
+                if let Some(extra) = ctx.extra_settings.get(&info.name) {
+                    info.settings.extend(extra.clone());
+                }
+                info
+            })
+            .collect(),
         unavailable: ctx.unavailable.clone(),
         points: Vec::new(),
         warnings: Vec::new(),

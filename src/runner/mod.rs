@@ -127,6 +127,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         .sum();
     progress.start(total_ops);
     let mut stop_reason: Option<String> = None;
+    let mut failed_targets: BTreeMap<String, String> = BTreeMap::new();
 
     'experiments: for (ei, experiment) in plan.experiments.iter().enumerate() {
         let stream = Arc::new(OpStream::new(experiment, ei, &dataset, plan.seed, total_runs));
@@ -146,6 +147,14 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     summary: None,
                     flags: Vec::new(),
                 };
+                if let Some(why) = failed_targets.get(&info.name) {
+                    results.push(PointResult {
+                        status: PointStatus::Incomplete { reason: format!("skipped: {why}") },
+                        flags: vec![Flag::Incomplete],
+                        ..base
+                    });
+                    continue;
+                }
                 if !info.capabilities.supports_kind(experiment.op.kind()) {
                     results.push(PointResult {
                         status: PointStatus::NotSupported { reason: format!("{} does not support {}", info.system, experiment.op.kind()) },
@@ -199,6 +208,12 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         stop_reason = Some("interrupted by Ctrl-C".into());
                     } else {
                         report.warnings.push(format!("{} / {}: {reason}", experiment.name, info.name));
+                        // A target whose connections failed is not retried for every
+                        // remaining point; its later points are marked skipped.
+                        let lost = result.runs.last().is_some_and(|r| r.errors.contains_key("connection") || r.errors.contains_key("timeout"));
+                        if lost {
+                            failed_targets.insert(info.name.clone(), format!("{} failed during {}", info.name, experiment.name));
+                        }
                     }
                 }
                 result.summary = summarize(&result);

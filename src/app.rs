@@ -83,6 +83,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         warmup: args.warmup,
         ops: args.ops,
         rows: args.rows,
+        scale: args.scale,
         seed: args.seed,
         out: args.out,
         quick: args.quick,

@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// Rows preloaded into the data set.
     #[arg(long)]
     pub rows: Option<u64>,
+    /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
+    #[arg(long)]
+    pub scale: Option<f64>,
     /// Seed for data and operations.
     #[arg(long)]
     pub seed: Option<u64>,

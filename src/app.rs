@@ -103,7 +103,11 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         cancel: cancel.clone(),
         show_progress: !args.no_progress,
         runs_root: PathBuf::from("dbsweep-runs"),
-        unavailable: Vec::new(),
+        unavailable: plan
+            .unavailable
+            .iter()
+            .map(|(system, reason)| report::model::Unavailable { system: system.clone(), reason: reason.clone() })
+            .collect(),
         keep_data: args.keep_data,
         extra_settings: BTreeMap::new(),
     };
@@ -145,12 +149,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
 
 fn targets() {
     let scratch = tempfile::tempdir().ok();
-    println!("{:<16} {:<10} {:<10} {}", "URL", "system", "status", "description / capabilities");
+    println!("{:<26} {:<10} {:<9} {}", "URL", "system", "status", "description / capabilities");
     for s in SYSTEMS {
         let status = if s.unavailable.is_some() { "n/a here" } else { "runnable" };
-        println!("{:<16} {:<10} {:<10} {}", s.scheme, s.system, status, s.description);
+        println!("{:<26} {:<10} {:<9} {}", s.scheme, s.system, status, s.description);
         if let Some(why) = s.unavailable {
-            println!("{:<38} why: {why}", "");
+            println!("{:<47} why: {why}", "");
             continue;
         }
         let probe_url = s.scheme.replace("[PATH]", "");
@@ -158,7 +162,11 @@ fn targets() {
             if let Ok(t) = adapter::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() }) {
                 let caps = &t.info().capabilities;
                 let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();
-                println!("{:<38} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+                let queries: Vec<String> = caps.queries.iter().map(|q| format!("{q:?}")).collect();
+                println!("{:<47} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+                if !queries.is_empty() {
+                    println!("{:<47} queries: {}", "", queries.join(" "));
+                }
             }
         }
     }

@@ -53,6 +53,9 @@ pub struct StudyFile {
     #[serde(default)]
     pub targets: Vec<TargetEntry>,
     pub experiments: Vec<ExperimentEntry>,
+    /// Systems the study compares that cannot run here; reported with the reason.
+    #[serde(default)]
+    pub unavailable: Vec<String>,
     /// Overrides applied by `--quick`.
     #[serde(default)]
     pub quick: Option<QuickOverrides>,
@@ -172,6 +175,8 @@ pub struct Plan {
     pub timeout_secs: f64,
     /// Fixed-rate runs at this many ops/s in total; `None`: closed loop (max throughput).
     pub rate: Option<f64>,
+    /// Systems of the study that cannot run here, with the reason.
+    pub unavailable: Vec<(String, String)>,
     /// Servers to start for this run; their targets are added when they are up.
     pub spawn: Vec<ServerKind>,
     pub spawn_options: SpawnOptions,
@@ -439,6 +444,14 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             points,
         });
     }
+    let mut unavailable = Vec::new();
+    for system in &study.unavailable {
+        let entry = crate::adapter::SYSTEMS.iter().find(|s| s.system == system.as_str());
+        match entry.and_then(|e| e.unavailable) {
+            Some(why) => unavailable.push((system.clone(), why.to_string())),
+            None => return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name))),
+        }
+    }
     if experiments.is_empty() {
         return Err(Error::usage("no experiments selected; check --experiments"));
     }
@@ -458,6 +471,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         rate: opts.rate,
         spawn,
         spawn_options: SpawnOptions { data_root: opts.data_root.clone() },
+        unavailable,
     })
 }
 

@@ -5,6 +5,7 @@
 mod body;
 
 mod embedded;
+mod hyper;
 mod memcached;
 mod mysql;
 mod postgres;

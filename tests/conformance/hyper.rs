@@ -83,10 +83,12 @@ async fn hyper_tpch_sf001() {
     let (target, _server) = make().await;
     let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
     target.prepare(&data.tables).await.unwrap();
+    // Generated first, so the time below is the load alone.
+    let rows: Vec<Vec<dbsweep::data::table::Row>> = (0..data.tables.len()).map(|t| data.initial(t).collect()).collect();
     let started = Instant::now();
     let mut total = 0;
     for (t, def) in data.tables.iter().enumerate() {
-        let loaded = target.load(def, data.initial(t)).await.unwrap();
+        let loaded = target.load(def, Box::new(rows[t].clone().into_iter())).await.unwrap();
         assert_eq!(loaded, data.initial_rows(t), "{}", def.name);
         total += loaded;
     }
@@ -104,4 +106,15 @@ async fn hyper_tpch_sf001() {
     }
     drop(conn);
     target.cleanup().await.unwrap();
+}
+
+/// Without hyperd the spawn fails with `Missing`, naming the setup script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_missing_hyperd_names_the_setup_script() {
+    let empty = tempfile::tempdir().unwrap();
+    let err = servers::spawn_with_search_path(ServerKind::Hyper, &SpawnOptions::default(), Some(&[empty.path().to_path_buf()]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Missing(_)), "{err}");
+    assert!(err.to_string().contains("scripts/setup-servers"), "{err}");
 }

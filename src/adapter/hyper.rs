@@ -16,8 +16,13 @@
 //! rolled back), as a primary key would. Bulk load is `COPY ... WITH (FORMAT text)`
 //! (hyperd needs the explicit format; its binary COPY is disabled). Statement texts and
 //! value encoding are the PostgreSQL adapter's row layout (`postgres::sql::PgTable`);
-//! TPC-H Q1/Q3/Q6 use `queries::sql(.., Dialect::Hyper, ..)`. One statement per query
-//! string (hyperd refuses more). Must not time anything.
+//! TPC-H Q1/Q3/Q6 use `queries::sql(.., Dialect::Hyper, ..)`.
+//!
+//! hyperd's PostgreSQL dialect, as found: one statement per query string; a Parse
+//! without parameter types means "no parameters" (so every statement is prepared with
+//! its types); `LIMIT` takes no parameter (one scan statement per scan length); no
+//! `PRIMARY KEY`/indexes. The URL's defaults are port 7483 (hyperd's) and the user
+//! `tableau_internal_user`. Must not time anything.
 
 use super::postgres::conn::describe;
 use super::postgres::sql::{Layout, Param, PgTable, SCHEMA, from_wire, quote_ident, quote_literal, wire_type};

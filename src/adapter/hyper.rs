@@ -13,7 +13,10 @@
 //! scan (declared: `secondary_indexes: false`, setting `indexes`). Key uniqueness is
 //! still honoured: an insert is `INSERT ... SELECT ... WHERE NOT EXISTS (same key)`, a
 //! duplicate inserts nothing and is reported as an error (a batch with a duplicate is
-//! rolled back), as a primary key would. Bulk load is `COPY ... WITH (FORMAT text)`
+//! rolled back), as a primary key would. That check sees only committed rows: two
+//! concurrent transactions inserting the same key both succeed (measured; hyperd accepts
+//! `ISOLATION LEVEL SERIALIZABLE` but still lets both commit), so uniqueness holds only
+//! when clients insert disjoint keys, as dbsweep's workloads do. Bulk load is `COPY ... WITH (FORMAT text)`
 //! (hyperd needs the explicit format; its binary COPY is disabled). Statement texts and
 //! value encoding are the PostgreSQL adapter's row layout (`postgres::sql::PgTable`);
 //! TPC-H Q1/Q3/Q6 use `queries::sql(.., Dialect::Hyper, ..)`.
@@ -89,7 +92,7 @@ impl Hyper {
         let mut settings = BTreeMap::new();
         settings.insert("database_file".into(), path.clone());
         settings.insert("indexes".into(), "none (HyPer has none)".into());
-        settings.insert("key_uniqueness".into(), "INSERT ... WHERE NOT EXISTS (a scan per insert; no PRIMARY KEY in HyPer)".into());
+        settings.insert("key_uniqueness".into(), "INSERT ... WHERE NOT EXISTS (a scan per insert; no PRIMARY KEY in HyPer; not atomic across concurrent inserts of one key)".into());
         settings.insert("load".into(), "COPY FROM STDIN WITH (FORMAT text)".into());
         let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
         Ok(Hyper {

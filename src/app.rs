@@ -8,6 +8,8 @@ use crate::plan::{self, RunOptions};
 use crate::report;
 use crate::runner::{self, RunContext};
 use clap::Parser;
+use crate::servers;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -81,13 +83,16 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         warmup: args.warmup,
         ops: args.ops,
         rows: args.rows,
+        scale: args.scale,
         seed: args.seed,
         out: args.out,
         quick: args.quick,
         timeout_secs: args.timeout,
         rate: args.rate,
+        spawn: args.spawn,
+        data_root: args.data_root,
     };
-    let plan = plan::resolve(&opts)?;
+    let mut plan = plan::resolve(&opts)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -100,6 +105,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         runs_root: PathBuf::from("dbsweep-runs"),
         unavailable: Vec::new(),
         keep_data: args.keep_data,
+        extra_settings: BTreeMap::new(),
     };
     let (report, dir) = runtime.block_on(async {
         let watcher = tokio::spawn(async move {
@@ -107,8 +113,26 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
                 cancel.store(true, Ordering::Relaxed);
             }
         });
+        let servers = servers::spawn_all(&plan.spawn, &plan.spawn_options).await?;
+        let mut ctx = ctx;
+        for server in &servers {
+            for (name, url) in server.targets() {
+                let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
+                plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
+                let mut settings: BTreeMap<String, String> =
+                    server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
+                settings.insert("server.spawned".into(), "true".into());
+                settings.insert("server.version".into(), server.version().to_string());
+                ctx.extra_settings.insert(name, settings);
+            }
+        }
         let result = runner::execute(&plan, &ctx).await;
         watcher.abort();
+        for server in servers {
+            if let Err(e) = server.stop().await {
+                tracing::warn!("stopping a spawned server: {e}");
+            }
+        }
         result
     })?;
     print!("{}", report::console::render(&report));

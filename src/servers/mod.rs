@@ -183,6 +183,21 @@ impl Server {
         }
     }
 
+    /// The targets dbsweep benchmarks on this server, as (name, URL): PostgreSQL in its
+    /// three layouts, every other system once.
+    pub fn targets(&self) -> Vec<(String, String)> {
+        let url = self.url();
+        match self.kind {
+            ServerKind::Postgres => ["row", "hstore", "jsonb"]
+                .iter()
+                .map(|layout| (format!("pg-{layout}"), format!("{url}?layout={layout}")))
+                .collect(),
+            ServerKind::Mariadb => vec![("mariadb".into(), url)],
+            ServerKind::Redis => vec![("redis".into(), url)],
+            ServerKind::Memcached => vec![("memcached".into(), url)],
+        }
+    }
+
     /// The pid of the server process itself (never a wrapper), e.g. for SIGSTOP in tests.
     pub fn pid(&self) -> u32 {
         self.pid

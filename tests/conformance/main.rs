@@ -3,6 +3,8 @@
 
 #[macro_use]
 mod body;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod embedded;
 mod hyper;

@@ -195,6 +195,7 @@ impl Server {
             ServerKind::Mariadb => vec![("mariadb".into(), url)],
             ServerKind::Redis => vec![("redis".into(), url)],
             ServerKind::Memcached => vec![("memcached".into(), url)],
+            ServerKind::Hyper => vec![("hyper".into(), url)],
         }
     }
 

@@ -7,6 +7,7 @@ mod body;
 mod support;
 
 mod embedded;
+mod hyper;
 mod memcached;
 mod mysql;
 mod postgres;

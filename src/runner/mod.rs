@@ -16,7 +16,7 @@ use crate::plan::Plan;
 use crate::report::model::{Flag, PointResult, PointStatus, PointSummary, Report, RunMeasurement, Unavailable};
 use crate::report::{self, environment};
 use crate::stats::{median, merge_summaries};
-use crate::workload::experiment::OpStream;
+use crate::workload::experiment::{ExperimentOp, OpStream};
 use crate::workload::op::{Answer, QueryId};
 use client::RunJob;
 use progress::Progress;
@@ -194,6 +194,13 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         rate: plan.rate,
                     });
                     let m = client::run_once(job).await;
+                    if experiment.op == ExperimentOp::Insert {
+                        // Later experiments (index ranges, analytic queries) expect the
+                        // generated data: remove what this run inserted, untimed.
+                        if let Err(e) = remove_inserted(target.as_ref(), &stream, pi, run).await {
+                            report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
+                        }
+                    }
                     let complete = m.complete;
                     runs.push(m);
                     if !complete {
@@ -263,6 +270,22 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         return Err(Error::Interrupted(out_dir.display().to_string()));
     }
     Ok((report, out_dir))
+}
+
+/// Deletes the rows one insert run wrote, in batches, so every experiment leaves the data
+/// as it found it.
+async fn remove_inserted(target: &dyn Target, stream: &OpStream, point_index: usize, run: u32) -> Result<()> {
+    if !target.info().capabilities.supports_kind(crate::workload::op::OpKind::Delete) {
+        return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
+    }
+    let mut conn = target.connect().await?;
+    let keys: Vec<i64> = stream.write_keys(point_index, run).collect();
+    for chunk in keys.chunks(500) {
+        let ops: Vec<crate::workload::op::Op> =
+            chunk.iter().map(|&key| crate::workload::op::Op::Delete { table: stream.table(), key }).collect();
+        conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Exact reference answers of analytic queries, computed once per run from the generator.

@@ -194,10 +194,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         rate: plan.rate,
                     });
                     let m = client::run_once(job).await;
-                    if experiment.op == ExperimentOp::Insert {
+                    if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
                         // Later experiments (index ranges, analytic queries) expect the
                         // generated data: remove what this run inserted, untimed.
-                        if let Err(e) = remove_inserted(target.as_ref(), &stream, pi, run).await {
+                        if let Err(e) = remove_inserted(target.as_ref(), &stream, pi, run, m.rows).await {
                             report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
                         }
                     }
@@ -274,16 +274,21 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
 
 /// Deletes the rows one insert run wrote, in batches, so every experiment leaves the data
 /// as it found it.
-async fn remove_inserted(target: &dyn Target, stream: &OpStream, point_index: usize, run: u32) -> Result<()> {
+async fn remove_inserted(target: &dyn Target, stream: &OpStream, point_index: usize, run: u32, inserted: u64) -> Result<()> {
     if !target.info().capabilities.supports_kind(crate::workload::op::OpKind::Delete) {
         return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
     }
     let mut conn = target.connect().await?;
     let keys: Vec<i64> = stream.write_keys(point_index, run).collect();
+    let mut deleted = 0;
     for chunk in keys.chunks(500) {
         let ops: Vec<crate::workload::op::Op> =
             chunk.iter().map(|&key| crate::workload::op::Op::Delete { table: stream.table(), key }).collect();
-        conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?;
+        deleted += conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?.rows;
+    }
+    // Every insert the run counted must be found again: this checks that they were stored.
+    if deleted != inserted {
+        return Err(Error::runtime(format!("{} rows reported inserted, {deleted} found stored", inserted)));
     }
     Ok(())
 }

@@ -73,7 +73,7 @@ fn same_seed_same_answers_other_seed_other_answers() {
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let json = report(&out);
-        let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m").unwrap().clone();
+        let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m" && p["experiment"] == "range-count").unwrap().clone();
         let runs = point["runs"].as_array().unwrap();
         let digests: Vec<String> = runs.iter().map(|r| r["answer_digest"].as_str().unwrap().to_string()).collect();
         assert!(digests.windows(2).all(|w| w[0] == w[1]), "read runs must replay the same ops: {digests:?}");
@@ -152,9 +152,14 @@ sweep = ["clients"]
     let o = dbsweep(&["run", study.to_str().unwrap(), "--no-progress", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
-    assert_eq!(rows.iter().filter(|r| r["target"] == "ref").count(), 2);
-    assert!(rows.iter().all(|r| r["study"] == "mine" && r["clients"] == "2"));
-    assert!(rows.iter().filter(|r| r["target"] == "ref").all(|r| r["rows"] == "200"));
+    let reads: Vec<_> = rows.iter().filter(|r| r["experiment"] == "reads").collect();
+    assert_eq!(reads.iter().filter(|r| r["target"] == "ref").count(), 2);
+    assert!(reads.iter().all(|r| r["study"] == "mine" && r["clients"] == "2"));
+    assert!(reads.iter().filter(|r| r["target"] == "ref").all(|r| r["rows"] == "200"));
+    // Every run also records each target's echo floor: 3 measured runs, one client.
+    let floor: Vec<_> = rows.iter().filter(|r| r["experiment"] == "echo-floor" && r["target"] == "ref").collect();
+    assert_eq!(floor.len(), 3);
+    assert!(floor.iter().all(|r| r["clients"] == "1" && r["ops"] == "2000"));
 }
 
 #[test]
@@ -167,11 +172,11 @@ fn failing_ops_are_counted_by_class_and_flagged() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json = report(&out);
-    let points: Vec<_> = json["points"].as_array().unwrap().iter().filter(|p| p["target"] == "flaky").cloned().collect();
+    let points: Vec<_> = json["points"].as_array().unwrap().iter().filter(|p| p["target"] == "flaky" && p["experiment"] == "get").cloned().collect();
     let unbatched = points.iter().find(|p| p["batched"] == false).unwrap();
     let run = &unbatched["runs"][0];
-    // Requests are numbered across the target's connections: the first point's single run
-    // sees requests 1..=1000, every tenth fails.
+    // Requests are numbered across the target's connections (the echo floor's 8,000 come
+    // first); every tenth fails.
     assert_eq!(run["errors"]["server"], 100);
     assert_eq!(run["rows"], 900);
     assert!(unbatched["flags"].as_array().unwrap().iter().any(|f| f["flag"] == "errors"));
@@ -237,7 +242,7 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
-    for r in rows.iter().filter(|r| r["target"] == "m") {
+    for r in rows.iter().filter(|r| r["target"] == "m" && r["experiment"] == "get") {
         // 400 ops at 2000/s cannot finish before the last op's intended start at 0.1995 s.
         assert!(r["seconds"].parse::<f64>().unwrap() >= 0.1995, "{r:?}");
         assert!(r["ops_per_sec"].parse::<f64>().unwrap() <= 2010.0, "{r:?}");
@@ -245,7 +250,7 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
         assert!(!r["resp_p99_us"].is_empty());
     }
     let json = report(&out);
-    let p = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m").unwrap();
+    let p = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m" && p["experiment"] == "get").unwrap();
     assert_eq!(p["runs"][0]["response"]["get"]["count"], 400);
 }
 
@@ -262,7 +267,7 @@ fn sqlite_stores_exactly_the_inserted_rows_and_dbsweep_removes_them_again() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json = report(&out);
     assert!(json["warnings"].as_array().unwrap().is_empty(), "every inserted row was found stored: {}", json["warnings"]);
-    for r in csv_rows(&out).iter().filter(|r| r["target"] == "lite") {
+    for r in csv_rows(&out).iter().filter(|r| r["target"] == "lite" && r["experiment"] == "insert") {
         assert_eq!(r["rows"], "500", "{r:?}");
     }
     // dbsweep removed exactly what it inserted: the preloaded rows remain, no more, no less.

@@ -19,6 +19,9 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("kv-vs-relational", include_str!("studies/kv-vs-relational.toml")),
 ];
 
+/// The experiment every run starts with: each target's echo round trip.
+pub const FLOOR_EXPERIMENT: &str = "echo-floor";
+
 /// The default study when none is named.
 pub const DEFAULT_STUDY: &str = "embedded";
 
@@ -382,6 +385,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         }
     }
     let mut experiments = Vec::new();
+    if let Some(e) = study.experiments.iter().find(|e| e.name == FLOOR_EXPERIMENT) {
+        return Err(Error::usage(format!("experiment name '{}' is reserved for the echo floor every run measures", e.name)));
+    }
     for e in &study.experiments {
         if opts.experiments.as_ref().is_some_and(|f| !f.contains(&e.name)) {
             continue;
@@ -444,6 +450,22 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             points,
         });
     }
+    // The transport floor: every run measures each target's no-work round trip (`SELECT 1`,
+    // `ECHO`, `version`) with one client, so results can be read as time above it.
+    experiments.insert(
+        0,
+        Experiment {
+            name: FLOOR_EXPERIMENT.into(),
+            op: ExperimentOp::Echo,
+            table: 0,
+            column: 0,
+            max_column: 0,
+            ops: if opts.quick { 300 } else { 2000 },
+            runs: 3,
+            warmup: 1,
+            points: vec![Point { clients: 1, batch: 1, batched: false, param: None }],
+        },
+    );
     let mut unavailable = Vec::new();
     for system in &study.unavailable {
         let entry = crate::adapter::SYSTEMS.iter().find(|s| s.system == system.as_str());
@@ -500,7 +522,8 @@ mod tests {
     #[test]
     fn cli_overrides_win_and_bad_values_name_the_flag() {
         let plan = resolve(&RunOptions { ops: Some(123), runs: Some(2), seed: Some(5), ..Default::default() }).unwrap();
-        assert!(plan.experiments.iter().all(|e| e.ops == 123));
+        assert!(plan.experiments.iter().filter(|e| e.name != FLOOR_EXPERIMENT).all(|e| e.ops == 123));
+        assert_eq!(plan.experiments[0].name, FLOOR_EXPERIMENT);
         assert_eq!((plan.runs, plan.seed), (2, 5));
         let err = resolve(&RunOptions { clients: Some(vec![0]), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--clients"), "{err}");

@@ -21,6 +21,7 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=Cargo.lock");
     record_crate_version("redb", "DBSWEEP_REDB_VERSION");
+    record_git_revision();
 
     let dir = duckdb_dir();
     let lib = dir.join("libduckdb.so");
@@ -60,4 +61,28 @@ fn record_crate_version(krate: &str, var: &str) {
         .and_then(|block| block.lines().find_map(|l| l.trim().strip_prefix("version = \"")?.strip_suffix('"').map(str::to_owned)))
         .unwrap_or_else(|| "unknown".into());
     println!("cargo::rustc-env={var}={version}");
+}
+
+/// Records the commit dbsweep is built from (saved in every report), when built from a git
+/// checkout; a tarball build simply has none.
+fn record_git_revision() {
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        let dir = root.join(dir);
+        println!("cargo::rerun-if-changed={}", dir.join("HEAD").display());
+        println!("cargo::rerun-if-changed={}", dir.join("refs").display());
+    }
+    if let Some(rev) = git(&["rev-parse", "HEAD"]) {
+        let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+        println!("cargo::rustc-env=DBSWEEP_GIT_REVISION={rev}{}", if dirty { "-dirty" } else { "" });
+    }
 }

@@ -3,6 +3,7 @@
 //! Must not compute statistics; it formats the model.
 
 use super::model::{Flag, PointResult, PointStatus, Report};
+use crate::workload::op::OpKind;
 use std::fmt::Write as _;
 
 /// Human-friendly rate: 950, 12.3k, 4.56M.
@@ -49,8 +50,12 @@ fn cell(p: &PointResult) -> String {
             } else {
                 0.0
             };
-            let mut text = format!("{}/s ±{spread:.0}%", rate(s.median_ops_per_sec));
-            if let Some(l) = &s.latency {
+            // Analytic queries read as durations, the way the studies report them.
+            let mut text = match (&p.op, &s.latency) {
+                (OpKind::Query, Some(l)) => format!("{} per query (mean of {} runs)", micros(l.mean_us), s.measured_runs),
+                _ => format!("{}/s ±{spread:.0}%", rate(s.median_ops_per_sec)),
+            };
+            if let (false, Some(l)) = (p.op == OpKind::Query, &s.latency) {
                 let _ = write!(text, " p99 {}", micros(l.p99_us));
             }
             for f in &p.flags {

@@ -13,6 +13,7 @@
 
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::workload::op::{OpError, RangeAgg};
+use crate::workload::queries::Dialect;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
@@ -59,6 +60,15 @@ impl Layout {
             Layout::Row => "pg-row",
             Layout::Hstore => "pg-hstore",
             Layout::Jsonb => "pg-jsonb",
+        }
+    }
+
+    /// The SQL dialect of the analytic queries over this layout.
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Layout::Row => Dialect::Postgres,
+            Layout::Hstore => Dialect::PgHstore,
+            Layout::Jsonb => Dialect::PgJsonb,
         }
     }
 

@@ -8,6 +8,8 @@ use crate::plan::{self, RunOptions};
 use crate::report;
 use crate::runner::{self, RunContext};
 use clap::Parser;
+use crate::servers;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -81,13 +83,16 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         warmup: args.warmup,
         ops: args.ops,
         rows: args.rows,
+        scale: args.scale,
         seed: args.seed,
         out: args.out,
         quick: args.quick,
         timeout_secs: args.timeout,
         rate: args.rate,
+        spawn: args.spawn,
+        data_root: args.data_root,
     };
-    let plan = plan::resolve(&opts)?;
+    let mut plan = plan::resolve(&opts)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -98,8 +103,13 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         cancel: cancel.clone(),
         show_progress: !args.no_progress,
         runs_root: PathBuf::from("dbsweep-runs"),
-        unavailable: Vec::new(),
+        unavailable: plan
+            .unavailable
+            .iter()
+            .map(|(system, reason)| report::model::Unavailable { system: system.clone(), reason: reason.clone() })
+            .collect(),
         keep_data: args.keep_data,
+        extra_settings: BTreeMap::new(),
     };
     let (report, dir) = runtime.block_on(async {
         let watcher = tokio::spawn(async move {
@@ -107,8 +117,26 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
                 cancel.store(true, Ordering::Relaxed);
             }
         });
+        let servers = servers::spawn_all(&plan.spawn, &plan.spawn_options).await?;
+        let mut ctx = ctx;
+        for server in &servers {
+            for (name, url) in server.targets() {
+                let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
+                plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
+                let mut settings: BTreeMap<String, String> =
+                    server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
+                settings.insert("server.spawned".into(), "true".into());
+                settings.insert("server.version".into(), server.version().to_string());
+                ctx.extra_settings.insert(name, settings);
+            }
+        }
         let result = runner::execute(&plan, &ctx).await;
         watcher.abort();
+        for server in servers {
+            if let Err(e) = server.stop().await {
+                tracing::warn!("stopping a spawned server: {e}");
+            }
+        }
         result
     })?;
     print!("{}", report::console::render(&report));
@@ -121,12 +149,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
 
 fn targets() {
     let scratch = tempfile::tempdir().ok();
-    println!("{:<16} {:<10} {:<10} {}", "URL", "system", "status", "description / capabilities");
+    println!("{:<26} {:<10} {:<9} {}", "URL", "system", "status", "description / capabilities");
     for s in SYSTEMS {
         let status = if s.unavailable.is_some() { "n/a here" } else { "runnable" };
-        println!("{:<16} {:<10} {:<10} {}", s.scheme, s.system, status, s.description);
+        println!("{:<26} {:<10} {:<9} {}", s.scheme, s.system, status, s.description);
         if let Some(why) = s.unavailable {
-            println!("{:<38} why: {why}", "");
+            println!("{:<47} why: {why}", "");
             continue;
         }
         let probe_url = s.scheme.replace("[PATH]", "");
@@ -134,7 +162,11 @@ fn targets() {
             if let Ok(t) = adapter::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() }) {
                 let caps = &t.info().capabilities;
                 let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();
-                println!("{:<38} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+                let queries: Vec<String> = caps.queries.iter().map(|q| format!("{q:?}")).collect();
+                println!("{:<47} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+                if !queries.is_empty() {
+                    println!("{:<47} queries: {}", "", queries.join(" "));
+                }
             }
         }
     }

@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// Rows preloaded into the data set.
     #[arg(long)]
     pub rows: Option<u64>,
+    /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
+    #[arg(long)]
+    pub scale: Option<f64>,
     /// Seed for data and operations.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -72,6 +75,13 @@ pub struct RunArgs {
     /// A quick smoke run: fewer ops, rows and points.
     #[arg(long)]
     pub quick: bool,
+    /// Start throwaway local servers and benchmark them too: postgres, mariadb, redis,
+    /// memcached, hyper, or all (comma-separated). They are stopped and removed afterwards.
+    #[arg(long, value_delimiter = ',', value_name = "SERVERS")]
+    pub spawn: Vec<String>,
+    /// Directory for spawned servers' data (e.g. a tmpfs versus a disk).
+    #[arg(long, value_name = "DIR")]
+    pub data_root: Option<PathBuf>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total; latency is also measured
     /// from each op's intended start. Default: closed loop at maximum throughput.
     #[arg(long, value_name = "OPS_PER_SEC")]

@@ -248,3 +248,27 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
     let p = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m").unwrap();
     assert_eq!(p["runs"][0]["response"]["get"]["count"], 400);
 }
+
+#[test]
+fn sqlite_stores_exactly_the_inserted_rows_and_dbsweep_removes_them_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("mine.db");
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run", "--target", &format!("lite=sqlite:{}", db.display()), "--experiments", "insert", "--ops", "500", "--runs", "2",
+        "--warmup", "1", "--clients", "1,3", "--batch", "25", "--rows", "2000", "--keep-data", "--no-progress",
+        "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json = report(&out);
+    assert!(json["warnings"].as_array().unwrap().is_empty(), "every inserted row was found stored: {}", json["warnings"]);
+    for r in csv_rows(&out).iter().filter(|r| r["target"] == "lite") {
+        assert_eq!(r["rows"], "500", "{r:?}");
+    }
+    // dbsweep removed exactly what it inserted: the preloaded rows remain, no more, no less.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = conn.query_row("SELECT count(*) FROM dbsweep_kv", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 2000);
+    let max: i64 = conn.query_row("SELECT max(k) FROM dbsweep_kv", [], |r| r.get(0)).unwrap();
+    assert_eq!(max, 1999);
+}

@@ -9,14 +9,14 @@ use dbsweep::error::Error;
 use mysql_async::prelude::Queryable;
 use std::sync::Arc;
 
-// TODO(lead): switch to servers::spawn (ServerKind::Postgres / ServerKind::Mariadb) here.
+mod support;
+
 fn pg_url() -> String {
-    std::env::var("DBSWEEP_TEST_POSTGRES_URL")
-        .expect("set DBSWEEP_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:PORT/postgres to a running PostgreSQL 15")
+    support::url(dbsweep::servers::ServerKind::Postgres)
 }
 
 fn my_url() -> String {
-    std::env::var("DBSWEEP_TEST_MYSQL_URL").expect("set DBSWEEP_TEST_MYSQL_URL=mysql://root@127.0.0.1:PORT/ to a running MariaDB")
+    support::url(dbsweep::servers::ServerKind::Mariadb)
 }
 
 /// MariaDB tests share the server-wide `dbsweep` database, so they take turns.

@@ -9,21 +9,21 @@ use dbsweep::error::Error;
 use std::io::{BufRead, BufReader, Write};
 use std::sync::Arc;
 
-// TODO(lead): switch to servers::spawn
-fn env_url(var: &str) -> url::Url {
-    let text = std::env::var(var).unwrap_or_else(|_| panic!("set {var} to a throwaway server's URL"));
-    url::Url::parse(&text).unwrap_or_else(|e| panic!("{var} is not a URL: {e}"))
+mod support;
+
+fn env_url(kind: dbsweep::servers::ServerKind) -> url::Url {
+    url::Url::parse(&support::url(kind)).expect("a spawned server's URL")
 }
 
 /// The test Redis server's URL with DB index `db` (each test uses its own DB).
 fn redis_url(db: u32) -> String {
-    let mut url = env_url("DBSWEEP_TEST_REDIS_URL");
+    let mut url = env_url(dbsweep::servers::ServerKind::Redis);
     url.set_path(&format!("/{db}"));
     url.to_string()
 }
 
 fn memcached_url() -> String {
-    env_url("DBSWEEP_TEST_MEMCACHED_URL").to_string()
+    env_url(dbsweep::servers::ServerKind::Memcached).to_string()
 }
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {

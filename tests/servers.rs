@@ -248,7 +248,7 @@ async fn spawn_all_starts_every_kind_under_the_data_root() {
     let mut ports: Vec<u16> = all.iter().map(Server::port).collect();
     ports.sort();
     ports.dedup();
-    assert_eq!(ports.len(), 4);
+    assert_eq!(ports.len(), ServerKind::ALL.len());
     for server in &all {
         eprintln!("{} {} at {}: {:?}", server.kind(), server.version(), server.url(), server.settings());
         assert!(server.data_dir().starts_with(root.path()), "{}", server.data_dir().display());

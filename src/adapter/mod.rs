@@ -7,6 +7,7 @@
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
 
 pub mod duckdb;
+pub mod hyper;
 pub mod memcached;
 pub mod mock;
 pub mod mysql;
@@ -212,6 +213,12 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "hyper://",
+        system: "hyper",
+        description: "HyPer (Tableau Hyper's hyperd), PostgreSQL wire protocol; no indexes (every op scans)",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
@@ -248,6 +255,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "redis" => Ok(Arc::new(redis::Redis::new(name, url)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
         "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
+        "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other) {
             Some(SystemEntry { unavailable: Some(why), .. }) => {

@@ -8,12 +8,16 @@ use crate::adapter::TargetUrl;
 use crate::data::table::{ColumnType, TableId};
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
+use crate::servers::{ServerKind, SpawnOptions};
 use crate::workload::experiment::{Experiment, ExperimentOp, Point};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Built-in studies: (name, TOML text). Each file is also an example of the format.
-pub const BUILT_IN: &[(&str, &str)] = &[("embedded", include_str!("studies/embedded.toml"))];
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("embedded", include_str!("studies/embedded.toml")),
+    ("kv-vs-relational", include_str!("studies/kv-vs-relational.toml")),
+];
 
 /// The default study when none is named.
 pub const DEFAULT_STUDY: &str = "embedded";
@@ -49,6 +53,9 @@ pub struct StudyFile {
     #[serde(default)]
     pub targets: Vec<TargetEntry>,
     pub experiments: Vec<ExperimentEntry>,
+    /// Systems the study compares that cannot run here; reported with the reason.
+    #[serde(default)]
+    pub unavailable: Vec<String>,
     /// Overrides applied by `--quick`.
     #[serde(default)]
     pub quick: Option<QuickOverrides>,
@@ -71,6 +78,8 @@ pub enum Sweep {
     Batch,
     /// range widths with `range_clients` clients.
     Widths,
+    /// one point: one client, one op per request (analytic queries).
+    Single,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -91,6 +100,12 @@ pub struct ExperimentEntry {
     /// Range MAX: the column to maximize (default: the first unindexed numeric column).
     #[serde(default)]
     pub max_column: Option<String>,
+    /// Measured runs for this experiment (default: the study's `runs`).
+    #[serde(default)]
+    pub runs: Option<u32>,
+    /// Warm-up runs for this experiment (default: the study's `warmup`).
+    #[serde(default)]
+    pub warmup: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -98,6 +113,7 @@ pub struct ExperimentEntry {
 pub struct QuickOverrides {
     pub ops: Option<u64>,
     pub rows: Option<u64>,
+    pub scale: Option<f64>,
     pub runs: Option<u32>,
     pub clients: Option<Vec<usize>>,
     pub batch: Option<Vec<usize>>,
@@ -121,6 +137,7 @@ pub struct RunOptions {
     pub warmup: Option<u32>,
     pub ops: Option<u64>,
     pub rows: Option<u64>,
+    pub scale: Option<f64>,
     pub seed: Option<u64>,
     pub out: Option<PathBuf>,
     pub quick: bool,
@@ -128,6 +145,10 @@ pub struct RunOptions {
     pub timeout_secs: Option<f64>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total.
     pub rate: Option<f64>,
+    /// Throwaway servers to start (`postgres,redis` or `all`); their targets are added.
+    pub spawn: Vec<String>,
+    /// Where spawned servers keep their data (e.g. a tmpfs or a disk).
+    pub data_root: Option<PathBuf>,
 }
 
 /// One target of a plan.
@@ -154,6 +175,11 @@ pub struct Plan {
     pub timeout_secs: f64,
     /// Fixed-rate runs at this many ops/s in total; `None`: closed loop (max throughput).
     pub rate: Option<f64>,
+    /// Systems of the study that cannot run here, with the reason.
+    pub unavailable: Vec<(String, String)>,
+    /// Servers to start for this run; their targets are added when they are up.
+    pub spawn: Vec<ServerKind>,
+    pub spawn_options: SpawnOptions,
 }
 
 impl Plan {
@@ -171,6 +197,8 @@ impl Plan {
             "quick": self.quick,
             "timeout_secs": self.timeout_secs,
             "rate": self.rate,
+            "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
+            "data_root": self.spawn_options.data_root,
         })
     }
 }
@@ -288,12 +316,29 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
 
+    let mut spawn: Vec<ServerKind> = Vec::new();
+    for name in &opts.spawn {
+        let kinds: Vec<ServerKind> = if name.trim() == "all" { ServerKind::ALL.to_vec() } else { vec![name.parse()?] };
+        for k in kinds {
+            if !spawn.contains(&k) {
+                spawn.push(k);
+            }
+        }
+    }
+    if opts.data_root.is_some() && spawn.is_empty() {
+        return Err(Error::usage("--data-root only applies to spawned servers; add --spawn"));
+    }
     if let Some(rate) = opts.rate {
         if !(rate > 0.0 && rate.is_finite()) {
             return Err(Error::usage("--rate must be a positive number of ops per second"));
         }
     }
     let mut data = study.data.clone();
+    match (&data, opts.rows, opts.scale) {
+        (DataSpec::Tpch { .. }, Some(_), _) => return Err(Error::usage("--rows applies to kv data; TPC-H data is sized with --scale")),
+        (DataSpec::Kv { .. }, _, Some(_)) => return Err(Error::usage("--scale applies to TPC-H data; kv data is sized with --rows")),
+        _ => {}
+    }
     match &mut data {
         DataSpec::Kv { rows, payload_bytes } => {
             if let Some(r) = opts.rows.or(quick.rows) {
@@ -306,7 +351,12 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                 return Err(Error::usage("data.payload_bytes must be at most 1048576"));
             }
         }
-        DataSpec::Tpch { scale } => crate::data::tpch::check_scale(*scale).map_err(Error::usage)?,
+        DataSpec::Tpch { scale } => {
+            if let Some(s) = opts.scale.or(quick.scale) {
+                *scale = s;
+            }
+            crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
+        }
     }
 
     let mut targets: Vec<TargetSpec> = if opts.targets.is_empty() {
@@ -352,6 +402,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                     add(Point { clients: batch_clients, batch: 1, batched: false, param: None });
                     batch.iter().for_each(|&b| add(Point { clients: batch_clients, batch: b, batched: true, param: None }));
                 }
+                Sweep::Single => add(Point { clients: 1, batch: 1, batched: false, param: None }),
                 Sweep::Widths => {
                     if !e.op.is_range() {
                         return Err(Error::usage(format!("experiment '{}': the widths sweep is only for range ops", e.name)));
@@ -363,9 +414,43 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         if e.op.is_range() && points.iter().any(|p| p.param.is_none()) {
             return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
         }
-        let exp_ops = if opts.ops.is_some() || opts.quick { ops } else { e.ops.unwrap_or(ops) };
+        let exp_ops = match e.op.query() {
+            // Analytic queries: one query per run unless the experiment says otherwise.
+            Some(_) => e.ops.unwrap_or(1),
+            None if opts.ops.is_some() || opts.quick => ops,
+            None => e.ops.unwrap_or(ops),
+        };
         let (table, column, max_column) = resolve_columns(e, &dataset)?;
-        experiments.push(Experiment { name: e.name.clone(), op: e.op, table, column, max_column, ops: exp_ops, points });
+        // The study reads each table with batches no larger than the table, so that no key
+        // repeats within a batch.
+        if e.op == ExperimentOp::Get {
+            let rows = dataset.initial_rows(table);
+            points.retain(|p| p.batch as u64 <= rows && p.clients as u64 <= rows.max(1) * 64);
+        }
+        let exp_runs = if opts.runs.is_some() { runs } else { e.runs.unwrap_or(runs) };
+        let exp_warmup = if opts.warmup.is_some() { warmup } else { e.warmup.unwrap_or(warmup) };
+        if exp_runs == 0 {
+            return Err(Error::usage(format!("experiment '{}': runs must be at least 1", e.name)));
+        }
+        experiments.push(Experiment {
+            name: e.name.clone(),
+            op: e.op,
+            table,
+            column,
+            max_column,
+            ops: exp_ops,
+            runs: exp_runs,
+            warmup: exp_warmup,
+            points,
+        });
+    }
+    let mut unavailable = Vec::new();
+    for system in &study.unavailable {
+        let entry = crate::adapter::SYSTEMS.iter().find(|s| s.system == system.as_str());
+        match entry.and_then(|e| e.unavailable) {
+            Some(why) => unavailable.push((system.clone(), why.to_string())),
+            None => return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name))),
+        }
     }
     if experiments.is_empty() {
         return Err(Error::usage("no experiments selected; check --experiments"));
@@ -384,6 +469,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         quick: opts.quick,
         timeout_secs,
         rate: opts.rate,
+        spawn,
+        spawn_options: SpawnOptions { data_root: opts.data_root.clone() },
+        unavailable,
     })
 }
 

@@ -16,9 +16,11 @@ use crate::plan::Plan;
 use crate::report::model::{Flag, PointResult, PointStatus, PointSummary, Report, RunMeasurement, Unavailable};
 use crate::report::{self, environment};
 use crate::stats::{median, merge_summaries};
-use crate::workload::experiment::OpStream;
+use crate::workload::experiment::{ExperimentOp, OpStream};
+use crate::workload::op::{Answer, QueryId};
 use client::RunJob;
 use progress::Progress;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +43,9 @@ pub struct RunContext {
     pub unavailable: Vec<Unavailable>,
     /// Leave dbsweep's tables and keys in place after the run (for inspection).
     pub keep_data: bool,
+    /// Settings to record per target name beyond what the adapter reports (e.g. how a
+    /// spawned server was started).
+    pub extra_settings: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Runs a plan; returns the report and the directory it was written to.
@@ -99,23 +104,34 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         study: plan.study.clone(),
         seed: plan.seed,
         environment: environment::probe(),
-        targets: targets.iter().map(|t| t.info().clone()).collect(),
+        targets: targets
+            .iter()
+            .map(|t| {
+                let mut info = t.info().clone();
+                if let Some(extra) = ctx.extra_settings.get(&info.name) {
+                    info.settings.extend(extra.clone());
+                }
+                info
+            })
+            .collect(),
         unavailable: ctx.unavailable.clone(),
         points: Vec::new(),
         warnings: Vec::new(),
     };
     report::write_all(&out_dir, &report)?;
 
-    let total_runs = plan.warmup + plan.runs;
     let total_ops: u64 = plan
         .experiments
         .iter()
-        .map(|e| e.ops * e.points.len() as u64 * total_runs as u64 * targets.len() as u64)
+        .map(|e| e.ops * e.points.len() as u64 * (e.warmup + e.runs) as u64 * targets.len() as u64)
         .sum();
     progress.start(total_ops);
     let mut stop_reason: Option<String> = None;
+    let mut failed_targets: BTreeMap<String, String> = BTreeMap::new();
+    let mut references = References::default();
 
     'experiments: for (ei, experiment) in plan.experiments.iter().enumerate() {
+        let total_runs = experiment.warmup + experiment.runs;
         let stream = Arc::new(OpStream::new(experiment, ei, &dataset, plan.seed, total_runs));
         for (pi, point) in experiment.points.iter().enumerate() {
             let mut results = Vec::new();
@@ -133,9 +149,21 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     summary: None,
                     flags: Vec::new(),
                 };
-                if !info.capabilities.supports_kind(experiment.op.kind()) {
+                if let Some(why) = failed_targets.get(&info.name) {
                     results.push(PointResult {
-                        status: PointStatus::NotSupported { reason: format!("{} does not support {}", info.system, experiment.op.kind()) },
+                        status: PointStatus::Incomplete { reason: format!("skipped: {why}") },
+                        flags: vec![Flag::Incomplete],
+                        ..base
+                    });
+                    continue;
+                }
+                if !experiment.op.supported_by(&info.capabilities) {
+                    let what = match experiment.op.query() {
+                        Some(q) => format!("{q:?}"),
+                        None => experiment.op.kind().to_string(),
+                    };
+                    results.push(PointResult {
+                        status: PointStatus::NotSupported { reason: format!("{} does not support {what}", info.system) },
                         flags: vec![Flag::NotSupported],
                         ..base
                     });
@@ -158,7 +186,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         point: *point,
                         point_index: pi,
                         run,
-                        warmup: run < plan.warmup,
+                        warmup: run < experiment.warmup,
                         ops: experiment.ops,
                         timeout: Duration::from_secs_f64(plan.timeout_secs),
                         cancel: ctx.cancel.clone(),
@@ -166,6 +194,13 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         rate: plan.rate,
                     });
                     let m = client::run_once(job).await;
+                    if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
+                        // Later experiments (index ranges, analytic queries) expect the
+                        // generated data: remove what this run inserted, untimed.
+                        if let Err(e) = remove_inserted(target.as_ref(), &stream, pi, run, m.rows).await {
+                            report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
+                        }
+                    }
                     let complete = m.complete;
                     runs.push(m);
                     if !complete {
@@ -186,6 +221,12 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         stop_reason = Some("interrupted by Ctrl-C".into());
                     } else {
                         report.warnings.push(format!("{} / {}: {reason}", experiment.name, info.name));
+                        // A target whose connections failed is not retried for every
+                        // remaining point; its later points are marked skipped.
+                        let lost = result.runs.last().is_some_and(|r| r.errors.contains_key("connection") || r.errors.contains_key("timeout"));
+                        if lost {
+                            failed_targets.insert(info.name.clone(), format!("{} failed during {}", info.name, experiment.name));
+                        }
                     }
                 }
                 result.summary = summarize(&result);
@@ -198,6 +239,11 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 }
             }
             flag_point(&mut results);
+            if let Some(q) = experiment.op.query() {
+                if let Some(reference) = references.answer(&plan.data, q) {
+                    flag_against_reference(&mut results, reference);
+                }
+            }
             report.points.extend(results);
             report::write_all(&out_dir, &report)?;
             if stop_reason.is_some() {
@@ -224,6 +270,54 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         return Err(Error::Interrupted(out_dir.display().to_string()));
     }
     Ok((report, out_dir))
+}
+
+/// Deletes the rows one insert run wrote, in batches, so every experiment leaves the data
+/// as it found it.
+async fn remove_inserted(target: &dyn Target, stream: &OpStream, point_index: usize, run: u32, inserted: u64) -> Result<()> {
+    if !target.info().capabilities.supports_kind(crate::workload::op::OpKind::Delete) {
+        return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
+    }
+    let mut conn = target.connect().await?;
+    let keys: Vec<i64> = stream.write_keys(point_index, run).collect();
+    let mut deleted = 0;
+    for chunk in keys.chunks(500) {
+        let ops: Vec<crate::workload::op::Op> =
+            chunk.iter().map(|&key| crate::workload::op::Op::Delete { table: stream.table(), key }).collect();
+        deleted += conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?.rows;
+    }
+    // Every insert the run counted must be found again: this checks that they were stored.
+    if deleted != inserted {
+        return Err(Error::runtime(format!("{} rows reported inserted, {deleted} found stored", inserted)));
+    }
+    Ok(())
+}
+
+/// Exact reference answers of analytic queries, computed once per run from the generator.
+#[derive(Default)]
+struct References {
+    answers: BTreeMap<String, Answer>,
+}
+
+impl References {
+    fn answer(&mut self, data: &crate::data::DataSpec, query: QueryId) -> Option<&Answer> {
+        let crate::data::DataSpec::Tpch { scale } = data else { return None };
+        let key = format!("{query:?}");
+        if !self.answers.contains_key(&key) {
+            self.answers.insert(key.clone(), crate::data::tpch_reference::answer(query, *scale));
+        }
+        self.answers.get(&key)
+    }
+}
+
+/// A query answer that differs from the exact reference voids that timing.
+fn flag_against_reference(results: &mut [PointResult], reference: &Answer) {
+    for r in results.iter_mut() {
+        let wrong = r.runs.iter().filter(|m| !m.warmup).filter_map(|m| m.sample_answer.as_ref()).any(|a| !a.agrees_with(reference));
+        if wrong {
+            r.flags.push(Flag::AnswerMismatch { detail: "differs from the exact TPC-H reference answer".into() });
+        }
+    }
 }
 
 /// Refuses an output directory that already holds files: dbsweep never overwrites them.

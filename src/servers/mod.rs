@@ -1,4 +1,4 @@
-//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached) for `--spawn` and for
+//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached, HyPer) for `--spawn` and for
 //! every end-to-end test.
 //!
 //! Owns: finding the server programs, a fresh data directory per server (a `TempDir` under
@@ -12,6 +12,7 @@
 //! change durability settings away from each system's defaults; the settings that change
 //! results are recorded in `Server::settings`.
 
+pub mod hyper;
 mod mariadb;
 mod memcached;
 mod postgres;
@@ -49,10 +50,12 @@ pub enum ServerKind {
     Mariadb,
     Redis,
     Memcached,
+    Hyper,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 4] = [ServerKind::Postgres, ServerKind::Mariadb, ServerKind::Redis, ServerKind::Memcached];
+    pub const ALL: [ServerKind; 5] =
+        [ServerKind::Postgres, ServerKind::Mariadb, ServerKind::Redis, ServerKind::Memcached, ServerKind::Hyper];
 
     /// The canonical name used on the command line (`--spawn postgres,redis`).
     pub fn name(self) -> &'static str {
@@ -61,16 +64,18 @@ impl ServerKind {
             ServerKind::Mariadb => "mariadb",
             ServerKind::Redis => "redis",
             ServerKind::Memcached => "memcached",
+            ServerKind::Hyper => "hyper",
         }
     }
 
-    /// The Debian package that carries the server programs.
+    /// The Debian package that carries the server programs (for HyPer: the PyPI wheel).
     fn package(self) -> &'static str {
         match self {
             ServerKind::Postgres => "postgresql",
             ServerKind::Mariadb => "mariadb-server",
             ServerKind::Redis => "redis-server",
             ServerKind::Memcached => "memcached",
+            ServerKind::Hyper => "tableauhyperapi",
         }
     }
 
@@ -81,6 +86,7 @@ impl ServerKind {
             ServerKind::Mariadb => mariadb::PROGRAMS,
             ServerKind::Redis => redis::PROGRAMS,
             ServerKind::Memcached => memcached::PROGRAMS,
+            ServerKind::Hyper => hyper::PROGRAMS,
         }
     }
 }
@@ -100,8 +106,9 @@ impl FromStr for ServerKind {
             "mariadb" | "mysql" => Ok(ServerKind::Mariadb),
             "redis" => Ok(ServerKind::Redis),
             "memcached" => Ok(ServerKind::Memcached),
+            "hyper" | "hyperd" => Ok(ServerKind::Hyper),
             other => Err(Error::usage(format!(
-                "unknown server '{other}' for --spawn; choose from postgres, mariadb, redis, memcached"
+                "unknown server '{other}' for --spawn; choose from postgres, mariadb, redis, memcached, hyper"
             ))),
         }
     }
@@ -160,7 +167,9 @@ impl Server {
     /// A target URL the adapters accept. The user has full rights and no password:
     /// PostgreSQL `postgres` (trust authentication), MariaDB `root@127.0.0.1` (created
     /// without a password by `mariadb-install-db --auth-root-authentication-method=normal`;
-    /// the readiness probe logs in over TCP as that user).
+    /// the readiness probe logs in over TCP as that user); HyPer `tableau_internal_user`
+    /// (`--no-password`) with the URL's path naming the database file
+    /// `DATA_DIR/dbsweep.hyper`, which the `hyper` adapter creates.
     pub fn url(&self) -> String {
         let port = self.port;
         match self.kind {
@@ -168,6 +177,25 @@ impl Server {
             ServerKind::Mariadb => format!("mysql://{}@127.0.0.1:{port}/", mariadb::USER),
             ServerKind::Redis => format!("redis://127.0.0.1:{port}/0"),
             ServerKind::Memcached => format!("memcached://127.0.0.1:{port}"),
+            ServerKind::Hyper => {
+                format!("hyper://{}@127.0.0.1:{port}{}", hyper::USER, self.data_dir.join(hyper::DATABASE_FILE).display())
+            }
+        }
+    }
+
+    /// The targets dbsweep benchmarks on this server, as (name, URL): PostgreSQL in its
+    /// three layouts, every other system once.
+    pub fn targets(&self) -> Vec<(String, String)> {
+        let url = self.url();
+        match self.kind {
+            ServerKind::Postgres => ["row", "hstore", "jsonb"]
+                .iter()
+                .map(|layout| (format!("pg-{layout}"), format!("{url}?layout={layout}")))
+                .collect(),
+            ServerKind::Mariadb => vec![("mariadb".into(), url)],
+            ServerKind::Redis => vec![("redis".into(), url)],
+            ServerKind::Memcached => vec![("memcached".into(), url)],
+            ServerKind::Hyper => vec![("hyper".into(), url)],
         }
     }
 
@@ -301,11 +329,23 @@ async fn spawn_inner(
         Some(dirs) => dirs.to_vec(),
         None => default_search_path(kind),
     };
-    let programs = kind
-        .programs()
-        .iter()
-        .map(|name| find_program(name, &dirs).ok_or_else(|| missing(kind, name)))
-        .collect::<Result<Vec<_>>>()?;
+    let programs = match (kind, search_path, hyper::override_program()) {
+        // `$DBSWEEP_HYPERD` names the program itself.
+        (ServerKind::Hyper, None, Some(path)) => {
+            if !is_executable(&path) {
+                return Err(Error::Missing(format!(
+                    "DBSWEEP_HYPERD={} is not an executable file: fix the variable or unset it and run scripts/setup-servers",
+                    path.display()
+                )));
+            }
+            vec![path]
+        }
+        _ => kind
+            .programs()
+            .iter()
+            .map(|name| find_program(name, &dirs).ok_or_else(|| missing(kind, name)))
+            .collect::<Result<Vec<_>>>()?,
+    };
 
     let root = match &opts.data_root {
         // Absolute, because the servers run with their data directory as working directory.
@@ -321,6 +361,7 @@ async fn spawn_inner(
     let ctx = match kind {
         ServerKind::Postgres => postgres::init(ctx).await?,
         ServerKind::Mariadb => mariadb::init(ctx).await?,
+        ServerKind::Hyper => hyper::init(ctx)?,
         ServerKind::Redis | ServerKind::Memcached => ctx,
     };
 
@@ -333,6 +374,7 @@ async fn spawn_inner(
             ServerKind::Mariadb => mariadb::command(&ctx, port),
             ServerKind::Redis => redis::command(&ctx, port),
             ServerKind::Memcached => memcached::command(&ctx, port),
+            ServerKind::Hyper => hyper::command(&ctx, port),
         };
         let mut server = launch(kind, &ctx, port, command, dir.take().expect("dir kept between attempts")).await?;
         match wait_ready(&mut server, &ctx).await {
@@ -389,7 +431,7 @@ fn stop_signal(kind: ServerKind) -> i32 {
     match kind {
         // Fast shutdown: roll back open transactions, end backends, checkpoint.
         ServerKind::Postgres => libc::SIGINT,
-        ServerKind::Mariadb | ServerKind::Redis | ServerKind::Memcached => libc::SIGTERM,
+        ServerKind::Mariadb | ServerKind::Redis | ServerKind::Memcached | ServerKind::Hyper => libc::SIGTERM,
     }
 }
 
@@ -439,6 +481,7 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
                 ServerKind::Mariadb => mariadb::probe(ctx, port).await,
                 ServerKind::Redis => redis::probe(port, pid).await,
                 ServerKind::Memcached => memcached::probe(port, pid).await,
+                ServerKind::Hyper => hyper::probe(ctx, port, pid).await,
             }
         };
         let child = server.child.as_mut().expect("a launched server has a child");
@@ -472,7 +515,10 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
 
 fn port_in_use(log: &str) -> bool {
     let log = log.to_ascii_lowercase();
-    log.contains("address already in use") || log.contains("address in use")
+    log.contains("address already in use")
+        || log.contains("address in use")
+        // hyperd's wording
+        || log.contains("unable to listen to any of the given host name and port combinations")
 }
 
 /// The last lines of a log file, for error messages.
@@ -545,6 +591,12 @@ fn free_port() -> Result<u16> {
 }
 
 fn missing(kind: ServerKind, program: &str) -> Error {
+    if kind == ServerKind::Hyper {
+        return Error::Missing(format!(
+            "{program} not found: install it with scripts/setup-servers (pip wheel tableauhyperapi into \
+             ${{DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}}/hyper), or set DBSWEEP_HYPERD to its path"
+        ));
+    }
     Error::Missing(format!(
         "{program} not found: install it with scripts/setup-servers (apt-get install {})",
         kind.package()
@@ -559,6 +611,9 @@ fn default_search_path(kind: ServerKind) -> Vec<PathBuf> {
     if kind == ServerKind::Postgres {
         dirs.extend(postgres::version_dirs(Path::new("/usr/lib/postgresql")));
     }
+    if kind == ServerKind::Hyper {
+        dirs.extend(hyper::native_dir());
+    }
     if let Some(path) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&path));
     }
@@ -569,10 +624,12 @@ fn default_search_path(kind: ServerKind) -> Vec<PathBuf> {
 }
 
 fn find_program(name: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter().map(|dir| dir.join(name)).find(|path| is_executable(path))
+}
+
+fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    dirs.iter().map(|dir| dir.join(name)).find(|path| {
-        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A job for the spawner thread.
@@ -678,6 +735,7 @@ mod tests {
             ("mysql", ServerKind::Mariadb),
             ("redis", ServerKind::Redis),
             (" memcached ", ServerKind::Memcached),
+            ("hyper", ServerKind::Hyper),
         ] {
             assert_eq!(text.parse::<ServerKind>().unwrap(), kind, "{text}");
         }
@@ -704,7 +762,17 @@ mod tests {
         assert!(port_in_use("LOG:  could not bind IPv4 address \"127.0.0.1\": Address already in use"));
         assert!(port_in_use("[ERROR] Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use"));
         assert!(port_in_use("failed to listen on TCP port 11211: Address already in use"));
+        assert!(port_in_use("unable to listen to any of the given host name and port combinations for TCP"));
         assert!(!port_in_use("FATAL: data directory has wrong ownership"));
+    }
+
+    #[test]
+    fn missing_hyperd_names_the_setup_script() {
+        let err = missing(ServerKind::Hyper, "hyperd");
+        assert_eq!(err.exit_code(), 2);
+        let text = err.to_string();
+        assert!(text.starts_with("hyperd not found: install it with scripts/setup-servers"), "{text}");
+        assert!(text.contains("DBSWEEP_HYPERD"), "{text}");
     }
 
     #[test]
@@ -742,8 +810,8 @@ mod tests {
             drop(holder);
             server.stop().await.unwrap();
         });
-        let [a, b, c, d] = starts;
-        tokio::join!(a, b, c, d);
+        let [a, b, c, d, e] = starts;
+        tokio::join!(a, b, c, d, e);
     }
 
     /// A setup program that fails: its own output is quoted in the error, and the

@@ -7,7 +7,7 @@
 
 use crate::data::Dataset;
 use crate::data::table::TableId;
-use crate::workload::op::{Op, OpKind, RangeAgg};
+use crate::workload::op::{Op, OpKind, QueryId, RangeAgg};
 use crate::workload::rng::{Permutation, Stream, hash_str};
 use serde::{Deserialize, Serialize};
 
@@ -22,9 +22,33 @@ pub enum ExperimentOp {
     RangeRows,
     RangeCount,
     RangeMax,
+    /// TPC-H Q1 (pricing summary report, single table).
+    TpchQ1,
+    /// TPC-H Q3 (shipping priority, a three-table join).
+    TpchQ3,
+    /// TPC-H Q6 (forecasting revenue change, single table).
+    TpchQ6,
 }
 
 impl ExperimentOp {
+    /// The analytic query this experiment runs, if it is one.
+    pub fn query(self) -> Option<QueryId> {
+        match self {
+            ExperimentOp::TpchQ1 => Some(QueryId::TpchQ1),
+            ExperimentOp::TpchQ3 => Some(QueryId::TpchQ3),
+            ExperimentOp::TpchQ6 => Some(QueryId::TpchQ6),
+            _ => None,
+        }
+    }
+
+    /// True when a target with these capabilities can run this experiment.
+    pub fn supported_by(self, caps: &crate::adapter::Capabilities) -> bool {
+        match self.query() {
+            Some(q) => caps.queries.contains(&q),
+            None => caps.supports_kind(self.kind()),
+        }
+    }
+
     pub fn kind(self) -> OpKind {
         match self {
             ExperimentOp::Echo => OpKind::Echo,
@@ -34,6 +58,7 @@ impl ExperimentOp {
             ExperimentOp::RangeRows => OpKind::RangeRows,
             ExperimentOp::RangeCount => OpKind::RangeCount,
             ExperimentOp::RangeMax => OpKind::RangeMax,
+            ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => OpKind::Query,
         }
     }
 
@@ -73,6 +98,10 @@ pub struct Experiment {
     pub max_column: usize,
     /// Ops per measured run (and per warm-up run).
     pub ops: u64,
+    /// Measured runs per point.
+    pub runs: u32,
+    /// Warm-up runs per point (not measured).
+    pub warmup: u32,
     pub points: Vec<Point>,
 }
 
@@ -143,6 +172,9 @@ impl OpStream {
         let table = self.table;
         match self.op {
             ExperimentOp::Echo => Op::Echo,
+            ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => {
+                Op::Query(self.op.query().expect("query experiments name a query"))
+            }
             ExperimentOp::Get => Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) },
             ExperimentOp::Insert => {
                 let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
@@ -180,6 +212,8 @@ mod tests {
             table: 0,
             column: crate::data::kv::GROUP,
             max_column: crate::data::kv::VALUE,
+            runs: 3,
+            warmup: 1,
             ops: 100,
             points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(5) }],
         }

@@ -3,8 +3,11 @@
 
 #[macro_use]
 mod body;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod embedded;
+mod hyper;
 mod memcached;
 mod mysql;
 mod postgres;

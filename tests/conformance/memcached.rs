@@ -3,11 +3,9 @@
 use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
-/// The server under test. A missing server fails the test: it never passes silently.
-// TODO(lead): switch to servers::spawn
+/// The server under test, started by dbsweep's spawn code.
 fn server_url() -> String {
-    std::env::var("DBSWEEP_TEST_MEMCACHED_URL")
-        .expect("set DBSWEEP_TEST_MEMCACHED_URL=memcached://127.0.0.1:PORT to a throwaway memcached server")
+    crate::support::url(dbsweep::servers::ServerKind::Memcached)
 }
 
 async fn open() -> (Arc<dyn Target>, ()) {

@@ -3,11 +3,9 @@
 use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
-/// The server under test.
-// TODO(lead): switch to servers::spawn (ServerKind::Mariadb) and return the Server as the guard.
+/// The server under test, started by dbsweep's spawn code.
 fn server_url() -> String {
-    std::env::var("DBSWEEP_TEST_MYSQL_URL")
-        .expect("set DBSWEEP_TEST_MYSQL_URL=mysql://root@127.0.0.1:PORT/ to a running MariaDB")
+    crate::support::url(dbsweep::servers::ServerKind::Mariadb)
 }
 
 async fn make() -> (Arc<dyn Target>, ()) {

@@ -3,11 +3,9 @@
 use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
-/// The server under test.
-// TODO(lead): switch to servers::spawn (ServerKind::Postgres) and return the Server as the guard.
+/// The server under test, started by dbsweep's spawn code.
 fn server_url() -> String {
-    std::env::var("DBSWEEP_TEST_POSTGRES_URL")
-        .expect("set DBSWEEP_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:PORT/postgres to a running PostgreSQL 15")
+    crate::support::url(dbsweep::servers::ServerKind::Postgres)
 }
 
 async fn make(layout: &str) -> (Arc<dyn Target>, ()) {

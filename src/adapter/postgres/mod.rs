@@ -8,9 +8,9 @@
 //! schema, and never drops a schema or table it did not create. Passwords come from the
 //! URL, `PGPASSWORD` or `~/.pgpass` and are never shown.
 
-mod conn;
+pub(crate) mod conn;
 mod pgpass;
-mod sql;
+pub(crate) mod sql;
 
 use self::sql::{Layout, MARKER, PgTable, SCHEMA, quote_ident, quote_literal};
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};

@@ -104,7 +104,7 @@ fn sql_type(ty: ColumnType) -> &'static str {
 }
 
 /// The wire type a parameter of this column travels as (row layout and range bounds).
-fn wire_type(ty: ColumnType, layout: Layout) -> &'static str {
+pub(crate) fn wire_type(ty: ColumnType, layout: Layout) -> &'static str {
     match ty {
         ColumnType::Int | ColumnType::Decimal => "int8",
         ColumnType::Float => "float8",
@@ -115,7 +115,7 @@ fn wire_type(ty: ColumnType, layout: Layout) -> &'static str {
 }
 
 /// Turns an expression of `wire_type` into the column's comparable SQL type.
-fn from_wire(ty: ColumnType, layout: Layout, expr: &str) -> String {
+pub(crate) fn from_wire(ty: ColumnType, layout: Layout, expr: &str) -> String {
     match ty {
         ColumnType::Decimal => format!("({expr} * 0.01)"),
         ColumnType::Date if layout == Layout::Row => format!("(DATE '1970-01-01' + {expr})"),

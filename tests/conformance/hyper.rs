@@ -1,0 +1,120 @@
+//! HyPer (hyperd from the tableauhyperapi wheel), started by dbsweep's own spawn code: the
+//! shared body, typed values and batches, the ownership marker, and TPC-H SF 0.01 (load
+//! all tables, Q1/Q3/Q6 against the reference answers).
+
+use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::data::tpch_reference;
+use dbsweep::data::{DataSpec, Dataset};
+use dbsweep::error::Error;
+use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+use dbsweep::workload::op::{Op, QueryId};
+use std::sync::Arc;
+use std::time::Instant;
+
+async fn server() -> Server {
+    servers::spawn(ServerKind::Hyper, &SpawnOptions::default()).await.expect("spawn hyperd (run scripts/setup-servers)")
+}
+
+fn open(name: &str, url: &str) -> Arc<dyn Target> {
+    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+}
+
+async fn make() -> (Arc<dyn Target>, Server) {
+    let server = server().await;
+    (open("hyper", &server.url()), server)
+}
+
+conformance!(hyper, make());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_types_and_batches() {
+    let (target, _server) = make().await;
+    super::postgres::typed::check(target).await;
+}
+
+/// The spawned server answers, reports its version, and leaves nothing behind; the
+/// adapter's database file lives in the server's directory and goes away on cleanup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_spawn_and_cleanup() {
+    let server = server().await;
+    assert!(server.version().starts_with("hyper main."), "{}", server.version());
+    assert_eq!(server.settings()["indexes"], "none (HyPer has none)");
+    let url = server.url();
+    assert!(url.starts_with("hyper://tableau_internal_user@127.0.0.1:"), "{url}");
+    let file = server.data_dir().join("dbsweep.hyper");
+    assert!(url.ends_with(&file.display().to_string()), "{url}");
+    let target = open("hyper", &url);
+    let table = dbsweep::data::kv::shared_def();
+    target.prepare(std::slice::from_ref(&table)).await.unwrap();
+    assert!(file.exists());
+    assert!(target.info().version.starts_with("hyper main."), "{}", target.info().version);
+    target.cleanup().await.unwrap();
+    assert!(!file.exists(), "cleanup removes dbsweep's database file");
+    let dir = server.data_dir().to_path_buf();
+    server.stop().await.unwrap();
+    assert!(!dir.exists());
+}
+
+/// A database file dbsweep did not create (no marker) is refused and left intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_refuses_a_foreign_database_file() {
+    let server = server().await;
+    let path = server.data_dir().join("foreign.hyper");
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(server.port()).user("tableau_internal_user");
+    let (client, conn) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    client.batch_execute(&format!("CREATE DATABASE \"{}\"", path.display())).await.unwrap();
+    drop(client);
+    let url = format!("hyper://tableau_internal_user@127.0.0.1:{}{}", server.port(), path.display());
+    let target = open("foreign", &url);
+    let err = target.prepare(&[dbsweep::data::kv::shared_def()]).await.unwrap_err();
+    assert!(matches!(err, Error::NotOwned { .. }), "{err}");
+    assert!(err.to_string().contains("dbsweep_owner"), "{err}");
+    target.cleanup().await.unwrap();
+    assert!(path.exists(), "a foreign file is never removed");
+}
+
+/// TPC-H SF 0.01: every table loads completely and Q1, Q3, Q6 agree with the reference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_tpch_sf001() {
+    const SF: f64 = 0.01;
+    let (target, _server) = make().await;
+    let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
+    target.prepare(&data.tables).await.unwrap();
+    // Generated first, so the time below is the load alone.
+    let rows: Vec<Vec<dbsweep::data::table::Row>> = (0..data.tables.len()).map(|t| data.initial(t).collect()).collect();
+    let started = Instant::now();
+    let mut total = 0;
+    for (t, def) in data.tables.iter().enumerate() {
+        let loaded = target.load(def, Box::new(rows[t].clone().into_iter())).await.unwrap();
+        assert_eq!(loaded, data.initial_rows(t), "{}", def.name);
+        total += loaded;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!("hyper: loaded {total} rows in {seconds:.2} s ({:.0} rows/s)", total as f64 / seconds);
+    for (t, def) in data.tables.iter().enumerate() {
+        assert_eq!(target.count_rows(def).await.unwrap(), data.initial_rows(t), "{}", def.name);
+    }
+    let mut conn = target.connect().await.unwrap();
+    for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6] {
+        let out = conn.execute(&Op::Query(q)).await.unwrap_or_else(|e| panic!("{q:?}: {e:?}"));
+        let got = out.answer.expect("a query answers");
+        let want = tpch_reference::answer(q, SF);
+        assert!(got.agrees_with(&want), "{q:?}:\n got {got:?}\nwant {want:?}");
+    }
+    drop(conn);
+    target.cleanup().await.unwrap();
+}
+
+/// Without hyperd the spawn fails with `Missing`, naming the setup script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hyper_missing_hyperd_names_the_setup_script() {
+    let empty = tempfile::tempdir().unwrap();
+    let err = servers::spawn_with_search_path(ServerKind::Hyper, &SpawnOptions::default(), Some(&[empty.path().to_path_buf()]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Missing(_)), "{err}");
+    assert!(err.to_string().contains("scripts/setup-servers"), "{err}");
+}

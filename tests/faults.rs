@@ -1,0 +1,83 @@
+//! A server killed mid-run: dbsweep does not crash, counts the failed ops by class, stops
+//! that target cleanly, writes partial results marked incomplete and exits 1.
+
+use dbsweep::servers::{self, ServerKind, SpawnOptions};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// True once the server has answered some of dbsweep's primary-key reads: the target is
+/// being measured (NO-DB runs first at every point, so the time until then varies).
+fn measuring(kind: ServerKind, port: u16) -> bool {
+    let output = match kind {
+        ServerKind::Redis => Command::new("redis-cli").args(["-p", &port.to_string(), "INFO", "commandstats"]).output(),
+        _ => Command::new("psql")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres", "-tAc"])
+            .arg("select coalesce(sum(idx_scan), 0) from pg_stat_user_tables where schemaname = 'dbsweep'")
+            .output(),
+    };
+    let text = output.map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
+    match kind {
+        ServerKind::Redis => text.lines().any(|l| l.starts_with("cmdstat_hgetall:calls=")),
+        _ => text.trim().parse::<u64>().is_ok_and(|n| n > 0),
+    }
+}
+
+async fn kill_mid_run(kind: ServerKind, target: &str) {
+    let server = servers::spawn(kind, &SpawnOptions::default()).await.expect("spawn");
+    let url = match kind {
+        ServerKind::Postgres => format!("{}?layout=row", server.url()),
+        _ => server.url(),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args([
+            "run", "--target", &format!("{target}={url}"), "--experiments", "get", "--ops", "400000", "--runs", "3",
+            "--clients", "2", "--batch", "10", "--rows", "2000", "--timeout", "5", "--no-progress",
+            "--out", out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !measuring(kind, server.port()) {
+        assert!(Instant::now() < deadline, "dbsweep never started measuring");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe {
+        libc::kill(server.pid() as i32, libc::SIGKILL);
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("run incomplete"), "{stderr}");
+
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["complete"], false);
+    let points: Vec<&serde_json::Value> = json["points"].as_array().unwrap().iter().filter(|p| p["target"] == target).collect();
+    let broken = points.iter().find(|p| p["status"]["state"] == "incomplete").expect("a point marked incomplete");
+    let errors: u64 = broken["runs"].as_array().unwrap().iter().map(|r| r["errors"]["connection"].as_u64().unwrap_or(0)).sum();
+    assert!(errors > 0, "connection errors counted: {broken}");
+    // Measured work before the kill is kept.
+    let ops: u64 = broken["runs"].as_array().unwrap().iter().map(|r| r["ops"].as_u64().unwrap()).sum();
+    assert!(ops > 0, "{broken}");
+    // Every later point of that target is marked skipped instead of hammering a dead server.
+    let after: Vec<_> = points.iter().skip_while(|p| p["status"]["state"] != "incomplete").skip(1).collect();
+    assert!(after.iter().all(|p| p["status"]["reason"].as_str().is_some_and(|r| r.starts_with("skipped"))), "{after:?}");
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.contains(target) && l.ends_with(",false")), "CSV marks incomplete rows");
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_mid_run() {
+    kill_mid_run(ServerKind::Redis, "redis").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_killed_mid_run() {
+    kill_mid_run(ServerKind::Postgres, "pg").await;
+}

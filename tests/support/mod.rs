@@ -1,0 +1,41 @@
+//! Servers for end-to-end tests, started by dbsweep's own spawn code (the same code
+//! `--spawn` uses): one server per kind per test binary, shared by its tests, killed and
+//! removed when the test binary exits.
+
+#![allow(dead_code)]
+
+use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+use std::sync::{Mutex, Once};
+
+static SERVERS: Mutex<Vec<Server>> = Mutex::new(Vec::new());
+static AT_EXIT: Once = Once::new();
+
+extern "C" fn stop_all() {
+    let servers = std::mem::take(&mut *SERVERS.lock().unwrap_or_else(|e| e.into_inner()));
+    drop(servers);
+}
+
+/// The URL of this test binary's server of `kind`, starting it on first use.
+pub fn url(kind: ServerKind) -> String {
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a plain function to run at process exit.
+        unsafe {
+            libc::atexit(stop_all);
+        }
+    });
+    let mut servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = servers.iter().find(|s| s.kind() == kind) {
+        return s.url();
+    }
+    // Spawn on a runtime of our own: test runtimes end with their test, the server must not.
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(servers::spawn(kind, &SpawnOptions::default()))
+    })
+    .join()
+    .expect("spawn thread")
+    .unwrap_or_else(|e| panic!("could not start {kind}: {e} (run scripts/setup-servers)"));
+    let url = server.url();
+    servers.push(server);
+    url
+}

@@ -15,11 +15,12 @@
 //! `DATE` (converted exactly to and from dbsweep's hundredths and days). Must not time
 //! anything.
 
-use super::sqlite::{OWNER_TABLE, SqlText, TABLE_PREFIX, clip, op_table, quote, throwaway_dir};
+use super::sqlite::{ANALYTIC_QUERIES, OWNER_TABLE, SqlText, TABLE_PREFIX, clip, op_table, query_sql, quote, throwaway_dir};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::workload::queries::{self, Dialect};
 use ::duckdb::types::{ToSqlOutput, ValueRef};
 use ::duckdb::{appender_params_from_iter, params_from_iter};
 use async_trait::async_trait;
@@ -104,8 +105,8 @@ impl DuckDb {
                 url: url.redacted(),
                 execution: Execution::Blocking,
                 capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect(),
-                    queries: vec![],
+                    ops: OpKind::ALL.to_vec(),
+                    queries: ANALYTIC_QUERIES.to_vec(),
                     native_batch: true,
                     secondary_indexes: true,
                 },
@@ -233,7 +234,7 @@ impl Target for DuckDb {
         let conn = self.with_base(|base| base.try_clone().map_err(runtime))?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let tables = self.tables.lock().unwrap().iter().map(|t| SqlText::new(t.clone(), TABLE_PREFIX, '$')).collect();
-        Ok(Box::new(DuckDbConnection { conn, tables, multi_get: HashMap::new() }))
+        Ok(Box::new(DuckDbConnection { conn, tables, multi_get: HashMap::new(), queries: HashMap::new() }))
     }
 
     async fn count_rows(&self, table: &TableDef) -> Result<u64> {
@@ -294,7 +295,9 @@ fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
     Ok(match (value, ty) {
         (ValueRef::Null, _) => Value::Null,
         (ValueRef::BigInt(v), ColumnType::Int) => Value::Int(v),
+        (ValueRef::Int(v), ColumnType::Int) => Value::Int(v.into()),
         (ValueRef::Double(v), ColumnType::Float) => Value::Float(v),
+        (ValueRef::BigInt(v), ColumnType::Float) => Value::Float(v as f64),
         (ValueRef::Decimal(d), ColumnType::Decimal) => {
             let scale = u32::from(d.scale());
             let hundredths = if scale >= 2 { d.value() / 10i128.pow(scale - 2) } else { d.value() * 10i128.pow(2 - scale) };
@@ -316,9 +319,31 @@ struct DuckDbConnection {
     tables: Vec<SqlText>,
     /// `IN (...)` lookups by (table, number of keys).
     multi_get: HashMap<(TableId, usize), String>,
+    /// Analytic query texts (prepared through the statement cache).
+    queries: HashMap<QueryId, String>,
 }
 
 impl DuckDbConnection {
+    /// Runs an analytic query (a cached prepared statement) and decodes its rows into
+    /// the types of `answer_columns`.
+    fn query(&mut self, query: QueryId) -> Result<Outcome, OpError> {
+        if !self.queries.contains_key(&query) {
+            let sql = query_sql(query, Dialect::DuckDb, &self.tables)?;
+            self.queries.insert(query, sql);
+        }
+        let types = queries::answer_columns(query);
+        let mut stmt = self.conn.prepare_cached(&self.queries[&query]).map_err(op_error)?;
+        let mut rows = stmt.query([]).map_err(op_error)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(op_error)? {
+            if out.is_empty() && row.as_ref().column_count() != types.len() {
+                return Err(OpError::client(format!("{query:?} returns {} columns, expected {}", row.as_ref().column_count(), types.len())));
+            }
+            out.push(types.iter().enumerate().map(|(i, ty)| decode(row.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
+        }
+        Ok(Outcome::answer(out.len() as u64, Answer::Table(out)))
+    }
+
     fn read_rows(&self, sql: &str, def: &TableDef, params: impl ::duckdb::Params) -> Result<u64, OpError> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(op_error)?;
         let mut rows = stmt.query(params).map_err(op_error)?;
@@ -341,6 +366,9 @@ impl DuckDbConnection {
             let mut stmt = self.conn.prepare_cached("SELECT 1").map_err(op_error)?;
             black_box(stmt.query_row([], |r| r.get::<_, i32>(0)).map_err(op_error)?);
             return Ok(Outcome::rows(0));
+        }
+        if let Op::Query(query) = op {
+            return self.query(*query);
         }
         let id = op_table(op).ok_or_else(|| OpError::unsupported(op.kind(), "duckdb"))?;
         let t = self.tables.get(id).ok_or_else(|| OpError::client(format!("duckdb: no table #{id} (prepare first)")))?;
@@ -407,7 +435,7 @@ impl DuckDbConnection {
                     }
                 }
             }
-            Op::Echo | Op::Query(_) => return Err(OpError::unsupported(op.kind(), "duckdb")),
+            Op::Echo | Op::Query(_) => unreachable!("handled above"),
         })
     }
 }

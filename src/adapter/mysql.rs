@@ -16,7 +16,8 @@
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::workload::queries::{self, Dialect};
 use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value as MyValue};
@@ -191,6 +192,32 @@ impl MyTable {
     }
 }
 
+/// Decodes one cell of an analytic query's result as the type `answer_columns` names.
+fn decode_answer_cell(ty: ColumnType, value: &MyValue) -> Result<Value, OpError> {
+    let bad = || OpError::client(format!("cannot read {value:?} as a {ty:?} query result"));
+    Ok(match (ty, value) {
+        (_, MyValue::NULL) => Value::Null,
+        (ColumnType::Int, MyValue::Int(v)) => Value::Int(*v),
+        (ColumnType::Int, MyValue::UInt(v)) => Value::Int(i64::try_from(*v).map_err(|_| bad())?),
+        (ColumnType::Float, MyValue::Double(v)) => Value::Float(*v),
+        (ColumnType::Float, MyValue::Float(v)) => Value::Float(f64::from(*v)),
+        (ColumnType::Float, MyValue::Int(v)) => Value::Float(*v as f64),
+        (ColumnType::Float, MyValue::UInt(v)) => Value::Float(*v as f64),
+        (ColumnType::Date, MyValue::Date(y, m, d, ..)) => Value::Date(Date::from_iso(&format!("{y:04}-{m:02}-{d:02}")).ok_or_else(bad)?),
+        (ty, MyValue::Bytes(b)) => {
+            let text = std::str::from_utf8(b).map_err(|_| bad())?;
+            match ty {
+                ColumnType::Int => Value::Int(text.parse().map_err(|_| bad())?),
+                ColumnType::Float => Value::Float(text.parse().map_err(|_| bad())?),
+                ColumnType::Text => Value::Text(text.into()),
+                ColumnType::Date => Value::Date(Date::from_iso(text.get(..10).unwrap_or(text)).ok_or_else(bad)?),
+                ColumnType::Decimal => Value::Decimal(parse_hundredths(text).ok_or_else(bad)?),
+            }
+        }
+        _ => return Err(bad()),
+    })
+}
+
 /// `"-12.3"` -> `Decimal(-1230)`.
 fn parse_hundredths(text: &str) -> Option<Decimal> {
     let (negative, digits) = match text.strip_prefix('-') {
@@ -242,14 +269,19 @@ impl MySql {
             .stmt_cache_size(256)
             .tcp_nodelay(true);
         let system = if url.scheme() == "mariadb" { "mariadb" } else { "mysql" };
-        let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
+        let ops = OpKind::ALL.to_vec();
         Ok(MySql {
             initial: TargetInfo {
                 name: name.to_string(),
                 system: system.into(),
                 url: url.redacted(),
                 execution: Execution::Async,
-                capabilities: Capabilities { ops, queries: vec![], native_batch: true, secondary_indexes: true },
+                capabilities: Capabilities {
+                    ops,
+                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+                    native_batch: true,
+                    secondary_indexes: true,
+                },
                 version: "unknown (not connected yet)".into(),
                 settings: BTreeMap::new(),
             },
@@ -461,7 +493,7 @@ impl Target for MySql {
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         let conn = self.open_conn().await?;
         let tables = self.tables.lock().unwrap().clone();
-        let mut session = MyConnection { conn, tables, sql: HashMap::new() };
+        let mut session = MyConnection { conn, tables, sql: HashMap::new(), queries: HashMap::new() };
         session.warm().await.map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
         Ok(Box::new(session))
     }
@@ -504,6 +536,24 @@ struct MyConnection {
     conn: Conn,
     tables: Arc<Vec<MyTable>>,
     sql: HashMap<Key, Arc<str>>,
+    /// Analytic query texts (prepared through the driver's statement cache).
+    queries: HashMap<QueryId, Arc<str>>,
+}
+
+/// The SQL of `query` over the prepared tables, or which TPC-H table it lacks.
+fn query_sql(query: QueryId, tables: &[MyTable]) -> Result<String, OpError> {
+    let missing = std::cell::RefCell::new(None::<String>);
+    let text = queries::sql(query, Dialect::MySql, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
+        Some(t) => t.qualified.clone(),
+        None => {
+            missing.borrow_mut().get_or_insert_with(|| name.to_string());
+            name.to_string()
+        }
+    });
+    match missing.into_inner() {
+        None => Ok(text),
+        Some(name) => Err(OpError::client(format!("{query:?} needs the TPC-H table {name}, which this run did not prepare"))),
+    }
 }
 
 impl MyConnection {
@@ -539,7 +589,41 @@ impl MyConnection {
             let sql = self.sql(table, key)?;
             self.conn.prep(&*sql).await.map_err(op_error)?;
         }
+        // The analytic queries whose tables this run prepared.
+        for query in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6] {
+            if let Ok(sql) = query_sql(query, &self.tables) {
+                self.conn.prep(sql.as_str()).await.map_err(op_error)?;
+                self.queries.insert(query, sql.into());
+            }
+        }
         Ok(())
+    }
+
+    /// Runs an analytic query and decodes its rows into the types of `answer_columns`.
+    async fn query(&mut self, query: QueryId) -> Result<Outcome, OpError> {
+        let sql = match self.queries.get(&query) {
+            Some(sql) => sql.clone(),
+            None => {
+                let sql: Arc<str> = query_sql(query, &self.tables)?.into();
+                self.queries.insert(query, sql.clone());
+                sql
+            }
+        };
+        let types = queries::answer_columns(query);
+        let rows: Vec<mysql_async::Row> = self.conn.exec(&*sql, ()).await.map_err(op_error)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if row.len() != types.len() {
+                return Err(OpError::client(format!("{query:?} returned {} columns, expected {}", row.len(), types.len())));
+            }
+            let decoded = types
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| decode_answer_cell(*ty, row.as_ref(i).unwrap_or(&MyValue::NULL)))
+                .collect::<Result<Vec<Value>, _>>()?;
+            out.push(decoded);
+        }
+        Ok(Outcome::answer(out.len() as u64, Answer::Table(out)))
     }
 
     fn sql(&mut self, table: usize, key: Key) -> Result<Arc<str>, OpError> {
@@ -644,7 +728,7 @@ impl MyConnection {
                     }
                 }
             }
-            Op::Query(q) => return Err(OpError::new(ErrorClass::Unsupported, format!("MariaDB adapter does not run {q:?} yet"))),
+            Op::Query(q) => self.query(*q).await?,
         })
     }
 

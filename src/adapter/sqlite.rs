@@ -26,7 +26,8 @@
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::workload::queries::{self, Dialect};
 use async_trait::async_trait;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, params_from_iter};
@@ -43,6 +44,8 @@ const STATEMENT_CACHE: usize = 256;
 /// Most keys in one `IN (...)` statement; SQLite allows 32,766 bound parameters, and a
 /// larger multi-get runs as several statements in one read transaction.
 const IN_LIST_MAX: usize = 10_000;
+/// The analytic queries the SQL engines run (TPC-H Q1, Q3, Q6).
+pub(super) const ANALYTIC_QUERIES: [QueryId; 3] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6];
 /// Name prefix of every table dbsweep creates in an SQL engine.
 pub(super) const TABLE_PREFIX: &str = "dbsweep_";
 /// The marker table listing the tables dbsweep created.
@@ -122,8 +125,8 @@ impl Sqlite {
                 url: url.redacted(),
                 execution: Execution::Blocking,
                 capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect(),
-                    queries: vec![],
+                    ops: OpKind::ALL.to_vec(),
+                    queries: ANALYTIC_QUERIES.to_vec(),
                     native_batch: true,
                     secondary_indexes: true,
                 },
@@ -287,7 +290,7 @@ impl Target for Sqlite {
         }
         let conn = open_connection(&self.path, self.synchronous).map_err(runtime)?;
         let tables = self.tables.lock().unwrap().iter().map(|t| SqlText::new(t.clone(), TABLE_PREFIX, '?')).collect();
-        Ok(Box::new(SqliteConnection { conn, tables, multi_get: HashMap::new() }))
+        Ok(Box::new(SqliteConnection { conn, tables, multi_get: HashMap::new(), queries: HashMap::new() }))
     }
 
     async fn count_rows(&self, table: &TableDef) -> Result<u64> {
@@ -414,6 +417,23 @@ impl SqlText {
     }
 }
 
+/// The SQL of `query` in `dialect` over dbsweep's prefixed tables, or an error naming a
+/// TPC-H table this run did not prepare.
+pub(super) fn query_sql(query: QueryId, dialect: Dialect, tables: &[SqlText]) -> Result<String, OpError> {
+    let missing = std::cell::RefCell::new(None::<String>);
+    let text = queries::sql(query, dialect, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
+        Some(t) => t.table.clone(),
+        None => {
+            missing.borrow_mut().get_or_insert_with(|| name.to_string());
+            name.to_string()
+        }
+    });
+    match missing.into_inner() {
+        None => Ok(text),
+        Some(name) => Err(OpError::client(format!("{query:?} needs the TPC-H table {name}, which this run did not prepare"))),
+    }
+}
+
 /// The table an op works on.
 pub(super) fn op_table(op: &Op) -> Option<TableId> {
     match op {
@@ -493,6 +513,8 @@ struct SqliteConnection {
     tables: Vec<SqlText>,
     /// `IN (...)` lookups by (table, number of keys).
     multi_get: HashMap<(TableId, usize), String>,
+    /// Analytic query texts (prepared through the statement cache).
+    queries: HashMap<QueryId, String>,
 }
 
 impl SqliteConnection {
@@ -535,12 +557,35 @@ impl SqliteConnection {
         }
     }
 
+    /// Runs an analytic query (a cached prepared statement) and decodes its rows into
+    /// the types of `answer_columns`.
+    fn query(&mut self, query: QueryId) -> Result<Outcome, OpError> {
+        if !self.queries.contains_key(&query) {
+            let sql = query_sql(query, Dialect::Sqlite, &self.tables)?;
+            self.queries.insert(query, sql);
+        }
+        let types = queries::answer_columns(query);
+        let mut stmt = self.conn.prepare_cached(&self.queries[&query]).map_err(op_error)?;
+        if stmt.column_count() != types.len() {
+            return Err(OpError::client(format!("{query:?} returns {} columns, expected {}", stmt.column_count(), types.len())));
+        }
+        let mut rows = stmt.query([]).map_err(op_error)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(op_error)? {
+            out.push(types.iter().enumerate().map(|(i, ty)| decode(row.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
+        }
+        Ok(Outcome::answer(out.len() as u64, Answer::Table(out)))
+    }
+
     /// Executes one op; `in_txn` is true inside a batch's transaction.
     fn run(&mut self, op: &Op, in_txn: bool) -> Result<Outcome, OpError> {
         if let Op::Echo = op {
             let mut stmt = self.conn.prepare_cached("SELECT 1").map_err(op_error)?;
             black_box(stmt.query_row([], |r| r.get::<_, i64>(0)).map_err(op_error)?);
             return Ok(Outcome::rows(0));
+        }
+        if let Op::Query(query) = op {
+            return self.query(*query);
         }
         let Some(id) = op_table(op) else {
             return Err(OpError::unsupported(op.kind(), "sqlite"));
@@ -604,7 +649,7 @@ impl SqliteConnection {
                     }
                 }
             }
-            Op::Echo | Op::Query(_) => return Err(OpError::unsupported(op.kind(), "sqlite")),
+            Op::Echo | Op::Query(_) => unreachable!("handled above"),
         })
     }
 }

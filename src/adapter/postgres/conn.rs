@@ -7,18 +7,25 @@
 //! other batch (updates, read-modify-writes, scans, ranges, mixed tables) is
 //! `BEGIN; stmt; ...; COMMIT` sent as one pipeline: tokio-postgres writes each request
 //! when its future is first polled, so polling them all once in order sends the whole
-//! batch before the first reply is awaited. Must not time anything.
+//! batch before the first reply is awaited.
+//!
+//! Analytic queries (TPC-H Q1, Q3, Q6) use the layout's dialect of
+//! [`crate::workload::queries`], are prepared once per session (at connect when their
+//! tables were prepared) and decode every cell into the type `answer_columns` names.
+//! Must not time anything.
 
-use super::sql::{Param, PgTable};
+use super::sql::{Layout, Param, PgTable};
 use crate::adapter::Connection;
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
-use crate::data::table::Value;
+use crate::data::table::{ColumnType, Date, Row, Value};
+use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::workload::queries::{self, Dialect};
+use std::cell::RefCell;
 use async_trait::async_trait;
 use futures_util::future::{BoxFuture, FutureExt};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::Poll;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
 /// A statement in the per-session cache.
@@ -42,6 +49,86 @@ pub struct PgConnection {
     tables: Arc<Vec<PgTable>>,
     echo: Statement,
     statements: HashMap<Key, Statement>,
+    /// The dialect of the analytic queries (from the layout).
+    dialect: Dialect,
+    /// Prepared analytic queries.
+    queries: HashMap<QueryId, Statement>,
+}
+
+/// The SQL of `query` over the prepared tables, or which TPC-H table it lacks.
+pub fn query_sql(query: QueryId, dialect: Dialect, tables: &[PgTable]) -> Result<String, OpError> {
+    let missing = RefCell::new(None::<String>);
+    let text = queries::sql(query, dialect, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
+        Some(t) => t.qualified.clone(),
+        None => {
+            missing.borrow_mut().get_or_insert_with(|| name.to_string());
+            name.to_string()
+        }
+    });
+    match missing.into_inner() {
+        None => Ok(text),
+        Some(name) => Err(OpError::client(format!("{query:?} needs the TPC-H table {name}, which this run did not prepare"))),
+    }
+}
+
+/// One result cell of any type an analytic query returns.
+struct Cell(Value);
+
+impl<'a> FromSql<'a> for Cell {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Cell(match *ty {
+            Type::INT2 => Value::Int(i16::from_sql(ty, raw)?.into()),
+            Type::INT4 => Value::Int(i32::from_sql(ty, raw)?.into()),
+            Type::INT8 => Value::Int(i64::from_sql(ty, raw)?),
+            Type::FLOAT4 => Value::Float(f32::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => Value::Float(f64::from_sql(ty, raw)?),
+            // Binary DATE: days since 2000-01-01.
+            Type::DATE => Value::Date(Date(i32::from_sql(&Type::INT4, raw)? + PG_EPOCH_DAYS)),
+            _ => Value::Text(<&str>::from_sql(&Type::TEXT, raw)?.into()),
+        }))
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Cell(Value::Null))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::INT2 | Type::INT4 | Type::INT8 | Type::FLOAT4 | Type::FLOAT8 | Type::DATE | Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME
+        )
+    }
+}
+
+/// 2000-01-01 in days since 1970-01-01.
+const PG_EPOCH_DAYS: i32 = 10_957;
+
+/// Decodes a query's result rows into the types of `answer_columns(query)`.
+fn decode_answer(query: QueryId, rows: &[tokio_postgres::Row]) -> Result<Vec<Row>, OpError> {
+    let types = queries::answer_columns(query);
+    rows.iter()
+        .map(|row| {
+            if row.len() != types.len() {
+                return Err(OpError::client(format!("{query:?} returned {} columns, expected {}", row.len(), types.len())));
+            }
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| {
+                    let Cell(v) = row.try_get(i).map_err(|e| OpError::client(format!("{query:?} column {i}: {e}")))?;
+                    Ok(match (ty, v) {
+                        (_, Value::Null) => Value::Null,
+                        (ColumnType::Float, Value::Int(x)) => Value::Float(x as f64),
+                        (ColumnType::Text, v @ Value::Text(_))
+                        | (ColumnType::Float, v @ Value::Float(_))
+                        | (ColumnType::Int, v @ Value::Int(_))
+                        | (ColumnType::Date, v @ Value::Date(_)) => v,
+                        (ty, v) => return Err(OpError::client(format!("{query:?} column {i}: expected {ty:?}, got {v:?}"))),
+                    })
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A one-line description of a driver error (the server's message for SQL errors).
@@ -113,9 +200,10 @@ impl PgConnection {
     /// Opens the session's statement cache with the statements every workload uses
     /// (prepared concurrently), so the first measured ops do not pay for preparing.
     /// Updates and range maxima depend on the columns and are prepared on first use.
-    pub async fn new(client: Client, tables: Arc<Vec<PgTable>>) -> Result<Self, tokio_postgres::Error> {
+    pub async fn new(client: Client, tables: Arc<Vec<PgTable>>, layout: Layout) -> Result<Self, tokio_postgres::Error> {
         let echo = client.prepare("SELECT 1").await?;
-        let mut conn = PgConnection { client, tables, echo, statements: HashMap::new() };
+        let dialect = layout.dialect();
+        let mut conn = PgConnection { client, tables, echo, statements: HashMap::new(), dialect, queries: HashMap::new() };
         let mut keys = Vec::new();
         for (id, t) in conn.tables.iter().enumerate() {
             keys.extend([Key::Insert(id), Key::InsertMany(id), Key::Get(id), Key::GetMany(id), Key::Delete(id), Key::DeleteMany(id), Key::Scan(id)]);
@@ -126,6 +214,13 @@ impl PgConnection {
         let sql: Vec<String> = keys.iter().map(|k| conn.sql(*k)).collect::<Result<_, _>>().expect("tables exist");
         let prepared = futures_util::future::try_join_all(sql.iter().map(|q| conn.client.prepare(q))).await?;
         conn.statements.extend(keys.into_iter().zip(prepared));
+        // The analytic queries whose tables this run prepared.
+        let runnable: Vec<(QueryId, String)> = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6]
+            .into_iter()
+            .filter_map(|q| query_sql(q, dialect, &conn.tables).ok().map(|sql| (q, sql)))
+            .collect();
+        let prepared = futures_util::future::try_join_all(runnable.iter().map(|(_, q)| conn.client.prepare(q))).await?;
+        conn.queries.extend(runnable.into_iter().map(|(q, _)| q).zip(prepared));
         Ok(conn)
     }
 
@@ -170,6 +265,22 @@ impl PgConnection {
         Ok(statement)
     }
 
+    /// Runs an analytic query (prepared on first use if connect did not).
+    async fn query(&mut self, query: QueryId) -> Result<Outcome, OpError> {
+        let statement = match self.queries.get(&query) {
+            Some(s) => s.clone(),
+            None => {
+                let sql = query_sql(query, self.dialect, &self.tables)?;
+                let s = self.client.prepare(&sql).await.map_err(op_error)?;
+                self.queries.insert(query, s.clone());
+                s
+            }
+        };
+        let rows = self.client.query(&statement, &[]).await.map_err(op_error)?;
+        let decoded = decode_answer(query, &rows)?;
+        Ok(Outcome::answer(decoded.len() as u64, Answer::Table(decoded)))
+    }
+
     /// The statement and parameters of a single op (not RMW, which is two steps).
     async fn plan(&mut self, op: &Op) -> Result<(Statement, Vec<Param>), OpError> {
         Ok(match op {
@@ -203,7 +314,7 @@ impl PgConnection {
                 let params = vec![t.range_bound(*column, *lo)?, t.range_bound(*column, *hi)?];
                 (self.statement(key).await?, params)
             }
-            Op::Query(q) => return Err(OpError::new(ErrorClass::Unsupported, format!("PostgreSQL adapter does not run {q:?} yet"))),
+            Op::Query(q) => return Err(OpError::client(format!("{q:?} runs through PgConnection::query, not a plan"))),
         })
     }
 
@@ -343,12 +454,21 @@ impl Connection for PgConnection {
                 }
                 self.run_one(op).await
             }
+            Op::Query(q) => self.query(*q).await,
             op => self.run_one(op).await,
         }
     }
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
         let Some(first) = ops.first() else { return Ok(Outcome::rows(0)) };
+        if first.kind() == OpKind::Query {
+            // Analytic queries are long; a batch of them runs one after another.
+            let mut rows = 0;
+            for op in ops {
+                rows += self.execute(op).await?.rows;
+            }
+            return Ok(Outcome::rows(rows));
+        }
         if let Some(table) = single_table(ops) {
             match first.kind() {
                 OpKind::Insert => {

@@ -16,7 +16,7 @@ use self::sql::{Layout, MARKER, PgTable, SCHEMA, quote_ident, quote_literal};
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::TableDef;
 use crate::error::{Error, Result};
-use crate::workload::op::OpKind;
+use crate::workload::op::{OpKind, QueryId};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::SinkExt;
@@ -73,14 +73,19 @@ impl Postgres {
         }
         let mut settings = BTreeMap::new();
         settings.insert("layout".to_string(), layout.name().to_string());
-        let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
+        let ops = OpKind::ALL.to_vec();
         Ok(Postgres {
             initial: TargetInfo {
                 name: name.to_string(),
                 system: layout.system().to_string(),
                 url: url.redacted(),
                 execution: Execution::Async,
-                capabilities: Capabilities { ops, queries: vec![], native_batch: true, secondary_indexes: true },
+                capabilities: Capabilities {
+                    ops,
+                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+                    native_batch: true,
+                    secondary_indexes: true,
+                },
                 version: "unknown (not connected yet)".into(),
                 settings,
             },
@@ -290,7 +295,7 @@ impl Target for Postgres {
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         let client = self.session().await?;
         let tables = self.tables.lock().unwrap().clone();
-        Ok(Box::new(conn::PgConnection::new(client, tables).await.map_err(|e| self.runtime("connect", &e))?))
+        Ok(Box::new(conn::PgConnection::new(client, tables, self.layout).await.map_err(|e| self.runtime("connect", &e))?))
     }
 
     async fn count_rows(&self, def: &TableDef) -> Result<u64> {

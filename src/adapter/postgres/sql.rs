@@ -13,6 +13,7 @@
 
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::workload::op::{OpError, RangeAgg};
+use crate::workload::queries::Dialect;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
@@ -59,6 +60,15 @@ impl Layout {
             Layout::Row => "pg-row",
             Layout::Hstore => "pg-hstore",
             Layout::Jsonb => "pg-jsonb",
+        }
+    }
+
+    /// The SQL dialect of the analytic queries over this layout.
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Layout::Row => Dialect::Postgres,
+            Layout::Hstore => Dialect::PgHstore,
+            Layout::Jsonb => Dialect::PgJsonb,
         }
     }
 
@@ -375,10 +385,7 @@ impl PgTable {
                     if i > 0 {
                         out.push('\t');
                     }
-                    match v {
-                        Value::Null => out.push_str("\\N"),
-                        v => copy_escape(&self.plain_text(i, v)?, out),
-                    }
+                    self.copy_value(i, v, out)?;
                 }
             }
             Layout::Hstore | Layout::Jsonb => {
@@ -387,6 +394,24 @@ impl PgTable {
             }
         }
         out.push('\n');
+        Ok(())
+    }
+
+    /// Appends one row-layout value in COPY text format, without an intermediate string
+    /// for numbers and text (bulk loads encode millions of values).
+    fn copy_value(&self, column: usize, value: &Value, out: &mut String) -> Result<(), OpError> {
+        match (self.ty(column), value) {
+            (_, Value::Null) => out.push_str("\\N"),
+            (ColumnType::Int, Value::Int(v)) => {
+                let _ = write!(out, "{v}");
+            }
+            (ColumnType::Decimal, Value::Decimal(d)) => {
+                let _ = write!(out, "{d}");
+            }
+            (ColumnType::Text, Value::Text(s)) => copy_escape(s, out),
+            // Floats and dates: the same text as everywhere else (no escaping needed).
+            (_, v) => out.push_str(&self.plain_text(column, v)?),
+        }
         Ok(())
     }
 
@@ -569,8 +594,12 @@ fn hstore_quote(text: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Escapes a field for COPY text format.
+/// Escapes a field for COPY text format (copied whole when nothing needs escaping).
 fn copy_escape(text: &str, out: &mut String) {
+    if !text.bytes().any(|b| matches!(b, b'\\' | b'\t' | b'\n' | b'\r')) {
+        out.push_str(text);
+        return;
+    }
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),

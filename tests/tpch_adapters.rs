@@ -1,0 +1,174 @@
+//! TPC-H through the SQL adapters: every table loads by the adapter's bulk path with the
+//! right row count (keys from 0 for region and nation, Decimal, Date and Text columns),
+//! primary-key gets find the generated keys, and Q1, Q3 and Q6 give TPC-H's answers as
+//! computed exactly by `tpch_reference`, with the result types `answer_columns` names.
+//!
+//! PostgreSQL (three layouts on one server) and MariaDB run on throwaway servers started
+//! by `servers::spawn`; SQLite and DuckDB use throwaway files. The `#[ignore]`d
+//! `pg_row_load_sf*` tests time bulk loads (run them in release with `--nocapture`).
+
+use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::data::table::{ColumnType, Value};
+use dbsweep::data::tpch::{LINEITEM, ORDERS, REGION, TABLE_NAMES};
+use dbsweep::data::tpch_reference;
+use dbsweep::data::{DataSpec, Dataset};
+use dbsweep::servers::{self, ServerKind, SpawnOptions};
+use dbsweep::workload::op::{Answer, Op, QueryId};
+use dbsweep::workload::queries;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+const SF: f64 = 0.01;
+const SEED: u64 = 11;
+const QUERIES: [QueryId; 3] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6];
+
+/// The exact reference answers at `SF`, computed once per test binary.
+fn reference(query: QueryId) -> &'static Answer {
+    static ANSWERS: OnceLock<Vec<Answer>> = OnceLock::new();
+    let all = ANSWERS.get_or_init(|| QUERIES.iter().map(|q| tpch_reference::answer(*q, SF)).collect());
+    &all[QUERIES.iter().position(|q| *q == query).unwrap()]
+}
+
+fn type_of(v: &Value) -> Option<ColumnType> {
+    match v {
+        Value::Null => None,
+        Value::Int(_) => Some(ColumnType::Int),
+        Value::Float(_) => Some(ColumnType::Float),
+        Value::Decimal(_) => Some(ColumnType::Decimal),
+        Value::Text(_) => Some(ColumnType::Text),
+        Value::Date(_) => Some(ColumnType::Date),
+    }
+}
+
+/// Loads all eight tables and checks counts, gets and the three queries; cleans up.
+async fn check_tpch(target: Arc<dyn Target>) {
+    let system = target.info().system.clone();
+    let dataset = Dataset::new(&DataSpec::Tpch { scale: SF }, SEED);
+    assert_eq!(dataset.tables.len(), TABLE_NAMES.len());
+    target.prepare(&dataset.tables).await.unwrap_or_else(|e| panic!("{system}: prepare: {e}"));
+    for (id, table) in dataset.tables.iter().enumerate() {
+        let start = Instant::now();
+        let loaded = target.load(table, dataset.initial(id)).await.unwrap_or_else(|e| panic!("{system}: load {}: {e}", table.name));
+        let expected = dataset.initial_rows(id);
+        eprintln!("{system}: loaded {loaded} {} rows in {:.2?}", table.name, start.elapsed());
+        assert_eq!(loaded, expected, "{system}: load reports the rows of {}", table.name);
+        assert_eq!(target.count_rows(table).await.unwrap(), expected, "{system}: rows stored in {}", table.name);
+    }
+
+    let mut conn = target.connect().await.unwrap_or_else(|e| panic!("{system}: connect: {e}"));
+    // Primary-key gets of generated keys (region's first key is 0); a missing key finds nothing.
+    for table in [REGION, ORDERS, LINEITEM] {
+        let n = dataset.initial_rows(table);
+        for index in [0, 1, n / 2, n - 1] {
+            let key = dataset.key_at(table, index);
+            let found = conn.execute(&Op::Get { table, key }).await.unwrap().rows;
+            assert_eq!(found, 1, "{system}: get of {} key {key} (row #{index})", TABLE_NAMES[table]);
+        }
+        assert_eq!(conn.execute(&Op::Get { table, key: -1 }).await.unwrap().rows, 0, "{system}: get of a missing key");
+    }
+    assert_eq!(dataset.key_at(REGION, 0), 0, "region keys start at 0");
+
+    let caps = &target.info().capabilities;
+    assert!(caps.supports_kind(dbsweep::workload::op::OpKind::Query), "{system} declares queries");
+    for query in QUERIES {
+        assert!(caps.queries.contains(&query), "{system} declares {query:?}");
+        let outcome = conn.execute(&Op::Query(query)).await.unwrap_or_else(|e| panic!("{system}: {query:?}: {e}"));
+        let answer = outcome.answer.unwrap_or_else(|| panic!("{system}: {query:?} gave no answer"));
+        let expected = reference(query);
+        let Answer::Table(rows) = &answer else { panic!("{system}: {query:?} answered {answer:?}") };
+        assert!(!rows.is_empty(), "{system}: {query:?} returned no rows");
+        assert_eq!(outcome.rows, rows.len() as u64, "{system}: {query:?} counts its rows");
+        let types = queries::answer_columns(query);
+        for row in rows {
+            let got: Vec<Option<ColumnType>> = row.iter().map(type_of).collect();
+            let want: Vec<Option<ColumnType>> = types.iter().map(|t| Some(*t)).collect();
+            assert_eq!(got, want, "{system}: {query:?} result types of {row:?}");
+        }
+        assert!(
+            answer.agrees_with(expected),
+            "{system}: {query:?} disagrees with the reference\n  got:      {answer:?}\n  expected: {expected:?}"
+        );
+    }
+    // A batch of queries runs them all.
+    let batch: Vec<Op> = QUERIES.iter().map(|q| Op::Query(*q)).collect();
+    let expected_rows: u64 = QUERIES.iter().map(|q| if let Answer::Table(r) = reference(*q) { r.len() as u64 } else { 0 }).sum();
+    assert_eq!(conn.execute_batch(&batch).await.unwrap().rows, expected_rows, "{system}: batch of queries");
+    drop(conn);
+    target.cleanup().await.unwrap_or_else(|e| panic!("{system}: cleanup: {e}"));
+}
+
+fn open(name: &str, url: &str, scratch: &std::path::Path) -> Arc<dyn Target> {
+    let ctx = OpenContext { scratch_dir: scratch.to_path_buf() };
+    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_layouts_load_and_answer_tpch() {
+    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions::default()).await.expect("spawn postgres");
+    let dir = tempfile::tempdir().unwrap();
+    for layout in ["row", "hstore", "jsonb"] {
+        let target = open(&format!("pg-{layout}"), &format!("{}?layout={layout}", server.url()), dir.path());
+        check_tpch(target).await;
+    }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_loads_and_answers_tpch() {
+    let server = servers::spawn(ServerKind::Mariadb, &SpawnOptions::default()).await.expect("spawn mariadb");
+    let dir = tempfile::tempdir().unwrap();
+    check_tpch(open("mariadb", &server.url(), dir.path())).await;
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_loads_and_answers_tpch() {
+    let dir = tempfile::tempdir().unwrap();
+    check_tpch(open("sqlite", "sqlite:", dir.path())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duckdb_loads_and_answers_tpch() {
+    let dir = tempfile::tempdir().unwrap();
+    check_tpch(open("duckdb", "duckdb:", dir.path())).await;
+}
+
+/// Times a pg-row bulk load of every table at `scale`, table by table.
+async fn time_pg_row_load(scale: f64) {
+    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions::default()).await.expect("spawn postgres");
+    let dir = tempfile::tempdir().unwrap();
+    let target = open("pg-row", &server.url(), dir.path());
+    let dataset = Dataset::new(&DataSpec::Tpch { scale }, SEED);
+    target.prepare(&dataset.tables).await.unwrap();
+    let all = Instant::now();
+    let mut generating = std::time::Duration::ZERO;
+    for (id, table) in dataset.tables.iter().enumerate() {
+        // Generation alone, for comparison (the text pool is built before the clock starts).
+        let _ = dataset.initial(id).next();
+        let start = Instant::now();
+        let generated = dataset.initial(id).count();
+        let generation = start.elapsed();
+        generating += generation;
+        let start = Instant::now();
+        let loaded = target.load(table, dataset.initial(id)).await.unwrap();
+        assert_eq!(loaded, dataset.initial_rows(id));
+        assert_eq!(generated as u64, loaded);
+        eprintln!("SF {scale}: {:>9} rows of {:<8} in {:>8.2?} (generating them alone: {generation:.2?})", loaded, table.name, start.elapsed());
+    }
+    eprintln!("SF {scale}: generating all tables alone took {generating:.2?}");
+    eprintln!("SF {scale}: all tables loaded in {:.2?} (including the generation-only passes)", all.elapsed());
+    target.cleanup().await.unwrap();
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run in release with --nocapture"]
+async fn pg_row_load_sf01() {
+    time_pg_row_load(0.1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: run in release with --nocapture"]
+async fn pg_row_load_sf1() {
+    time_pg_row_load(1.0).await;
+}

@@ -9,6 +9,8 @@
 //! COUNT is `ZCOUNT`; range MAX is a server-side Lua script; Update is a Lua script that
 //! writes only when the row exists. Insert (DEL + HSET + ZADDs) and Delete (DEL + ZREMs:
 //! index members are pks, so no read of the old values is needed) are one MULTI/EXEC each.
+//! TPC-H Q1 and Q6 are read-only Lua scripts over the lineitem hashes (see [`tpch`]); they
+//! block the server while they run, as in the study. Q3 (a join) is not offered.
 //! The server's version and settings are read by `prepare`; `info()` shows them from then.
 //!
 //! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes
@@ -22,13 +24,15 @@
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisConnectionInfo, RedisError, Script};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
+
+mod tpch;
 
 /// Every key dbsweep writes starts with this.
 const PREFIX: &str = "dbsweep:";
@@ -117,6 +121,7 @@ pub struct Redis {
     tables: RwLock<Arc<Vec<TableKeys>>>,
     update_script: Arc<Script>,
     max_script: Arc<Script>,
+    query_scripts: Arc<tpch::Scripts>,
 }
 
 impl Redis {
@@ -181,7 +186,7 @@ impl Redis {
                     OpKind::RangeCount,
                     OpKind::RangeMax,
                 ],
-                queries: vec![],
+                queries: vec![QueryId::TpchQ1, QueryId::TpchQ6],
                 native_batch: true,
                 secondary_indexes: true,
             },
@@ -197,6 +202,7 @@ impl Redis {
             tables: RwLock::new(Arc::new(Vec::new())),
             update_script: Arc::new(Script::new(UPDATE_LUA)),
             max_script: Arc::new(Script::new(MAX_LUA)),
+            query_scripts: Arc::new(tpch::Scripts::new()),
         })
     }
 
@@ -235,7 +241,9 @@ impl Redis {
         {
             info.version = v.to_string();
         }
-        for key in ["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy"] {
+        // lua-time-limit (busy-reply-threshold since 7.0): how long a script (the TPC-H
+        // queries) runs before other clients get BUSY replies.
+        for key in ["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy", "lua-time-limit"] {
             if let Ok(pairs) = redis::cmd("CONFIG").arg("GET").arg(key).query_async::<Vec<String>>(conn).await
                 && let [_, value] = pairs.as_slice()
             {
@@ -457,6 +465,8 @@ enum Reduce {
     Count,
     /// The max script's text reply, decoded to the column's type.
     Max(ColumnType),
+    /// A TPC-H query script's reply, decoded to the query's answer table.
+    Query(QueryId),
 }
 
 /// An op compiled to commands that need one round trip.
@@ -473,6 +483,7 @@ pub struct RedisConnection {
     batch: BatchMode,
     update_script: Arc<Script>,
     max_script: Arc<Script>,
+    query_scripts: Arc<tpch::Scripts>,
 }
 
 impl RedisConnection {
@@ -556,7 +567,14 @@ impl RedisConnection {
                 one(cmd, Reduce::Max(of_col.ty))
             }
             Op::Scan { .. } | Op::Range { agg: RangeAgg::Rows, .. } | Op::ReadModifyWrite { .. } => None,
-            Op::Query(q) => return Err(OpError::new(ErrorClass::Unsupported, format!("redis does not run {q:?}"))),
+            Op::Query(q) => {
+                let unsupported = || OpError::new(ErrorClass::Unsupported, format!("redis does not run {q:?}"));
+                let t = self.tables.iter().find(|t| t.def.name == tpch::LINEITEM).ok_or_else(|| {
+                    OpError::client(format!("redis: {q:?} needs the TPC-H {} table (prepare the tpch dataset)", tpch::LINEITEM))
+                })?;
+                let cmd = self.query_scripts.command(*q, &t.row_prefix, &t.pk_set).ok_or_else(unsupported)?;
+                one(cmd, Reduce::Query(*q))
+            }
         })
     }
 
@@ -676,6 +694,14 @@ fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> 
             };
             Outcome::answer(1, Answer::Scalar(value))
         }
+        Reduce::Query(q) => {
+            let answer = tpch::decode(q, replies.first().unwrap_or(&redis::Value::Nil))?;
+            let rows = match &answer {
+                Answer::Table(rows) => rows.len() as u64,
+                Answer::Scalar(_) => 1,
+            };
+            Outcome::answer(rows, answer)
+        }
     })
 }
 
@@ -744,7 +770,7 @@ impl Target for Redis {
         self.check_owned(&mut conn).await?;
         self.clear_namespace(&mut conn).await?;
         redis::cmd("SET").arg(MARKER_KEY).arg(MARKER_VALUE).query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("SET", e))?;
-        for script in [&self.update_script, &self.max_script] {
+        for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
             script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
         }
         *self.tables.write().unwrap() = Arc::new(tables.iter().map(TableKeys::new).collect());
@@ -790,7 +816,7 @@ impl Target for Redis {
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         let mut conn = self.admin().await?;
         // Idempotent; makes EVALSHA safe even after a server restart between prepare and run.
-        for script in [&self.update_script, &self.max_script] {
+        for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
             script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
         }
         Ok(Box::new(RedisConnection {
@@ -799,6 +825,7 @@ impl Target for Redis {
             batch: self.batch,
             update_script: self.update_script.clone(),
             max_script: self.max_script.clone(),
+            query_scripts: self.query_scripts.clone(),
         }))
     }
 

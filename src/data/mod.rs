@@ -8,6 +8,7 @@ pub mod kv;
 pub mod table;
 pub mod tpch;
 pub mod tpch_reference;
+pub mod ycsb;
 
 use crate::adapter::RowSource;
 use serde::{Deserialize, Serialize};

@@ -3,7 +3,9 @@
 //! Owns the op vocabulary (`op`), counter-based randomness (`rng`) and the experiments
 //! (`experiment`). Must not talk to systems or measure time.
 
+pub mod distribution;
 pub mod experiment;
 pub mod op;
 pub mod queries;
 pub mod rng;
+pub mod ycsb;

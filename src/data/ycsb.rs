@@ -1,0 +1,174 @@
+//! The YCSB `usertable`: one Int key column `ycsb_key` and `fieldcount` Text fields.
+//!
+//! Owns the table definition, the key of the i-th record (YCSB's `insertorder`: `hashed`
+//! maps a record number through FNV-64, `ordered` keeps it) and the content of a row, a pure
+//! function of (seed, key). Must not decide which records an operation touches (that is
+//! `workload::ycsb`).
+
+use super::table::{Column, ColumnType, Row, TableDef, Value};
+use crate::workload::rng::{Stream, mix};
+
+/// Name of the table, as in YCSB.
+pub const TABLE: &str = "usertable";
+
+/// Stream id of field contents.
+const FIELD_STREAM: u64 = 0x7963_7362;
+
+/// YCSB's `insertorder`: how a record number becomes a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InsertOrder {
+    /// `hashed` (YCSB's default): key = FNV-64 of the record number, made non-negative,
+    /// so consecutive records are scattered over the key space.
+    #[default]
+    Hashed,
+    /// `ordered`: key = record number.
+    Ordered,
+}
+
+impl InsertOrder {
+    pub fn parse(s: &str) -> Option<InsertOrder> {
+        match s {
+            "hashed" => Some(InsertOrder::Hashed),
+            "ordered" => Some(InsertOrder::Ordered),
+            _ => None,
+        }
+    }
+
+    /// The key of record number `keynum`.
+    pub fn key(self, keynum: u64) -> i64 {
+        match self {
+            InsertOrder::Hashed => hashed_key(keynum),
+            InsertOrder::Ordered => ordered_key(keynum),
+        }
+    }
+}
+
+/// YCSB's `Utils.fnvhash64`: FNV-1 over the 8 little-endian bytes of `val`, then
+/// `Math.abs` of the signed result. (`Math.abs(i64::MIN)` stays negative in Java; here that
+/// single value maps to 0 so every key is non-negative.)
+pub fn fnv_hash64(val: u64) -> u64 {
+    const OFFSET: u64 = 0xCBF2_9CE4_8422_2325;
+    const PRIME: u64 = 1_099_511_628_211;
+    let mut v = val;
+    let mut h = OFFSET;
+    for _ in 0..8 {
+        h ^= v & 0xff;
+        h = h.wrapping_mul(PRIME);
+        v >>= 8;
+    }
+    let s = h as i64;
+    if s == i64::MIN { 0 } else { s.unsigned_abs() }
+}
+
+/// Key of record `keynum` under `insertorder=hashed`: a non-negative i64.
+pub fn hashed_key(keynum: u64) -> i64 {
+    fnv_hash64(keynum) as i64
+}
+
+/// Key of record `keynum` under `insertorder=ordered`.
+pub fn ordered_key(keynum: u64) -> i64 {
+    keynum as i64
+}
+
+/// Column name of field `i` (column `i + 1`).
+pub fn field_name(i: usize) -> String {
+    format!("field{i}")
+}
+
+/// `usertable` with `fieldcount` Text fields after the key; no secondary indexes.
+pub fn table_def(fieldcount: usize) -> TableDef {
+    let mut columns = vec![Column { name: "ycsb_key".into(), ty: ColumnType::Int }];
+    columns.extend((0..fieldcount).map(|i| Column { name: field_name(i), ty: ColumnType::Text }));
+    TableDef { name: TABLE.into(), columns, indexed: vec![] }
+}
+
+/// The row stored under `key`: the key, then `fieldcount` printable-ASCII fields of
+/// `fieldlength` bytes. Pure in (seed, key).
+pub fn row(seed: u64, key: i64, fieldcount: usize, fieldlength: usize) -> Row {
+    let stream = Stream::new(seed, FIELD_STREAM);
+    let mut row = Vec::with_capacity(fieldcount + 1);
+    row.push(Value::Int(key));
+    for f in 0..fieldcount {
+        row.push(Value::Text(ascii(stream.u64(key as u64, f as u64), fieldlength).into()));
+    }
+    row
+}
+
+/// A printable ASCII string (0x21..=0x7e) of `len` bytes derived from `bits`.
+pub fn ascii(bits: u64, len: usize) -> String {
+    let mut s = String::with_capacity(len);
+    let mut b = bits;
+    for i in 0..len {
+        if i % 8 == 0 {
+            b = mix(bits, i as u64);
+        }
+        // 94 printable characters excluding space; take the top of a byte's range.
+        s.push((0x21 + (((b & 0xff) * 94) >> 8) as u8) as char);
+        b >>= 8;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn table_shape() {
+        let t = table_def(10);
+        assert_eq!(t.name, "usertable");
+        assert_eq!(t.columns.len(), 11);
+        assert_eq!(t.columns[0].name, "ycsb_key");
+        assert_eq!(t.columns[0].ty, ColumnType::Int);
+        assert_eq!(t.columns[10].name, "field9");
+        assert!(t.columns[1..].iter().all(|c| c.ty == ColumnType::Text));
+        assert!(t.indexed.is_empty());
+    }
+
+    #[test]
+    fn rows_are_pure_printable_and_sized() {
+        let r = row(7, 12345, 10, 100);
+        assert_eq!(r, row(7, 12345, 10, 100));
+        assert_ne!(r, row(8, 12345, 10, 100));
+        assert_eq!(r[0], Value::Int(12345));
+        for v in &r[1..] {
+            let Value::Text(s) = v else { panic!("{v:?}") };
+            assert_eq!(s.len(), 100);
+            assert!(s.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{s}");
+        }
+        assert_ne!(r[1], r[2]);
+        // Characters are spread over the alphabet.
+        let distinct: HashSet<u8> = r[1..]
+            .iter()
+            .flat_map(|v| match v {
+                Value::Text(s) => s.bytes().collect::<Vec<_>>(),
+                _ => vec![],
+            })
+            .collect();
+        assert!(distinct.len() > 80, "{}", distinct.len());
+    }
+
+    #[test]
+    fn fnv_matches_ycsb() {
+        // FNV-1 64 of eight zero bytes, computed by hand from the definition.
+        let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+        for _ in 0..8 {
+            h = h.wrapping_mul(1_099_511_628_211);
+        }
+        assert_eq!(fnv_hash64(0), (h as i64).unsigned_abs());
+        assert_eq!(ordered_key(42), 42);
+        assert_eq!(InsertOrder::Ordered.key(42), 42);
+        assert_eq!(InsertOrder::Hashed.key(42), hashed_key(42));
+    }
+
+    #[test]
+    fn hashed_keys_are_non_negative_and_unique() {
+        let mut seen = HashSet::new();
+        for k in 0..200_000u64 {
+            let key = hashed_key(k);
+            assert!(key >= 0);
+            assert!(seen.insert(key), "collision at {k}");
+        }
+    }
+}

@@ -1,0 +1,720 @@
+//! YCSB's CoreWorkload as a pure, seeded op generator over the `usertable`.
+//!
+//! Owns the workload properties (YCSB's names and defaults, core workloads A–F, parsing of
+//! YCSB workload files) and `OpGen`, which turns a sequence number into an op: the op type
+//! by proportion, the record by the request distribution over records that exist at that
+//! sequence number. Must not hold state: any client may execute any sequence number.
+//!
+//! Record numbers ("keynums"): records `0..recordcount` are loaded; the insert at sequence
+//! number `s` inserts keynum `recordcount + s`, so the keynums that exist at sequence `q`
+//! are the loaded ones plus `recordcount + s` for every insert sequence `s < q`. A keynum
+//! becomes a key through `insertorder` (see `data::ycsb`).
+
+use super::distribution::{Distribution, ZIPFIAN_CONSTANT, Zeta, Zipfian};
+use super::op::{Op, OpKind};
+use super::rng::{Stream, hash_str};
+use crate::data::table::{Row, TableDef, TableId, Value};
+use crate::data::ycsb::{self as data, InsertOrder};
+
+/// YCSB's `requestdistribution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestDistribution {
+    Uniform,
+    Zipfian,
+    Latest,
+    Hotspot,
+    Exponential,
+}
+
+/// YCSB's `scanlengthdistribution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanLengthDistribution {
+    Uniform,
+    Zipfian,
+}
+
+/// A YCSB CoreWorkload configuration; field names are YCSB's property names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub recordcount: u64,
+    pub operationcount: u64,
+    pub readproportion: f64,
+    pub updateproportion: f64,
+    pub insertproportion: f64,
+    pub scanproportion: f64,
+    pub readmodifywriteproportion: f64,
+    pub requestdistribution: RequestDistribution,
+    pub minscanlength: u64,
+    pub maxscanlength: u64,
+    pub scanlengthdistribution: ScanLengthDistribution,
+    pub fieldcount: usize,
+    pub fieldlength: usize,
+    pub insertorder: InsertOrder,
+    pub hotspotdatafraction: f64,
+    pub hotspotopnfraction: f64,
+    /// `exponential.percentile`.
+    pub exponential_percentile: f64,
+    /// `exponential.frac`.
+    pub exponential_frac: f64,
+    pub readallfields: bool,
+    pub writeallfields: bool,
+}
+
+impl Default for Workload {
+    /// CoreWorkload's defaults (recordcount/operationcount as in the core workload files).
+    fn default() -> Self {
+        Workload {
+            recordcount: 1000,
+            operationcount: 1000,
+            readproportion: 0.95,
+            updateproportion: 0.05,
+            insertproportion: 0.0,
+            scanproportion: 0.0,
+            readmodifywriteproportion: 0.0,
+            requestdistribution: RequestDistribution::Uniform,
+            minscanlength: 1,
+            maxscanlength: 1000,
+            scanlengthdistribution: ScanLengthDistribution::Uniform,
+            fieldcount: 10,
+            fieldlength: 100,
+            insertorder: InsertOrder::Hashed,
+            hotspotdatafraction: 0.2,
+            hotspotopnfraction: 0.8,
+            exponential_percentile: 95.0,
+            exponential_frac: 0.8571428571,
+            readallfields: true,
+            writeallfields: false,
+        }
+    }
+}
+
+/// Keys YCSB understands that this generator does not honour: parsing accepts them but
+/// reports a warning.
+const WARN_KEYS: &[&str] = &[
+    "fieldlengthdistribution",
+    "insertstart",
+    "insertcount",
+    "dataintegrity",
+    "zeropadding",
+    "fieldnameprefix",
+    "table",
+    "readallfieldsbyname",
+    "writeallfieldsbyname",
+    "core_workload_insertion_retry_limit",
+    "core_workload_insertion_retry_interval",
+    "hotspotdatafraction.cold",
+];
+
+impl Workload {
+    /// YCSB's core workload files `workloads/workload{a..f}`.
+    pub fn core(letter: char) -> Result<Workload, String> {
+        let base = Workload { requestdistribution: RequestDistribution::Zipfian, ..Workload::default() };
+        let w = |r: f64, u: f64, i: f64, s: f64, m: f64| Workload {
+            readproportion: r,
+            updateproportion: u,
+            insertproportion: i,
+            scanproportion: s,
+            readmodifywriteproportion: m,
+            ..base.clone()
+        };
+        Ok(match letter.to_ascii_lowercase() {
+            'a' => w(0.5, 0.5, 0.0, 0.0, 0.0),
+            'b' => w(0.95, 0.05, 0.0, 0.0, 0.0),
+            'c' => w(1.0, 0.0, 0.0, 0.0, 0.0),
+            'd' => Workload { requestdistribution: RequestDistribution::Latest, ..w(0.95, 0.0, 0.05, 0.0, 0.0) },
+            'e' => Workload {
+                maxscanlength: 100,
+                scanlengthdistribution: ScanLengthDistribution::Uniform,
+                ..w(0.0, 0.0, 0.05, 0.95, 0.0)
+            },
+            'f' => w(0.5, 0.0, 0.0, 0.0, 0.5),
+            other => return Err(format!("no YCSB core workload '{other}': use one of a, b, c, d, e, f")),
+        })
+    }
+
+    /// Parses a YCSB workload file (`key=value` lines, `#`/`!` comments) over YCSB's
+    /// defaults. Unknown keys are ignored.
+    pub fn parse(text: &str) -> Result<Workload, String> {
+        Self::parse_with_warnings(text).map(|(w, _)| w)
+    }
+
+    /// As [`parse`](Self::parse), also returning one warning per key that YCSB honours
+    /// but this generator does not (e.g. `fieldlengthdistribution=zipfian`).
+    pub fn parse_with_warnings(text: &str) -> Result<(Workload, Vec<String>), String> {
+        let mut w = Workload::default();
+        let mut warnings = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line_no = i + 1;
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=') else {
+                return Err(format!("line {line_no}: expected key=value, got '{line}'"));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            let bad = |what: &str| format!("line {line_no}: {key}={value}: {what}");
+            let uint = || value.parse::<u64>().map_err(|_| bad("expected a non-negative integer"));
+            let prop = || match value.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+                _ => Err(bad("expected a non-negative number")),
+            };
+            let fraction = || match value.parse::<f64>() {
+                Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+                _ => Err(bad("expected a number between 0 and 1")),
+            };
+            let boolean = || match value.to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(bad("expected true or false")),
+            };
+            match key {
+                "workload"
+                    if !matches!(
+                        value,
+                        "site.ycsb.workloads.CoreWorkload" | "com.yahoo.ycsb.workloads.CoreWorkload"
+                    ) =>
+                {
+                    return Err(bad("only CoreWorkload is supported"));
+                }
+                "recordcount" => w.recordcount = uint()?,
+                "operationcount" => w.operationcount = uint()?,
+                "readproportion" => w.readproportion = prop()?,
+                "updateproportion" => w.updateproportion = prop()?,
+                "insertproportion" => w.insertproportion = prop()?,
+                "scanproportion" => w.scanproportion = prop()?,
+                "readmodifywriteproportion" => w.readmodifywriteproportion = prop()?,
+                "requestdistribution" => {
+                    w.requestdistribution = match value {
+                        "uniform" => RequestDistribution::Uniform,
+                        "zipfian" => RequestDistribution::Zipfian,
+                        "latest" => RequestDistribution::Latest,
+                        "hotspot" => RequestDistribution::Hotspot,
+                        "exponential" => RequestDistribution::Exponential,
+                        _ => return Err(bad("expected uniform, zipfian, latest, hotspot or exponential")),
+                    }
+                }
+                "minscanlength" => w.minscanlength = uint()?,
+                "maxscanlength" => w.maxscanlength = uint()?,
+                "scanlengthdistribution" => {
+                    w.scanlengthdistribution = match value {
+                        "uniform" => ScanLengthDistribution::Uniform,
+                        "zipfian" => ScanLengthDistribution::Zipfian,
+                        _ => return Err(bad("expected uniform or zipfian")),
+                    }
+                }
+                "fieldcount" => w.fieldcount = uint()? as usize,
+                "fieldlength" => w.fieldlength = uint()? as usize,
+                "insertorder" => {
+                    w.insertorder = InsertOrder::parse(value).ok_or_else(|| bad("expected hashed or ordered"))?
+                }
+                "hotspotdatafraction" => w.hotspotdatafraction = fraction()?,
+                "hotspotopnfraction" => w.hotspotopnfraction = fraction()?,
+                "exponential.percentile" => match value.parse::<f64>() {
+                    Ok(v) if v > 0.0 && v < 100.0 => w.exponential_percentile = v,
+                    _ => return Err(bad("expected a number between 0 and 100 (exclusive)")),
+                },
+                "exponential.frac" => match value.parse::<f64>() {
+                    Ok(v) if v > 0.0 && v.is_finite() => w.exponential_frac = v,
+                    _ => return Err(bad("expected a positive number")),
+                },
+                "readallfields" => w.readallfields = boolean()?,
+                "writeallfields" => w.writeallfields = boolean()?,
+                "fieldlengthdistribution" if value == "constant" => {}
+                "dataintegrity" if value == "false" => {}
+                k if WARN_KEYS.contains(&k) => {
+                    warnings.push(format!("line {line_no}: {key}={value} is not supported and is ignored"));
+                }
+                _ => {}
+            }
+        }
+        w.validate()?;
+        if !w.readallfields {
+            warnings.push("readallfields=false: reads still fetch the whole row".into());
+        }
+        Ok((w, warnings))
+    }
+
+    /// Checks the values are usable: proportions sum > 0, at least one record and field,
+    /// scan lengths ordered.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.total_proportion() <= 0.0 || !self.total_proportion().is_finite() {
+            return Err("the operation proportions (read/update/insert/scan/readmodifywrite) sum to 0".into());
+        }
+        if self.recordcount == 0 {
+            return Err("recordcount must be at least 1".into());
+        }
+        if self.fieldcount == 0 {
+            return Err("fieldcount must be at least 1".into());
+        }
+        if self.minscanlength == 0 || self.maxscanlength < self.minscanlength {
+            return Err(format!(
+                "scan lengths must satisfy 1 <= minscanlength <= maxscanlength (got {} and {})",
+                self.minscanlength, self.maxscanlength
+            ));
+        }
+        if self.writeallfields {
+            return Err("writeallfields=true is not supported: updates write one field".into());
+        }
+        Ok(())
+    }
+
+    fn total_proportion(&self) -> f64 {
+        self.readproportion
+            + self.updateproportion
+            + self.insertproportion
+            + self.scanproportion
+            + self.readmodifywriteproportion
+    }
+}
+
+/// Walk length bound when looking for the nearest earlier insert.
+const WALK_LIMIT: u64 = 100_000;
+/// Redraws of a zipfian record that does not exist yet before falling back to loaded ones.
+const MAX_TRIES: u64 = 256;
+
+/// Turns sequence numbers into ops of one workload. Pure: `op(seq)` depends only on the
+/// workload, the seed and `seq`.
+#[derive(Debug, Clone)]
+pub struct OpGen {
+    workload: Workload,
+    seed: u64,
+    table: TableId,
+    /// Cumulative proportions of read, update, insert, scan, read-modify-write.
+    cumulative: [f64; 5],
+    keys: Distribution,
+    scan_zipf: Option<Zipfian>,
+    op_stream: Stream,
+    key_stream: Stream,
+    field_stream: Stream,
+    scan_stream: Stream,
+}
+
+impl OpGen {
+    pub fn new(workload: &Workload, seed: u64, table: TableId) -> Result<OpGen, String> {
+        workload.validate()?;
+        let w = workload;
+        let mut cumulative =
+            [w.readproportion, w.updateproportion, w.insertproportion, w.scanproportion, w.readmodifywriteproportion];
+        for i in 1..5 {
+            cumulative[i] += cumulative[i - 1];
+        }
+        let keys = match w.requestdistribution {
+            RequestDistribution::Uniform => Distribution::uniform(),
+            RequestDistribution::Zipfian => Distribution::zipfian(),
+            RequestDistribution::Latest => Distribution::latest(),
+            RequestDistribution::Hotspot => Distribution::hotspot(w.hotspotdatafraction, w.hotspotopnfraction),
+            RequestDistribution::Exponential => {
+                Distribution::exponential(w.exponential_percentile, w.recordcount as f64 * w.exponential_frac)
+            }
+        };
+        let scan_zipf = (w.scanlengthdistribution == ScanLengthDistribution::Zipfian)
+            .then(|| Zipfian::new(w.maxscanlength - w.minscanlength + 1, &Zeta::new(ZIPFIAN_CONSTANT)));
+        Ok(OpGen {
+            workload: w.clone(),
+            seed,
+            table,
+            cumulative,
+            keys,
+            scan_zipf,
+            op_stream: Stream::new(seed, hash_str("ycsb.op")),
+            key_stream: Stream::new(seed, hash_str("ycsb.key")),
+            field_stream: Stream::new(seed, hash_str("ycsb.field")),
+            scan_stream: Stream::new(seed, hash_str("ycsb.scan")),
+        })
+    }
+
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// The `usertable` definition for this workload's field count.
+    pub fn table_def(&self) -> TableDef {
+        data::table_def(self.workload.fieldcount)
+    }
+
+    /// The key of record number `keynum` (loaded: `< recordcount`; inserted at sequence
+    /// `s`: `recordcount + s`).
+    pub fn key_of(&self, keynum: u64) -> i64 {
+        self.workload.insertorder.key(keynum)
+    }
+
+    /// The row stored under `key` (loaded or inserted).
+    pub fn row(&self, key: i64) -> Row {
+        data::row(self.seed, key, self.workload.fieldcount, self.workload.fieldlength)
+    }
+
+    /// The `recordcount` rows of the load phase, streamed in record-number order.
+    pub fn load_rows(&self) -> impl Iterator<Item = Row> + Send + 'static {
+        let this = self.clone();
+        (0..self.workload.recordcount).map(move |k| this.row(this.key_of(k)))
+    }
+
+    /// The kind of op at `seq` (cheap: one hash).
+    pub fn kind(&self, seq: u64) -> OpKind {
+        let u = self.op_stream.unit(seq, 0) * self.cumulative[4];
+        let kinds = [OpKind::Get, OpKind::Update, OpKind::Insert, OpKind::Scan, OpKind::ReadModifyWrite];
+        // Skip zero-weight kinds so a u on a boundary never picks them.
+        for (i, kind) in kinds.iter().enumerate() {
+            let lo = if i == 0 { 0.0 } else { self.cumulative[i - 1] };
+            if u < self.cumulative[i] && self.cumulative[i] > lo {
+                return *kind;
+            }
+        }
+        let last = (0..5).rev().find(|&i| self.cumulative[i] > if i == 0 { 0.0 } else { self.cumulative[i - 1] });
+        kinds[last.unwrap_or(0)]
+    }
+
+    /// The op at sequence number `seq`.
+    pub fn op(&self, seq: u64) -> Op {
+        let table = self.table;
+        match self.kind(seq) {
+            OpKind::Insert => {
+                let key = self.key_of(self.workload.recordcount + seq);
+                Op::Insert { table, row: self.row(key) }
+            }
+            OpKind::Update => {
+                let (column, value) = self.new_field(seq);
+                Op::Update { table, key: self.key_of(self.keynum(seq)), column, value }
+            }
+            OpKind::ReadModifyWrite => {
+                let (column, value) = self.new_field(seq);
+                Op::ReadModifyWrite { table, key: self.key_of(self.keynum(seq)), column, value }
+            }
+            OpKind::Scan => {
+                let w = &self.workload;
+                let span = w.maxscanlength - w.minscanlength + 1;
+                let len = match &self.scan_zipf {
+                    Some(z) => w.minscanlength + z.from_unit(self.scan_stream.unit(seq, 0)),
+                    None => w.minscanlength + self.scan_stream.below(seq, 0, span),
+                };
+                Op::Scan { table, start: self.key_of(self.keynum(seq)), count: len as usize }
+            }
+            _ => Op::Get { table, key: self.key_of(self.keynum(seq)) },
+        }
+    }
+
+    /// One field (column index >= 1) and a fresh value for it.
+    fn new_field(&self, seq: u64) -> (usize, Value) {
+        let field = self.field_stream.below(seq, 0, self.workload.fieldcount as u64) as usize;
+        let value = data::ascii(self.field_stream.u64(seq, 1), self.workload.fieldlength);
+        (field + 1, Value::Text(value.into()))
+    }
+
+    /// Whether record number `keynum` exists when sequence number `seq` runs.
+    pub fn exists(&self, keynum: u64, seq: u64) -> bool {
+        let rc = self.workload.recordcount;
+        keynum < rc || (keynum - rc < seq && self.kind(keynum - rc) == OpKind::Insert)
+    }
+
+    /// The highest existing record number `<= keynum` at `seq` (walking back over
+    /// non-insert sequence numbers, bounded; then the last loaded record).
+    fn existing_at_or_below(&self, keynum: u64, seq: u64) -> u64 {
+        let rc = self.workload.recordcount;
+        let mut k = keynum.min(rc + seq.saturating_sub(1));
+        if self.workload.insertproportion == 0.0 {
+            return k.min(rc - 1);
+        }
+        let mut steps = 0;
+        while k >= rc {
+            if self.exists(k, seq) {
+                return k;
+            }
+            steps += 1;
+            if steps > WALK_LIMIT {
+                return rc - 1;
+            }
+            k -= 1;
+        }
+        k
+    }
+
+    /// The record number a read/update/scan/read-modify-write at `seq` targets, drawn by
+    /// the request distribution over the records that exist at `seq`, as CoreWorkload's
+    /// `nextKeynum` does.
+    pub fn keynum(&self, seq: u64) -> u64 {
+        let w = &self.workload;
+        let rc = w.recordcount;
+        let s = &self.key_stream;
+        match w.requestdistribution {
+            // CoreWorkload draws these over the loaded records only.
+            RequestDistribution::Uniform | RequestDistribution::Hotspot => self.keys.sample(s, seq, 0, rc),
+            // Over a fixed space covering loaded and future records, redrawn while the
+            // record does not exist yet (CoreWorkload: keychooser over
+            // recordcount + expected new keys, `while keynum > last inserted`).
+            RequestDistribution::Zipfian => {
+                if w.insertproportion == 0.0 {
+                    return self.keys.sample(s, seq, 0, rc);
+                }
+                let space = rc + w.operationcount.max(seq);
+                for lane in 0..MAX_TRIES {
+                    let k = self.keys.sample(s, seq, lane, space);
+                    if self.exists(k, seq) {
+                        return k;
+                    }
+                }
+                self.keys.sample(s, seq, MAX_TRIES, rc)
+            }
+            // Relative to the last inserted record (SkewedLatestGenerator; exponential as
+            // CoreWorkload uses it: last - x).
+            RequestDistribution::Latest | RequestDistribution::Exponential => {
+                let last = self.existing_at_or_below(rc + seq, seq);
+                let k = self.keys.sample(s, seq, 0, last + 1);
+                self.existing_at_or_below(k, seq)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    const CORE_A: &str = "# Yahoo! Cloud System Benchmark
+# Workload A: Update heavy workload
+#   Application example: Session store recording recent actions
+#
+#   Read/update ratio: 50/50
+#   Default data size: 1 KB records (10 fields, 100 bytes each, plus key)
+#   Request distribution: zipfian
+
+recordcount=1000
+operationcount=1000
+workload=site.ycsb.workloads.CoreWorkload
+
+readallfields=true
+
+readproportion=0.5
+updateproportion=0.5
+scanproportion=0
+insertproportion=0
+
+requestdistribution=zipfian
+";
+
+    fn kind_counts(g: &OpGen, n: u64) -> [u64; 5] {
+        let mut c = [0u64; 5];
+        for seq in 0..n {
+            let i = match g.op(seq).kind() {
+                OpKind::Get => 0,
+                OpKind::Update => 1,
+                OpKind::Insert => 2,
+                OpKind::Scan => 3,
+                OpKind::ReadModifyWrite => 4,
+                k => panic!("unexpected {k:?}"),
+            };
+            c[i] += 1;
+        }
+        c
+    }
+
+    #[test]
+    fn core_proportions_hold() {
+        let n = 100_000u64;
+        for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
+            let w = Workload::core(letter).unwrap();
+            let g = OpGen::new(&w, 42, 0).unwrap();
+            let c = kind_counts(&g, n);
+            let props = [
+                w.readproportion,
+                w.updateproportion,
+                w.insertproportion,
+                w.scanproportion,
+                w.readmodifywriteproportion,
+            ];
+            for (i, p) in props.iter().enumerate() {
+                let expect = n as f64 * p;
+                let sd = (n as f64 * p * (1.0 - p)).sqrt();
+                assert!(
+                    (c[i] as f64 - expect).abs() <= 4.0 * sd,
+                    "workload {letter}: kind {i} count {} expected {expect} (sd {sd})",
+                    c[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn core_workload_values() {
+        let d = Workload::core('d').unwrap();
+        assert_eq!(d.requestdistribution, RequestDistribution::Latest);
+        assert_eq!((d.readproportion, d.insertproportion), (0.95, 0.05));
+        let e = Workload::core('E').unwrap();
+        assert_eq!((e.scanproportion, e.insertproportion, e.maxscanlength), (0.95, 0.05, 100));
+        assert_eq!(e.requestdistribution, RequestDistribution::Zipfian);
+        let f = Workload::core('f').unwrap();
+        assert_eq!((f.readproportion, f.readmodifywriteproportion), (0.5, 0.5));
+        assert_eq!((f.recordcount, f.operationcount, f.fieldcount, f.fieldlength), (1000, 1000, 10, 100));
+        assert!(Workload::core('g').is_err());
+    }
+
+    /// Replays ops in order, tracking which keys exist.
+    fn check_keys_exist(w: &Workload, seed: u64, n: u64) {
+        let g = OpGen::new(w, seed, 3).unwrap();
+        let mut live: HashSet<i64> = (0..w.recordcount).map(|k| g.key_of(k)).collect();
+        assert_eq!(live.len() as u64, w.recordcount);
+        let mut inserted_keys = 0;
+        for seq in 0..n {
+            match g.op(seq) {
+                Op::Insert { table, row } => {
+                    assert_eq!(table, 3);
+                    assert_eq!(row.len(), w.fieldcount + 1);
+                    let key = row[0].as_int().unwrap();
+                    assert!(live.insert(key), "seq {seq}: insert of existing key {key}");
+                    inserted_keys += 1;
+                }
+                Op::Get { key, .. } | Op::Update { key, .. } | Op::ReadModifyWrite { key, .. } => {
+                    assert!(live.contains(&key), "seq {seq}: key {key} does not exist");
+                }
+                Op::Scan { start, count, .. } => {
+                    assert!(live.contains(&start), "seq {seq}: scan start {start} does not exist");
+                    assert!((w.minscanlength..=w.maxscanlength).contains(&(count as u64)));
+                }
+                op => panic!("unexpected {op:?}"),
+            }
+        }
+        if w.insertproportion > 0.0 {
+            assert!(inserted_keys > 0);
+        }
+    }
+
+    #[test]
+    fn keys_exist_for_every_core_workload_and_distribution() {
+        for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
+            check_keys_exist(&Workload::core(letter).unwrap(), 7, 20_000);
+        }
+        for dist in [
+            RequestDistribution::Uniform,
+            RequestDistribution::Zipfian,
+            RequestDistribution::Latest,
+            RequestDistribution::Hotspot,
+            RequestDistribution::Exponential,
+        ] {
+            for order in [InsertOrder::Hashed, InsertOrder::Ordered] {
+                let w = Workload {
+                    recordcount: 100,
+                    operationcount: 5000,
+                    readproportion: 0.4,
+                    updateproportion: 0.2,
+                    insertproportion: 0.2,
+                    scanproportion: 0.1,
+                    readmodifywriteproportion: 0.1,
+                    requestdistribution: dist,
+                    scanlengthdistribution: ScanLengthDistribution::Zipfian,
+                    maxscanlength: 50,
+                    insertorder: order,
+                    ..Workload::default()
+                };
+                check_keys_exist(&w, 9, 5000);
+            }
+        }
+    }
+
+    #[test]
+    fn latest_reads_recent_inserts() {
+        let w = Workload { recordcount: 1000, operationcount: 20_000, ..Workload::core('d').unwrap() };
+        let g = OpGen::new(&w, 5, 0).unwrap();
+        let mut recent = 0;
+        let mut reads = 0;
+        for seq in 10_000..20_000 {
+            if g.kind(seq) == OpKind::Get {
+                reads += 1;
+                // Within the last ~100 inserts (2,000 sequence numbers at 5%).
+                if g.keynum(seq) + 2000 >= w.recordcount + seq {
+                    recent += 1;
+                }
+            }
+        }
+        assert!(recent as f64 > 0.4 * reads as f64, "{recent} of {reads}");
+    }
+
+    #[test]
+    fn zipfian_reads_are_skewed() {
+        let g = OpGen::new(&Workload::core('c').unwrap(), 1, 0).unwrap();
+        let mut c = vec![0u64; 1000];
+        for seq in 0..100_000 {
+            c[g.keynum(seq) as usize] += 1;
+        }
+        c.sort_unstable_by(|a, b| b.cmp(a));
+        let top10: u64 = c[..10].iter().sum();
+        // Uniform would give 1,000 (1%); the scrambled zipfian gives over 10x that.
+        assert!(top10 > 10_000, "{top10}");
+    }
+
+    #[test]
+    fn ops_are_pure_and_seeded() {
+        for letter in ['a', 'd', 'e', 'f'] {
+            let w = Workload::core(letter).unwrap();
+            let a = OpGen::new(&w, 1, 0).unwrap();
+            let b = OpGen::new(&w, 1, 0).unwrap();
+            let c = OpGen::new(&w, 2, 0).unwrap();
+            let oa: Vec<Op> = (0..500).map(|s| a.op(s)).collect();
+            // Out of order, as another client would.
+            let ob: Vec<Op> = (0..500).rev().map(|s| b.op(s)).collect::<Vec<_>>().into_iter().rev().collect();
+            let oc: Vec<Op> = (0..500).map(|s| c.op(s)).collect();
+            assert_eq!(oa, ob);
+            assert_ne!(oa, oc);
+        }
+    }
+
+    #[test]
+    fn updates_write_one_field_with_a_fresh_value() {
+        let g = OpGen::new(&Workload::core('a').unwrap(), 3, 0).unwrap();
+        let mut columns = HashSet::new();
+        for seq in 0..2000 {
+            if let Op::Update { key, column, value, .. } = g.op(seq) {
+                assert!((1..=10).contains(&column));
+                columns.insert(column);
+                let Value::Text(s) = &value else { panic!() };
+                assert_eq!(s.len(), 100);
+                assert_ne!(value, g.row(key)[column]);
+            }
+        }
+        assert_eq!(columns.len(), 10);
+    }
+
+    #[test]
+    fn load_rows_stream_recordcount_rows() {
+        let w = Workload { recordcount: 50, ..Workload::core('a').unwrap() };
+        let g = OpGen::new(&w, 4, 0).unwrap();
+        let rows: Vec<Row> = g.load_rows().collect();
+        assert_eq!(rows.len(), 50);
+        assert_eq!(rows[7][0], Value::Int(crate::data::ycsb::hashed_key(7)));
+        assert_eq!(rows[7], g.row(g.key_of(7)));
+        assert_eq!(g.table_def().columns.len(), 11);
+        let ordered = OpGen::new(&Workload { insertorder: InsertOrder::Ordered, ..w }, 4, 0).unwrap();
+        let keys: Vec<i64> = ordered.load_rows().map(|r| r[0].as_int().unwrap()).collect();
+        assert_eq!(keys, (0..50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn parse_core_a_equals_core() {
+        assert_eq!(Workload::parse(CORE_A).unwrap(), Workload::core('a').unwrap());
+        let (_, warnings) = Workload::parse_with_warnings(CORE_A).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn parse_errors_and_warnings() {
+        let e = Workload::parse("recordcount=1000\nreadproportion=abc\n").unwrap_err();
+        assert!(e.contains("readproportion") && e.contains("line 2"), "{e}");
+        let e = Workload::parse("recordcount=-5").unwrap_err();
+        assert!(e.contains("recordcount") && e.contains("line 1"), "{e}");
+        let e = Workload::parse("readproportion=0\nupdateproportion=0").unwrap_err();
+        assert!(e.contains("sum to 0"), "{e}");
+        assert!(Workload::parse("workload=site.ycsb.workloads.TimeSeriesWorkload").is_err());
+        assert!(Workload::parse("requestdistribution=sequential").is_err());
+        assert!(Workload::parse("writeallfields=true").is_err());
+        assert!(Workload::parse("just words").is_err());
+        let (w, warnings) = Workload::parse_with_warnings(
+            "fieldlengthdistribution=zipfian\nsomeunknownkey=1\ninsertorder=ordered\nhotspotdatafraction=0.3\n",
+        )
+        .unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("fieldlengthdistribution"));
+        assert_eq!(w.insertorder, InsertOrder::Ordered);
+        assert_eq!(w.hotspotdatafraction, 0.3);
+        assert_eq!(w.readproportion, 0.95);
+    }
+}

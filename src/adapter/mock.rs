@@ -55,7 +55,7 @@ impl Mock {
                 url: url.redacted(),
                 execution: Execution::Async,
                 capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect(),
+                    ops: OpKind::ALL.iter().copied().filter(|k| !matches!(k, OpKind::Query | OpKind::Mixed)).collect(),
                     queries: vec![],
                     native_batch: true,
                     secondary_indexes: false,

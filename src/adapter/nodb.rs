@@ -26,7 +26,7 @@ impl NoDb {
                 url: url.redacted(),
                 execution: Execution::Async,
                 capabilities: Capabilities {
-                    ops: OpKind::ALL.to_vec(),
+                    ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Mixed).collect(),
                     queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
                     native_batch: true,
                     secondary_indexes: false,

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("embedded", include_str!("studies/embedded.toml")),
     ("kv-vs-relational", include_str!("studies/kv-vs-relational.toml")),
+    ("ycsb", include_str!("studies/ycsb.toml")),
 ];
 
 /// The experiment every run starts with: each target's echo round trip.
@@ -103,6 +104,9 @@ pub struct ExperimentEntry {
     /// Range MAX: the column to maximize (default: the first unindexed numeric column).
     #[serde(default)]
     pub max_column: Option<String>,
+    /// YCSB experiments: a core workload letter (`a`..`f`) or a YCSB workload file path.
+    #[serde(default)]
+    pub workload: Option<String>,
     /// Measured runs for this experiment (default: the study's `runs`).
     #[serde(default)]
     pub runs: Option<u32>,
@@ -354,6 +358,17 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                 return Err(Error::usage("data.payload_bytes must be at most 1048576"));
             }
         }
+        DataSpec::Ycsb { recordcount, insertorder, fieldcount, .. } => {
+            if let Some(r) = opts.rows.or(quick.rows) {
+                *recordcount = r;
+            }
+            if *recordcount == 0 || *fieldcount == 0 {
+                return Err(Error::usage("data.recordcount and data.fieldcount must be at least 1"));
+            }
+            if crate::data::ycsb::InsertOrder::parse(insertorder).is_none() {
+                return Err(Error::usage(format!("data.insertorder must be hashed or ordered, got '{insertorder}'")));
+            }
+        }
         DataSpec::Tpch { scale } => {
             if let Some(s) = opts.scale.or(quick.scale) {
                 *scale = s;
@@ -438,9 +453,21 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         if exp_runs == 0 {
             return Err(Error::usage(format!("experiment '{}': runs must be at least 1", e.name)));
         }
+        let workload = match (e.op, &e.workload) {
+            (ExperimentOp::Ycsb, Some(w)) => {
+                crate::workload::experiment::load_ycsb_workload(w).map_err(|m| Error::usage(format!("experiment '{}': {m}", e.name)))?;
+                Some(w.clone())
+            }
+            (ExperimentOp::Ycsb, None) => {
+                return Err(Error::usage(format!("experiment '{}': op = \"ycsb\" needs workload = \"a\"..\"f\" or a workload file", e.name)));
+            }
+            (_, Some(_)) => return Err(Error::usage(format!("experiment '{}': `workload` only applies to op = \"ycsb\"", e.name))),
+            (_, None) => None,
+        };
         experiments.push(Experiment {
             name: e.name.clone(),
             op: e.op,
+            workload,
             table,
             column,
             max_column,
@@ -457,6 +484,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         Experiment {
             name: FLOOR_EXPERIMENT.into(),
             op: ExperimentOp::Echo,
+            workload: None,
             table: 0,
             column: 0,
             max_column: 0,

@@ -3,6 +3,7 @@
 //! reproduces it byte for byte. Must not compute anything the model does not hold.
 
 use super::model::{PointStatus, Report};
+use crate::workload::op::OpKind;
 
 pub const COLUMNS: &[&str] = &[
     "study",
@@ -71,36 +72,46 @@ pub fn render(report: &Report) -> String {
             continue;
         }
         for (i, r) in measured.iter().enumerate() {
-            let lat = r.service.get(&p.op);
-            let resp = r.response.get(&p.op);
-            let us = |f: fn(&super::model::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
-            let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
-            let mut row: Vec<String> = head.to_vec();
-            row.extend([
-                (i + 1).to_string(),
-                r.ops.to_string(),
-                r.requests.to_string(),
-                r.rows.to_string(),
-                format!("{:.6}", r.seconds),
-                format!("{:.1}", r.ops_per_sec()),
-                format!("{:.1}", r.rows_per_sec()),
-                us(|l| l.p50_us),
-                us(|l| l.p90_us),
-                us(|l| l.p99_us),
-                us(|l| l.p999_us),
-                us(|l| l.max_us),
-                r.error_count().to_string(),
-                cpu_pct,
-                share.clone(),
-                rate.clone(),
-                resp.map(|l| format!("{:.1}", l.p50_us)).unwrap_or_default(),
-                resp.map(|l| format!("{:.1}", l.p99_us)).unwrap_or_default(),
-                if p.rate.is_some() { r.late_ops.to_string() } else { String::new() },
-                field(&flags),
-                r.complete.to_string(),
-            ]);
-            out.push_str(&row.join(","));
-            out.push('\n');
+            // A mixed (YCSB) point gets one row per op kind and run: throughput and
+            // latency per operation type. Other points: one row per run.
+            let kinds: Vec<OpKind> = if p.op == OpKind::Mixed { r.service.keys().copied().collect() } else { vec![p.op] };
+            for kind in kinds {
+                let lat = r.service.get(&kind);
+                let resp = r.response.get(&kind);
+                let us = |f: fn(&super::model::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
+                let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
+                let (ops, ops_per_sec) = match (p.op, lat) {
+                    (OpKind::Mixed, Some(l)) => (l.count, if r.seconds > 0.0 { l.count as f64 / r.seconds } else { 0.0 }),
+                    _ => (r.ops, r.ops_per_sec()),
+                };
+                let mut row: Vec<String> = head.to_vec();
+                row[2] = kind.name().to_string();
+                row.extend([
+                    (i + 1).to_string(),
+                    ops.to_string(),
+                    r.requests.to_string(),
+                    r.rows.to_string(),
+                    format!("{:.6}", r.seconds),
+                    format!("{ops_per_sec:.1}"),
+                    format!("{:.1}", r.rows_per_sec()),
+                    us(|l| l.p50_us),
+                    us(|l| l.p90_us),
+                    us(|l| l.p99_us),
+                    us(|l| l.p999_us),
+                    us(|l| l.max_us),
+                    r.error_count().to_string(),
+                    cpu_pct,
+                    share.clone(),
+                    rate.clone(),
+                    resp.map(|l| format!("{:.1}", l.p50_us)).unwrap_or_default(),
+                    resp.map(|l| format!("{:.1}", l.p99_us)).unwrap_or_default(),
+                    if p.rate.is_some() { r.late_ops.to_string() } else { String::new() },
+                    field(&flags),
+                    r.complete.to_string(),
+                ]);
+                out.push_str(&row.join(","));
+                out.push('\n');
+            }
         }
     }
     out

@@ -127,6 +127,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         }
     };
     let kind = job.stream.kind();
+    let mixed = kind == crate::workload::op::OpKind::Mixed;
     let batch = job.point.batch.max(1) as u64;
     let timed = job.target.info().execution == Execution::Async;
     let mut consecutive_failures = 0u32;
@@ -171,6 +172,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         }
         let late = intended.map(|at| Instant::now().saturating_duration_since(at) > LATE);
         let t0 = clock.raw();
+        let kind = if mixed { ops_buf[0].kind() } else { kind };
         let result = if job.point.batched {
             with_timeout(timed, job.timeout, conn.execute_batch(&ops_buf)).await
         } else {

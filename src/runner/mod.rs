@@ -17,7 +17,7 @@ use crate::report::model::{Flag, PointResult, PointStatus, PointSummary, Report,
 use crate::report::{self, environment};
 use crate::stats::{median, merge_summaries};
 use crate::workload::experiment::{ExperimentOp, OpStream};
-use crate::workload::op::{Answer, QueryId};
+use crate::workload::op::{Answer, OpKind, QueryId};
 use client::RunJob;
 use progress::Progress;
 use std::collections::BTreeMap;
@@ -157,7 +157,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     });
                     continue;
                 }
-                if !experiment.op.supported_by(&info.capabilities) {
+                if !experiment.op.supported_by(&info.capabilities, stream.workload()) {
                     let what = match experiment.op.query() {
                         Some(q) => format!("{q:?}"),
                         None => experiment.op.kind().to_string(),
@@ -354,8 +354,17 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
     }
     let throughput: Vec<f64> = measured.iter().map(|r| r.ops_per_sec()).collect();
     let rows: Vec<f64> = measured.iter().map(|r| r.rows_per_sec()).collect();
-    let latency = merge_summaries(measured.iter().filter_map(|r| r.service.get(&result.op)));
-    let response_latency = merge_summaries(measured.iter().filter_map(|r| r.response.get(&result.op)));
+    // A mixed (YCSB) point's latency merges every kind; per-kind latencies stay in the runs.
+    let of_point = |m: &BTreeMap<OpKind, crate::report::model::LatencySummary>| -> Vec<crate::report::model::LatencySummary> {
+        match result.op {
+            OpKind::Mixed => m.values().cloned().collect(),
+            kind => m.get(&kind).cloned().into_iter().collect(),
+        }
+    };
+    let service: Vec<_> = measured.iter().flat_map(|r| of_point(&r.service)).collect();
+    let response: Vec<_> = measured.iter().flat_map(|r| of_point(&r.response)).collect();
+    let latency = merge_summaries(service.iter());
+    let response_latency = merge_summaries(response.iter());
     let per_row_p50_us = (result.point.batched && result.point.batch > 1)
         .then(|| latency.as_ref().map(|l| l.p50_us / result.point.batch as f64))
         .flatten();

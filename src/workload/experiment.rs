@@ -8,6 +8,21 @@
 use crate::data::Dataset;
 use crate::data::table::TableId;
 use crate::workload::op::{Op, OpKind, QueryId, RangeAgg};
+use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
+
+/// A YCSB workload by core letter (`a`..`f`) or from a YCSB workload file.
+pub fn load_ycsb_workload(spec: &str) -> Result<Workload, String> {
+    let mut letters = spec.chars();
+    match (letters.next(), letters.next()) {
+        (Some(c), None) => Workload::core(c),
+        _ => {
+            let text = std::fs::read_to_string(spec).map_err(|e| format!("cannot read workload file {spec}: {e}"))?;
+            let w = Workload::parse(&text).map_err(|e| format!("{spec}: {e}"))?;
+            w.validate().map_err(|e| format!("{spec}: {e}"))?;
+            Ok(w)
+        }
+    }
+}
 use crate::workload::rng::{Permutation, Stream, hash_str};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +43,8 @@ pub enum ExperimentOp {
     TpchQ3,
     /// TPC-H Q6 (forecasting revenue change, single table).
     TpchQ6,
+    /// A YCSB core workload: a mix of reads, updates, inserts, scans, read-modify-writes.
+    Ycsb,
 }
 
 impl ExperimentOp {
@@ -41,11 +58,21 @@ impl ExperimentOp {
         }
     }
 
-    /// True when a target with these capabilities can run this experiment.
-    pub fn supported_by(self, caps: &crate::adapter::Capabilities) -> bool {
-        match self.query() {
-            Some(q) => caps.queries.contains(&q),
-            None => caps.supports_kind(self.kind()),
+    /// True when a target with these capabilities can run this experiment (a YCSB mix:
+    /// every kind the workload uses).
+    pub fn supported_by(self, caps: &crate::adapter::Capabilities, workload: Option<&Workload>) -> bool {
+        match (self.query(), workload) {
+            (Some(q), _) => caps.queries.contains(&q),
+            (None, Some(w)) => [
+                (w.readproportion, OpKind::Get),
+                (w.updateproportion, OpKind::Update),
+                (w.insertproportion, OpKind::Insert),
+                (w.scanproportion, OpKind::Scan),
+                (w.readmodifywriteproportion, OpKind::ReadModifyWrite),
+            ]
+            .iter()
+            .all(|(share, kind)| *share <= 0.0 || caps.supports_kind(*kind)),
+            (None, None) => caps.supports_kind(self.kind()),
         }
     }
 
@@ -59,6 +86,7 @@ impl ExperimentOp {
             ExperimentOp::RangeCount => OpKind::RangeCount,
             ExperimentOp::RangeMax => OpKind::RangeMax,
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => OpKind::Query,
+            ExperimentOp::Ycsb => OpKind::Mixed,
         }
     }
 
@@ -90,6 +118,8 @@ pub struct Point {
 pub struct Experiment {
     pub name: String,
     pub op: ExperimentOp,
+    /// YCSB experiments: the core workload letter or workload file.
+    pub workload: Option<String>,
     /// The table the ops touch.
     pub table: TableId,
     /// Range experiments: the indexed column of `lo <= column <= hi`.
@@ -125,6 +155,8 @@ pub struct OpStream {
     runs_per_point: u64,
     ops: u64,
     dataset: Dataset,
+    /// YCSB experiments: the workload's op generator.
+    ycsb: Option<YcsbGen>,
 }
 
 impl OpStream {
@@ -145,7 +177,23 @@ impl OpStream {
             runs_per_point: runs_per_point as u64,
             ops: experiment.ops,
             dataset: dataset.clone(),
+            ycsb: experiment.workload.as_deref().map(|w| {
+                let mut workload = load_ycsb_workload(w).expect("workloads are validated in the plan");
+                if let crate::data::DataSpec::Ycsb { recordcount, fieldcount, fieldlength, insertorder } = &dataset.spec {
+                    workload.recordcount = *recordcount;
+                    workload.fieldcount = *fieldcount;
+                    workload.fieldlength = *fieldlength;
+                    workload.insertorder = crate::data::ycsb::InsertOrder::parse(insertorder).unwrap_or_default();
+                }
+                workload.operationcount = experiment.ops * runs_per_point as u64 * experiment.points.len().max(1) as u64;
+                YcsbGen::new(&workload, seed, table).expect("workloads are validated in the plan")
+            }),
         }
+    }
+
+    /// The YCSB workload of this stream, if it is one.
+    pub fn workload(&self) -> Option<&Workload> {
+        self.ycsb.as_ref().map(|g| g.workload())
     }
 
     /// Keys written (inserted, or pre-loaded then deleted) in one run of one point.
@@ -174,6 +222,12 @@ impl OpStream {
             ExperimentOp::Echo => Op::Echo,
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => {
                 Op::Query(self.op.query().expect("query experiments name a query"))
+            }
+            ExperimentOp::Ycsb => {
+                // Every run of every point continues the workload's sequence, so inserted
+                // keys never repeat across runs.
+                let global = (point_index as u64 * self.runs_per_point + run as u64) * self.ops + seq;
+                self.ycsb.as_ref().expect("ycsb experiments have a generator").op(global)
             }
             ExperimentOp::Get => Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) },
             ExperimentOp::Insert => {
@@ -209,6 +263,7 @@ mod tests {
         Experiment {
             name: format!("{op:?}"),
             op,
+            workload: None,
             table: 0,
             column: crate::data::kv::GROUP,
             max_column: crate::data::kv::VALUE,

@@ -64,10 +64,12 @@ pub enum OpKind {
     RangeCount,
     RangeMax,
     Query,
+    /// A point whose ops mix several kinds (YCSB workloads); never an op's own kind.
+    Mixed,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 12] = [
+    pub const ALL: [OpKind; 13] = [
         OpKind::Echo,
         OpKind::Insert,
         OpKind::Get,
@@ -80,6 +82,7 @@ impl OpKind {
         OpKind::RangeCount,
         OpKind::RangeMax,
         OpKind::Query,
+        OpKind::Mixed,
     ];
 
     pub fn index(self) -> usize {
@@ -100,6 +103,7 @@ impl OpKind {
             OpKind::RangeCount => "range_count",
             OpKind::RangeMax => "range_max",
             OpKind::Query => "query",
+            OpKind::Mixed => "mixed",
         }
     }
 }

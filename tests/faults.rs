@@ -81,3 +81,53 @@ async fn redis_killed_mid_run() {
 async fn postgres_killed_mid_run() {
     kill_mid_run(ServerKind::Postgres, "pg").await;
 }
+
+/// A fixed-rate run against a Redis paused for 2 s: the stall shows in the response time
+/// (measured from each op's intended start) but not in the service time of the requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_server_shows_in_response_time_not_service_time() {
+    let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn");
+    let tmp = tempfile::tempdir().unwrap();
+    let study = tmp.path().join("rate.toml");
+    std::fs::write(
+        &study,
+        "name = \"rate\"\nops = 3000\nruns = 1\nwarmup = 0\nclients = [2]\n[data]\nkind = \"kv\"\nrows = 2000\n\
+         [[experiments]]\nname = \"get\"\nop = \"get\"\nsweep = [\"clients\"]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(["run", study.to_str().unwrap(), "--target", &format!("redis={}", server.url()), "--rate", "500", "--no-progress"])
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !measuring(ServerKind::Redis, server.port()) {
+        assert!(Instant::now() < deadline, "dbsweep never started measuring");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    unsafe {
+        libc::kill(server.pid() as i32, libc::SIGSTOP);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    unsafe {
+        libc::kill(server.pid() as i32, libc::SIGCONT);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "redis" && p["experiment"] == "get").unwrap();
+    let run = &point["runs"][0];
+    let service_p99 = run["service"]["get"]["p99_us"].as_f64().unwrap();
+    let response_p99 = run["response"]["get"]["p99_us"].as_f64().unwrap();
+    // ~1,000 ops were due during the 2 s stall: a third of the run waited up to 2 s.
+    assert!(response_p99 > 1_000_000.0, "response p99 {response_p99} µs does not show the stall");
+    // Only the two requests in flight at the stall took long; the service p99 stays small.
+    assert!(service_p99 < 100_000.0, "service p99 {service_p99} µs");
+    assert!(run["late_ops"].as_u64().unwrap() > 500, "missed schedule reported: {}", run["late_ops"]);
+    assert_eq!(point["rate"], 500.0);
+}

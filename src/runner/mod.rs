@@ -132,6 +132,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
 
     'experiments: for (ei, experiment) in plan.experiments.iter().enumerate() {
         let total_runs = experiment.warmup + experiment.runs;
+        // The echo floor is always a closed-loop measurement of the bare round trip.
+        let point_rate = if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate };
         let stream = Arc::new(OpStream::new(experiment, ei, &dataset, plan.seed, total_runs));
         for (pi, point) in experiment.points.iter().enumerate() {
             let mut results = Vec::new();
@@ -143,7 +145,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     target: info.name.clone(),
                     system: info.system.clone(),
                     point: *point,
-                    rate: plan.rate,
+                    rate: point_rate,
                     status: PointStatus::Measured,
                     runs: Vec::new(),
                     summary: None,
@@ -191,7 +193,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         timeout: Duration::from_secs_f64(plan.timeout_secs),
                         cancel: ctx.cancel.clone(),
                         progress: progress.counter(),
-                        rate: plan.rate,
+                        rate: point_rate,
                     });
                     let m = client::run_once(job).await;
                     if experiment.op == ExperimentOp::Insert && info.system != "nodb" {

@@ -2,7 +2,7 @@
 //! one-line error, and maps every outcome to an exit code. The only place that prints.
 
 use crate::adapter::{self, OpenContext, SYSTEMS, TargetUrl};
-use crate::cli::{Cli, Command, RunArgs};
+use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
@@ -58,6 +58,22 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
         Command::Targets => {
             targets();
             Ok(())
+        }
+        Command::Gen(GenCommand::Keys { n, seed, value_bytes, out }) => {
+            if n == 0 {
+                return Err(Error::usage("gen keys: N must be at least 1"));
+            }
+            let text = crate::data::keys::to_csv(n, seed, value_bytes);
+            match out {
+                Some(path) => {
+                    let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
+                    report::write_atomic(&path, text.as_bytes())
+                }
+                None => {
+                    print!("{text}");
+                    Ok(())
+                }
+            }
         }
         Command::Report { dir } => {
             let report = report::load(&dir)?;

@@ -19,10 +19,30 @@ pub enum Command {
     Studies,
     /// List the systems dbsweep can benchmark, their capabilities, and which cannot run here.
     Targets,
+    /// Generate input data to a file or stdout, for feeding other tools the same data.
+    #[command(subcommand)]
+    Gen(GenCommand),
     /// Re-render results.csv and the console table from a run directory's report.json.
     Report {
         /// A run directory written by `dbsweep run`.
         dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenCommand {
+    /// N unique integer keys with values, shuffled by Fisher-Yates from a seed (the
+    /// insert-find study's input), as CSV `key,value`.
+    Keys {
+        n: u64,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Bytes per value.
+        #[arg(long, default_value_t = 10)]
+        value_bytes: usize,
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
 }
 

@@ -4,6 +4,7 @@
 //! new key looks like, and the value domain of indexed columns. Rows are streamed, never
 //! materialized whole. Must not know about backends or timing.
 
+pub mod keys;
 pub mod kv;
 pub mod table;
 pub mod tpch;

@@ -93,6 +93,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         clients: args.clients,
         batch: args.batch,
         widths: args.widths,
+        sizes: args.sizes,
         batch_clients: args.batch_clients,
         range_clients: args.range_clients,
         runs: args.runs,

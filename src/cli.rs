@@ -65,6 +65,10 @@ pub struct RunArgs {
     /// Range widths for range experiments, e.g. 1,10,100,1000.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub widths: Option<Vec<u64>>,
+    /// Data sizes for the insert-find sweeps: a list and/or start:end:step ranges, e.g.
+    /// 100,1000 or 100:100000:100 (the study's full sweep).
+    #[arg(long, value_name = "SIZES")]
+    pub sizes: Option<String>,
     /// Clients in the batch sweep (default 1, as in the studies).
     #[arg(long, value_name = "N")]
     pub batch_clients: Option<usize>,

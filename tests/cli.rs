@@ -351,3 +351,34 @@ sweep = ["clients"]
     // the latest inserts, which another client may not have written yet, as in YCSB.)
     assert_eq!(a["runs"][0]["rows"], 4000);
 }
+
+#[test]
+fn insert_find_inserts_n_keys_in_one_request_or_n_and_finds_subsets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run", "insert-find", "--target", "m=mock:", "--sizes", "50,300", "--rows", "1000", "--runs", "2", "--no-progress",
+        "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out);
+    let of = |exp: &str, n: &str| -> Vec<&std::collections::HashMap<String, String>> {
+        rows.iter().filter(|r| r["target"] == "m" && r["experiment"] == exp && r["param"] == n).collect()
+    };
+    for n in ["50", "300"] {
+        for r in of("insert-all", n) {
+            assert_eq!((r["ops"].as_str(), r["requests"].as_str(), r["rows"].as_str()), (n, "1", n), "all N in one request");
+        }
+        for r in of("insert-each", n) {
+            assert_eq!((r["ops"].as_str(), r["requests"].as_str(), r["rows"].as_str()), (n, n, n), "one key per request");
+        }
+        for r in of("find", n) {
+            // 5 multi-gets per run, each finding all of its n distinct keys.
+            assert_eq!(r["requests"], "5");
+            assert_eq!(r["rows"].parse::<u64>().unwrap(), 5 * n.parse::<u64>().unwrap());
+        }
+        assert_eq!(of("find", n).len(), 2);
+    }
+    let json = report(&out);
+    assert!(json["warnings"].as_array().unwrap().is_empty(), "{}", json["warnings"]);
+}

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("embedded", include_str!("studies/embedded.toml")),
     ("kv-vs-relational", include_str!("studies/kv-vs-relational.toml")),
+    ("insert-find", include_str!("studies/insert-find.toml")),
     ("ycsb", include_str!("studies/ycsb.toml")),
 ];
 
@@ -53,6 +54,9 @@ pub struct StudyFile {
     pub batch_clients: Option<usize>,
     #[serde(default)]
     pub widths: Option<Vec<u64>>,
+    /// Data sizes for the sizes sweeps (`[100, 1000]`, or a range string "100:100000:100").
+    #[serde(default)]
+    pub sizes: Option<SizeList>,
     pub data: DataSpec,
     #[serde(default)]
     pub targets: Vec<TargetEntry>,
@@ -63,6 +67,43 @@ pub struct StudyFile {
     /// Overrides applied by `--quick`.
     #[serde(default)]
     pub quick: Option<QuickOverrides>,
+}
+
+/// Sizes as a list or a `start:end:step` range.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum SizeList {
+    List(Vec<u64>),
+    Text(String),
+}
+
+impl SizeList {
+    fn resolve(&self, what: &str) -> Result<Vec<u64>> {
+        match self {
+            SizeList::List(v) => Ok(v.clone()),
+            SizeList::Text(t) => parse_sizes(t).map_err(|e| Error::usage(format!("{what}: {e}"))),
+        }
+    }
+}
+
+/// Parses `100,1000,10000` and ranges `100:100000:100` (start:end:step), mixed freely.
+pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let nums: Vec<u64> = part
+            .split(':')
+            .map(|n| n.trim().parse::<u64>().map_err(|_| format!("'{part}' is not a size or start:end:step range")))
+            .collect::<std::result::Result<_, _>>()?;
+        match nums[..] {
+            [n] => out.push(n),
+            [start, end, step] if step > 0 && start <= end => out.extend((start..=end).step_by(step as usize)),
+            _ => return Err(format!("'{part}': a range is start:end:step with step > 0 and start <= end")),
+        }
+    }
+    if out.is_empty() {
+        return Err("no sizes given".into());
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -84,6 +125,11 @@ pub enum Sweep {
     Widths,
     /// one point: one client, one op per request (analytic queries).
     Single,
+    /// data sizes N with one client: inserts/deletes of N keys in ONE request; multi-gets
+    /// of N keys per request.
+    Sizes,
+    /// data sizes N with one client: inserts/deletes of N keys, one key per request.
+    SizesEach,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -125,6 +171,7 @@ pub struct QuickOverrides {
     pub clients: Option<Vec<usize>>,
     pub batch: Option<Vec<usize>>,
     pub widths: Option<Vec<u64>>,
+    pub sizes: Option<SizeList>,
 }
 
 /// Raw command-line options for `run`, before validation.
@@ -138,6 +185,8 @@ pub struct RunOptions {
     pub clients: Option<Vec<usize>>,
     pub batch: Option<Vec<usize>>,
     pub widths: Option<Vec<u64>>,
+    /// `--sizes`: sizes list or ranges, e.g. `100:100000:100`.
+    pub sizes: Option<String>,
     pub batch_clients: Option<usize>,
     pub range_clients: Option<usize>,
     pub runs: Option<u32>,
@@ -314,6 +363,13 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     positive_list("--batch", &batch)?;
     let widths = opts.widths.clone().or(quick.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
     positive_list("--widths", &widths)?;
+    let sizes = match (&opts.sizes, &quick.sizes, &study.sizes) {
+        (Some(t), _, _) => parse_sizes(t).map_err(|e| Error::usage(format!("--sizes: {e}")))?,
+        (None, Some(q), _) => q.resolve("quick.sizes")?,
+        (None, None, Some(s)) => s.resolve("sizes")?,
+        _ => vec![100, 1000, 10_000],
+    };
+    positive_list("--sizes", &sizes)?;
     let range_clients = opts.range_clients.or(study.range_clients).unwrap_or(8);
     let batch_clients = opts.batch_clients.or(study.batch_clients).unwrap_or(1);
     positive_list("--range-clients", &[range_clients])?;
@@ -424,6 +480,16 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                     batch.iter().for_each(|&b| add(Point { clients: batch_clients, batch: b, batched: true, param: None }));
                 }
                 Sweep::Single => add(Point { clients: 1, batch: 1, batched: false, param: None }),
+                Sweep::Sizes => sizes.iter().for_each(|&n| {
+                    let one_request = e.op.writes();
+                    add(Point { clients: 1, batch: if one_request { n as usize } else { 1 }, batched: one_request, param: Some(n) })
+                }),
+                Sweep::SizesEach => {
+                    if !e.op.writes() {
+                        return Err(Error::usage(format!("experiment '{}': sizes_each is for insert and delete", e.name)));
+                    }
+                    sizes.iter().for_each(|&n| add(Point { clients: 1, batch: 1, batched: false, param: Some(n) }))
+                }
                 Sweep::Widths => {
                     if !e.op.is_range() {
                         return Err(Error::usage(format!("experiment '{}': the widths sweep is only for range ops", e.name)));
@@ -435,7 +501,12 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         if e.op.is_range() && points.iter().any(|p| p.param.is_none()) {
             return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
         }
+        let sized = e.op.writes() && e.sweep.iter().any(|s| matches!(s, Sweep::Sizes | Sweep::SizesEach));
+        if sized && e.sweep.iter().any(|s| !matches!(s, Sweep::Sizes | Sweep::SizesEach)) {
+            return Err(Error::usage(format!("experiment '{}': sizes sweeps cannot be mixed with other sweeps", e.name)));
+        }
         let exp_ops = match e.op.query() {
+            _ if sized => sizes.iter().copied().max().unwrap_or(1),
             // Analytic queries: one query per run unless the experiment says otherwise.
             Some(_) => e.ops.unwrap_or(1),
             None if opts.ops.is_some() || opts.quick => ops,
@@ -468,6 +539,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             name: e.name.clone(),
             op: e.op,
             workload,
+            sized,
             table,
             column,
             max_column,
@@ -485,6 +557,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             name: FLOOR_EXPERIMENT.into(),
             op: ExperimentOp::Echo,
             workload: None,
+            sized: false,
             table: 0,
             column: 0,
             max_column: 0,
@@ -572,6 +645,18 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         assert!(!text.contains('\n'), "{text}");
         assert!(text.contains("line 2"), "{text}");
+    }
+
+    #[test]
+    fn sizes_parse_lists_and_ranges() {
+        assert_eq!(parse_sizes("100,1000").unwrap(), vec![100, 1000]);
+        assert_eq!(parse_sizes("100:500:100, 1000").unwrap(), vec![100, 200, 300, 400, 500, 1000]);
+        assert_eq!(parse_sizes("100:100000:100").unwrap().len(), 1000);
+        assert!(parse_sizes("100:50:10").is_err());
+        assert!(parse_sizes("1:9:0").is_err());
+        assert!(parse_sizes("x").is_err());
+        let err = resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("7:3:1".into()), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("--sizes"), "{err}");
     }
 
     #[test]

@@ -35,8 +35,9 @@ fn point_label(p: &PointResult) -> String {
     if p.point.batched {
         let _ = write!(label, " b={}", p.point.batch);
     }
-    if let Some(w) = p.point.param {
-        let _ = write!(label, " w={w}");
+    if let Some(v) = p.point.param {
+        let name = if matches!(p.op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax) { "w" } else { "n" };
+        let _ = write!(label, " {name}={v}");
     }
     label
 }

@@ -123,7 +123,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let total_ops: u64 = plan
         .experiments
         .iter()
-        .map(|e| e.ops * e.points.len() as u64 * (e.warmup + e.runs) as u64 * targets.len() as u64)
+        .map(|e| {
+            let per_run: u64 = e.points.iter().map(|p| if e.sized { p.param.unwrap_or(e.ops) } else { e.ops }).sum();
+            per_run * (e.warmup + e.runs) as u64 * targets.len() as u64
+        })
         .sum();
     progress.start(total_ops);
     let mut stop_reason: Option<String> = None;
@@ -189,7 +192,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         point_index: pi,
                         run,
                         warmup: run < experiment.warmup,
-                        ops: experiment.ops,
+                        ops: stream.ops_at(point),
                         timeout: Duration::from_secs_f64(plan.timeout_secs),
                         cancel: ctx.cancel.clone(),
                         progress: progress.counter(),
@@ -199,7 +202,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
                         // Later experiments (index ranges, analytic queries) expect the
                         // generated data: remove what this run inserted, untimed.
-                        if let Err(e) = remove_inserted(target.as_ref(), &stream, pi, run, m.rows).await {
+                        if let Err(e) = remove_inserted(target.as_ref(), &stream, point, pi, run, m.rows).await {
                             report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
                         }
                     }
@@ -276,12 +279,24 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
 
 /// Deletes the rows one insert run wrote, in batches, so every experiment leaves the data
 /// as it found it.
-async fn remove_inserted(target: &dyn Target, stream: &OpStream, point_index: usize, run: u32, inserted: u64) -> Result<()> {
+async fn remove_inserted(
+    target: &dyn Target,
+    stream: &OpStream,
+    point: &crate::workload::experiment::Point,
+    point_index: usize,
+    run: u32,
+    inserted: u64,
+) -> Result<()> {
     if !target.info().capabilities.supports_kind(crate::workload::op::OpKind::Delete) {
         return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
     }
     let mut conn = target.connect().await?;
-    let keys: Vec<i64> = stream.write_keys(point_index, run).collect();
+    let keys: Vec<i64> = (0..stream.ops_at(point))
+        .filter_map(|seq| match stream.op(point, point_index, run, seq) {
+            crate::workload::op::Op::Insert { row, .. } => row[0].as_int(),
+            _ => None,
+        })
+        .collect();
     let mut deleted = 0;
     for chunk in keys.chunks(500) {
         let ops: Vec<crate::workload::op::Op> =

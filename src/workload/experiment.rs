@@ -37,6 +37,8 @@ pub enum ExperimentOp {
     RangeRows,
     RangeCount,
     RangeMax,
+    /// Look up `param` distinct preloaded keys in one request (`IN (...)`, `MGET`).
+    MultiGet,
     /// TPC-H Q1 (pricing summary report, single table).
     TpchQ1,
     /// TPC-H Q3 (shipping priority, a three-table join).
@@ -85,6 +87,7 @@ impl ExperimentOp {
             ExperimentOp::RangeRows => OpKind::RangeRows,
             ExperimentOp::RangeCount => OpKind::RangeCount,
             ExperimentOp::RangeMax => OpKind::RangeMax,
+            ExperimentOp::MultiGet => OpKind::MultiGet,
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => OpKind::Query,
             ExperimentOp::Ycsb => OpKind::Mixed,
         }
@@ -126,8 +129,13 @@ pub struct Experiment {
     pub column: usize,
     /// Range MAX experiments: the column whose maximum is computed.
     pub max_column: usize,
-    /// Ops per measured run (and per warm-up run).
+    /// Ops per measured run (and per warm-up run); for `sized` experiments the largest
+    /// point's.
     pub ops: u64,
+    /// Sizes sweep: each point's `param` is its op count (insert N keys, in one request
+    /// or N).
+    #[serde(default)]
+    pub sized: bool,
     /// Measured runs per point.
     pub runs: u32,
     /// Warm-up runs per point (not measured).
@@ -157,6 +165,7 @@ pub struct OpStream {
     dataset: Dataset,
     /// YCSB experiments: the workload's op generator.
     ycsb: Option<YcsbGen>,
+    sized: bool,
 }
 
 impl OpStream {
@@ -176,6 +185,7 @@ impl OpStream {
             write_base: EXPERIMENT_STRIDE * (experiment_index as i64 + 1),
             runs_per_point: runs_per_point as u64,
             ops: experiment.ops,
+            sized: experiment.sized,
             dataset: dataset.clone(),
             ycsb: experiment.workload.as_deref().map(|w| {
                 let mut workload = load_ycsb_workload(w).expect("workloads are validated in the plan");
@@ -188,6 +198,14 @@ impl OpStream {
                 workload.operationcount = experiment.ops * runs_per_point as u64 * experiment.points.len().max(1) as u64;
                 YcsbGen::new(&workload, seed, table).expect("workloads are validated in the plan")
             }),
+        }
+    }
+
+    /// Ops per run at a point: its size for sized experiments, else the experiment's.
+    pub fn ops_at(&self, point: &Point) -> u64 {
+        match (self.sized, point.param) {
+            (true, Some(n)) => n,
+            _ => self.ops,
         }
     }
 
@@ -222,6 +240,14 @@ impl OpStream {
             ExperimentOp::Echo => Op::Echo,
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => {
                 Op::Query(self.op.query().expect("query experiments name a query"))
+            }
+            ExperimentOp::MultiGet => {
+                let count = point.param.unwrap_or(1).min(self.preloaded);
+                let first = seq * count;
+                let keys = (first..first + count)
+                    .map(|i| self.dataset.key_at(table, self.read_order.apply(i % self.preloaded)))
+                    .collect();
+                Op::MultiGet { table, keys }
             }
             ExperimentOp::Ycsb => {
                 // Every run of every point continues the workload's sequence, so inserted
@@ -264,6 +290,7 @@ mod tests {
             name: format!("{op:?}"),
             op,
             workload: None,
+            sized: false,
             table: 0,
             column: crate::data::kv::GROUP,
             max_column: crate::data::kv::VALUE,

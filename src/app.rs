@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
 use crate::runner::{self, RunContext};
-use clap::Parser;
 use crate::servers;
+use clap::Parser;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -23,7 +23,8 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
+            {
                 let _ = e.print();
                 return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
             }
@@ -32,9 +33,12 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return 2;
         }
     };
-    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(
-        tracing_subscriber::EnvFilter::try_from_env("DBSWEEP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-    ).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DBSWEEP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
     let command_line: Vec<String> = args.iter().map(|a| adapter::url::redact_text(&a.to_string_lossy())).collect();
     match dispatch(cli.command, command_line) {
         Ok(()) => 0,
@@ -166,7 +170,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
 
 fn targets() {
     let scratch = tempfile::tempdir().ok();
-    println!("{:<26} {:<10} {:<9} {}", "URL", "system", "status", "description / capabilities");
+    println!("{:<26} {:<10} {:<9} description / capabilities", "URL", "system", "status");
     for s in SYSTEMS {
         let status = if s.unavailable.is_some() { "n/a here" } else { "runnable" };
         println!("{:<26} {:<10} {:<9} {}", s.scheme, s.system, status, s.description);
@@ -175,15 +179,15 @@ fn targets() {
             continue;
         }
         let probe_url = s.scheme.replace("[PATH]", "");
-        if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url)) {
-            if let Ok(t) = adapter::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() }) {
-                let caps = &t.info().capabilities;
-                let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();
-                let queries: Vec<String> = caps.queries.iter().map(|q| format!("{q:?}")).collect();
-                println!("{:<47} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
-                if !queries.is_empty() {
-                    println!("{:<47} queries: {}", "", queries.join(" "));
-                }
+        if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url))
+            && let Ok(t) = adapter::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() })
+        {
+            let caps = &t.info().capabilities;
+            let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();
+            let queries: Vec<String> = caps.queries.iter().map(|q| format!("{q:?}")).collect();
+            println!("{:<47} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+            if !queries.is_empty() {
+                println!("{:<47} queries: {}", "", queries.join(" "));
             }
         }
     }

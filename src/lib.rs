@@ -18,11 +18,11 @@ mod app;
 pub mod cli;
 pub mod data;
 pub mod error;
-pub mod servers;
-pub mod workload;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod servers;
 pub mod stats;
+pub mod workload;
 
 pub use app::main;

@@ -24,8 +24,26 @@ fn measured_ops_are_exact_and_report_rerenders_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = dbsweep(&[
-        "run", "--target", "m=mock:", "--experiments", "get,insert", "--ops", "1000", "--runs", "3", "--warmup", "1",
-        "--clients", "1,3", "--batch", "7", "--rows", "5000", "--no-progress", "--out", out.to_str().unwrap(),
+        "run",
+        "--target",
+        "m=mock:",
+        "--experiments",
+        "get,insert",
+        "--ops",
+        "1000",
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--clients",
+        "1,3",
+        "--batch",
+        "7",
+        "--rows",
+        "5000",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
@@ -68,12 +86,29 @@ fn same_seed_same_answers_other_seed_other_answers() {
     let digest = |name: &str, seed: &str| {
         let out = tmp.path().join(name);
         let o = dbsweep(&[
-            "run", "--target", "m=mock:", "--experiments", "range-count", "--ops", "300", "--runs", "2", "--rows", "3000",
-            "--widths", "5", "--seed", seed, "--no-progress", "--out", out.to_str().unwrap(),
+            "run",
+            "--target",
+            "m=mock:",
+            "--experiments",
+            "range-count",
+            "--ops",
+            "300",
+            "--runs",
+            "2",
+            "--rows",
+            "3000",
+            "--widths",
+            "5",
+            "--seed",
+            seed,
+            "--no-progress",
+            "--out",
+            out.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let json = report(&out);
-        let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m" && p["experiment"] == "range-count").unwrap().clone();
+        let point =
+            json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m" && p["experiment"] == "range-count").unwrap().clone();
         let runs = point["runs"].as_array().unwrap();
         let digests: Vec<String> = runs.iter().map(|r| r["answer_digest"].as_str().unwrap().to_string()).collect();
         assert!(digests.windows(2).all(|w| w[0] == w[1]), "read runs must replay the same ops: {digests:?}");
@@ -167,12 +202,29 @@ fn failing_ops_are_counted_by_class_and_flagged() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = dbsweep(&[
-        "run", "--target", "flaky=mock:?fail_every=10", "--experiments", "get", "--ops", "1000", "--runs", "1",
-        "--warmup", "0", "--clients", "1", "--batch", "1", "--no-progress", "--out", out.to_str().unwrap(),
+        "run",
+        "--target",
+        "flaky=mock:?fail_every=10",
+        "--experiments",
+        "get",
+        "--ops",
+        "1000",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--batch",
+        "1",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json = report(&out);
-    let points: Vec<_> = json["points"].as_array().unwrap().iter().filter(|p| p["target"] == "flaky" && p["experiment"] == "get").cloned().collect();
+    let points: Vec<_> =
+        json["points"].as_array().unwrap().iter().filter(|p| p["target"] == "flaky" && p["experiment"] == "get").cloned().collect();
     let unbatched = points.iter().find(|p| p["batched"] == false).unwrap();
     let run = &unbatched["runs"][0];
     // Requests are numbered across the target's connections (the echo floor's 8,000 come
@@ -186,10 +238,24 @@ fn failing_ops_are_counted_by_class_and_flagged() {
 fn ctrl_c_writes_partial_results_marked_incomplete_and_exits_130() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
         .args([
-            "run", "--target", "slow=mock:?latency_us=2000", "--experiments", "get,echo", "--ops", "2000", "--runs", "3",
-            "--clients", "1", "--batch", "1", "--no-progress", "--out", out.to_str().unwrap(),
+            "run",
+            "--target",
+            "slow=mock:?latency_us=2000",
+            "--experiments",
+            "get,echo",
+            "--ops",
+            "2000",
+            "--runs",
+            "3",
+            "--clients",
+            "1",
+            "--batch",
+            "1",
+            "--no-progress",
+            "--out",
+            out.to_str().unwrap(),
         ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -237,8 +303,26 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = dbsweep(&[
-        "run", "--target", "m=mock:", "--experiments", "get", "--ops", "400", "--runs", "1", "--warmup", "0",
-        "--clients", "2", "--batch", "1", "--rate", "2000", "--no-progress", "--out", out.to_str().unwrap(),
+        "run",
+        "--target",
+        "m=mock:",
+        "--experiments",
+        "get",
+        "--ops",
+        "400",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--clients",
+        "2",
+        "--batch",
+        "1",
+        "--rate",
+        "2000",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
@@ -260,9 +344,27 @@ fn sqlite_stores_exactly_the_inserted_rows_and_dbsweep_removes_them_again() {
     let db = tmp.path().join("mine.db");
     let out = tmp.path().join("run");
     let o = dbsweep(&[
-        "run", "--target", &format!("lite=sqlite:{}", db.display()), "--experiments", "insert", "--ops", "500", "--runs", "2",
-        "--warmup", "1", "--clients", "1,3", "--batch", "25", "--rows", "2000", "--keep-data", "--no-progress",
-        "--out", out.to_str().unwrap(),
+        "run",
+        "--target",
+        &format!("lite=sqlite:{}", db.display()),
+        "--experiments",
+        "insert",
+        "--ops",
+        "500",
+        "--runs",
+        "2",
+        "--warmup",
+        "1",
+        "--clients",
+        "1,3",
+        "--batch",
+        "25",
+        "--rows",
+        "2000",
+        "--keep-data",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json = report(&out);
@@ -332,7 +434,10 @@ sweep = ["clients"]
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
     let count = |exp: &str, op: &str| -> f64 {
-        rows.iter().filter(|r| r["target"] == "ref" && r["experiment"] == exp && r["op"] == op).map(|r| r["ops"].parse::<f64>().unwrap()).sum()
+        rows.iter()
+            .filter(|r| r["target"] == "ref" && r["experiment"] == exp && r["op"] == op)
+            .map(|r| r["ops"].parse::<f64>().unwrap())
+            .sum()
     };
     // Within 4 standard deviations of the binomial expectation over 4,000 ops.
     let near = |got: f64, p: f64| (got - 4000.0 * p).abs() <= 4.0 * (4000.0 * p * (1.0 - p)).sqrt();
@@ -357,8 +462,19 @@ fn insert_find_inserts_n_keys_in_one_request_or_n_and_finds_subsets() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = dbsweep(&[
-        "run", "insert-find", "--target", "m=mock:", "--sizes", "50,300", "--rows", "1000", "--runs", "2", "--no-progress",
-        "--out", out.to_str().unwrap(),
+        "run",
+        "insert-find",
+        "--target",
+        "m=mock:",
+        "--sizes",
+        "50,300",
+        "--rows",
+        "1000",
+        "--runs",
+        "2",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);

@@ -30,11 +30,28 @@ async fn kill_mid_run(kind: ServerKind, target: &str) {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
         .args([
-            "run", "--target", &format!("{target}={url}"), "--experiments", "get", "--ops", "400000", "--runs", "3",
-            "--clients", "2", "--batch", "10", "--rows", "2000", "--timeout", "5", "--no-progress",
-            "--out", out.to_str().unwrap(),
+            "run",
+            "--target",
+            &format!("{target}={url}"),
+            "--experiments",
+            "get",
+            "--ops",
+            "400000",
+            "--runs",
+            "3",
+            "--clients",
+            "2",
+            "--batch",
+            "10",
+            "--rows",
+            "2000",
+            "--timeout",
+            "5",
+            "--no-progress",
+            "--out",
+            out.to_str().unwrap(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

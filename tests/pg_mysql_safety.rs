@@ -56,9 +56,11 @@ async fn fresh_pg_database(name: &str) -> String {
 async fn pg_other_schemas_survive_prepare_and_cleanup() {
     let url = fresh_pg_database("dbsweep_safety_public").await;
     let db = pg_client(&url).await;
-    db.batch_execute("CREATE TABLE public.lineitem (l_id BIGINT PRIMARY KEY, note TEXT); INSERT INTO public.lineitem VALUES (1, 'keep me')")
-        .await
-        .unwrap();
+    db.batch_execute(
+        "CREATE TABLE public.lineitem (l_id BIGINT PRIMARY KEY, note TEXT); INSERT INTO public.lineitem VALUES (1, 'keep me')",
+    )
+    .await
+    .unwrap();
     let table = lineitem_def();
     for layout in ["row", "hstore", "jsonb"] {
         let target = open("pg", &format!("{url}?layout={layout}"));
@@ -133,8 +135,7 @@ async fn mariadb_unmarked_dbsweep_database_is_refused_and_left_intact() {
 
     let left: Vec<i32> = conn.query("SELECT x FROM dbsweep.precious").await.unwrap();
     assert_eq!(left, [42]);
-    let tables: Vec<String> =
-        conn.query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'dbsweep'").await.unwrap();
+    let tables: Vec<String> = conn.query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'dbsweep'").await.unwrap();
     assert_eq!(tables, ["precious"], "prepare created tables in a database it does not own");
     // The test created this database; it removes it again.
     conn.query_drop("DROP DATABASE dbsweep").await.unwrap();

@@ -79,14 +79,10 @@ async fn redis_runs_tpch_q1_q6_as_lua_scripts_at_sf_001() {
     let lineitem = dataset.table_id("lineitem").unwrap();
     let orderkey = dataset.tables[lineitem].column_index("l_orderkey").unwrap();
     for (lo, hi) in [(1000, 5000), (1, 1), (7, 7), (59_000, 70_000)] {
-        let expected = dataset
-            .initial(lineitem)
-            .filter(|row| matches!(row[orderkey], Value::Int(k) if (lo..=hi).contains(&k)))
-            .count() as i64;
-        let outcome = conn
-            .execute(&Op::Range { table: lineitem, column: orderkey, lo, hi, agg: RangeAgg::Count })
-            .await
-            .expect("range count");
+        let expected =
+            dataset.initial(lineitem).filter(|row| matches!(row[orderkey], Value::Int(k) if (lo..=hi).contains(&k))).count() as i64;
+        let outcome =
+            conn.execute(&Op::Range { table: lineitem, column: orderkey, lo, hi, agg: RangeAgg::Count }).await.expect("range count");
         assert_eq!(outcome.answer, Some(Answer::Scalar(Value::Int(expected))), "COUNT l_orderkey in [{lo}, {hi}]");
     }
 

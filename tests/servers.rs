@@ -102,7 +102,8 @@ async fn mariadb_accepts_the_url_user_over_tcp_with_full_rights_and_stops_cleanl
     let port = server.port().to_string();
     let sql = "select 1; create database dbsweep_probe; create table dbsweep_probe.t (a int primary key); \
                insert into dbsweep_probe.t values (7); select a from dbsweep_probe.t; select current_user()";
-    let out = run("mariadb", &["--no-defaults", "--protocol=TCP", "-h", "127.0.0.1", "-P", &port, "-u", &user, "-N", "-B", "-e", sql]).await;
+    let out =
+        run("mariadb", &["--no-defaults", "--protocol=TCP", "-h", "127.0.0.1", "-P", &port, "-u", &user, "-N", "-B", "-e", sql]).await;
     assert_eq!(out, "1\n7\nroot@127.0.0.1");
     assert!(server.version().starts_with("10.") || server.version().starts_with("11."), "{}", server.version());
     // Read back from the server: MariaDB's durable defaults.
@@ -273,10 +274,7 @@ async fn a_missing_program_is_an_exit_code_2_error_naming_the_package() {
     ] {
         let err = servers::spawn_with_search_path(kind, &opts, Some(&search)).await.unwrap_err();
         assert_eq!(err.exit_code(), 2, "{kind}: {err}");
-        assert_eq!(
-            err.to_string(),
-            format!("{program} not found: install it with scripts/setup-servers (apt-get install {package})")
-        );
+        assert_eq!(err.to_string(), format!("{program} not found: install it with scripts/setup-servers (apt-get install {package})"));
     }
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "nothing may be left on disk");
 }

@@ -38,10 +38,9 @@ async fn stored(
             assert_eq!(hashes.len() as i64, indexed, "every row hash has its key-index entry");
             indexed
         }
-        "memcached" => memcached_command(mc_port, "lru_crawler metadump all\r\n")
-            .lines()
-            .filter(|l| l.starts_with("key=dbsweep%3Akv"))
-            .count() as i64,
+        "memcached" => {
+            memcached_command(mc_port, "lru_crawler metadump all\r\n").lines().filter(|l| l.starts_with("key=dbsweep%3Akv")).count() as i64
+        }
         other => panic!("unknown target {other}"),
     }
 }
@@ -74,11 +73,16 @@ async fn a_small_study_across_every_server_stores_and_reads_exact_rows_and_spare
 
     // Data dbsweep did not create, in each server.
     let pg_url = by_kind(ServerKind::Postgres).url();
-    let (pg, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={} user=postgres dbname=postgres", by_kind(ServerKind::Postgres).port()), tokio_postgres::NoTls)
+    let (pg, conn) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={} user=postgres dbname=postgres", by_kind(ServerKind::Postgres).port()),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    pg.batch_execute("CREATE TABLE public.lineitem (id int primary key, note text); INSERT INTO public.lineitem VALUES (1, 'mine');")
         .await
         .unwrap();
-    tokio::spawn(conn);
-    pg.batch_execute("CREATE TABLE public.lineitem (id int primary key, note text); INSERT INTO public.lineitem VALUES (1, 'mine');").await.unwrap();
     let redis_url = by_kind(ServerKind::Redis).url();
     let mut redis = redis::Client::open(redis_url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("SET").arg("user:1").arg("alice").query_async(&mut redis).await.unwrap();
@@ -131,7 +135,11 @@ async fn a_small_study_across_every_server_stores_and_reads_exact_rows_and_spare
             }
         }
         // Range counts agree with the other systems (memcached cannot range: not supported).
-        let flags: Vec<String> = report["points"].as_array().unwrap().iter().filter(|p| p["target"] == *name)
+        let flags: Vec<String> = report["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["target"] == *name)
             .flat_map(|p| p["flags"].as_array().unwrap().iter().map(|f| f["flag"].as_str().unwrap().to_string()))
             .collect();
         assert!(!flags.iter().any(|f| f == "answer_mismatch"), "{name}: {flags:?}");

@@ -210,7 +210,9 @@ fn reference_q3_agrees_with_brute_force_at_sf_001() {
     let expected: Vec<Row> = top
         .iter()
         .take(10)
-        .map(|&(r, d, k)| vec![Value::Int(k), Value::Float(r as f64 / 1e4), Value::Date(dbsweep::data::table::Date(d as i32)), Value::Int(0)])
+        .map(|&(r, d, k)| {
+            vec![Value::Int(k), Value::Float(r as f64 / 1e4), Value::Date(dbsweep::data::table::Date(d as i32)), Value::Int(0)]
+        })
         .collect();
     assert_eq!(expected.len(), 10);
     assert_eq!(tpch_reference::q3(SF), Answer::Table(expected));
@@ -252,11 +254,8 @@ fn sqlite_runs_the_generated_queries_with_the_reference_answers() {
     let rows = all_rows();
     for t in [tpch::CUSTOMER, tpch::ORDERS, tpch::LINEITEM] {
         let def = &d.tables[t];
-        let cols: Vec<String> = def
-            .columns
-            .iter()
-            .map(|c| format!("{} {}", c.name, if c.ty == ColumnType::Text { "TEXT" } else { "INTEGER" }))
-            .collect();
+        let cols: Vec<String> =
+            def.columns.iter().map(|c| format!("{} {}", c.name, if c.ty == ColumnType::Text { "TEXT" } else { "INTEGER" })).collect();
         db.execute_batch(&format!("CREATE TABLE {} ({} PRIMARY KEY, {})", def.name, cols[0], cols[1..].join(", "))).unwrap();
         let marks = vec!["?"; cols.len()].join(", ");
         let mut insert = db.prepare(&format!("INSERT INTO {} VALUES ({marks})", def.name)).unwrap();

@@ -153,7 +153,12 @@ async fn time_pg_row_load(scale: f64) {
         let loaded = target.load(table, dataset.initial(id)).await.unwrap();
         assert_eq!(loaded, dataset.initial_rows(id));
         assert_eq!(generated as u64, loaded);
-        eprintln!("SF {scale}: {:>9} rows of {:<8} in {:>8.2?} (generating them alone: {generation:.2?})", loaded, table.name, start.elapsed());
+        eprintln!(
+            "SF {scale}: {:>9} rows of {:<8} in {:>8.2?} (generating them alone: {generation:.2?})",
+            loaded,
+            table.name,
+            start.elapsed()
+        );
     }
     eprintln!("SF {scale}: generating all tables alone took {generating:.2?}");
     eprintln!("SF {scale}: all tables loaded in {:.2?} (including the generation-only passes)", all.elapsed());

@@ -89,7 +89,10 @@ impl DuckDb {
             ("checkpoint_threshold".to_string(), setting("checkpoint_threshold")?),
             ("durability".to_string(), "WAL written and synced at each commit (DuckDB's fixed behaviour)".to_string()),
             ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
-            ("indexes".to_string(), "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string()),
+            (
+                "indexes".to_string(),
+                "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
+            ),
             ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
             ("date".to_string(), "DATE".to_string()),
             ("bulk_load".to_string(), "Appender in one transaction".to_string()),
@@ -181,12 +184,17 @@ impl Target for DuckDb {
                     if table_exists(conn, &name).map_err(runtime)? && !owned.contains(&name) {
                         return Err(Error::not_owned(
                             &self.info.name,
-                            format!("table {name} in {} was not created by dbsweep; rename or drop it, or use another file", self.path.display()),
+                            format!(
+                                "table {name} in {} was not created by dbsweep; rename or drop it, or use another file",
+                                self.path.display()
+                            ),
                         ));
                     }
                 }
-                conn.execute_batch(&format!("CREATE TABLE IF NOT EXISTS {OWNER_TABLE} (tbl VARCHAR PRIMARY KEY, created_by VARCHAR NOT NULL)"))
-                    .map_err(runtime)?;
+                conn.execute_batch(&format!(
+                    "CREATE TABLE IF NOT EXISTS {OWNER_TABLE} (tbl VARCHAR PRIMARY KEY, created_by VARCHAR NOT NULL)"
+                ))
+                .map_err(runtime)?;
                 for t in tables {
                     let name = format!("{TABLE_PREFIX}{}", t.name);
                     let columns: Vec<String> = t
@@ -198,7 +206,12 @@ impl Target for DuckDb {
                     let mut ddl = format!("DROP TABLE IF EXISTS {0}; CREATE TABLE {0} ({1});", quote(&name), columns.join(", "));
                     for &c in &t.indexed {
                         let col = &t.columns[c].name;
-                        ddl.push_str(&format!(" CREATE INDEX {} ON {} ({});", quote(&format!("{name}_{col}_idx")), quote(&name), quote(col)));
+                        ddl.push_str(&format!(
+                            " CREATE INDEX {} ON {} ({});",
+                            quote(&format!("{name}_{col}_idx")),
+                            quote(&name),
+                            quote(col)
+                        ));
                     }
                     conn.execute_batch(&ddl).map_err(runtime)?;
                     conn.execute(
@@ -337,7 +350,11 @@ impl DuckDbConnection {
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(op_error)? {
             if out.is_empty() && row.as_ref().column_count() != types.len() {
-                return Err(OpError::client(format!("{query:?} returns {} columns, expected {}", row.as_ref().column_count(), types.len())));
+                return Err(OpError::client(format!(
+                    "{query:?} returns {} columns, expected {}",
+                    row.as_ref().column_count(),
+                    types.len()
+                )));
             }
             out.push(types.iter().enumerate().map(|(i, ty)| decode(row.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
         }
@@ -512,7 +529,10 @@ mod tests {
         let mut conn = target.connect().await.unwrap();
         // DuckDB itself sees the right values, not just a round trip of dbsweep's numbers.
         let text: String = target
-            .with_base(|c| c.query_row("SELECT string_agg(price::VARCHAR || ' ' || day::VARCHAR, ',' ORDER BY k) FROM dbsweep_typed", [], |r| r.get(0)).map_err(runtime))
+            .with_base(|c| {
+                c.query_row("SELECT string_agg(price::VARCHAR || ' ' || day::VARCHAR, ',' ORDER BY k) FROM dbsweep_typed", [], |r| r.get(0))
+                    .map_err(runtime)
+            })
             .unwrap();
         assert_eq!(text, "12.34 1992-01-01,-0.05 1998-12-31");
         let insert = Op::Insert { table: 0, row: vec![Value::Int(3), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(9000))] };

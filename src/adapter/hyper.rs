@@ -92,7 +92,11 @@ impl Hyper {
         let mut settings = BTreeMap::new();
         settings.insert("database_file".into(), path.clone());
         settings.insert("indexes".into(), "none (HyPer has none)".into());
-        settings.insert("key_uniqueness".into(), "INSERT ... WHERE NOT EXISTS (a scan per insert; no PRIMARY KEY in HyPer; not atomic across concurrent inserts of one key)".into());
+        settings.insert(
+            "key_uniqueness".into(),
+            "INSERT ... WHERE NOT EXISTS (a scan per insert; no PRIMARY KEY in HyPer; not atomic across concurrent inserts of one key)"
+                .into(),
+        );
         settings.insert("load".into(), "COPY FROM STDIN WITH (FORMAT text)".into());
         let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
         Ok(Hyper {
@@ -574,9 +578,7 @@ impl HyperConnection {
                 let v = self.table(*table)?.update_value(*column, value)?;
                 (self.statement(Key::Update(*table, *column)).await?, vec![v, Box::new(*key)])
             }
-            Op::Scan { table, start, count } => {
-                (self.statement(Key::Scan(*table, *count as u64)).await?, vec![Box::new(*start)])
-            }
+            Op::Scan { table, start, count } => (self.statement(Key::Scan(*table, *count as u64)).await?, vec![Box::new(*start)]),
             Op::Range { table, column, lo, hi, agg } => {
                 self.column(*table, *column)?;
                 let key = match agg {

@@ -127,7 +127,9 @@ impl MockConnection {
             tokio::time::sleep(latency).await;
         }
         match self.shared.fail_every {
-            Some(every) if n % every == 0 => Err(OpError::new(ErrorClass::Server, format!("mock: injected failure on request {n}"))),
+            Some(every) if n.is_multiple_of(every) => {
+                Err(OpError::new(ErrorClass::Server, format!("mock: injected failure on request {n}")))
+            }
             _ => Ok(()),
         }
     }
@@ -180,9 +182,7 @@ impl MockConnection {
             }
             Op::Scan { table: t, start, count } => Outcome::rows(table(*t)?.range(*start..).take(*count).count() as u64),
             Op::Range { table: t, column, lo, hi, agg } => {
-                let matching = table(*t)?
-                    .values()
-                    .filter(|row| row[*column].as_int().is_some_and(|v| (*lo..=*hi).contains(&v)));
+                let matching = table(*t)?.values().filter(|row| row[*column].as_int().is_some_and(|v| (*lo..=*hi).contains(&v)));
                 match agg {
                     RangeAgg::Rows => Outcome::rows(matching.count() as u64),
                     RangeAgg::Count => {

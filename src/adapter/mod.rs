@@ -257,13 +257,12 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
-        other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other) {
+        other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)
+        {
             Some(SystemEntry { unavailable: Some(why), .. }) => {
                 Err(Error::usage(format!("target '{name}': {other} cannot run here: {why}")))
             }
-            _ => Err(Error::usage(format!(
-                "target '{name}': unknown URL scheme '{other}:'; see `dbsweep targets` for the supported ones"
-            ))),
+            _ => Err(Error::usage(format!("target '{name}': unknown URL scheme '{other}:'; see `dbsweep targets` for the supported ones"))),
         },
     }
 }

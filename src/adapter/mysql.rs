@@ -92,11 +92,7 @@ impl MyTable {
             let name = &self.def.columns[i].name;
             parts.push(format!("INDEX {} ({})", quote(&format!("{name}_idx")), quote(name)));
         }
-        format!(
-            "CREATE TABLE {} ({}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-            self.qualified,
-            parts.join(", ")
-        )
+        format!("CREATE TABLE {} ({}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin", self.qualified, parts.join(", "))
     }
 
     fn insert_sql(&self, rows: usize) -> String {
@@ -143,7 +139,12 @@ impl MyTable {
 
     fn push_row(&self, row: &Row, out: &mut Vec<MyValue>) -> Result<(), OpError> {
         if row.len() != self.def.columns.len() {
-            return Err(OpError::client(format!("{}: row has {} values, table has {} columns", self.def.name, row.len(), self.def.columns.len())));
+            return Err(OpError::client(format!(
+                "{}: row has {} values, table has {} columns",
+                self.def.name,
+                row.len(),
+                self.def.columns.len()
+            )));
         }
         for (i, v) in row.iter().enumerate() {
             out.push(self.param(i, v)?);
@@ -298,7 +299,10 @@ impl MySql {
         let unreachable = |why: String| {
             Error::unreachable(
                 name,
-                format!("cannot connect to MariaDB/MySQL at {} ({why}); start the server, fix host/port in the URL, or use --spawn mysql", self.endpoint),
+                format!(
+                    "cannot connect to MariaDB/MySQL at {} ({why}); start the server, fix host/port in the URL, or use --spawn mysql",
+                    self.endpoint
+                ),
             )
         };
         let conn = match tokio::time::timeout(Duration::from_secs(5), Conn::new(self.opts.clone())).await {
@@ -397,8 +401,7 @@ impl MySql {
             self.run(conn, &format!("CREATE DATABASE {}", quote(DATABASE))).await?;
             let marker = format!("{}.{}", quote(DATABASE), quote(MARKER));
             self.run(conn, &format!("CREATE TABLE {marker} (note VARCHAR(200)) ENGINE=InnoDB")).await?;
-            self.run(conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')"))
-                .await?;
+            self.run(conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')")).await?;
         }
         let tables: Vec<MyTable> = defs.iter().map(|d| MyTable::new(d.clone())).collect();
         for t in &tables {
@@ -563,11 +566,7 @@ impl MyConnection {
 
     fn check_column(&self, table: usize, column: usize) -> Result<(), OpError> {
         let t = self.table(table)?;
-        if column < t.def.columns.len() {
-            Ok(())
-        } else {
-            Err(OpError::client(format!("{} has no column #{column}", t.def.name)))
-        }
+        if column < t.def.columns.len() { Ok(()) } else { Err(OpError::client(format!("{} has no column #{column}", t.def.name))) }
     }
 
     /// Prepares the statements every workload uses into the driver's cache, so the first

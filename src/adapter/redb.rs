@@ -31,8 +31,7 @@ use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
 use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
 use ::redb::{
-    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle,
-    WriteTransaction,
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
 };
 use async_trait::async_trait;
 use std::cmp::Ordering;
@@ -171,7 +170,10 @@ impl Target for Redb {
         for t in tables {
             for &c in &t.indexed {
                 if matches!(t.columns[c].ty, ColumnType::Float | ColumnType::Text) {
-                    return Err(Error::runtime(format!("redb: indexed column {}.{} must be an integer, decimal or date", t.name, t.columns[c].name)));
+                    return Err(Error::runtime(format!(
+                        "redb: indexed column {}.{} must be an integer, decimal or date",
+                        t.name, t.columns[c].name
+                    )));
                 }
             }
         }
@@ -301,7 +303,12 @@ impl<'t> Writer<'t> {
     fn insert(&mut self, row: &Row, buf: &mut Vec<u8>) -> Result<u64, OpError> {
         let key = key_of(row)?;
         if row.len() != self.layout.def.columns.len() {
-            return Err(OpError::client(format!("redb: row has {} values, table {} has {} columns", row.len(), self.layout.def.name, self.layout.def.columns.len())));
+            return Err(OpError::client(format!(
+                "redb: row has {} values, table {} has {} columns",
+                row.len(),
+                self.layout.def.name,
+                self.layout.def.columns.len()
+            )));
         }
         encode_row(row, buf);
         if self.primary.insert(key, buf.as_slice()).map_err(op_error)?.is_some() {
@@ -456,7 +463,10 @@ impl RedbConnection {
                         let mut max = Value::Null;
                         for key in matching {
                             if let Some(mut row) = get(key)? {
-                                let v = std::mem::replace(row.get_mut(*of).ok_or_else(|| OpError::client("redb: no such column"))?, Value::Null);
+                                let v = std::mem::replace(
+                                    row.get_mut(*of).ok_or_else(|| OpError::client("redb: no such column"))?,
+                                    Value::Null,
+                                );
                                 if !matches!(v, Value::Null) && (matches!(max, Value::Null) || compare(&v, &max) == Ordering::Greater) {
                                     max = v;
                                 }

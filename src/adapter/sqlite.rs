@@ -225,7 +225,10 @@ impl Target for Sqlite {
                 if table_exists(conn, &name).map_err(runtime)? && !owned.contains(&name) {
                     return Err(Error::not_owned(
                         target,
-                        format!("table {name} in {} was not created by dbsweep; rename or drop it, or use another file", self.path.display()),
+                        format!(
+                            "table {name} in {} was not created by dbsweep; rename or drop it, or use another file",
+                            self.path.display()
+                        ),
                     ));
                 }
             }
@@ -314,7 +317,9 @@ impl Target for Sqlite {
             if let Some(mode) = &self.original_journal {
                 let now: String = conn.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0)).map_err(runtime)?;
                 if !now.eq_ignore_ascii_case(mode) {
-                    return Err(Error::runtime(format!("sqlite: could not restore journal_mode={mode} (still {now}); is another program using the file?")));
+                    return Err(Error::runtime(format!(
+                        "sqlite: could not restore journal_mode={mode} (still {now}); is another program using the file?"
+                    )));
                 }
             }
         }
@@ -394,9 +399,7 @@ impl SqlText {
             (Some(sql), _) => sql.as_str().into(),
             (None, RangeAgg::Rows) => self.range(column, "*").into(),
             (None, RangeAgg::Count) => self.range(column, "COUNT(*)").into(),
-            (None, RangeAgg::Max { column: of }) => {
-                self.range(column, &format!("MAX({})", quote(&self.def.columns[of].name))).into()
-            }
+            (None, RangeAgg::Max { column: of }) => self.range(column, &format!("MAX({})", quote(&self.def.columns[of].name))).into(),
         }
     }
 
@@ -713,7 +716,8 @@ mod tests {
     async fn a_user_file_keeps_its_journal_mode() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("user.db");
-        let mode = |p: &Path| -> String { rusqlite::Connection::open(p).unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap() };
+        let mode =
+            |p: &Path| -> String { rusqlite::Connection::open(p).unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap() };
         rusqlite::Connection::open(&path).unwrap().execute_batch("CREATE TABLE dbsweep_kv (x TEXT)").unwrap();
         assert_eq!(mode(&path), "delete");
         // Refused: the file is not switched to WAL.

@@ -108,10 +108,7 @@ fn decode(s: &str) -> String {
     // Percent-decoding by hand would be another copy of what `url` does; its form_urlencoded
     // decoder also turns '+' into ' ', which userinfo must not, so protect '+' first.
     let protected = s.replace('+', "%2B");
-    url::form_urlencoded::parse(format!("x={protected}").as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
+    url::form_urlencoded::parse(format!("x={protected}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
 }
 
 /// Best-effort removal of a password from text that failed to parse as a URL.

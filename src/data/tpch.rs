@@ -16,8 +16,8 @@ use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::{Arc, OnceLock};
 use tpchgen::generators::{
-    Customer, CustomerGenerator, LineItem, LineItemGenerator, Nation, NationGenerator, Order, OrderGenerator, Part,
-    PartGenerator, PartSupp, PartSuppGenerator, Region, RegionGenerator, Supplier, SupplierGenerator,
+    Customer, CustomerGenerator, LineItem, LineItemGenerator, Nation, NationGenerator, Order, OrderGenerator, Part, PartGenerator,
+    PartSupp, PartSuppGenerator, Region, RegionGenerator, Supplier, SupplierGenerator,
 };
 use tpchgen::random::RandomBoundedLong;
 
@@ -50,11 +50,8 @@ fn columns(spec: &[(&str, ColumnType)]) -> Vec<Column> {
 /// The eight TPC-H tables with the study's artificial keys, in dataset order.
 pub fn table_defs() -> Vec<TableDef> {
     use ColumnType::{Date as D, Decimal as M, Int as I, Text as T};
-    let def = |name: &str, cols: &[(&str, ColumnType)], indexed: Vec<usize>| TableDef {
-        name: name.into(),
-        columns: columns(cols),
-        indexed,
-    };
+    let def =
+        |name: &str, cols: &[(&str, ColumnType)], indexed: Vec<usize>| TableDef { name: name.into(), columns: columns(cols), indexed };
     vec![
         def("region", &[("r_regionkey", I), ("r_name", T), ("r_comment", T)], vec![]),
         def("nation", &[("n_nationkey", I), ("n_name", T), ("n_regionkey", I), ("n_comment", T)], vec![]),
@@ -179,7 +176,7 @@ pub fn nation_row(n: &Nation<'_>) -> Row {
 pub fn supplier_row(s: &Supplier) -> Row {
     vec![
         Value::Int(s.s_suppkey),
-        text(&s.s_name),
+        text(s.s_name),
         text(&s.s_address),
         Value::Int(s.s_nationkey),
         text(&s.s_phone),
@@ -191,7 +188,7 @@ pub fn supplier_row(s: &Supplier) -> Row {
 pub fn customer_row(c: &Customer<'_>) -> Row {
     vec![
         Value::Int(c.c_custkey),
-        text(&c.c_name),
+        text(c.c_name),
         text(&c.c_address),
         Value::Int(c.c_nationkey),
         text(&c.c_phone),
@@ -205,8 +202,8 @@ pub fn part_row(p: &Part<'_>) -> Row {
     vec![
         Value::Int(p.p_partkey),
         text(&p.p_name),
-        text(&p.p_mfgr),
-        text(&p.p_brand),
+        text(p.p_mfgr),
+        text(p.p_brand),
         str_value(p.p_type),
         Value::Int(p.p_size.into()),
         str_value(p.p_container),
@@ -235,7 +232,7 @@ pub fn orders_row(o: &Order<'_>) -> Row {
         money(o.o_totalprice),
         date(o.o_orderdate),
         str_value(o.o_orderpriority),
-        text(&o.o_clerk),
+        text(o.o_clerk),
         Value::Int(o.o_shippriority.into()),
         str_value(o.o_comment),
     ]
@@ -308,14 +305,7 @@ impl fmt::Debug for TpchGen {
 
 impl TpchGen {
     pub fn new(scale: f64) -> Self {
-        TpchGen {
-            inner: Arc::new(Inner {
-                scale,
-                lines: OnceLock::new(),
-                samples: Default::default(),
-                custkeys: OnceLock::new(),
-            }),
-        }
+        TpchGen { inner: Arc::new(Inner { scale, lines: OnceLock::new(), samples: Default::default(), custkeys: OnceLock::new() }) }
     }
 
     pub fn scale(&self) -> f64 {

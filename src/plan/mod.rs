@@ -264,7 +264,8 @@ pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
     let (origin, text) = match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
         Some((_, text)) => (format!("built-in study '{name_or_path}'"), text.to_string()),
         None if name_or_path.ends_with(".toml") || std::path::Path::new(name_or_path).exists() => {
-            let text = std::fs::read_to_string(name_or_path).map_err(|e| Error::usage(format!("cannot read study file {name_or_path}: {e}")))?;
+            let text =
+                std::fs::read_to_string(name_or_path).map_err(|e| Error::usage(format!("cannot read study file {name_or_path}: {e}")))?;
             (name_or_path.to_string(), text)
         }
         None => {
@@ -330,7 +331,10 @@ fn resolve_columns(e: &ExperimentEntry, dataset: &Dataset) -> Result<(TableId, u
         None => def.indexed.first().copied().unwrap_or(0),
     };
     if e.op.is_range() && !def.indexed.contains(&column) {
-        return Err(Error::usage(format!("experiment '{}': range column '{}' of {} has no secondary index", e.name, def.columns[column].name, def.name)));
+        return Err(Error::usage(format!(
+            "experiment '{}': range column '{}' of {} has no secondary index",
+            e.name, def.columns[column].name, def.name
+        )));
     }
     let max_column = match &e.max_column {
         Some(name) => column_named("max_column", name)?,
@@ -391,10 +395,10 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     if opts.data_root.is_some() && spawn.is_empty() {
         return Err(Error::usage("--data-root only applies to spawned servers; add --spawn"));
     }
-    if let Some(rate) = opts.rate {
-        if !(rate > 0.0 && rate.is_finite()) {
-            return Err(Error::usage("--rate must be a positive number of ops per second"));
-        }
+    if let Some(rate) = opts.rate
+        && !(rate > 0.0 && rate.is_finite())
+    {
+        return Err(Error::usage("--rate must be a positive number of ops per second"));
     }
     let mut data = study.data.clone();
     match (&data, opts.rows, opts.scale) {
@@ -450,10 +454,10 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
 
     let dataset = Dataset::new(&data, seed);
     let known: Vec<&str> = study.experiments.iter().map(|e| e.name.as_str()).collect();
-    if let Some(filter) = &opts.experiments {
-        if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str())) {
-            return Err(Error::usage(format!("unknown experiment '{bad}' in --experiments; study '{}' has: {}", study.name, known.join(", "))));
-        }
+    if let Some(filter) = &opts.experiments
+        && let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str()))
+    {
+        return Err(Error::usage(format!("unknown experiment '{bad}' in --experiments; study '{}' has: {}", study.name, known.join(", "))));
     }
     let mut experiments = Vec::new();
     if let Some(e) = study.experiments.iter().find(|e| e.name == FLOOR_EXPERIMENT) {
@@ -530,7 +534,10 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                 Some(w.clone())
             }
             (ExperimentOp::Ycsb, None) => {
-                return Err(Error::usage(format!("experiment '{}': op = \"ycsb\" needs workload = \"a\"..\"f\" or a workload file", e.name)));
+                return Err(Error::usage(format!(
+                    "experiment '{}': op = \"ycsb\" needs workload = \"a\"..\"f\" or a workload file",
+                    e.name
+                )));
             }
             (_, Some(_)) => return Err(Error::usage(format!("experiment '{}': `workload` only applies to op = \"ycsb\"", e.name))),
             (_, None) => None,
@@ -572,7 +579,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         let entry = crate::adapter::SYSTEMS.iter().find(|s| s.system == system.as_str());
         match entry.and_then(|e| e.unavailable) {
             Some(why) => unavailable.push((system.clone(), why.to_string())),
-            None => return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name))),
+            None => {
+                return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name)));
+            }
         }
     }
     if experiments.is_empty() {
@@ -655,7 +664,8 @@ mod tests {
         assert!(parse_sizes("100:50:10").is_err());
         assert!(parse_sizes("1:9:0").is_err());
         assert!(parse_sizes("x").is_err());
-        let err = resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("7:3:1".into()), ..Default::default() }).unwrap_err();
+        let err =
+            resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("7:3:1".into()), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--sizes"), "{err}");
     }
 

@@ -46,11 +46,8 @@ fn cell(p: &PointResult) -> String {
     match (&p.status, &p.summary) {
         (PointStatus::NotSupported { .. }, _) => "n/a".into(),
         (_, Some(s)) => {
-            let spread = if s.median_ops_per_sec > 0.0 {
-                100.0 * (s.max_ops_per_sec - s.min_ops_per_sec) / s.median_ops_per_sec / 2.0
-            } else {
-                0.0
-            };
+            let spread =
+                if s.median_ops_per_sec > 0.0 { 100.0 * (s.max_ops_per_sec - s.min_ops_per_sec) / s.median_ops_per_sec / 2.0 } else { 0.0 };
             // Analytic queries read as durations, the way the studies report them.
             let mut text = match (&p.op, &s.latency) {
                 (OpKind::Query, Some(l)) => format!("{} per query (mean of {} runs)", micros(l.mean_us), s.measured_runs),

@@ -20,9 +20,7 @@ pub fn probe() -> Environment {
         .unwrap_or_else(|| "unknown".into());
     let memory_bytes = read("/proc/meminfo")
         .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            t.lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024);
     Environment {

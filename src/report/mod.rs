@@ -38,8 +38,8 @@ pub fn load(dir: &Path) -> Result<Report> {
     let path = dir.join(REPORT_JSON);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::usage(format!("cannot read {}: {e}; pass a run directory written by `dbsweep run`", path.display())))?;
-    let report: Report = serde_json::from_str(&text)
-        .map_err(|e| Error::usage(format!("{} is not a dbsweep report: {e}", path.display())))?;
+    let report: Report =
+        serde_json::from_str(&text).map_err(|e| Error::usage(format!("{} is not a dbsweep report: {e}", path.display())))?;
     if report.format_version > model::FORMAT_VERSION {
         return Err(Error::usage(format!(
             "{} has format version {}, newer than this dbsweep ({}); upgrade dbsweep",

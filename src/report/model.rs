@@ -79,9 +79,13 @@ pub struct PointResult {
 pub enum PointStatus {
     Measured,
     /// The target cannot do this op; nothing was run.
-    NotSupported { reason: String },
+    NotSupported {
+        reason: String,
+    },
     /// The point did not finish (interrupted, or the target failed).
-    Incomplete { reason: String },
+    Incomplete {
+        reason: String,
+    },
 }
 
 /// One warm-up or measured run.
@@ -175,11 +179,17 @@ pub struct PointSummary {
 #[serde(tag = "flag", rename_all = "snake_case")]
 pub enum Flag {
     /// Throughput is within reach of the NO-DB ceiling: the client may be the bottleneck.
-    ClientBound { share: f64 },
+    ClientBound {
+        share: f64,
+    },
     /// Answers differ from the other systems' for the same ops: the timing is void.
-    AnswerMismatch { detail: String },
+    AnswerMismatch {
+        detail: String,
+    },
     /// Some ops failed.
-    Errors { count: u64 },
+    Errors {
+        count: u64,
+    },
     /// A run did not finish.
     Incomplete,
     NotSupported,

@@ -10,8 +10,8 @@ use crate::report::model::RunMeasurement;
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
 use crate::workload::op::{ErrorClass, OpError, Outcome};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Barrier;
 
@@ -136,11 +136,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
     // Service time is read from the CPU's time-stamp counter (quanta): a third of the cost
     // of the OS clock on these VMs, which matters for the NO-DB ceiling.
     let clock = quanta::Clock::new();
-    let chunk = if job.rate.is_some() || job.point.batched {
-        1
-    } else {
-        (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64)
-    };
+    let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
     let mut claimed = 0..0u64;
     let mut unreported = 0u64;
     loop {

@@ -59,8 +59,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         .tempdir()
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
     let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf() };
-    let targets: Vec<Arc<dyn Target>> =
-        plan.targets.iter().map(|t| adapter::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
+    let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| adapter::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
     let dataset = Dataset::new(&plan.data, plan.seed);
     let mut progress = Progress::new(ctx.show_progress);
 
@@ -89,7 +88,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         return Err(e);
     }
 
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::usage(format!("cannot create output directory {}: {e}; choose another --out", out_dir.display())))?;
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| Error::usage(format!("cannot create output directory {}: {e}; choose another --out", out_dir.display())))?;
     let mut report = Report {
         format: "dbsweep-report".into(),
         format_version: report::model::FORMAT_VERSION,
@@ -228,7 +228,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         report.warnings.push(format!("{} / {}: {reason}", experiment.name, info.name));
                         // A target whose connections failed is not retried for every
                         // remaining point; its later points are marked skipped.
-                        let lost = result.runs.last().is_some_and(|r| r.errors.contains_key("connection") || r.errors.contains_key("timeout"));
+                        let lost =
+                            result.runs.last().is_some_and(|r| r.errors.contains_key("connection") || r.errors.contains_key("timeout"));
                         if lost {
                             failed_targets.insert(info.name.clone(), format!("{} failed during {}", info.name, experiment.name));
                         }
@@ -244,10 +245,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 }
             }
             flag_point(&mut results);
-            if let Some(q) = experiment.op.query() {
-                if let Some(reference) = references.answer(&plan.data, q) {
-                    flag_against_reference(&mut results, reference);
-                }
+            if let Some(q) = experiment.op.query()
+                && let Some(reference) = references.answer(&plan.data, q)
+            {
+                flag_against_reference(&mut results, reference);
             }
             report.points.extend(results);
             report::write_all(&out_dir, &report)?;
@@ -382,9 +383,8 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
     let response: Vec<_> = measured.iter().flat_map(|r| of_point(&r.response)).collect();
     let latency = merge_summaries(service.iter());
     let response_latency = merge_summaries(response.iter());
-    let per_row_p50_us = (result.point.batched && result.point.batch > 1)
-        .then(|| latency.as_ref().map(|l| l.p50_us / result.point.batch as f64))
-        .flatten();
+    let per_row_p50_us =
+        (result.point.batched && result.point.batch > 1).then(|| latency.as_ref().map(|l| l.p50_us / result.point.batch as f64)).flatten();
     Some(PointSummary {
         measured_runs: measured.len(),
         median_ops_per_sec: median(&throughput),
@@ -402,19 +402,15 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
 /// Cross-target flags for one point: the share of the NO-DB ceiling, and answers that
 /// disagree with the other systems' (or change between runs of the same system).
 fn flag_point(results: &mut [PointResult]) {
-    let ceiling = results
-        .iter()
-        .find(|r| r.system == "nodb")
-        .and_then(|r| r.summary.as_ref())
-        .map(|s| s.median_ops_per_sec);
+    let ceiling = results.iter().find(|r| r.system == "nodb").and_then(|r| r.summary.as_ref()).map(|s| s.median_ops_per_sec);
     for r in results.iter_mut().filter(|r| r.system != "nodb") {
-        if let (Some(c), Some(s)) = (ceiling, r.summary.as_mut()) {
-            if c > 0.0 {
-                let share = s.median_ops_per_sec / c;
-                s.client_share = Some(share);
-                if share >= CLIENT_BOUND_SHARE {
-                    r.flags.push(Flag::ClientBound { share });
-                }
+        if let (Some(c), Some(s)) = (ceiling, r.summary.as_mut())
+            && c > 0.0
+        {
+            let share = s.median_ops_per_sec / c;
+            s.client_share = Some(share);
+            if share >= CLIENT_BOUND_SHARE {
+                r.flags.push(Flag::ClientBound { share });
             }
         }
     }
@@ -438,17 +434,13 @@ fn flag_point(results: &mut [PointResult]) {
     let support = |o: &Observed| present.iter().filter(|p| p.agrees(o)).count();
     let best = present.iter().copied().max_by_key(|o| support(o)).expect("non-empty");
     let clear_majority = support(best) * 2 > present.len();
-    let agreed_by: Vec<String> = results
-        .iter()
-        .zip(&firsts)
-        .filter(|(_, o)| o.is_some_and(|o| o.agrees(best)))
-        .map(|(r, _)| r.target.clone())
-        .collect();
+    let agreed_by: Vec<String> =
+        results.iter().zip(&firsts).filter(|(_, o)| o.is_some_and(|o| o.agrees(best))).map(|(r, _)| r.target.clone()).collect();
     for (r, o) in results.iter_mut().zip(&firsts) {
-        if let Some(o) = o {
-            if !o.agrees(best) || !clear_majority {
-                r.flags.push(Flag::AnswerMismatch { detail: format!("answers differ from {}", agreed_by.join(", ")) });
-            }
+        if let Some(o) = o
+            && (!o.agrees(best) || !clear_majority)
+        {
+            r.flags.push(Flag::AnswerMismatch { detail: format!("answers differ from {}", agreed_by.join(", ")) });
         }
     }
 }

@@ -36,10 +36,8 @@ impl Progress {
     /// Switches to a bar over `total` ops.
     pub fn start(&mut self, total: u64) {
         self.bar.set_length(total);
-        self.bar.set_style(
-            ProgressStyle::with_template("{bar:30} {percent:>3}% {elapsed_precise} eta {eta} {msg}")
-                .expect("valid template"),
-        );
+        self.bar
+            .set_style(ProgressStyle::with_template("{bar:30} {percent:>3}% {elapsed_precise} eta {eta} {msg}").expect("valid template"));
         let (bar, done, stop) = (self.bar.clone(), self.done.clone(), self.stop.clone());
         self.ticker = Some(std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {

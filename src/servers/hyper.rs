@@ -62,8 +62,7 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
 /// Creates the log directory hyperd writes its diagnostic log into.
 pub(super) fn init(ctx: Context) -> crate::error::Result<Context> {
     let log = ctx.dir.join("log");
-    std::fs::create_dir_all(&log)
-        .map_err(|e| crate::error::Error::runtime(format!("hyper: cannot create {}: {e}", log.display())))?;
+    std::fs::create_dir_all(&log).map_err(|e| crate::error::Error::runtime(format!("hyper: cannot create {}: {e}", log.display())))?;
     Ok(ctx)
 }
 
@@ -77,12 +76,7 @@ pub(super) async fn probe(ctx: &Context, port: u16, pid: u32) -> io::Result<Read
         return Err(io::Error::other(format!("the server on port {port} is not our hyperd (pid {pid})")));
     }
     let mut config = tokio_postgres::Config::new();
-    config
-        .host("127.0.0.1")
-        .port(port)
-        .user(USER)
-        .application_name("dbsweep-ready")
-        .connect_timeout(Duration::from_secs(2));
+    config.host("127.0.0.1").port(port).user(USER).application_name("dbsweep-ready").connect_timeout(Duration::from_secs(2));
     let (client, connection) = config.connect(tokio_postgres::NoTls).await.map_err(|e| {
         if e.as_db_error().is_some_and(|db| db.code().code().starts_with("28")) {
             io::Error::new(io::ErrorKind::PermissionDenied, e.to_string())

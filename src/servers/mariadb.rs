@@ -50,10 +50,11 @@ fn running_as_root() -> bool {
 
 pub(super) async fn init(ctx: Context) -> Result<Context> {
     let mut install = Command::new(ctx.program(0));
-    install
-        .arg("--no-defaults")
-        .arg(format!("--datadir={}", datadir(&ctx).display()))
-        .args(["--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"]);
+    install.arg("--no-defaults").arg(format!("--datadir={}", datadir(&ctx).display())).args([
+        "--auth-root-authentication-method=normal",
+        "--skip-test-db",
+        "--skip-name-resolve",
+    ]);
     if running_as_root() {
         install.arg("--user=root");
     }

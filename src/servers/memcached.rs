@@ -19,11 +19,7 @@ const MEMORY_MB: u32 = 1024;
 
 pub(super) fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
-    command
-        .arg("-p")
-        .arg(port.to_string())
-        .args(["-l", "127.0.0.1", "-U", "0", "-m"])
-        .arg(MEMORY_MB.to_string());
+    command.arg("-p").arg(port.to_string()).args(["-l", "127.0.0.1", "-U", "0", "-m"]).arg(MEMORY_MB.to_string());
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         command.args(["-u", "root"]);
@@ -35,10 +31,7 @@ pub(super) async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
     let mut stream = BufReader::new(TcpStream::connect(("127.0.0.1", port)).await?);
     stream.get_mut().write_all(b"version\r\n").await?;
     let line = read_line(&mut stream).await?;
-    let version = line
-        .strip_prefix("VERSION ")
-        .ok_or_else(|| io::Error::other(format!("version answered {line:?}")))?
-        .to_string();
+    let version = line.strip_prefix("VERSION ").ok_or_else(|| io::Error::other(format!("version answered {line:?}")))?.to_string();
     let counters = stats(&mut stream, "stats").await?;
     if counters.get("pid").and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
         return Err(io::Error::other(format!("port {port} is served by another memcached process")));

@@ -107,9 +107,9 @@ impl FromStr for ServerKind {
             "redis" => Ok(ServerKind::Redis),
             "memcached" => Ok(ServerKind::Memcached),
             "hyper" | "hyperd" => Ok(ServerKind::Hyper),
-            other => Err(Error::usage(format!(
-                "unknown server '{other}' for --spawn; choose from postgres, mariadb, redis, memcached, hyper"
-            ))),
+            other => {
+                Err(Error::usage(format!("unknown server '{other}' for --spawn; choose from postgres, mariadb, redis, memcached, hyper")))
+            }
         }
     }
 }
@@ -188,10 +188,9 @@ impl Server {
     pub fn targets(&self) -> Vec<(String, String)> {
         let url = self.url();
         match self.kind {
-            ServerKind::Postgres => ["row", "hstore", "jsonb"]
-                .iter()
-                .map(|layout| (format!("pg-{layout}"), format!("{url}?layout={layout}")))
-                .collect(),
+            ServerKind::Postgres => {
+                ["row", "hstore", "jsonb"].iter().map(|layout| (format!("pg-{layout}"), format!("{url}?layout={layout}"))).collect()
+            }
             ServerKind::Mariadb => vec![("mariadb".into(), url)],
             ServerKind::Redis => vec![("redis".into(), url)],
             ServerKind::Memcached => vec![("memcached".into(), url)],
@@ -340,11 +339,7 @@ async fn spawn_inner(
             }
             vec![path]
         }
-        _ => kind
-            .programs()
-            .iter()
-            .map(|name| find_program(name, &dirs).ok_or_else(|| missing(kind, name)))
-            .collect::<Result<Vec<_>>>()?,
+        _ => kind.programs().iter().map(|name| find_program(name, &dirs).ok_or_else(|| missing(kind, name))).collect::<Result<Vec<_>>>()?,
     };
 
     let root = match &opts.data_root {
@@ -597,10 +592,7 @@ fn missing(kind: ServerKind, program: &str) -> Error {
              ${{DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}}/hyper), or set DBSWEEP_HYPERD to its path"
         ));
     }
-    Error::Missing(format!(
-        "{program} not found: install it with scripts/setup-servers (apt-get install {})",
-        kind.package()
-    ))
+    Error::Missing(format!("{program} not found: install it with scripts/setup-servers (apt-get install {})", kind.package()))
 }
 
 /// Where each system's programs are looked for: the newest PostgreSQL version's bin
@@ -751,10 +743,7 @@ mod tests {
     fn missing_program_names_the_package_and_the_script() {
         let err = missing(ServerKind::Mariadb, "mariadbd");
         assert_eq!(err.exit_code(), 2);
-        assert_eq!(
-            err.to_string(),
-            "mariadbd not found: install it with scripts/setup-servers (apt-get install mariadb-server)"
-        );
+        assert_eq!(err.to_string(), "mariadbd not found: install it with scripts/setup-servers (apt-get install mariadb-server)");
     }
 
     #[test]

@@ -70,8 +70,7 @@ pub(super) async fn init(mut ctx: Context) -> Result<Context> {
     if unsafe { libc::geteuid() } == 0 {
         let (uid, gid) = system_user("postgres").ok_or_else(|| {
             Error::Missing(
-                "the postgres system user does not exist: install it with scripts/setup-servers (apt-get install postgresql)"
-                    .into(),
+                "the postgres system user does not exist: install it with scripts/setup-servers (apt-get install postgresql)".into(),
             )
         })?;
         if let Some(blocked) = unreachable_ancestor(&ctx.dir, uid) {
@@ -85,24 +84,14 @@ pub(super) async fn init(mut ctx: Context) -> Result<Context> {
         ctx.run_as = Some((uid, gid));
     }
     let mut initdb = Command::new(ctx.program(0));
-    initdb
-        .arg("-D")
-        .arg(pgdata(&ctx))
-        .args(["-A", "trust", "-U", "postgres", "--no-sync", "--encoding=UTF8", "--locale=C"]);
+    initdb.arg("-D").arg(pgdata(&ctx)).args(["-A", "trust", "-U", "postgres", "--no-sync", "--encoding=UTF8", "--locale=C"]);
     run_setup(ServerKind::Postgres, &ctx, initdb, "initdb.log").await?;
     Ok(ctx)
 }
 
 pub(super) fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(1));
-    command
-        .arg("-D")
-        .arg(pgdata(ctx))
-        .arg("-p")
-        .arg(port.to_string())
-        .arg("-k")
-        .arg(&ctx.dir)
-        .args(["-c", "listen_addresses=127.0.0.1"]);
+    command.arg("-D").arg(pgdata(ctx)).arg("-p").arg(port.to_string()).arg("-k").arg(&ctx.dir).args(["-c", "listen_addresses=127.0.0.1"]);
     command
 }
 

@@ -22,7 +22,7 @@ fn new_histogram() -> Histogram<u64> {
 }
 
 /// What one client records during one run. Cheap to record into; merged at the end.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Recorder {
     /// Service time per request (send to reply), nanoseconds, by op kind.
     service: [Option<Histogram<u64>>; OpKind::ALL.len()],
@@ -41,24 +41,6 @@ pub struct Recorder {
     /// The query result of the lowest-numbered op that returned a table, kept whole so
     /// systems can be compared with numeric tolerance.
     pub sample_answer: Option<(u64, Answer)>,
-}
-
-impl Default for Recorder {
-    fn default() -> Self {
-        Recorder {
-            service: Default::default(),
-            response: Default::default(),
-            ops: 0,
-            requests: 0,
-            rows: 0,
-            errors: BTreeMap::new(),
-            error_samples: Vec::new(),
-            answer_digest: 0,
-            answers: 0,
-            late_ops: 0,
-            sample_answer: None,
-        }
-    }
 }
 
 impl Recorder {
@@ -126,11 +108,7 @@ impl Recorder {
     /// Turns the merged recordings of a run into its saved measurement.
     pub fn into_measurement(self, run: u32, warmup: bool, seconds: f64, client_cpu_seconds: f64, complete: bool) -> RunMeasurement {
         let summaries = |hists: [Option<Histogram<u64>>; OpKind::ALL.len()]| -> BTreeMap<OpKind, LatencySummary> {
-            OpKind::ALL
-                .iter()
-                .zip(hists)
-                .filter_map(|(kind, h)| h.map(|h| (*kind, LatencySummary::from_histogram(&h))))
-                .collect()
+            OpKind::ALL.iter().zip(hists).filter_map(|(kind, h)| h.map(|h| (*kind, LatencySummary::from_histogram(&h)))).collect()
         };
         RunMeasurement {
             run,

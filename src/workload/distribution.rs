@@ -53,8 +53,7 @@ impl Zeta {
         let b = n as f64;
         let f = |x: f64| x.powf(-t);
         let df = |x: f64| -t * x.powf(-t - 1.0);
-        let integral =
-            if (t - 1.0).abs() < 1e-12 { (b / a).ln() } else { (b.powf(1.0 - t) - a.powf(1.0 - t)) / (1.0 - t) };
+        let integral = if (t - 1.0).abs() < 1e-12 { (b / a).ln() } else { (b.powf(1.0 - t) - a.powf(1.0 - t)) / (1.0 - t) };
         self.head[ZETA_HEAD] + integral + (f(a) + f(b)) / 2.0 + (df(b) - df(a)) / 12.0
     }
 }
@@ -166,11 +165,7 @@ impl Distribution {
                 let hot = ((n as f64 * data_fraction) as u64).min(n);
                 let cold = n - hot;
                 let want_hot = stream.unit(seq, l) < *opn_fraction;
-                if (want_hot && hot > 0) || cold == 0 {
-                    stream.below(seq, l + 1, hot)
-                } else {
-                    hot + stream.below(seq, l + 1, cold)
-                }
+                if (want_hot && hot > 0) || cold == 0 { stream.below(seq, l + 1, hot) } else { hot + stream.below(seq, l + 1, cold) }
             }
             Distribution::Exponential { gamma } => {
                 for j in 0..7 {

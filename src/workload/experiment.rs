@@ -244,9 +244,7 @@ impl OpStream {
             ExperimentOp::MultiGet => {
                 let count = point.param.unwrap_or(1).min(self.preloaded);
                 let first = seq * count;
-                let keys = (first..first + count)
-                    .map(|i| self.dataset.key_at(table, self.read_order.apply(i % self.preloaded)))
-                    .collect();
+                let keys = (first..first + count).map(|i| self.dataset.key_at(table, self.read_order.apply(i % self.preloaded))).collect();
                 Op::MultiGet { table, keys }
             }
             ExperimentOp::Ycsb => {

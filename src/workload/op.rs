@@ -31,20 +31,52 @@ pub enum QueryId {
 pub enum Op {
     /// A round trip that does no work (`SELECT 1`, `ECHO`).
     Echo,
-    Insert { table: TableId, row: Row },
+    Insert {
+        table: TableId,
+        row: Row,
+    },
     /// Primary-key lookup of the whole row.
-    Get { table: TableId, key: i64 },
+    Get {
+        table: TableId,
+        key: i64,
+    },
     /// Lookup of several keys in one request (`IN (...)`, `MGET`).
-    MultiGet { table: TableId, keys: Vec<i64> },
-    Delete { table: TableId, key: i64 },
+    MultiGet {
+        table: TableId,
+        keys: Vec<i64>,
+    },
+    Delete {
+        table: TableId,
+        key: i64,
+    },
     /// Overwrite one column of an existing row.
-    Update { table: TableId, key: i64, column: usize, value: Value },
+    Update {
+        table: TableId,
+        key: i64,
+        column: usize,
+        value: Value,
+    },
     /// Read the row, then write one column of it, as one client-side step.
-    ReadModifyWrite { table: TableId, key: i64, column: usize, value: Value },
+    ReadModifyWrite {
+        table: TableId,
+        key: i64,
+        column: usize,
+        value: Value,
+    },
     /// Up to `count` rows in key order starting at `start`.
-    Scan { table: TableId, start: i64, count: usize },
+    Scan {
+        table: TableId,
+        start: i64,
+        count: usize,
+    },
     /// Over rows with `lo <= column <= hi` (a secondary-indexed column).
-    Range { table: TableId, column: usize, lo: i64, hi: i64, agg: RangeAgg },
+    Range {
+        table: TableId,
+        column: usize,
+        lo: i64,
+        hi: i64,
+        agg: RangeAgg,
+    },
     Query(QueryId),
 }
 
@@ -147,10 +179,7 @@ impl Answer {
         use crate::workload::rng::mix;
         match self {
             Answer::Scalar(v) => v.fingerprint(),
-            Answer::Table(rows) => rows
-                .iter()
-                .flatten()
-                .fold(0x7AB1E, |h, v| mix(h, v.fingerprint())),
+            Answer::Table(rows) => rows.iter().flatten().fold(0x7AB1E, |h, v| mix(h, v.fingerprint())),
         }
     }
 }

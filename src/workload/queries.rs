@@ -213,17 +213,9 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
             );
             let (lo, hi) = (Q6_DISCOUNT - 1, Q6_DISCOUNT + 1);
             let (revenue, discount, quantity) = if sqlite {
-                (
-                    "sum(l_extendedprice * l_discount) / 10000.0".to_string(),
-                    format!("{lo} AND {hi}"),
-                    (Q6_QUANTITY * 100).to_string(),
-                )
+                ("sum(l_extendedprice * l_discount) / 10000.0".to_string(), format!("{lo} AND {hi}"), (Q6_QUANTITY * 100).to_string())
             } else {
-                (
-                    format!("CAST(sum(l_extendedprice * l_discount) AS {dbl})"),
-                    format!("0.{lo:02} AND 0.{hi:02}"),
-                    Q6_QUANTITY.to_string(),
-                )
+                (format!("CAST(sum(l_extendedprice * l_discount) AS {dbl})"), format!("0.{lo:02} AND 0.{hi:02}"), Q6_QUANTITY.to_string())
             };
             format!(
                 "SELECT {revenue} AS revenue FROM {lineitem} \

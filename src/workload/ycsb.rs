@@ -122,11 +122,7 @@ impl Workload {
             'b' => w(0.95, 0.05, 0.0, 0.0, 0.0),
             'c' => w(1.0, 0.0, 0.0, 0.0, 0.0),
             'd' => Workload { requestdistribution: RequestDistribution::Latest, ..w(0.95, 0.0, 0.05, 0.0, 0.0) },
-            'e' => Workload {
-                maxscanlength: 100,
-                scanlengthdistribution: ScanLengthDistribution::Uniform,
-                ..w(0.0, 0.0, 0.05, 0.95, 0.0)
-            },
+            'e' => Workload { maxscanlength: 100, scanlengthdistribution: ScanLengthDistribution::Uniform, ..w(0.0, 0.0, 0.05, 0.95, 0.0) },
             'f' => w(0.5, 0.0, 0.0, 0.0, 0.5),
             other => return Err(format!("no YCSB core workload '{other}': use one of a, b, c, d, e, f")),
         })
@@ -169,12 +165,7 @@ impl Workload {
                 _ => Err(bad("expected true or false")),
             };
             match key {
-                "workload"
-                    if !matches!(
-                        value,
-                        "site.ycsb.workloads.CoreWorkload" | "com.yahoo.ycsb.workloads.CoreWorkload"
-                    ) =>
-                {
+                "workload" if !matches!(value, "site.ycsb.workloads.CoreWorkload" | "com.yahoo.ycsb.workloads.CoreWorkload") => {
                     return Err(bad("only CoreWorkload is supported"));
                 }
                 "recordcount" => w.recordcount = uint()?,
@@ -205,9 +196,7 @@ impl Workload {
                 }
                 "fieldcount" => w.fieldcount = uint()? as usize,
                 "fieldlength" => w.fieldlength = uint()? as usize,
-                "insertorder" => {
-                    w.insertorder = InsertOrder::parse(value).ok_or_else(|| bad("expected hashed or ordered"))?
-                }
+                "insertorder" => w.insertorder = InsertOrder::parse(value).ok_or_else(|| bad("expected hashed or ordered"))?,
                 "hotspotdatafraction" => w.hotspotdatafraction = fraction()?,
                 "hotspotopnfraction" => w.hotspotopnfraction = fraction()?,
                 "exponential.percentile" => match value.parse::<f64>() {
@@ -260,11 +249,7 @@ impl Workload {
     }
 
     fn total_proportion(&self) -> f64 {
-        self.readproportion
-            + self.updateproportion
-            + self.insertproportion
-            + self.scanproportion
-            + self.readmodifywriteproportion
+        self.readproportion + self.updateproportion + self.insertproportion + self.scanproportion + self.readmodifywriteproportion
     }
 }
 
@@ -294,8 +279,7 @@ impl OpGen {
     pub fn new(workload: &Workload, seed: u64, table: TableId) -> Result<OpGen, String> {
         workload.validate()?;
         let w = workload;
-        let mut cumulative =
-            [w.readproportion, w.updateproportion, w.insertproportion, w.scanproportion, w.readmodifywriteproportion];
+        let mut cumulative = [w.readproportion, w.updateproportion, w.insertproportion, w.scanproportion, w.readmodifywriteproportion];
         for i in 1..5 {
             cumulative[i] += cumulative[i - 1];
         }
@@ -516,21 +500,11 @@ requestdistribution=zipfian
             let w = Workload::core(letter).unwrap();
             let g = OpGen::new(&w, 42, 0).unwrap();
             let c = kind_counts(&g, n);
-            let props = [
-                w.readproportion,
-                w.updateproportion,
-                w.insertproportion,
-                w.scanproportion,
-                w.readmodifywriteproportion,
-            ];
+            let props = [w.readproportion, w.updateproportion, w.insertproportion, w.scanproportion, w.readmodifywriteproportion];
             for (i, p) in props.iter().enumerate() {
                 let expect = n as f64 * p;
                 let sd = (n as f64 * p * (1.0 - p)).sqrt();
-                assert!(
-                    (c[i] as f64 - expect).abs() <= 4.0 * sd,
-                    "workload {letter}: kind {i} count {} expected {expect} (sd {sd})",
-                    c[i]
-                );
+                assert!((c[i] as f64 - expect).abs() <= 4.0 * sd, "workload {letter}: kind {i} count {} expected {expect} (sd {sd})", c[i]);
             }
         }
     }

@@ -155,10 +155,8 @@ pub mod typed {
         assert_eq!(scalar(conn.execute(&op).await.unwrap()), max_of(&rows, everything, RATIO));
 
         // Batches of the other kinds.
-        let rmw: Vec<Op> = [1, 2, 3, ROWS * 10]
-            .iter()
-            .map(|k| Op::ReadModifyWrite { table: 0, key: *k, column: QTY, value: Value::Int(19) })
-            .collect();
+        let rmw: Vec<Op> =
+            [1, 2, 3, ROWS * 10].iter().map(|k| Op::ReadModifyWrite { table: 0, key: *k, column: QTY, value: Value::Int(19) }).collect();
         assert_eq!(conn.execute_batch(&rmw).await.unwrap().rows, 3, "batch read-modify-write");
         let scans = vec![Op::Scan { table: 0, start: 0, count: 4 }, Op::Scan { table: 0, start: ROWS + 3, count: 10 }];
         assert_eq!(conn.execute_batch(&scans).await.unwrap().rows, 4 + 3, "batch scan");

@@ -19,9 +19,9 @@ use crate::adapter::Connection;
 use crate::data::table::{ColumnType, Date, Row, Value};
 use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
 use crate::workload::queries::{self, Dialect};
-use std::cell::RefCell;
 use async_trait::async_trait;
 use futures_util::future::{BoxFuture, FutureExt};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::Poll;
@@ -95,7 +95,16 @@ impl<'a> FromSql<'a> for Cell {
     fn accepts(ty: &Type) -> bool {
         matches!(
             *ty,
-            Type::INT2 | Type::INT4 | Type::INT8 | Type::FLOAT4 | Type::FLOAT8 | Type::DATE | Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME
+            Type::INT2
+                | Type::INT4
+                | Type::INT8
+                | Type::FLOAT4
+                | Type::FLOAT8
+                | Type::DATE
+                | Type::TEXT
+                | Type::VARCHAR
+                | Type::BPCHAR
+                | Type::NAME
         )
     }
 }
@@ -206,7 +215,15 @@ impl PgConnection {
         let mut conn = PgConnection { client, tables, echo, statements: HashMap::new(), dialect, queries: HashMap::new() };
         let mut keys = Vec::new();
         for (id, t) in conn.tables.iter().enumerate() {
-            keys.extend([Key::Insert(id), Key::InsertMany(id), Key::Get(id), Key::GetMany(id), Key::Delete(id), Key::DeleteMany(id), Key::Scan(id)]);
+            keys.extend([
+                Key::Insert(id),
+                Key::InsertMany(id),
+                Key::Get(id),
+                Key::GetMany(id),
+                Key::Delete(id),
+                Key::DeleteMany(id),
+                Key::Scan(id),
+            ]);
             for &c in t.def.indexed.iter().filter(|&&c| c != 0) {
                 keys.extend([Key::RangeRows(id, c), Key::RangeCount(id, c)]);
             }
@@ -247,11 +264,7 @@ impl PgConnection {
 
     fn column(&self, table: usize, column: usize) -> Result<(), OpError> {
         let t = self.table(table)?;
-        if column < t.def.columns.len() {
-            Ok(())
-        } else {
-            Err(OpError::client(format!("{} has no column #{column}", t.def.name)))
-        }
+        if column < t.def.columns.len() { Ok(()) } else { Err(OpError::client(format!("{} has no column #{column}", t.def.name))) }
     }
 
     /// The prepared statement for `key`, preparing it on first use.
@@ -297,9 +310,7 @@ impl PgConnection {
                 let v = self.table(*table)?.update_value(*column, value)?;
                 (self.statement(Key::Update(*table, *column)).await?, vec![v, Box::new(*key)])
             }
-            Op::Scan { table, start, count } => {
-                (self.statement(Key::Scan(*table)).await?, vec![Box::new(*start), Box::new(*count as i64)])
-            }
+            Op::Scan { table, start, count } => (self.statement(Key::Scan(*table)).await?, vec![Box::new(*start), Box::new(*count as i64)]),
             Op::Range { table, column, lo, hi, agg } => {
                 self.column(*table, *column)?;
                 let key = match agg {
@@ -402,8 +413,12 @@ impl PgConnection {
         self.client.batch_execute("BEGIN").await.map_err(op_error)?;
         let result = async {
             let found = self.pipelined_plain(&reads, &planned).await?;
-            let writes: Vec<Op> =
-                ops.iter().zip(found).filter(|(_, step)| matches!(step, Step::Rows(r) if !r.is_empty())).map(|(op, _)| op.clone()).collect();
+            let writes: Vec<Op> = ops
+                .iter()
+                .zip(found)
+                .filter(|(_, step)| matches!(step, Step::Rows(r) if !r.is_empty()))
+                .map(|(op, _)| op.clone())
+                .collect();
             let mut planned = Vec::with_capacity(writes.len());
             for op in &writes {
                 planned.push(self.plan(op).await?);

@@ -61,13 +61,7 @@ impl Postgres {
             .or_else(|| std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()))
             .or_else(|| pgpass::lookup(&host, port, &database, &user));
         let mut config = tokio_postgres::Config::new();
-        config
-            .host(&host)
-            .port(port)
-            .user(&user)
-            .dbname(&database)
-            .application_name("dbsweep")
-            .connect_timeout(Duration::from_secs(5));
+        config.host(&host).port(port).user(&user).dbname(&database).application_name("dbsweep").connect_timeout(Duration::from_secs(5));
         if let Some(p) = password {
             config.password(p);
         }
@@ -272,7 +266,9 @@ impl Target for Postgres {
         let mut chunk = String::with_capacity(300 * 1024);
         let mut sent = 0u64;
         for row in rows {
-            table.copy_row(&row, &mut chunk).map_err(|e| Error::runtime(format!("target '{}': loading {}: {e}", self.initial.name, def.name)))?;
+            table
+                .copy_row(&row, &mut chunk)
+                .map_err(|e| Error::runtime(format!("target '{}': loading {}: {e}", self.initial.name, def.name)))?;
             sent += 1;
             if chunk.len() >= 256 * 1024 {
                 let bytes = Bytes::from(std::mem::replace(&mut chunk, String::with_capacity(300 * 1024)));
@@ -330,10 +326,7 @@ impl Target for Postgres {
             // Drop the schema (and an hstore extension dbsweep installed into it) only when
             // no table is left in it; other layouts' targets may still use it.
             let left: i64 = client
-                .query_one(
-                    "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1",
-                    &[&SCHEMA],
-                )
+                .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", &[&SCHEMA])
                 .await
                 .and_then(|r| r.try_get(0))
                 .map_err(|e| self.runtime("cleanup", &e))?;

@@ -238,13 +238,8 @@ impl PgTable {
         match self.layout {
             Layout::Row => {
                 let cols: Vec<String> = self.def.columns.iter().map(|c| quote_ident(&c.name)).collect();
-                let arrays: Vec<String> = self
-                    .def
-                    .columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| format!("${}::{}[]", i + 1, wire_type(c.ty, Layout::Row)))
-                    .collect();
+                let arrays: Vec<String> =
+                    self.def.columns.iter().enumerate().map(|(i, c)| format!("${}::{}[]", i + 1, wire_type(c.ty, Layout::Row))).collect();
                 let aliases: Vec<String> = (0..cols.len()).map(|i| format!("c{i}")).collect();
                 let exprs: Vec<String> =
                     self.def.columns.iter().enumerate().map(|(i, c)| from_wire(c.ty, Layout::Row, &format!("c{i}"))).collect();

@@ -232,18 +232,22 @@ pub(super) fn decode(query: QueryId, reply: &redis::Value) -> Result<Answer, OpE
                 }
                 let n = count as f64;
                 let (flag, status) = (text(query, &g[0])?.to_string(), text(query, &g[1])?.to_string());
-                rows.push((flag.clone(), status.clone(), vec![
-                    Value::Text(flag.into()),
-                    Value::Text(status.into()),
-                    Value::Float(qty as f64 / 100.0),
-                    Value::Float(base as f64 / 100.0),
-                    Value::Float(disc_price as f64 / 1e4),
-                    Value::Float(charge as f64 / 1e6),
-                    Value::Float(qty as f64 / 100.0 / n),
-                    Value::Float(base as f64 / 100.0 / n),
-                    Value::Float(disc as f64 / 100.0 / n),
-                    Value::Int(count as i64),
-                ]));
+                rows.push((
+                    flag.clone(),
+                    status.clone(),
+                    vec![
+                        Value::Text(flag.into()),
+                        Value::Text(status.into()),
+                        Value::Float(qty as f64 / 100.0),
+                        Value::Float(base as f64 / 100.0),
+                        Value::Float(disc_price as f64 / 1e4),
+                        Value::Float(charge as f64 / 1e6),
+                        Value::Float(qty as f64 / 100.0 / n),
+                        Value::Float(base as f64 / 100.0 / n),
+                        Value::Float(disc as f64 / 100.0 / n),
+                        Value::Int(count as i64),
+                    ],
+                ));
             }
             // ORDER BY l_returnflag, l_linestatus.
             rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));

@@ -15,7 +15,7 @@
 //! `DATE` (converted exactly to and from dbsweep's hundredths and days). Must not time
 //! anything.
 
-use super::sqlite::{ANALYTIC_QUERIES, OWNER_TABLE, SqlText, TABLE_PREFIX, clip, op_table, query_sql, quote, throwaway_dir};
+use super::sqlite::{ANALYTIC_QUERIES, OWNER_TABLE, SqlText, TABLE_PREFIX, clip, query_sql, quote, throwaway_dir};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
@@ -387,7 +387,7 @@ impl DuckDbConnection {
         if let Op::Query(query) = op {
             return self.query(*query);
         }
-        let id = op_table(op).ok_or_else(|| OpError::unsupported(op.kind(), "duckdb"))?;
+        let id = op.table().ok_or_else(|| OpError::unsupported(op.kind(), "duckdb"))?;
         let t = self.tables.get(id).ok_or_else(|| OpError::client(format!("duckdb: no table #{id} (prepare first)")))?;
         let def = t.def.clone();
         let column_ty = |c: usize| def.columns.get(c).map(|c| c.ty).ok_or_else(|| OpError::client("duckdb: no such column"));

@@ -137,17 +137,7 @@ impl MockConnection {
     fn apply(&self, op: &Op) -> Result<Outcome, OpError> {
         let names = self.shared.names.lock().unwrap();
         let mut tables = self.shared.tables.lock().unwrap();
-        let table_id = match op {
-            Op::Echo | Op::Query(_) => None,
-            Op::Insert { table, .. }
-            | Op::Get { table, .. }
-            | Op::MultiGet { table, .. }
-            | Op::Delete { table, .. }
-            | Op::Update { table, .. }
-            | Op::ReadModifyWrite { table, .. }
-            | Op::Scan { table, .. }
-            | Op::Range { table, .. } => Some(*table),
-        };
+        let table_id = op.table();
         let mut rows_of = None;
         if let Some(id) = table_id {
             let name = names.get(id).ok_or_else(|| OpError::client(format!("mock: no table #{id}")))?;

@@ -25,7 +25,7 @@
 //! it back, fix the index. All clients share one `redb::Database` (`Execution::Blocking`);
 //! redb runs one writer at a time and readers concurrently. Must not time anything.
 
-use super::sqlite::{clip, op_table, throwaway_dir, writes};
+use super::sqlite::{clip, throwaway_dir, writes};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
@@ -367,7 +367,7 @@ struct RedbConnection {
 
 impl RedbConnection {
     fn layout(&self, op: &Op) -> Result<&Layout, OpError> {
-        let id = op_table(op).ok_or_else(|| OpError::unsupported(op.kind(), "redb"))?;
+        let id = op.table().ok_or_else(|| OpError::unsupported(op.kind(), "redb"))?;
         self.tables.get(id).ok_or_else(|| OpError::client(format!("redb: no table #{id} (prepare first)")))
     }
 
@@ -379,7 +379,7 @@ impl RedbConnection {
             // Ops of a batch usually share a table: keep it open across them.
             let mut open: Option<(usize, Writer<'_>)> = None;
             for op in ops {
-                let id = op_table(op).ok_or_else(|| OpError::unsupported(op.kind(), "redb"))?;
+                let id = op.table().ok_or_else(|| OpError::unsupported(op.kind(), "redb"))?;
                 if open.as_ref().is_none_or(|(open_id, _)| *open_id != id) {
                     // Close the previous table first: redb allows one open handle per table.
                     drop(open.take());

@@ -437,21 +437,6 @@ pub(super) fn query_sql(query: QueryId, dialect: Dialect, tables: &[SqlText]) ->
     }
 }
 
-/// The table an op works on.
-pub(super) fn op_table(op: &Op) -> Option<TableId> {
-    match op {
-        Op::Echo | Op::Query(_) => None,
-        Op::Insert { table, .. }
-        | Op::Get { table, .. }
-        | Op::MultiGet { table, .. }
-        | Op::Delete { table, .. }
-        | Op::Update { table, .. }
-        | Op::ReadModifyWrite { table, .. }
-        | Op::Scan { table, .. }
-        | Op::Range { table, .. } => Some(*table),
-    }
-}
-
 /// True for op kinds that write.
 pub(super) fn writes(kind: OpKind) -> bool {
     matches!(kind, OpKind::Insert | OpKind::Delete | OpKind::Update | OpKind::ReadModifyWrite)
@@ -590,7 +575,7 @@ impl SqliteConnection {
         if let Op::Query(query) = op {
             return self.query(*query);
         }
-        let Some(id) = op_table(op) else {
+        let Some(id) = op.table() else {
             return Err(OpError::unsupported(op.kind(), "sqlite"));
         };
         let t = self.tables.get(id).ok_or_else(|| OpError::client(format!("sqlite: no table #{id} (prepare first)")))?;

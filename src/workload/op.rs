@@ -147,6 +147,21 @@ impl fmt::Display for OpKind {
 }
 
 impl Op {
+    /// The table the op works on (`None` for echo and analytic queries).
+    pub fn table(&self) -> Option<TableId> {
+        match self {
+            Op::Echo | Op::Query(_) => None,
+            Op::Insert { table, .. }
+            | Op::Get { table, .. }
+            | Op::MultiGet { table, .. }
+            | Op::Delete { table, .. }
+            | Op::Update { table, .. }
+            | Op::ReadModifyWrite { table, .. }
+            | Op::Scan { table, .. }
+            | Op::Range { table, .. } => Some(*table),
+        }
+    }
+
     pub fn kind(&self) -> OpKind {
         match self {
             Op::Echo => OpKind::Echo,

@@ -79,6 +79,12 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
                 }
             }
         }
+        Command::Compare { dirs } => {
+            let reports = dirs.iter().map(|d| report::load(d)).collect::<Result<Vec<_>>>()?;
+            let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            print!("{}", report::compare::render(&names, &reports));
+            Ok(())
+        }
         Command::Report { dir } => {
             let report = report::load(&dir)?;
             report::write_all(&dir, &report)?;

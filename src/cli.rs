@@ -22,6 +22,12 @@ pub enum Command {
     /// Generate input data to a file or stdout, for feeding other tools the same data.
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Put saved runs side by side: ratios to the first run, marked where spreads overlap.
+    Compare {
+        /// Two or more run directories written by `dbsweep run`; the first is the baseline.
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+    },
     /// Re-render results.csv and the console table from a run directory's report.json.
     Report {
         /// A run directory written by `dbsweep run`.

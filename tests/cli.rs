@@ -498,3 +498,31 @@ fn insert_find_inserts_n_keys_in_one_request_or_n_and_finds_subsets() {
     let json = report(&out);
     assert!(json["warnings"].as_array().unwrap().is_empty(), "{}", json["warnings"]);
 }
+
+#[test]
+fn compare_puts_runs_side_by_side_with_ratios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, latency: &str| {
+        let out = tmp.path().join(name);
+        let o = dbsweep(&[
+            "run", "--target", &format!("m=mock:{latency}"), "--experiments", "get", "--ops", "200", "--runs", "2",
+            "--clients", "1", "--batch", "10", "--no-progress", "--out", out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let fast = run("fast", "");
+    let slow = run("slow", "?latency_us=2000");
+    let o = dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    // A 2 ms sleep per request makes the mock at least 10x slower unbatched.
+    let line = text.lines().find(|l| l.starts_with("get") && l.contains(" m ") && l.contains("c=1 ") && !l.contains("b=")).unwrap();
+    let ratio: f64 = line.split('(').nth(1).unwrap().split('x').next().unwrap().parse().unwrap();
+    assert!(ratio < 0.1, "{line}");
+    assert!(!line.contains('~'), "spreads this far apart do not overlap: {line}");
+    let o = dbsweep(&["compare", fast.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = dbsweep(&["compare", fast.to_str().unwrap(), tmp.path().join("nope").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -39,7 +39,7 @@ impl Mock {
                 .map(|v| v.parse::<u64>().map_err(|_| Error::usage(format!("target '{name}': {key} must be a whole number, got '{v}'"))))
                 .transpose()
         };
-        let latency = number("latency_us")?.map(Duration::from_micros);
+        let latency = number("latency_us")?.filter(|us| *us > 0).map(Duration::from_micros);
         let fail_every = number("fail_every")?.filter(|n| *n > 0);
         let mut settings = BTreeMap::new();
         if let Some(l) = latency {

@@ -3,6 +3,7 @@
 //!
 //! Owns the run directory layout: `report.json`, `results.csv`. Must not run benchmarks.
 
+pub mod compare;
 pub mod console;
 pub mod csv;
 pub mod environment;

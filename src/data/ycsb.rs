@@ -96,17 +96,19 @@ pub fn row(seed: u64, key: i64, fieldcount: usize, fieldlength: usize) -> Row {
 
 /// A printable ASCII string (0x21..=0x7e) of `len` bytes derived from `bits`.
 pub fn ascii(bits: u64, len: usize) -> String {
-    let mut s = String::with_capacity(len);
-    let mut b = bits;
-    for i in 0..len {
-        if i % 8 == 0 {
-            b = mix(bits, i as u64);
+    // Eight characters per hash: this sits on the client's hot path (update values).
+    let mut bytes = Vec::with_capacity(len);
+    let mut i = 0u64;
+    while bytes.len() < len {
+        let mut b = mix(bits, i);
+        for _ in 0..(len - bytes.len()).min(8) {
+            // 94 printable characters excluding space; take the top of a byte's range.
+            bytes.push(0x21 + (((b & 0xff) * 94) >> 8) as u8);
+            b >>= 8;
         }
-        // 94 printable characters excluding space; take the top of a byte's range.
-        s.push((0x21 + (((b & 0xff) * 94) >> 8) as u8) as char);
-        b >>= 8;
+        i += 8;
     }
-    s
+    String::from_utf8(bytes).expect("printable ASCII")
 }
 
 #[cfg(test)]

@@ -215,3 +215,23 @@ async fn passwords_stay_off_argv_and_out_of_errors() {
         assert!(err.contains("WRONGPASS") && !err.contains(CANARY), "{err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_client_is_a_connection_error() {
+    let _l = REDIS_LOCK.lock().await;
+    let target = redis_cli().await.0;
+    let table = kv::shared_def();
+    target.prepare(std::slice::from_ref(&table)).await.unwrap();
+    let mut conn = target.connect().await.unwrap();
+    let live = children("redis-cli");
+    assert_eq!(live.len(), 1, "{live:?}");
+    let pid: i32 = live[0].0.parse().unwrap();
+    // SAFETY: sends SIGKILL to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let e = conn.execute(&Op::Get { table: 0, key: 1 }).await.unwrap_err();
+    assert_eq!(e.class, ErrorClass::Connection, "{e:?}");
+    // The next request starts a new client.
+    assert_eq!(conn.execute(&Op::Get { table: 0, key: 1 }).await.unwrap().rows, 0);
+    drop(conn);
+    target.cleanup().await.unwrap();
+}

@@ -11,6 +11,14 @@
 //! equivalent `mysql://` / `redis://` URL, so the schema, key layout and ownership marker
 //! (DESIGN §5) are exactly the library adapters'. Must not put the password on a command
 //! line (it goes in the child's `MYSQL_PWD` / `REDISCLI_AUTH`) nor show it.
+//!
+//! What each request is: MariaDB gets the library adapter's statements as text (a batch of
+//! inserts is one multi-row `INSERT` + `SELECT ROW_COUNT()`, a multi-get one `IN (...)`), run
+//! with `--batch --force` so an error line does not end the client. redis-cli (interactive
+//! mode on a pipe, `--no-raw` so every reply element is one quoted line) sends each input
+//! line as its own request and waits for the reply, so a batch or multi-get of N keys costs
+//! N round trips through the client: that is the client's behaviour, not emulated here. A
+//! dead client is an `ErrorClass::Connection` error; the next request starts a new one.
 
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{Row, TableDef, Value};

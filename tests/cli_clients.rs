@@ -98,6 +98,11 @@ async fn thousand_keys(cli: Arc<dyn Target>, lib: Arc<dyn Target>) {
     assert_eq!(conn.execute(&Op::Get { table: 0, key: 5000 }).await.unwrap().rows, 1);
     assert_eq!(conn.execute(&Op::Get { table: 0, key: 5001 }).await.unwrap().rows, 0);
     assert_eq!(lib.count_rows(&table).await.unwrap(), 1000);
+    // A request larger than the pipe buffers (a 5000-row MULTI answers ~25000 QUEUED lines
+    // while it is still being written) completes.
+    let batch: Vec<Op> = (10_000..15_000).map(|k| Op::Insert { table: 0, row: rowgen.row(k) }).collect();
+    assert_eq!(conn.execute_batch(&batch).await.unwrap().rows, 5000);
+    assert_eq!(lib.count_rows(&table).await.unwrap(), 6000);
     // The connection stays usable after many requests.
     for _ in 0..50 {
         conn.execute(&Op::Echo).await.unwrap();

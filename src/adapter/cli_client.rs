@@ -334,31 +334,38 @@ impl CliConn {
         result
     }
 
+    /// Writes `text` while reading the output up to the `expect` line. Writing and reading
+    /// run together: a large request (a 10000-row MULTI) makes the client answer before it
+    /// has read all of it, and a full output pipe would otherwise stall both sides.
     async fn exchange(&mut self, text: &str, expect: &str) -> Result<Vec<String>, OpError> {
         let program = self.launch.program.clone();
         let p = self.proc.as_mut().expect("spawned");
         let dead = |what: String| OpError::new(ErrorClass::Connection, format!("{program}: {what}"));
         let stdin = p.stdin.as_mut().ok_or_else(|| dead("stdin closed".into()))?;
-        stdin.write_all(text.as_bytes()).await.map_err(|e| dead(format!("writing to the client: {e}")))?;
-        stdin.flush().await.map_err(|e| dead(format!("writing to the client: {e}")))?;
-        if self.launch.per_op {
-            drop(p.stdin.take());
-        }
-        let mut lines = Vec::new();
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = p.out.read_line(&mut line).await.map_err(|e| dead(format!("reading from the client: {e}")))?;
-            if n == 0 {
-                let last = lines.iter().rev().take(3).rev().cloned().collect::<Vec<_>>().join(" | ");
-                return Err(dead(format!("the client exited{}", if last.is_empty() { String::new() } else { format!(": {last}") })));
+        let out = &mut p.out;
+        let write = async {
+            stdin.write_all(text.as_bytes()).await.map_err(|e| dead(format!("writing to the client: {e}")))?;
+            stdin.flush().await.map_err(|e| dead(format!("writing to the client: {e}")))
+        };
+        let read = async {
+            let mut lines = Vec::new();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                let n = out.read_line(&mut line).await.map_err(|e| dead(format!("reading from the client: {e}")))?;
+                if n == 0 {
+                    let last = lines.iter().rev().take(3).rev().cloned().collect::<Vec<_>>().join(" | ");
+                    return Err(dead(format!("the client exited{}", if last.is_empty() { String::new() } else { format!(": {last}") })));
+                }
+                let l = line.trim_end_matches(['\n', '\r']);
+                if l == expect {
+                    return Ok(lines);
+                }
+                lines.push(l.to_string());
             }
-            let l = line.trim_end_matches(['\n', '\r']);
-            if l == expect {
-                return Ok(lines);
-            }
-            lines.push(l.to_string());
-        }
+        };
+        let ((), lines) = tokio::try_join!(write, read)?;
+        Ok(lines)
     }
 
     async fn run(&mut self, script: String, parse: Parse) -> Result<Outcome, OpError> {

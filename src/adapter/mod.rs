@@ -6,6 +6,7 @@
 //! do in `Capabilities`; the runner reports "not supported" instead of calling them with
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
 
+pub mod cli_client;
 pub mod duckdb;
 pub mod hyper;
 pub mod memcached;
@@ -213,6 +214,18 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "mysql-cli://",
+        system: "mariadb-cli",
+        description: "MariaDB through the `mariadb`/`mysql` command-line client over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "redis-cli://",
+        system: "redis-cli",
+        description: "Redis through `redis-cli` over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "hyper://",
         system: "hyper",
         description: "HyPer (Tableau Hyper's hyperd), PostgreSQL wire protocol; no indexes (every op scans)",
@@ -257,6 +270,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
+        "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)
         {
             Some(SystemEntry { unavailable: Some(why), .. }) => {

@@ -505,8 +505,22 @@ fn compare_puts_runs_side_by_side_with_ratios() {
     let run = |name: &str, latency: &str| {
         let out = tmp.path().join(name);
         let o = dbsweep(&[
-            "run", "--target", &format!("m=mock:{latency}"), "--experiments", "get", "--ops", "200", "--runs", "2",
-            "--clients", "1", "--batch", "10", "--no-progress", "--out", out.to_str().unwrap(),
+            "run",
+            "--target",
+            &format!("m=mock:{latency}"),
+            "--experiments",
+            "get",
+            "--ops",
+            "200",
+            "--runs",
+            "2",
+            "--clients",
+            "1",
+            "--batch",
+            "10",
+            "--no-progress",
+            "--out",
+            out.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         out

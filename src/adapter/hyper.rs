@@ -27,7 +27,7 @@
 //! `PRIMARY KEY`/indexes. The URL's defaults are port 7483 (hyperd's) and the user
 //! `tableau_internal_user`. Must not time anything.
 
-use super::postgres::conn::describe;
+use super::postgres::conn::{describe, op_error, refs};
 use super::postgres::sql::{Layout, Param, PgTable, SCHEMA, from_wire, quote_ident, quote_literal, wire_type};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Row, TableDef, Value};
@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio_postgres::types::{FromSql, ToSql, Type};
+use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::{Client, NoTls, Statement};
 
 /// The user hyperd's `--init-user` creates; the default when the URL names none.
@@ -401,11 +401,12 @@ impl Target for Hyper {
         drop(client);
         *self.tables.lock().unwrap() = Arc::new(Vec::new());
         // The file is dbsweep's (marked): remove it. Sessions that just closed may still
-        // hold it for a moment; if it stays busy the (now table-less) file is kept.
+        // hold it for a while (seconds on a loaded machine); if it stays busy for 10 s the
+        // (now table-less) file is kept.
         let admin = self.admin_session().await?;
         let drop_sql = format!("DROP DATABASE IF EXISTS {}", quote_ident(&self.path));
         let mut last = None;
-        for _ in 0..20 {
+        for _ in 0..100 {
             match admin.batch_execute(&drop_sql).await {
                 Ok(()) => return Ok(()),
                 Err(e) => last = Some(describe(&e)),
@@ -440,21 +441,6 @@ pub struct HyperConnection {
     tables: Arc<Vec<PgTable>>,
     echo: Statement,
     statements: HashMap<Key, Statement>,
-}
-
-fn op_error(e: tokio_postgres::Error) -> OpError {
-    let class = if e.as_db_error().is_some() {
-        ErrorClass::Server
-    } else if e.is_closed() || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>()) {
-        ErrorClass::Connection
-    } else {
-        ErrorClass::Client
-    };
-    OpError::new(class, describe(&e))
-}
-
-fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
-    params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect()
 }
 
 /// A PostgreSQL-protocol DATE (binary: days since 2000-01-01) as days since 1970-01-01.

@@ -151,7 +151,7 @@ pub fn describe(e: &tokio_postgres::Error) -> String {
     }
 }
 
-fn op_error(e: tokio_postgres::Error) -> OpError {
+pub(crate) fn op_error(e: tokio_postgres::Error) -> OpError {
     let class = if e.as_db_error().is_some() {
         ErrorClass::Server
     } else if e.is_closed() || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>()) {
@@ -162,7 +162,7 @@ fn op_error(e: tokio_postgres::Error) -> OpError {
     OpError::new(class, describe(&e))
 }
 
-fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+pub(crate) fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
     params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect()
 }
 

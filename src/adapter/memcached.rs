@@ -20,8 +20,8 @@
 //!
 //! Safety: only keys with the `dbsweep:` prefix, and only once the marker item
 //! `dbsweep:owner` (= "dbsweep") says they are ours. `count_rows`, `prepare` and `cleanup`
-//! enumerate keys with `lru_crawler metadump all` (memcached 1.4.31+; keys come
-//! URL-encoded), which walks the LRUs while the server runs: under concurrent writes it
+//! enumerate keys with `lru_crawler metadump hash` (else `all`, memcached 1.4.31+; keys come
+//! URL-encoded), which walks the live server: under concurrent writes it
 //! can miss or repeat an item, so counts are exact only on a quiet server (repeats are
 //! de-duplicated). `load` fails if the server evicted items meanwhile (too little `-m`).
 //! The server's version and settings are read by `prepare`. This module must never send
@@ -349,9 +349,20 @@ impl Wire {
 
     /// Every key the LRU crawler finds, URL-decoded and de-duplicated. The crawler runs one
     /// request at a time server-wide, so a busy crawler is waited for.
+    ///
+    /// `metadump hash` walks the hash table, so it sees every item even while the LRU
+    /// maintainer moves items between LRU segments (`metadump all` walks the LRUs and was
+    /// seen to skip a just-read item); older servers without `hash` fall back to `all`.
     async fn metadump(&mut self) -> Result<Vec<String>, OpError> {
+        match self.metadump_of(b"lru_crawler metadump hash\r\n").await {
+            Err(e) if e.message.contains("ERROR") => self.metadump_of(b"lru_crawler metadump all\r\n").await,
+            other => other,
+        }
+    }
+
+    async fn metadump_of(&mut self, request: &[u8]) -> Result<Vec<String>, OpError> {
         for _ in 0..200 {
-            self.send(b"lru_crawler metadump all\r\n").await?;
+            self.send(request).await?;
             let mut keys = HashSet::new();
             let mut busy = false;
             loop {
@@ -713,10 +724,19 @@ impl Target for Memcached {
 
     async fn cleanup(&self) -> Result<()> {
         let mut wire = self.admin().await?;
-        let keys = self.our_keys().await?;
+        let mut keys = self.our_keys().await?;
         if self.check_owned(&mut wire, &keys).await? {
-            // The marker goes last, so an interrupted cleanup still owns what is left.
-            delete_keys(&mut wire, keys.iter().filter(|k| *k != MARKER_KEY)).await.map_err(|e| self.setup_error("delete", e))?;
+            // A crawl can miss items that move between LRU segments while it runs, so crawl
+            // again until no row of ours is listed (bounded). The marker goes last, so an
+            // interrupted cleanup still owns what is left.
+            for _ in 0..5 {
+                let rows: Vec<&String> = keys.iter().filter(|k| *k != MARKER_KEY).collect();
+                if rows.is_empty() {
+                    break;
+                }
+                delete_keys(&mut wire, rows.into_iter()).await.map_err(|e| self.setup_error("delete", e))?;
+                keys = self.our_keys().await?;
+            }
             delete_keys(&mut wire, std::iter::once(&MARKER_KEY.to_string())).await.map_err(|e| self.setup_error("delete", e))?;
         }
         Ok(())

@@ -431,6 +431,7 @@ impl DuckDbConnection {
                 Outcome::rows(if in_txn { rmw()? } else { in_transaction(&self.conn, op_error, rmw)? })
             }
             Op::Scan { start, count, .. } => Outcome::rows(self.read_rows(&t.scan, &def, ::duckdb::params![start, *count as i64])?),
+            Op::FetchAll { .. } => Outcome::rows(self.read_rows(&t.fetch_all, &def, [])?),
             Op::Range { column, lo, hi, agg, .. } => {
                 let sql = t.range_sql(*column, *agg);
                 let ty = column_ty(*column)?;

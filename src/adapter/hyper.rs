@@ -434,6 +434,7 @@ enum Key {
     RangeCount(usize, usize),
     RangeMax(usize, usize, usize),
     Query(QueryId),
+    FetchAll(usize),
 }
 
 pub struct HyperConnection {
@@ -510,6 +511,7 @@ impl HyperConnection {
             Key::DeleteMany(id) => self.table(id)?.delete_many_sql(),
             Key::Update(id, c) => self.table(id)?.update_sql(c),
             Key::Scan(id, count) => scan_sql(self.table(id)?, count),
+            Key::FetchAll(id) => format!("SELECT * FROM {}", self.table(id)?.qualified),
             Key::RangeRows(id, c) => self.table(id)?.range_sql(c, RangeAgg::Rows),
             Key::RangeCount(id, c) => self.table(id)?.range_sql(c, RangeAgg::Count),
             Key::RangeMax(id, c, of) => self.table(id)?.range_sql(c, RangeAgg::Max { column: of }),
@@ -536,7 +538,7 @@ impl HyperConnection {
             Key::RangeRows(id, c) | Key::RangeCount(id, c) | Key::RangeMax(id, c, _) => vec![wire(id, c, false)?; 2],
             Key::Insert(id) => (0..columns(id)?).map(|c| wire(id, c, false)).collect::<Result<_, _>>()?,
             Key::InsertMany(id) => (0..columns(id)?).map(|c| wire(id, c, true)).collect::<Result<_, _>>()?,
-            Key::Query(_) => vec![],
+            Key::Query(_) | Key::FetchAll(_) => vec![],
         })
     }
 
@@ -579,6 +581,7 @@ impl HyperConnection {
                 let params = vec![t.range_bound(*column, *lo)?, t.range_bound(*column, *hi)?];
                 (self.statement(key).await?, params)
             }
+            Op::FetchAll { table } => (self.statement(Key::FetchAll(*table)).await?, vec![]),
             Op::Insert { .. } | Op::Query(_) => {
                 return Err(OpError::client(format!("{} is not a single planned statement", op.kind())));
             }
@@ -591,6 +594,7 @@ impl HyperConnection {
             Op::Delete { .. } | Op::Update { .. } | Op::ReadModifyWrite { .. } => {
                 Ok(Outcome::rows(self.client.execute(&statement, &refs(&params)).await.map_err(op_error)?))
             }
+            Op::FetchAll { .. } => Ok(Outcome::rows(crate::adapter::postgres::conn::count_streamed(&self.client, &statement).await?)),
             _ => {
                 let rows = self.client.query(&statement, &refs(&params)).await.map_err(op_error)?;
                 self.outcome(op, rows)

@@ -722,6 +722,14 @@ impl Target for Memcached {
         Ok(keys.iter().filter(|k| k.strip_prefix(&prefix).is_some_and(|pk| pk.parse::<i64>().is_ok())).count() as u64)
     }
 
+    /// `stats bytes`: the bytes the items occupy (keys, values, item headers); the slab
+    /// memory memcached has taken from the OS is the process's resident memory.
+    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+        let mut wire = self.admin().await?;
+        let stats = wire.stats("").await.map_err(|e| self.setup_error("stats", e))?;
+        Ok(stats.get("bytes").and_then(|v| v.parse().ok()).map(|bytes| super::EngineMemory { bytes, source: "stats bytes".into() }))
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let mut wire = self.admin().await?;
         let mut keys = self.our_keys().await?;

@@ -171,6 +171,7 @@ impl MockConnection {
                 }
             }
             Op::Scan { table: t, start, count } => Outcome::rows(table(*t)?.range(*start..).take(*count).count() as u64),
+            Op::FetchAll { table: t } => Outcome::rows(table(*t)?.len() as u64),
             Op::Range { table: t, column, lo, hi, agg } => {
                 let matching = table(*t)?.values().filter(|row| row[*column].as_int().is_some_and(|v| (*lo..=*hi).contains(&v)));
                 match agg {

@@ -84,6 +84,16 @@ pub struct TargetInfo {
     pub settings: BTreeMap<String, String>,
 }
 
+/// Memory as the engine itself reports it (not the process's resident memory, which the
+/// runner reads from /proc for spawned servers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineMemory {
+    pub bytes: u64,
+    /// What the number is, e.g. `INFO memory used_memory`, `stats bytes`,
+    /// `pg_total_relation_size of dbsweep's tables`.
+    pub source: String,
+}
+
 /// Rows to bulk-load into one table, streamed.
 pub type RowSource = Box<dyn Iterator<Item = Row> + Send>;
 
@@ -112,6 +122,13 @@ pub trait Target: Send + Sync {
 
     /// Removes everything dbsweep created in this target.
     async fn cleanup(&self) -> Result<()>;
+
+    /// The memory the engine reports for dbsweep's data (or, where it cannot tell data
+    /// apart, for the whole engine), read without changing anything. `None` when the
+    /// system has no such figure. Read between runs only, never while ops are timed.
+    async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
+        Ok(None)
+    }
 }
 
 /// One client's session with a target.

@@ -119,6 +119,7 @@ impl MyTable {
             Key::RangeRows(_, c) => format!("SELECT * FROM {t} WHERE {} BETWEEN ? AND ?", col(c)),
             Key::RangeCount(_, c) => format!("SELECT COUNT(*) FROM {t} WHERE {} BETWEEN ? AND ?", col(c)),
             Key::RangeMax(_, c, of) => format!("SELECT MAX({}) FROM {t} WHERE {} BETWEEN ? AND ?", col(of), col(c)),
+            Key::FetchAll(_) => format!("SELECT * FROM {t}"),
         }
     }
 
@@ -533,6 +534,7 @@ enum Key {
     RangeRows(usize, usize),
     RangeCount(usize, usize),
     RangeMax(usize, usize, usize),
+    FetchAll(usize),
 }
 
 struct MyConnection {
@@ -698,6 +700,12 @@ impl MyConnection {
                     return Ok(Outcome::rows(0));
                 }
                 Outcome::rows(self.update_one(*table, *key, *column, value).await?)
+            }
+            Op::FetchAll { table } => {
+                // Counted as the rows stream in, not collected.
+                let sql = self.sql(*table, Key::FetchAll(*table))?;
+                let rows = self.conn.exec_fold(&*sql, (), 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?;
+                Outcome::rows(rows)
             }
             Op::Scan { table, start, count } => {
                 let sql = self.sql(*table, Key::Scan(*table))?;

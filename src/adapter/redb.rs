@@ -420,6 +420,14 @@ impl RedbConnection {
                 }
                 Outcome::rows(n)
             }
+            Op::FetchAll { .. } => {
+                let mut n = 0;
+                for entry in primary.range::<i64>(..).map_err(op_error)? {
+                    black_box(decode_row(entry.map_err(op_error)?.1.value())?);
+                    n += 1;
+                }
+                Outcome::rows(n)
+            }
             Op::Scan { start, count, .. } => {
                 let mut n = 0;
                 for entry in primary.range(*start..).map_err(op_error)?.take(*count) {

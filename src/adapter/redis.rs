@@ -43,6 +43,8 @@ const MARKER_VALUE: &str = "dbsweep";
 const LOAD_CHUNK: usize = 1000;
 /// Keys per SCAN page (and per UNLINK) when clearing our namespace.
 const SCAN_COUNT: usize = 1000;
+/// Rows per pipeline of a fetch-all.
+const FETCH_ALL_CHUNK: usize = 1000;
 
 /// Writes one column of an existing row; returns 1, or 0 when the row does not exist.
 /// KEYS[1] row hash, KEYS[2] (optional) the column's index set; ARGV: field, text value,
@@ -185,6 +187,7 @@ impl Redis {
                     OpKind::RangeRows,
                     OpKind::RangeCount,
                     OpKind::RangeMax,
+                    OpKind::FetchAll,
                 ],
                 queries: vec![QueryId::TpchQ1, QueryId::TpchQ6],
                 native_batch: true,
@@ -566,7 +569,7 @@ impl RedisConnection {
                     .clone();
                 one(cmd, Reduce::Max(of_col.ty))
             }
-            Op::Scan { .. } | Op::Range { agg: RangeAgg::Rows, .. } | Op::ReadModifyWrite { .. } => None,
+            Op::Scan { .. } | Op::Range { agg: RangeAgg::Rows, .. } | Op::ReadModifyWrite { .. } | Op::FetchAll { .. } => None,
             Op::Query(q) => {
                 let unsupported = || OpError::new(ErrorClass::Unsupported, format!("redis does not run {q:?}"));
                 let t = self.tables.iter().find(|t| t.def.name == tpch::LINEITEM).ok_or_else(|| {
@@ -607,6 +610,18 @@ impl RedisConnection {
 
     async fn two_step(&mut self, op: &Op) -> Result<Outcome, OpError> {
         match op {
+            Op::FetchAll { table } => {
+                // Every pk from the table's key set, then the hashes in pipelines of
+                // FETCH_ALL_CHUNK, so the client never holds more than one chunk of rows.
+                let t = self.table(*table)?;
+                let (set, prefix) = (t.pk_set.clone(), t.row_prefix.clone());
+                let pks: Vec<i64> = redis::cmd("ZRANGE").arg(set).arg(0).arg(-1).query_async(&mut self.conn).await.map_err(op_error)?;
+                let mut rows = 0;
+                for chunk in pks.chunks(FETCH_ALL_CHUNK) {
+                    rows += self.fetch_rows(&prefix, chunk).await?;
+                }
+                Ok(Outcome::rows(rows))
+            }
             Op::Scan { table, start, count } => {
                 let t = self.table(*table)?;
                 let (set, prefix) = (t.pk_set.clone(), t.row_prefix.clone());
@@ -834,6 +849,15 @@ impl Target for Redis {
         let t = tables.iter().find(|t| t.def.name == table.name).expect("checked by keys_of");
         let mut conn = self.admin().await?;
         redis::cmd("ZCARD").arg(&t.pk_set).query_async::<u64>(&mut conn).await.map_err(|e| self.setup_error("ZCARD", e))
+    }
+
+    /// `INFO memory` `used_memory`: everything the allocator holds for the dataset and
+    /// the server's own structures (the whole server; deltas isolate dbsweep's data).
+    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+        let mut conn = self.admin().await?;
+        let info: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await.map_err(|e| self.setup_error("INFO memory", e))?;
+        let used = info.lines().find_map(|line| line.trim_end().strip_prefix("used_memory:")).and_then(|v| v.parse().ok());
+        Ok(used.map(|bytes| super::EngineMemory { bytes, source: "INFO memory used_memory".into() }))
     }
 
     async fn cleanup(&self) -> Result<()> {

@@ -342,6 +342,7 @@ pub(super) struct SqlText {
     /// `UPDATE` of one column, by column index.
     pub update: Vec<String>,
     pub scan: String,
+    pub fetch_all: String,
     /// `COUNT(*)` / rows over a range of the column, by column index (indexed columns only).
     pub range_count: HashMap<usize, String>,
     pub range_rows: HashMap<usize, String>,
@@ -365,6 +366,7 @@ impl SqlText {
             delete: format!("DELETE FROM {table} WHERE {key} = {p1}"),
             update: cols.iter().map(|c| format!("UPDATE {table} SET {c} = {p1} WHERE {key} = {p2}")).collect(),
             scan: format!("SELECT * FROM {table} WHERE {key} >= {p1} ORDER BY {key} LIMIT {p2}"),
+            fetch_all: format!("SELECT * FROM {table}"),
             range_count: HashMap::new(),
             range_rows: HashMap::new(),
             range_max: HashMap::new(),
@@ -619,6 +621,7 @@ impl SqliteConnection {
                 Outcome::rows(n)
             }
             Op::Scan { start, count, .. } => Outcome::rows(self.read_rows(&t.scan, &def, rusqlite::params![start, *count as i64])?),
+            Op::FetchAll { .. } => Outcome::rows(self.read_rows(&t.fetch_all, &def, [])?),
             Op::Range { column, lo, hi, agg, .. } => {
                 let sql = t.range_sql(*column, *agg);
                 match agg {

@@ -73,6 +73,22 @@ fn payload(mut bits: u64, len: usize) -> String {
     s
 }
 
+/// The `pairs` table of the in-memory study: a key and one text value, no secondary
+/// index — the plain key-value pair the study stored.
+pub fn pairs_def() -> TableDef {
+    TableDef {
+        name: "pairs".into(),
+        columns: vec![Column { name: "k".into(), ty: ColumnType::Int }, Column { name: "v".into(), ty: ColumnType::Text }],
+        indexed: vec![],
+    }
+}
+
+/// A `pairs` row: the key and `value_bytes` of text, a pure function of (seed, key).
+pub fn pair(seed: u64, key: i64, value_bytes: usize) -> Row {
+    let bits = Stream::new(seed, ROW_STREAM).u64(key as u64, 3);
+    vec![Value::Int(key), Value::Text(payload(bits, value_bytes).into())]
+}
+
 /// The `kv` table definition shared by a dataset.
 pub fn shared_def() -> Arc<TableDef> {
     Arc::new(table_def())

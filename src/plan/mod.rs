@@ -19,6 +19,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("kv-vs-relational", include_str!("studies/kv-vs-relational.toml")),
     ("insert-find", include_str!("studies/insert-find.toml")),
     ("ycsb", include_str!("studies/ycsb.toml")),
+    ("in-memory", include_str!("studies/in-memory.toml")),
 ];
 
 /// The experiment every run starts with: each target's echo round trip.
@@ -64,6 +65,11 @@ pub struct StudyFile {
     /// Systems the study compares that cannot run here; reported with the reason.
     #[serde(default)]
     pub unavailable: Vec<String>,
+    /// A lifecycle study: for each size N, every run starts from an empty table and runs
+    /// the experiments in order (write all N, read, delete, fetch all), reading memory
+    /// before and after each (see `Experiment::lifecycle`).
+    #[serde(default)]
+    pub lifecycle: bool,
     /// Overrides applied by `--quick`.
     #[serde(default)]
     pub quick: Option<QuickOverrides>,
@@ -236,6 +242,8 @@ pub struct Plan {
     /// Servers to start for this run; their targets are added when they are up.
     pub spawn: Vec<ServerKind>,
     pub spawn_options: SpawnOptions,
+    /// See `StudyFile::lifecycle`.
+    pub lifecycle: bool,
 }
 
 impl Plan {
@@ -255,6 +263,7 @@ impl Plan {
             "rate": self.rate,
             "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
             "data_root": self.spawn_options.data_root,
+            "lifecycle": self.lifecycle,
         })
     }
 }
@@ -403,7 +412,12 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let mut data = study.data.clone();
     match (&data, opts.rows, opts.scale) {
         (DataSpec::Tpch { .. }, Some(_), _) => return Err(Error::usage("--rows applies to kv data; TPC-H data is sized with --scale")),
-        (DataSpec::Kv { .. }, _, Some(_)) => return Err(Error::usage("--scale applies to TPC-H data; kv data is sized with --rows")),
+        (DataSpec::Kv { .. } | DataSpec::Pairs { .. }, _, Some(_)) => {
+            return Err(Error::usage("--scale applies to TPC-H data; kv data is sized with --rows"));
+        }
+        (DataSpec::Pairs { .. }, Some(_), _) if study.lifecycle => {
+            return Err(Error::usage("--rows does not apply to a lifecycle study; it sizes its table with --sizes"));
+        }
         _ => {}
     }
     match &mut data {
@@ -416,6 +430,14 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             }
             if *payload_bytes > 1 << 20 {
                 return Err(Error::usage("data.payload_bytes must be at most 1048576"));
+            }
+        }
+        DataSpec::Pairs { rows, value_bytes } => {
+            if let Some(r) = opts.rows.or(quick.rows) {
+                *rows = r;
+            }
+            if *value_bytes > 1 << 20 {
+                return Err(Error::usage("data.value_bytes must be at most 1048576"));
             }
         }
         DataSpec::Ycsb { recordcount, insertorder, fieldcount, .. } => {
@@ -485,7 +507,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                 }
                 Sweep::Single => add(Point { clients: 1, batch: 1, batched: false, param: None }),
                 Sweep::Sizes => sizes.iter().for_each(|&n| {
-                    let one_request = e.op.writes();
+                    let one_request = e.op.writes() && !study.lifecycle;
                     add(Point { clients: 1, batch: if one_request { n as usize } else { 1 }, batched: one_request, param: Some(n) })
                 }),
                 Sweep::SizesEach => {
@@ -505,7 +527,10 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         if e.op.is_range() && points.iter().any(|p| p.param.is_none()) {
             return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
         }
-        let sized = e.op.writes() && e.sweep.iter().any(|s| matches!(s, Sweep::Sizes | Sweep::SizesEach));
+        if study.lifecycle {
+            check_lifecycle_experiment(e, study.experiments.first().map(|f| f.name == e.name).unwrap_or(false))?;
+        }
+        let sized = !study.lifecycle && e.op.writes() && e.sweep.iter().any(|s| matches!(s, Sweep::Sizes | Sweep::SizesEach));
         if sized && e.sweep.iter().any(|s| !matches!(s, Sweep::Sizes | Sweep::SizesEach)) {
             return Err(Error::usage(format!("experiment '{}': sizes sweeps cannot be mixed with other sweeps", e.name)));
         }
@@ -547,6 +572,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             op: e.op,
             workload,
             sized,
+            lifecycle: study.lifecycle,
             table,
             column,
             max_column,
@@ -565,6 +591,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             op: ExperimentOp::Echo,
             workload: None,
             sized: false,
+            lifecycle: false,
             table: 0,
             column: 0,
             max_column: 0,
@@ -604,7 +631,30 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         spawn,
         spawn_options: SpawnOptions { data_root: opts.data_root.clone() },
         unavailable,
+        lifecycle: study.lifecycle,
     })
+}
+
+/// A lifecycle study's experiments: sizes sweeps of one client, one op per request,
+/// starting with the insert that fills the empty table.
+fn check_lifecycle_experiment(e: &ExperimentEntry, first: bool) -> Result<()> {
+    if e.sweep != [Sweep::Sizes] {
+        return Err(Error::usage(format!("experiment '{}': a lifecycle study sweeps sizes only (sweep = [\"sizes\"])", e.name)));
+    }
+    let allowed = [ExperimentOp::Insert, ExperimentOp::Get, ExperimentOp::MultiGet, ExperimentOp::Delete, ExperimentOp::FetchAll];
+    if !allowed.contains(&e.op) {
+        return Err(Error::usage(format!(
+            "experiment '{}': a lifecycle study runs insert, get, multi_get, delete and fetch_all only",
+            e.name
+        )));
+    }
+    if first != (e.op == ExperimentOp::Insert) {
+        return Err(Error::usage(format!(
+            "experiment '{}': a lifecycle study starts with exactly one insert experiment (it fills the empty table)",
+            e.name
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -36,6 +36,11 @@ pub const COLUMNS: &[&str] = &[
     "late_ops",
     "flags",
     "complete",
+    "engine_mem_delta_bytes",
+    "server_mem_delta_bytes",
+    "client_mem_delta_bytes",
+    "engine_mem_after_bytes",
+    "server_mem_after_bytes",
 ];
 
 /// Quotes a field when it holds a separator, quote or newline (RFC 4180).
@@ -67,6 +72,7 @@ pub fn render(report: &Report) -> String {
             let mut row: Vec<String> = head.to_vec();
             row.extend(std::iter::repeat_n(String::new(), 14));
             row.extend([share.clone(), rate.clone(), String::new(), String::new(), String::new(), field(&flags), complete.to_string()]);
+            row.extend(std::iter::repeat_n(String::new(), 5));
             out.push_str(&row.join(","));
             out.push('\n');
             continue;
@@ -109,6 +115,17 @@ pub fn render(report: &Report) -> String {
                     field(&flags),
                     r.complete.to_string(),
                 ]);
+                let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+                match &r.memory {
+                    Some(m) => row.extend([
+                        opt(m.engine_delta()),
+                        opt(m.server_delta()),
+                        m.client_delta().to_string(),
+                        opt(m.after.engine_bytes.map(|b| b as i64)),
+                        opt(m.after.server_bytes.map(|b| b as i64)),
+                    ]),
+                    None => row.extend(std::iter::repeat_n(String::new(), 5)),
+                }
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

@@ -120,6 +120,60 @@ pub struct RunMeasurement {
     pub service: BTreeMap<OpKind, LatencySummary>,
     /// Response time from the intended start (fixed-rate runs), by op kind.
     pub response: BTreeMap<OpKind, LatencySummary>,
+    /// Memory read just before and just after the run (studies that measure memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryMeasurement>,
+}
+
+/// Memory at one moment, read between runs (never while ops are timed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReading {
+    /// As the engine reports it (`Target::engine_memory`); `None` when it has no figure.
+    pub engine_bytes: Option<u64>,
+    /// Proportional set size (PSS) of the server's whole process group, from
+    /// /proc/PID/smaps_rollup; only for servers dbsweep spawned.
+    pub server_bytes: Option<u64>,
+    /// Resident set size of the dbsweep process (the client side; for embedded engines
+    /// it includes the engine).
+    pub client_bytes: u64,
+}
+
+/// Memory before and after one run, and what the engine's figure means.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryMeasurement {
+    /// What `engine_bytes` is, e.g. `INFO memory used_memory`.
+    pub engine_source: Option<String>,
+    pub before: MemoryReading,
+    pub after: MemoryReading,
+}
+
+impl MemoryMeasurement {
+    pub fn engine_delta(&self) -> Option<i64> {
+        Some(self.after.engine_bytes? as i64 - self.before.engine_bytes? as i64)
+    }
+
+    pub fn server_delta(&self) -> Option<i64> {
+        Some(self.after.server_bytes? as i64 - self.before.server_bytes? as i64)
+    }
+
+    pub fn client_delta(&self) -> i64 {
+        self.after.client_bytes as i64 - self.before.client_bytes as i64
+    }
+}
+
+/// Median memory change over the measured runs of a point; per row = the change divided
+/// by the rows the run wrote, deleted or returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySummary {
+    pub engine_source: Option<String>,
+    pub engine_delta_bytes: Option<f64>,
+    pub server_delta_bytes: Option<f64>,
+    pub client_delta_bytes: f64,
+    pub engine_bytes_per_row: Option<f64>,
+    pub server_bytes_per_row: Option<f64>,
+    /// Engine and server memory after the run (median), for the absolute table.
+    pub engine_after_bytes: Option<f64>,
+    pub server_after_bytes: Option<f64>,
 }
 
 impl RunMeasurement {
@@ -172,6 +226,9 @@ pub struct PointSummary {
     /// This target's median throughput as a share of NO-DB's at the same point.
     pub client_share: Option<f64>,
     pub errors: u64,
+    /// Studies that measure memory: the change per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySummary>,
 }
 
 /// A qualification shown next to the number it qualifies.

@@ -7,6 +7,7 @@
 //! report module does.
 
 pub mod client;
+pub mod memory;
 pub mod progress;
 
 use crate::adapter::{self, OpenContext, Target};
@@ -396,6 +397,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
         per_row_p50_us,
         client_share: None,
         errors: result.runs.iter().filter(|r| !r.warmup).map(|r| r.error_count()).sum(),
+        memory: memory::summarize(&measured),
     })
 }
 
@@ -496,6 +498,7 @@ mod tests {
                 answer_digest: (!d.is_empty()).then(|| d.to_string()),
                 service: BTreeMap::new(),
                 response: BTreeMap::new(),
+                memory: None,
             })
             .collect();
         let mut r = PointResult {

@@ -1,4 +1,4 @@
-//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached, HyPer) for `--spawn` and for
+//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached, HyPer, H2, Cassandra) for `--spawn` and for
 //! every end-to-end test.
 //!
 //! Owns: finding the server programs, a fresh data directory per server (a `TempDir` under
@@ -12,6 +12,8 @@
 //! change durability settings away from each system's defaults; the settings that change
 //! results are recorded in `Server::settings`.
 
+mod cassandra;
+mod h2;
 pub mod hyper;
 mod mariadb;
 mod memcached;
@@ -51,11 +53,20 @@ pub enum ServerKind {
     Redis,
     Memcached,
     Hyper,
+    H2,
+    Cassandra,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 5] =
-        [ServerKind::Postgres, ServerKind::Mariadb, ServerKind::Redis, ServerKind::Memcached, ServerKind::Hyper];
+    pub const ALL: [ServerKind; 7] = [
+        ServerKind::Postgres,
+        ServerKind::Mariadb,
+        ServerKind::Redis,
+        ServerKind::Memcached,
+        ServerKind::Hyper,
+        ServerKind::H2,
+        ServerKind::Cassandra,
+    ];
 
     /// The canonical name used on the command line (`--spawn postgres,redis`).
     pub fn name(self) -> &'static str {
@@ -65,6 +76,8 @@ impl ServerKind {
             ServerKind::Redis => "redis",
             ServerKind::Memcached => "memcached",
             ServerKind::Hyper => "hyper",
+            ServerKind::H2 => "h2",
+            ServerKind::Cassandra => "cassandra",
         }
     }
 
@@ -76,6 +89,8 @@ impl ServerKind {
             ServerKind::Redis => "redis-server",
             ServerKind::Memcached => "memcached",
             ServerKind::Hyper => "tableauhyperapi",
+            ServerKind::H2 => h2::PACKAGE,
+            ServerKind::Cassandra => cassandra::PACKAGE,
         }
     }
 
@@ -87,6 +102,8 @@ impl ServerKind {
             ServerKind::Redis => redis::PROGRAMS,
             ServerKind::Memcached => memcached::PROGRAMS,
             ServerKind::Hyper => hyper::PROGRAMS,
+            ServerKind::H2 => h2::PROGRAMS,
+            ServerKind::Cassandra => cassandra::PROGRAMS,
         }
     }
 }
@@ -107,9 +124,11 @@ impl FromStr for ServerKind {
             "redis" => Ok(ServerKind::Redis),
             "memcached" => Ok(ServerKind::Memcached),
             "hyper" | "hyperd" => Ok(ServerKind::Hyper),
-            other => {
-                Err(Error::usage(format!("unknown server '{other}' for --spawn; choose from postgres, mariadb, redis, memcached, hyper")))
-            }
+            "h2" => Ok(ServerKind::H2),
+            "cassandra" => Ok(ServerKind::Cassandra),
+            other => Err(Error::usage(format!(
+                "unknown server '{other}' for --spawn; choose from postgres, mariadb, redis, memcached, hyper, h2, cassandra (or all)"
+            ))),
         }
     }
 }
@@ -180,6 +199,8 @@ impl Server {
             ServerKind::Hyper => {
                 format!("hyper://{}@127.0.0.1:{port}{}", hyper::USER, self.data_dir.join(hyper::DATABASE_FILE).display())
             }
+            ServerKind::H2 => h2::url(port),
+            ServerKind::Cassandra => cassandra::url(port),
         }
     }
 
@@ -195,6 +216,8 @@ impl Server {
             ServerKind::Redis => vec![("redis".into(), url)],
             ServerKind::Memcached => vec![("memcached".into(), url)],
             ServerKind::Hyper => vec![("hyper".into(), url)],
+            ServerKind::H2 => vec![("h2".into(), url)],
+            ServerKind::Cassandra => vec![("cassandra".into(), url)],
         }
     }
 
@@ -357,6 +380,8 @@ async fn spawn_inner(
         ServerKind::Postgres => postgres::init(ctx).await?,
         ServerKind::Mariadb => mariadb::init(ctx).await?,
         ServerKind::Hyper => hyper::init(ctx)?,
+        ServerKind::H2 => h2::init(ctx)?,
+        ServerKind::Cassandra => cassandra::init(ctx)?,
         ServerKind::Redis | ServerKind::Memcached => ctx,
     };
 
@@ -370,6 +395,8 @@ async fn spawn_inner(
             ServerKind::Redis => redis::command(&ctx, port),
             ServerKind::Memcached => memcached::command(&ctx, port),
             ServerKind::Hyper => hyper::command(&ctx, port),
+            ServerKind::H2 => h2::command(&ctx, port),
+            ServerKind::Cassandra => cassandra::command(&ctx, port),
         };
         let mut server = launch(kind, &ctx, port, command, dir.take().expect("dir kept between attempts")).await?;
         match wait_ready(&mut server, &ctx).await {
@@ -426,7 +453,9 @@ fn stop_signal(kind: ServerKind) -> i32 {
     match kind {
         // Fast shutdown: roll back open transactions, end backends, checkpoint.
         ServerKind::Postgres => libc::SIGINT,
-        ServerKind::Mariadb | ServerKind::Redis | ServerKind::Memcached | ServerKind::Hyper => libc::SIGTERM,
+        ServerKind::Mariadb | ServerKind::Redis | ServerKind::Memcached | ServerKind::Hyper | ServerKind::H2 | ServerKind::Cassandra => {
+            libc::SIGTERM
+        }
     }
 }
 
@@ -477,6 +506,8 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
                 ServerKind::Redis => redis::probe(port, pid).await,
                 ServerKind::Memcached => memcached::probe(port, pid).await,
                 ServerKind::Hyper => hyper::probe(ctx, port, pid).await,
+                ServerKind::H2 => h2::probe(ctx, port, pid).await,
+                ServerKind::Cassandra => cassandra::probe(ctx, port, pid).await,
             }
         };
         let child = server.child.as_mut().expect("a launched server has a child");
@@ -799,8 +830,8 @@ mod tests {
             drop(holder);
             server.stop().await.unwrap();
         });
-        let [a, b, c, d, e] = starts;
-        tokio::join!(a, b, c, d, e);
+        let [a, b, c, d, e, f, g] = starts;
+        tokio::join!(a, b, c, d, e, f, g);
     }
 
     /// A setup program that fails: its own output is quoted in the error, and the

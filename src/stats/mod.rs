@@ -126,6 +126,7 @@ impl Recorder {
             sample_answer: self.sample_answer.map(|(_, a)| a),
             service: summaries(self.service),
             response: summaries(self.response),
+            memory: None,
         }
     }
 }

@@ -47,6 +47,8 @@ pub enum ExperimentOp {
     TpchQ6,
     /// A YCSB core workload: a mix of reads, updates, inserts, scans, read-modify-writes.
     Ycsb,
+    /// Read every row of the table in one request (the in-memory study's "fetch all").
+    FetchAll,
 }
 
 impl ExperimentOp {
@@ -90,6 +92,7 @@ impl ExperimentOp {
             ExperimentOp::MultiGet => OpKind::MultiGet,
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => OpKind::Query,
             ExperimentOp::Ycsb => OpKind::Mixed,
+            ExperimentOp::FetchAll => OpKind::FetchAll,
         }
     }
 
@@ -136,6 +139,13 @@ pub struct Experiment {
     /// or N).
     #[serde(default)]
     pub sized: bool,
+    /// Part of a lifecycle study (`lifecycle = true`): each point's `param` is a record
+    /// count N, and every run starts from an empty table and runs the study's experiments
+    /// in order — insert writes keys 0..N one per request, get reads `ops` random keys of
+    /// them, delete removes min(`ops`, N) distinct ones, fetch-all reads what is left —
+    /// with memory read before and after each.
+    #[serde(default)]
+    pub lifecycle: bool,
     /// Measured runs per point.
     pub runs: u32,
     /// Warm-up runs per point (not measured).
@@ -166,6 +176,7 @@ pub struct OpStream {
     /// YCSB experiments: the workload's op generator.
     ycsb: Option<YcsbGen>,
     sized: bool,
+    lifecycle: bool,
 }
 
 impl OpStream {
@@ -186,6 +197,7 @@ impl OpStream {
             runs_per_point: runs_per_point as u64,
             ops: experiment.ops,
             sized: experiment.sized,
+            lifecycle: experiment.lifecycle,
             dataset: dataset.clone(),
             ycsb: experiment.workload.as_deref().map(|w| {
                 let mut workload = load_ycsb_workload(w).expect("workloads are validated in the plan");
@@ -203,9 +215,30 @@ impl OpStream {
 
     /// Ops per run at a point: its size for sized experiments, else the experiment's.
     pub fn ops_at(&self, point: &Point) -> u64 {
-        match (self.sized, point.param) {
-            (true, Some(n)) => n,
+        match (self.lifecycle, self.sized, point.param) {
+            (true, _, Some(n)) => match self.op {
+                ExperimentOp::Insert => n,
+                ExperimentOp::Delete => self.ops.min(n),
+                ExperimentOp::FetchAll => 1,
+                _ => self.ops,
+            },
+            (false, true, Some(n)) => n,
             _ => self.ops,
+        }
+    }
+
+    /// Lifecycle experiments: the op with sequence number `seq` over a table holding keys
+    /// `0..records` (see `Experiment::lifecycle`).
+    fn lifecycle_op(&self, records: u64, seq: u64) -> Op {
+        let table = self.table;
+        let records = records.max(1);
+        match self.op {
+            ExperimentOp::Insert => Op::Insert { table, row: self.dataset.new_row(table, seq as i64) },
+            // Distinct keys spread evenly over the table.
+            ExperimentOp::Delete => Op::Delete { table, key: (seq * (records / self.ops.min(records).max(1))) as i64 },
+            ExperimentOp::FetchAll => Op::FetchAll { table },
+            ExperimentOp::MultiGet => Op::MultiGet { table, keys: vec![self.stream.below(seq, 0, records) as i64] },
+            _ => Op::Get { table, key: self.stream.below(seq, 0, records) as i64 },
         }
     }
 
@@ -236,7 +269,11 @@ impl OpStream {
     /// The op with sequence number `seq` (`0..ops`) in run `run` of point `point_index`.
     pub fn op(&self, point: &Point, point_index: usize, run: u32, seq: u64) -> Op {
         let table = self.table;
+        if let (true, Some(records)) = (self.lifecycle, point.param) {
+            return self.lifecycle_op(records, seq);
+        }
         match self.op {
+            ExperimentOp::FetchAll => Op::FetchAll { table },
             ExperimentOp::Echo => Op::Echo,
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => {
                 Op::Query(self.op.query().expect("query experiments name a query"))
@@ -289,6 +326,7 @@ mod tests {
             op,
             workload: None,
             sized: false,
+            lifecycle: false,
             table: 0,
             column: crate::data::kv::GROUP,
             max_column: crate::data::kv::VALUE,

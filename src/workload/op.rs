@@ -78,6 +78,11 @@ pub enum Op {
         agg: RangeAgg,
     },
     Query(QueryId),
+    /// Every row of the table, in any order (the in-memory study's "fetch all data");
+    /// `Outcome.rows` = rows returned. Systems that cannot list their data do not offer it.
+    FetchAll {
+        table: TableId,
+    },
 }
 
 /// The kind of an op: histograms, capabilities and errors are kept per kind.
@@ -96,12 +101,13 @@ pub enum OpKind {
     RangeCount,
     RangeMax,
     Query,
+    FetchAll,
     /// A point whose ops mix several kinds (YCSB workloads); never an op's own kind.
     Mixed,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 13] = [
+    pub const ALL: [OpKind; 14] = [
         OpKind::Echo,
         OpKind::Insert,
         OpKind::Get,
@@ -114,6 +120,7 @@ impl OpKind {
         OpKind::RangeCount,
         OpKind::RangeMax,
         OpKind::Query,
+        OpKind::FetchAll,
         OpKind::Mixed,
     ];
 
@@ -135,6 +142,7 @@ impl OpKind {
             OpKind::RangeCount => "range_count",
             OpKind::RangeMax => "range_max",
             OpKind::Query => "query",
+            OpKind::FetchAll => "fetch_all",
             OpKind::Mixed => "mixed",
         }
     }
@@ -158,7 +166,8 @@ impl Op {
             | Op::Update { table, .. }
             | Op::ReadModifyWrite { table, .. }
             | Op::Scan { table, .. }
-            | Op::Range { table, .. } => Some(*table),
+            | Op::Range { table, .. }
+            | Op::FetchAll { table } => Some(*table),
         }
     }
 
@@ -176,6 +185,7 @@ impl Op {
             Op::Range { agg: RangeAgg::Count, .. } => OpKind::RangeCount,
             Op::Range { agg: RangeAgg::Max { .. }, .. } => OpKind::RangeMax,
             Op::Query(_) => OpKind::Query,
+            Op::FetchAll { .. } => OpKind::FetchAll,
         }
     }
 }

@@ -121,6 +121,13 @@ pub async fn check_target(target: Arc<dyn Target>) {
         let op = Op::Range { table: 0, column: kv::GROUP, lo, hi, agg: RangeAgg::Rows };
         assert_eq!(conn.execute(&op).await.unwrap().rows, in_range.len() as u64, "range rows");
     }
+    if supports(OpKind::FetchAll) {
+        let op = Op::FetchAll { table: 0 };
+        assert_eq!(conn.execute(&op).await.unwrap().rows, live.len() as u64, "fetch all");
+    }
+    if let Some(memory) = target.engine_memory().await.expect("engine memory") {
+        assert!(memory.bytes > 0, "engine memory with {} rows stored is 0 ({})", live.len(), memory.source);
+    }
     if supports(OpKind::Scan) {
         // Keys 10..=14 are deleted when the adapter can delete: a scan from 8 of 5 rows
         // returns 8, 9, 15, 16, 17.

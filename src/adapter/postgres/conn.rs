@@ -42,6 +42,7 @@ enum Key {
     RangeRows(usize, usize),
     RangeCount(usize, usize),
     RangeMax(usize, usize, usize),
+    FetchAll(usize),
 }
 
 pub struct PgConnection {
@@ -199,6 +200,19 @@ async fn pipeline<'a, T>(mut futures: Vec<BoxFuture<'a, T>>) -> Vec<T> {
     out
 }
 
+/// Runs a parameterless statement and counts the rows it returns as they stream in,
+/// without holding them all (fetch-all of a million rows stays small in the client).
+pub(crate) async fn count_streamed(client: &Client, statement: &Statement) -> Result<u64, OpError> {
+    use futures_util::TryStreamExt;
+    let stream = client.query_raw(statement, std::iter::empty::<i64>()).await.map_err(op_error)?;
+    let mut stream = std::pin::pin!(stream);
+    let mut rows = 0;
+    while stream.try_next().await.map_err(op_error)?.is_some() {
+        rows += 1;
+    }
+    Ok(rows)
+}
+
 /// What one step of a pipelined batch returns.
 enum Step {
     Rows(Vec<tokio_postgres::Row>),
@@ -255,6 +269,7 @@ impl PgConnection {
             Key::RangeRows(id, c) => t(id)?.range_sql(c, RangeAgg::Rows),
             Key::RangeCount(id, c) => t(id)?.range_sql(c, RangeAgg::Count),
             Key::RangeMax(id, c, of) => t(id)?.range_sql(c, RangeAgg::Max { column: of }),
+            Key::FetchAll(id) => format!("SELECT * FROM {}", t(id)?.qualified),
         })
     }
 
@@ -325,6 +340,7 @@ impl PgConnection {
                 let params = vec![t.range_bound(*column, *lo)?, t.range_bound(*column, *hi)?];
                 (self.statement(key).await?, params)
             }
+            Op::FetchAll { table } => (self.statement(Key::FetchAll(*table)).await?, vec![]),
             Op::Query(q) => return Err(OpError::client(format!("{q:?} runs through PgConnection::query, not a plan"))),
         })
     }
@@ -353,6 +369,9 @@ impl PgConnection {
 
     async fn run_one(&mut self, op: &Op) -> Result<Outcome, OpError> {
         let (statement, params) = self.plan(op).await?;
+        if let Op::FetchAll { .. } = op {
+            return Ok(Outcome::rows(count_streamed(&self.client, &statement).await?));
+        }
         let step = if Self::returns_rows(op) {
             Step::Rows(self.client.query(&statement, &refs(&params)).await.map_err(op_error)?)
         } else {

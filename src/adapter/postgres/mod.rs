@@ -302,6 +302,23 @@ impl Target for Postgres {
         Ok(n as u64)
     }
 
+    /// The on-disk size of dbsweep's tables with their indexes and TOAST
+    /// (`pg_total_relation_size`); PostgreSQL keeps no per-table figure for memory.
+    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+        let tables = self.tables.lock().unwrap().clone();
+        if tables.is_empty() {
+            return Ok(None);
+        }
+        let names: Vec<String> = tables.iter().map(|t| t.qualified.clone()).collect();
+        let client = self.session().await?;
+        let row = client
+            .query_one("SELECT COALESCE(SUM(pg_total_relation_size(t::regclass)), 0)::int8 FROM unnest($1::text[]) AS t", &[&names])
+            .await
+            .map_err(|e| self.runtime("pg_total_relation_size", &e))?;
+        let bytes: i64 = row.try_get(0).map_err(|e| self.runtime("pg_total_relation_size", &e))?;
+        Ok(Some(super::EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let client = self.open_client().await?;
         let tables = self.tables.lock().unwrap().clone();

@@ -301,6 +301,15 @@ impl Target for Sqlite {
         self.with_admin(|conn| conn.query_row(&sql, [], |r| r.get::<_, i64>(0))).map(|n| n as u64)
     }
 
+    /// The database's pages in use (`(page_count − freelist_count) × page_size`): SQLite
+    /// keeps the data in its file and a bounded page cache, so this is the storage the data
+    /// takes (free pages left by dropped tables are not counted).
+    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+        let sql = "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()";
+        let bytes = self.with_admin(|conn| conn.query_row(sql, [], |r| r.get::<_, i64>(0)))?;
+        Ok(Some(super::EngineMemory { bytes: bytes as u64, source: "pages in use × page_size (database file)".into() }))
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let conn = self.admin.lock().unwrap().take();
         if let Some(conn) = conn {

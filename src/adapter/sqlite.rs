@@ -44,8 +44,8 @@ const STATEMENT_CACHE: usize = 256;
 /// Most keys in one `IN (...)` statement; SQLite allows 32,766 bound parameters, and a
 /// larger multi-get runs as several statements in one read transaction.
 const IN_LIST_MAX: usize = 10_000;
-/// The analytic queries the SQL engines run (TPC-H Q1, Q3, Q6).
-pub(super) const ANALYTIC_QUERIES: [QueryId; 3] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6];
+/// The analytic queries the SQL engines run (TPC-H Q1, Q3, Q6, Q14).
+pub(super) const ANALYTIC_QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
 /// Name prefix of every table dbsweep creates in an SQL engine.
 pub(super) const TABLE_PREFIX: &str = "dbsweep_";
 /// The marker table listing the tables dbsweep created.

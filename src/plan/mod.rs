@@ -707,6 +707,38 @@ mod tests {
     }
 
     #[test]
+    fn lifecycle_studies_start_with_an_insert_and_sweep_sizes() {
+        let plan = resolve(&RunOptions { study: Some("in-memory".into()), quick: true, ..Default::default() }).unwrap();
+        assert!(plan.lifecycle);
+        let phases: Vec<&Experiment> = plan.experiments.iter().filter(|e| e.lifecycle).collect();
+        assert_eq!(phases.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["write-all", "read-one", "delete-one", "fetch-all"]);
+        for e in &phases {
+            let sizes: Vec<Option<u64>> = e.points.iter().map(|p| p.param).collect();
+            assert_eq!(sizes, [Some(1000), Some(10000)], "{}", e.name);
+            assert!(e.points.iter().all(|p| p.clients == 1 && p.batch == 1 && !p.batched), "one op per request");
+        }
+        assert!(!plan.experiments[0].lifecycle, "the echo floor runs first, as always");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        let study = |experiments: &str| format!("name = \"x\"\nlifecycle = true\n[data]\nkind = \"pairs\"\n{experiments}");
+        let phase =
+            |name: &str, op: &str, sweep: &str| format!("[[experiments]]\nname = \"{name}\"\nop = \"{op}\"\nsweep = [\"{sweep}\"]\n");
+        for (text, needle) in [
+            (study(&(phase("r", "get", "sizes") + &phase("w", "insert", "sizes"))), "starts with exactly one insert"),
+            (study(&phase("w", "insert", "clients")), "sweeps sizes only"),
+            (study(&(phase("w", "insert", "sizes") + &phase("q", "range_count", "sizes"))), "runs insert, get"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = resolve(&RunOptions { study: Some(path.display().to_string()), ..Default::default() }).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+        let err = resolve(&RunOptions { study: Some("in-memory".into()), rows: Some(5), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("--sizes"), "{err}");
+    }
+
+    #[test]
     fn sizes_parse_lists_and_ranges() {
         assert_eq!(parse_sizes("100,1000").unwrap(), vec![100, 1000]);
         assert_eq!(parse_sizes("100:500:100, 1000").unwrap(), vec![100, 200, 300, 400, 500, 1000]);

@@ -269,6 +269,34 @@ impl Plan {
 }
 
 /// Finds and parses a study: a built-in name or a TOML file path.
+/// What one experiment of a plan asks of each target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentBudget {
+    pub name: String,
+    pub points: usize,
+    /// Warm-up plus measured runs per point.
+    pub runs: u32,
+    /// Ops per target over all points and runs.
+    pub ops: u64,
+}
+
+impl Plan {
+    /// The ops each experiment sends to each target (for `--dry-run` and progress).
+    pub fn budget(&self) -> Vec<ExperimentBudget> {
+        let dataset = Dataset::new(&self.data, self.seed);
+        self.experiments
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let runs = e.warmup + e.runs;
+                let stream = crate::workload::experiment::OpStream::new(e, i, &dataset, self.seed, runs);
+                let per_run: u64 = e.points.iter().map(|p| stream.ops_at(p)).sum();
+                ExperimentBudget { name: e.name.clone(), points: e.points.len(), runs, ops: per_run * runs as u64 }
+            })
+            .collect()
+    }
+}
+
 pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
     let (origin, text) = match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
         Some((_, text)) => (format!("built-in study '{name_or_path}'"), text.to_string()),

@@ -467,7 +467,8 @@ impl Target for H2 {
             params.extend(t.insert_params(&row).map_err(fail)?);
             pending += 1;
             if pending == chunk || rows.peek().is_none() {
-                let statement = if pending == chunk { full.clone() } else { prepare(pending).await.map_err(|e| self.runtime("INSERT", &e))? };
+                let statement =
+                    if pending == chunk { full.clone() } else { prepare(pending).await.map_err(|e| self.runtime("INSERT", &e))? };
                 loaded += client.execute(&statement, &refs(&params)).await.map_err(|e| self.runtime("INSERT", &e))?;
                 params.clear();
                 pending = 0;

@@ -64,11 +64,7 @@ fn heap() -> Result<String> {
             let valid = size.len() > 1
                 && size[..size.len() - 1].bytes().all(|b| b.is_ascii_digit())
                 && matches!(size.as_bytes()[size.len() - 1], b'k' | b'K' | b'm' | b'M' | b'g' | b'G');
-            if valid {
-                Ok(size)
-            } else {
-                Err(Error::usage(format!("DBSWEEP_H2_HEAP={size} is not a JVM heap size; use e.g. 512m or 4g")))
-            }
+            if valid { Ok(size) } else { Err(Error::usage(format!("DBSWEEP_H2_HEAP={size} is not a JVM heap size; use e.g. 512m or 4g"))) }
         }
         _ => Ok(DEFAULT_HEAP.into()),
     }
@@ -148,7 +144,8 @@ pub(super) async fn probe(ctx: &Context, port: u16, _pid: u32) -> io::Result<Rea
     let driver = tokio::spawn(connection);
     // The simple protocol: H2's PG server has no binary output for text columns.
     let answer = async {
-        let version = first_cell(&client, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'info.VERSION'").await?;
+        let version =
+            first_cell(&client, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'info.VERSION'").await?;
         let short = first_cell(&client, "SELECT H2VERSION()").await?;
         let java = first_cell(
             &client,
@@ -181,10 +178,13 @@ pub(super) async fn probe(ctx: &Context, port: u16, _pid: u32) -> io::Result<Rea
 /// The first column of the first row a simple query returns.
 async fn first_cell(client: &tokio_postgres::Client, sql: &str) -> std::result::Result<Option<String>, tokio_postgres::Error> {
     let messages = client.simple_query(sql).await?;
-    Ok(messages.iter().find_map(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).map(str::to_string)),
-        _ => None,
-    }).flatten())
+    Ok(messages
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).map(str::to_string)),
+            _ => None,
+        })
+        .flatten())
 }
 
 #[cfg(test)]

@@ -81,9 +81,8 @@ async fn h2_refuses_a_foreign_schema() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_missing_java_names_the_setup_script() {
     let empty = tempfile::tempdir().unwrap();
-    let err = servers::spawn_with_search_path(ServerKind::H2, &SpawnOptions::default(), Some(&[empty.path().to_path_buf()]))
-        .await
-        .unwrap_err();
+    let err =
+        servers::spawn_with_search_path(ServerKind::H2, &SpawnOptions::default(), Some(&[empty.path().to_path_buf()])).await.unwrap_err();
     assert!(matches!(err, Error::Missing(_)), "{err}");
     assert!(err.to_string().contains("scripts/setup-servers"), "{err}");
 }

@@ -8,6 +8,7 @@
 
 pub mod cli_client;
 pub mod duckdb;
+pub mod h2;
 pub mod hyper;
 pub mod memcached;
 pub mod mock;
@@ -249,6 +250,12 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "h2://",
+        system: "h2",
+        description: "H2 (Java), PostgreSQL wire protocol of its PG server; in-memory database mem:NAME, typed columns",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
@@ -286,6 +293,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
         "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
+        "h2" => Ok(Arc::new(h2::H2::new(name, url)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
         "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)

@@ -545,6 +545,8 @@ fn port_in_use(log: &str) -> bool {
         || log.contains("address in use")
         // hyperd's wording
         || log.contains("unable to listen to any of the given host name and port combinations")
+        // H2's wording (`Exception opening port "P" (port may be in use)`)
+        || log.contains("(port may be in use)")
 }
 
 /// The last lines of a log file, for error messages.
@@ -783,6 +785,7 @@ mod tests {
         assert!(port_in_use("[ERROR] Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use"));
         assert!(port_in_use("failed to listen on TCP port 11211: Address already in use"));
         assert!(port_in_use("unable to listen to any of the given host name and port combinations for TCP"));
+        assert!(port_in_use("org.h2.jdbc.JdbcSQLNonTransientConnectionException: Exception opening port \"46167\" (port may be in use)"));
         assert!(!port_in_use("FATAL: data directory has wrong ownership"));
     }
 

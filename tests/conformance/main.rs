@@ -7,6 +7,7 @@ mod body;
 mod support;
 
 mod embedded;
+mod h2;
 mod hyper;
 mod memcached;
 mod mysql;

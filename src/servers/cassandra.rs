@@ -140,9 +140,11 @@ fn lib_dir() -> Option<PathBuf> {
 
 /// The `cassandra-all-VERSION.jar` inside `dir`.
 fn server_jar(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| {
-        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cassandra-all-") && n.ends_with(".jar"))
-    })
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cassandra-all-") && n.ends_with(".jar")))
 }
 
 /// Checks the jars are there and writes the yaml and the logging configuration.
@@ -169,7 +171,7 @@ fn yaml(dir: &Path) -> String {
     let d = dir.display();
     format!(
         "# Written by dbsweep for a throwaway single node; the ports come from\n\
-         # -Dcassandra.native_transport_port / -Dcassandra.storage_port on the command line.\n\
+         # -Dcassandra.native_transport_port and -Dcassandra.storage_port on the command line.\n\
          cluster_name: '{CLUSTER_NAME}'\n\
          num_tokens: 1\n\
          initial_token: 0\n\
@@ -222,10 +224,27 @@ fn jvm_args(dir: &Path, lib: &Path, port: u16, storage_port: u16) -> Vec<String>
     args
 }
 
+/// Tests: a storage port to hand to the next start under the given data root.
+#[cfg(test)]
+static TAKEN_STORAGE_PORT: std::sync::Mutex<Option<(PathBuf, u16)>> = std::sync::Mutex::new(None);
+
+/// The internode (storage) port of one start: a port that was free a moment ago.
+fn storage_port(ctx: &Context, port: u16) -> u16 {
+    #[cfg(test)]
+    {
+        let mut taken = TAKEN_STORAGE_PORT.lock().unwrap();
+        if taken.as_ref().is_some_and(|(root, _)| ctx.dir.starts_with(root)) {
+            return taken.take().expect("checked").1;
+        }
+    }
+    let _ = ctx;
+    super::free_port().unwrap_or_else(|_| port.wrapping_add(1))
+}
+
 pub(super) fn command(ctx: &Context, port: u16) -> Command {
     // The internode port must be free too; a clash there is reported like a CQL port clash
     // and the retry picks a new one.
-    let storage_port = super::free_port().unwrap_or_else(|_| port.wrapping_add(1));
+    let storage_port = storage_port(ctx, port);
     let lib = lib_dir().unwrap_or_default();
     let mut command = Command::new(ctx.program(0));
     command.args(jvm_args(&ctx.dir, &lib, port, storage_port));
@@ -333,6 +352,29 @@ mod tests {
         }
         let n = args.len();
         assert_eq!(&args[n - 3..], ["-cp", "/lib/*", MAIN_CLASS]);
+    }
+
+    /// Cassandra started with a storage (internode) port someone else holds fails, is
+    /// recognised as a port conflict, and is restarted with new ports.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_taken_storage_port_is_retried_with_new_ports() {
+        let root = tempfile::tempdir().unwrap();
+        let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        *TAKEN_STORAGE_PORT.lock().unwrap() = Some((root.path().to_path_buf(), holder.local_addr().unwrap().port()));
+        let mut starts = 0;
+        let mut next_port = || {
+            starts += 1;
+            super::super::free_port()
+        };
+        let opts = super::super::SpawnOptions { data_root: Some(root.path().to_path_buf()) };
+        let server = super::super::spawn_inner(super::super::ServerKind::Cassandra, &opts, None, &mut next_port).await.unwrap();
+        assert_eq!(starts, 2, "exactly one retry");
+        assert!(TAKEN_STORAGE_PORT.lock().unwrap().is_none(), "the taken port was used");
+        assert!(server.version().starts_with("5.0"), "{}", server.version());
+        assert!(server.settings()["heap"].starts_with("-Xms2g -Xmx2g"));
+        assert_eq!(server.settings()["commitlog_sync"], "periodic");
+        drop(holder);
+        server.stop().await.unwrap();
     }
 
     #[test]

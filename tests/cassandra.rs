@@ -1,0 +1,107 @@
+//! Safety of the Cassandra adapter against a real server: a same-named keyspace or table
+//! dbsweep did not create is refused with `NotOwned` and survives `prepare` and `cleanup`;
+//! an unreachable server is a setup error.
+
+use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::data::kv;
+use dbsweep::data::table::TableDef;
+use dbsweep::error::Error;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use std::sync::Arc;
+
+mod support;
+
+fn server_url() -> String {
+    support::url(dbsweep::servers::ServerKind::Cassandra)
+}
+
+fn open(url: &str) -> Arc<dyn Target> {
+    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    adapter::open("cassandra", &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+}
+
+async fn client(url: &str) -> Session {
+    let node = url.trim_start_matches("cassandra://");
+    SessionBuilder::new().known_node(node).build().await.expect("a CQL session")
+}
+
+async fn cql(session: &Session, text: &str) {
+    session.query_unpaged(text, ()).await.unwrap_or_else(|e| panic!("{text}: {e}"));
+}
+
+/// The `v` values of `ks.t`, sorted.
+async fn values(session: &Session, table: &str) -> Vec<String> {
+    let rows = session.query_unpaged(format!("SELECT v FROM {table}"), ()).await.unwrap().into_rows_result().unwrap();
+    let mut out: Vec<String> = rows.rows::<(String,)>().unwrap().map(|r| r.unwrap().0).collect();
+    out.sort();
+    out
+}
+
+async fn keyspace_exists(session: &Session, ks: &str) -> bool {
+    let rows = session
+        .query_unpaged("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", (ks,))
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap();
+    rows.rows_num() == 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_keyspace_of_the_same_name_is_refused_and_survives() {
+    let base = server_url();
+    let session = client(&base).await;
+    cql(&session, "CREATE KEYSPACE foreign_ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+    cql(&session, "CREATE TABLE foreign_ks.kv (k bigint PRIMARY KEY, v text)").await;
+    cql(&session, "INSERT INTO foreign_ks.kv (k, v) VALUES (1, 'theirs')").await;
+
+    let target = open(&format!("{base}/foreign_ks"));
+    let err = target.prepare(&[kv::shared_def()]).await.unwrap_err();
+    assert!(matches!(err, Error::NotOwned { .. }), "{err}");
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("foreign_ks") && err.to_string().contains("dbsweep_owner"), "{err}");
+    target.cleanup().await.expect("cleanup of a keyspace that is not ours does nothing");
+    assert_eq!(values(&session, "foreign_ks.kv").await, ["theirs"]);
+    cql(&session, "DROP KEYSPACE foreign_ks").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_table_in_dbsweeps_keyspace_is_refused_and_survives() {
+    let base = server_url();
+    let session = client(&base).await;
+    let target = open(&format!("{base}/dbsweep_mixed"));
+    let ours = Arc::new(TableDef { name: "ours".into(), ..kv::table_def() });
+    target.prepare(std::slice::from_ref(&ours)).await.expect("prepare creates the keyspace");
+    // Someone else adds a table named like dbsweep's kv table to the keyspace.
+    cql(&session, "CREATE TABLE dbsweep_mixed.kv (k bigint PRIMARY KEY, v text)").await;
+    cql(&session, "INSERT INTO dbsweep_mixed.kv (k, v) VALUES (1, 'theirs')").await;
+
+    let err = target.prepare(&[kv::shared_def()]).await.unwrap_err();
+    assert!(matches!(err, Error::NotOwned { .. }), "{err}");
+    assert!(err.to_string().contains("dbsweep_mixed.kv"), "{err}");
+    assert_eq!(values(&session, "dbsweep_mixed.kv").await, ["theirs"]);
+
+    // Cleanup drops dbsweep's own table but keeps the foreign one, hence the keyspace.
+    target.cleanup().await.expect("cleanup");
+    assert_eq!(values(&session, "dbsweep_mixed.kv").await, ["theirs"]);
+    assert!(session.query_unpaged("SELECT * FROM dbsweep_mixed.ours", ()).await.is_err(), "dbsweep's table was not dropped");
+    assert!(keyspace_exists(&session, "dbsweep_mixed").await);
+    cql(&session, "DROP KEYSPACE dbsweep_mixed").await;
+
+    // With nothing foreign in it, cleanup removes the whole keyspace.
+    let target = open(&format!("{base}/dbsweep_alone"));
+    target.prepare(std::slice::from_ref(&ours)).await.expect("prepare");
+    assert!(keyspace_exists(&session, "dbsweep_alone").await);
+    target.cleanup().await.expect("cleanup");
+    assert!(!keyspace_exists(&session, "dbsweep_alone").await);
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_setup_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let target = open(&format!("cassandra://127.0.0.1:{port}"));
+    let err = target.prepare(&[kv::shared_def()]).await.unwrap_err();
+    assert!(matches!(err, Error::Unreachable { .. }), "{err}");
+    assert_eq!(err.exit_code(), 2);
+}

@@ -218,10 +218,9 @@ fn op_error(e: ExecutionError) -> OpError {
     let class = match &e {
         ExecutionError::RequestTimeout(_) => ErrorClass::Timeout,
         ExecutionError::ConnectionPoolError(_) => ErrorClass::Connection,
-        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => match db {
-            DbError::ReadTimeout { .. } | DbError::WriteTimeout { .. } => ErrorClass::Timeout,
-            _ => ErrorClass::Server,
-        },
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(DbError::ReadTimeout { .. } | DbError::WriteTimeout { .. }, _)) => {
+            ErrorClass::Timeout
+        }
         ExecutionError::LastAttemptError(RequestAttemptError::BrokenConnectionError(_) | RequestAttemptError::UnableToAllocStreamId) => {
             ErrorClass::Connection
         }

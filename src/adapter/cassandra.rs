@@ -310,7 +310,10 @@ impl Cassandra {
         };
         let mut settings = BTreeMap::new();
         settings.insert("keyspace".into(), format!("{keyspace} (SimpleStrategy, replication_factor 1)"));
-        settings.insert("consistency".into(), "LOCAL_ONE (driver default)".into());
+        settings.insert(
+            "consistency".into(),
+            "LOCAL_QUORUM, serial LOCAL_SERIAL (driver defaults; one replica at RF 1); client timeout 30 s".into(),
+        );
         settings.insert("routing".into(), "prepared statements everywhere; the driver's default policy routes them token-aware".into());
         settings.insert(
             "delete_update".into(),

@@ -262,6 +262,7 @@ pub(super) async fn probe(ctx: &Context, port: u16, _pid: u32) -> io::Result<Rea
         .known_node(format!("127.0.0.1:{port}"))
         .connection_timeout(Duration::from_secs(2))
         .fetch_schema_metadata(false)
+        .fetch_full_schema_metadata(false)
         .build()
         .await
         .map_err(|e| io::Error::other(format!("CQL session: {e}")))?;

@@ -105,3 +105,30 @@ async fn an_unreachable_server_is_a_setup_error() {
     assert!(matches!(err, Error::Unreachable { .. }), "{err}");
     assert_eq!(err.exit_code(), 2);
 }
+
+/// A spawned node answers CQL as Cassandra 5.0, records its settings, and `stop` ends the
+/// JVM and removes its data directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawned_node_answers_cql_and_stops_cleanly() {
+    use dbsweep::servers::{self, ServerKind, SpawnOptions};
+    let started = std::time::Instant::now();
+    let server = servers::spawn(ServerKind::Cassandra, &SpawnOptions::default()).await.unwrap();
+    eprintln!("cassandra {} answered CQL after {:?}", server.version(), started.elapsed());
+    assert!(server.version().starts_with("5.0."), "{}", server.version());
+    assert_eq!(server.url(), format!("cassandra://127.0.0.1:{}", server.port()));
+    let settings = server.settings();
+    assert_eq!(settings["commitlog_sync"], "periodic");
+    assert!(settings["heap"].starts_with("-Xms2g -Xmx2g"), "{settings:?}");
+    assert_eq!(settings["num_tokens"], "1");
+    let session = client(&server.url()).await;
+    let rows = session.query_unpaged("SELECT cluster_name FROM system.local", ()).await.unwrap().into_rows_result().unwrap();
+    assert_eq!(rows.single_row::<(String,)>().unwrap().0, "dbsweep");
+    drop(session);
+    let (pid, dir, port) = (server.pid(), server.data_dir().to_path_buf(), server.port());
+    assert!(dir.join("commitlog").is_dir());
+    server.stop().await.unwrap();
+    assert!(!dir.exists(), "data dir left behind");
+    // SAFETY: signal 0 only checks whether the process exists.
+    assert_eq!(unsafe { libc::kill(pid as i32, 0) }, -1, "the JVM is still alive");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "CQL port still open");
+}

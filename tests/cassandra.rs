@@ -132,3 +132,45 @@ async fn a_spawned_node_answers_cql_and_stops_cleanly() {
     assert_eq!(unsafe { libc::kill(pid as i32, 0) }, -1, "the JVM is still alive");
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "CQL port still open");
 }
+
+/// All eight TPC-H tables (Decimal, Date and Text columns, keys from 0) load with the right
+/// row counts, gets find generated keys, and a range MAX over lineitem's indexed
+/// `l_orderkey` returns a Decimal and a Date equal to the generator's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tpch_tables_load_and_typed_values_come_back() {
+    use dbsweep::data::table::Value;
+    use dbsweep::data::tpch::{LINEITEM, TABLE_NAMES};
+    use dbsweep::data::{DataSpec, Dataset};
+    use dbsweep::workload::op::{Answer, Op, RangeAgg};
+    let target = open(&format!("{}/dbsweep_tpch", server_url()));
+    let dataset = Dataset::new(&DataSpec::Tpch { scale: 0.001 }, 3);
+    target.prepare(&dataset.tables).await.expect("prepare");
+    for (id, table) in dataset.tables.iter().enumerate() {
+        let loaded = target.load(table, dataset.initial(id)).await.expect("load");
+        assert_eq!(loaded, dataset.initial_rows(id), "{}", TABLE_NAMES[id]);
+        assert_eq!(target.count_rows(table).await.unwrap(), loaded, "{}", TABLE_NAMES[id]);
+    }
+    let mut conn = target.connect().await.unwrap();
+    let def = &dataset.tables[LINEITEM];
+    let key = dataset.key_at(LINEITEM, 0);
+    assert_eq!(conn.execute(&Op::Get { table: LINEITEM, key }).await.unwrap().rows, 1);
+    let orderkey = def.indexed[0];
+    let rows: Vec<_> = dataset.initial(LINEITEM).collect();
+    let first_order = rows[0][orderkey].as_int().unwrap();
+    let of_order: Vec<_> = rows.iter().filter(|r| r[orderkey].as_int() == Some(first_order)).collect();
+    let count = Op::Range { table: LINEITEM, column: orderkey, lo: first_order, hi: first_order, agg: RangeAgg::Count };
+    assert_eq!(conn.execute(&count).await.unwrap().answer, Some(Answer::Scalar(Value::Int(of_order.len() as i64))));
+    for column in ["l_extendedprice", "l_shipdate"] {
+        let c = def.column_index(column).unwrap();
+        let order = |v: &Value| match v {
+            Value::Decimal(d) => d.0,
+            Value::Date(d) => i64::from(d.0),
+            other => panic!("{column} is {other:?}"),
+        };
+        let expected = of_order.iter().map(|r| r[c].clone()).max_by_key(order).unwrap();
+        let max = Op::Range { table: LINEITEM, column: orderkey, lo: first_order, hi: first_order, agg: RangeAgg::Max { column: c } };
+        assert_eq!(conn.execute(&max).await.unwrap().answer, Some(Answer::Scalar(expected)), "{column}");
+    }
+    drop(conn);
+    target.cleanup().await.unwrap();
+}

@@ -54,8 +54,10 @@ const DEFAULT_KEYSPACE: &str = "dbsweep";
 const LOAD_BATCH: usize = 32;
 /// ... with this many inserts in flight.
 const LOAD_CONCURRENCY: usize = 256;
-/// Statements per UNLOGGED BATCH (Cassandra fails batches above 50 KiB by default).
+/// Statements per UNLOGGED BATCH of an insert batch ...
 const BATCH_CHUNK: usize = 100;
+/// ... and at most about this many bytes of values (Cassandra fails batches above 50 KiB).
+const BATCH_BYTES: usize = 40 * 1024;
 /// Rows per page of full-table reads.
 const PAGE_SIZE: i32 = 5000;
 /// Client-side timeout of schema changes and full-table reads.
@@ -331,7 +333,8 @@ impl Cassandra {
         settings.insert(
             "batch".into(),
             format!(
-                "inserts: UNLOGGED BATCH of up to {BATCH_CHUNK} statements (chunks sent concurrently); other kinds: concurrent requests"
+                "inserts: UNLOGGED BATCHes of up to {BATCH_CHUNK} statements and ~{} KiB (chunks sent concurrently); other kinds: concurrent requests",
+                BATCH_BYTES / 1024
             ),
         );
         settings.insert("indexes".into(), "storage-attached (USING 'sai') on indexed columns; ranges use them".into());
@@ -592,6 +595,36 @@ impl CassandraConnection {
     }
 }
 
+/// Bytes a row's values take in a request, roughly.
+fn value_bytes(values: &[Option<CqlValue>]) -> usize {
+    values
+        .iter()
+        .map(|v| match v {
+            Some(CqlValue::Text(t)) => t.len() + 4,
+            _ => 12,
+        })
+        .sum()
+}
+
+/// Splits an insert batch into UNLOGGED BATCH chunks of at most `BATCH_CHUNK` statements
+/// and about `BATCH_BYTES` of values (a chunk always has at least one statement).
+fn batch_chunks<T>(plans: &[T], values: impl Fn(&T) -> &[Option<CqlValue>]) -> Vec<&[T]> {
+    let mut chunks = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, p) in plans.iter().enumerate() {
+        let size = value_bytes(values(p));
+        if i > start && (i - start == BATCH_CHUNK || bytes + size > BATCH_BYTES) {
+            chunks.push(&plans[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < plans.len() {
+        chunks.push(&plans[start..]);
+    }
+    chunks
+}
+
 /// How a planned statement's result becomes an outcome.
 #[derive(Debug, Clone, Copy)]
 enum How {
@@ -662,7 +695,7 @@ impl Connection for CassandraConnection {
         if ops.iter().all(|op| matches!(op, Op::Insert { .. })) {
             // Writes to different partitions: UNLOGGED BATCHes (no batch log), one request
             // per chunk, the chunks concurrently.
-            let chunks = plans.chunks(BATCH_CHUNK).map(|chunk| async move {
+            let chunks = batch_chunks(&plans, |p| &p.values).into_iter().map(|chunk| async move {
                 let mut batch = Batch::new(BatchType::Unlogged);
                 for p in chunk {
                     batch.append_statement(BatchStatement::PreparedStatement(p.stmt.clone()));
@@ -742,31 +775,37 @@ impl Target for Cassandra {
         let session = self.admin().await?.clone();
         let def = t.def.clone();
         let (stmt, session) = (&stmt, &session);
-        let mut batch = Batch::new(BatchType::Unlogged);
-        for _ in 0..LOAD_BATCH {
-            batch.append_statement(BatchStatement::PreparedStatement(stmt.clone()));
-        }
-        let batch = &batch;
+        // Chunks of up to LOAD_BATCH rows and about BATCH_BYTES of values.
         let mut rows = rows.peekable();
         let chunks = std::iter::from_fn(move || {
-            rows.peek()?;
-            Some(rows.by_ref().take(LOAD_BATCH).collect::<Vec<Row>>())
-        });
-        let mut writes = futures_util::stream::iter(chunks.map(|chunk| {
-            let def = def.clone();
-            async move {
-                let values =
-                    chunk.iter().map(|row| row_values(&def, row)).collect::<Result<Vec<_>, _>>().map_err(|e| Error::runtime(e.message))?;
-                let n = values.len() as u64;
-                if values.len() == LOAD_BATCH {
-                    session.batch(batch, values).await.map_err(|e| self.setup_error("load", e))?;
-                } else {
-                    for v in values {
-                        session.execute_unpaged(stmt, v).await.map_err(|e| self.setup_error("load", e))?;
-                    }
+            let (mut chunk, mut bytes) = (Vec::new(), 0);
+            while chunk.len() < LOAD_BATCH {
+                let Some(row) = rows.peek() else { break };
+                let values = match row_values(&def, row) {
+                    Ok(values) => values,
+                    Err(e) => return Some(Err(Error::runtime(e.message))),
+                };
+                let size = value_bytes(&values);
+                if !chunk.is_empty() && bytes + size > BATCH_BYTES {
+                    break;
                 }
-                Ok::<u64, Error>(n)
+                rows.next();
+                bytes += size;
+                chunk.push(values);
             }
+            (!chunk.is_empty()).then_some(Ok(chunk))
+        });
+        let mut writes = futures_util::stream::iter(chunks.map(|chunk| async move {
+            let chunk = chunk?;
+            let n = chunk.len() as u64;
+            if chunk.len() == 1 {
+                session.execute_unpaged(stmt, &chunk[0]).await.map_err(|e| self.setup_error("load", e))?;
+            } else {
+                let statements = vec![BatchStatement::PreparedStatement(stmt.clone()); chunk.len()];
+                let batch = Batch::new_with_statements(BatchType::Unlogged, statements);
+                session.batch(&batch, &chunk).await.map_err(|e| self.setup_error("load", e))?;
+            }
+            Ok::<u64, Error>(n)
         }))
         .buffer_unordered(LOAD_CONCURRENCY / LOAD_BATCH);
         let mut loaded = 0u64;
@@ -880,6 +919,19 @@ mod tests {
         assert!(to_cql(ColumnType::Int, &Value::Text("a".into())).is_err());
         assert!(matches!(bound(ColumnType::Text, 1), Err(e) if e.class == ErrorClass::Unsupported));
         assert_eq!(bound(ColumnType::Float, 3).unwrap(), CqlValue::Double(3.0));
+    }
+
+    #[test]
+    fn insert_batches_split_by_count_and_size() {
+        let row = |text: usize| vec![Some(CqlValue::BigInt(1)), Some(CqlValue::Text("x".repeat(text)))];
+        let sizes = |rows: &[Vec<Option<CqlValue>>]| -> Vec<usize> { batch_chunks(rows, |r| r).iter().map(|c| c.len()).collect() };
+        let small: Vec<_> = (0..250).map(|_| row(10)).collect();
+        assert_eq!(sizes(&small), [100, 100, 50]);
+        // 1 KiB rows: 39 per chunk; one huge row is a chunk of its own.
+        let big: Vec<_> = (0..100).map(|_| row(1024)).collect();
+        assert_eq!(sizes(&big), [39, 39, 22]);
+        assert_eq!(sizes(&[row(100_000), row(1)]), [1, 1]);
+        assert!(sizes(&[]).is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod body;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cassandra;
 mod embedded;
 mod h2;
 mod hyper;

@@ -57,6 +57,7 @@ pub type TableId = usize;
 
 /// One cell value. `Null` is never generated for key columns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Value {
     Null,
@@ -70,10 +71,12 @@ pub enum Value {
 
 /// Fixed-point number in hundredths (so 12.34 is `Decimal(1234)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct Decimal(pub i64);
 
 /// Days since 1970-01-01.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema)]
 pub struct Date(pub i32);
 
 impl Value {

@@ -221,6 +221,7 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
+            .margin_right(34)
             .x_label_area_size(44)
             .y_label_area_size(70)
             .build_cartesian_2d(x.coord(), y.coord())
@@ -231,8 +232,8 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
             .y_desc(y_desc)
             .x_label_formatter(&|v| x.fmt(*v))
             .y_label_formatter(&|v| y.fmt(*v))
-            .label_style(("sans-serif", 13))
-            .axis_desc_style(("sans-serif", 14))
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 16))
             .bold_line_style(RGBColor(225, 225, 225))
             .draw()
             .map_err(err)?;
@@ -282,6 +283,7 @@ pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> 
         let ticks: Vec<f64> = (0..groups.len()).map(|i| i as f64 + 0.5).collect();
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
+            .margin_right(34)
             .x_label_area_size(44)
             .y_label_area_size(70)
             .build_cartesian_2d(Ticks { lo: 0.0, hi: n, ticks }, y.coord())
@@ -291,8 +293,8 @@ pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> 
             .y_desc(y_desc)
             .x_label_formatter(&|v| groups.get(v.floor().max(0.0) as usize).cloned().unwrap_or_default())
             .y_label_formatter(&|v| y.fmt(*v))
-            .label_style(("sans-serif", 13))
-            .axis_desc_style(("sans-serif", 14))
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 16))
             .bold_line_style(RGBColor(225, 225, 225))
             .disable_x_mesh()
             .draw()
@@ -368,6 +370,6 @@ mod tests {
         .unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
         assert!(svg.contains("#010203") && svg.contains("#040506"), "both series' colours are drawn");
-        assert!(svg.contains(">clients<"), "axis description drawn");
+        assert!(svg.contains("\nclients\n</text>"), "axis description drawn");
     }
 }

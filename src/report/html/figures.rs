@@ -137,10 +137,15 @@ pub fn wants_log(values: &[f64]) -> bool {
     }
 }
 
+/// Fewer requests than this make no percentile plot (a one-request-per-run insert).
+pub const MIN_PERCENTILE_SAMPLES: u64 = 20;
+
 /// The point an experiment's percentile plot shows: the largest client count of the
-/// one-op-per-request points, else the largest batch, else the largest parameter.
+/// one-op-per-request points, else the largest batch, else the largest parameter; only
+/// points whose merged histogram has enough requests for percentiles.
 pub fn representative_point(points: &[&PointResult]) -> Option<Point> {
-    let with_latency = |p: &&&PointResult| p.summary.as_ref().is_some_and(|s| s.latency.is_some());
+    let with_latency =
+        |p: &&&PointResult| p.summary.as_ref().and_then(|s| s.latency.as_ref()).is_some_and(|l| l.count >= MIN_PERCENTILE_SAMPLES);
     let measured: Vec<&&PointResult> = points.iter().filter(with_latency).collect();
     let unbatched = measured.iter().filter(|p| !p.point.batched && p.point.param.is_none()).max_by_key(|p| p.point.clients);
     let batched = measured.iter().filter(|p| p.point.batched && p.point.param.is_none()).max_by_key(|p| p.point.batch);
@@ -183,19 +188,19 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Ve
         add("ops", format!("{name}: latency per operation type at {c} threads"), FigureKind::OpLatency { clients: c });
     }
     if let Some(point) = representative_point(points) {
-        add("latency", format!("{name}: latency by percentile at {}", point_label(&point)), FigureKind::Percentiles { point });
+        add("latency", format!("{name}: latency by percentile at {}", point_label(&point, op)), FigureKind::Percentiles { point });
     }
     figures
 }
 
-/// "4 clients", "batch 100", "width 10", ...
-pub fn point_label(p: &Point) -> String {
+/// "4 clients", "1 client, batch 100", "8 clients, width 10", "1 client, N 1000".
+pub fn point_label(p: &Point, op: OpKind) -> String {
     let mut s = format!("{} client{}", p.clients, if p.clients == 1 { "" } else { "s" });
     if p.batched {
         s.push_str(&format!(", batch {}", p.batch));
     }
     if let Some(v) = p.param {
-        s.push_str(&format!(", N/width {v}"));
+        s.push_str(&format!(", {} {v}", if is_range(op) { "width" } else { "N" }));
     }
     s
 }
@@ -226,14 +231,12 @@ pub fn plan(report: &Report) -> Vec<Section> {
         }
         sections.push(Section { id: "lifecycle".into(), title: "Time and memory per operation".into(), figures, lifecycle_tables: true });
         let mut latency = Vec::new();
-        for (name, _) in &experiments {
+        for (name, op) in &experiments {
             let points = points_of(report, name);
-            if let Some(point) = representative_point(&points)
-                && points.iter().any(|p| p.point == point && p.summary.as_ref().and_then(|s| s.latency.as_ref()).is_some_and(|l| l.count > 1))
-            {
+            if let Some(point) = representative_point(&points) {
                 latency.push(FigureSpec {
                     id: format!("fig-{}-latency", slug(name)),
-                    title: format!("{name}: latency by percentile at {}", point_label(&point)),
+                    title: format!("{name}: latency by percentile at {}", point_label(&point, *op)),
                     kind: FigureKind::Percentiles { point },
                     experiments: vec![name.clone()],
                 });

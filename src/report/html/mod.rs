@@ -222,7 +222,7 @@ pub fn command_line(report: &Report) -> String {
 
 const CSS: &str = r#"
 :root { color-scheme: light; }
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto; max-width: 1360px; padding: 16px 24px 48px; color: #222; background: #fff; line-height: 1.4; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto; max-width: 1400px; padding: 16px 24px 48px; color: #222; background: #fff; line-height: 1.4; }
 h1 { font-size: 1.6em; margin: 0.2em 0; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 4px; margin-top: 2em; } h3 { margin: 0.2em 0; font-size: 1.05em; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
 pre { background: #f5f5f5; padding: 8px 12px; overflow-x: auto; border-radius: 4px; }
@@ -231,8 +231,10 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .facts td:first-child { font-weight: 600; white-space: nowrap; }
 .status-ok { color: #1a7f37; font-weight: 600; } .status-bad { color: #b3261e; font-weight: 600; }
-.figs { display: flex; flex-wrap: wrap; gap: 18px; }
-figure { margin: 0; padding: 10px; border: 1px solid #e2e2e2; border-radius: 6px; max-width: 100%; overflow-x: auto; }
+.figs { display: flex; flex-wrap: wrap; gap: 16px; }
+figure { margin: 0; padding: 10px; border: 1px solid #e2e2e2; border-radius: 6px; flex: 0 1 620px; min-width: 0; }
+figure td:first-child, figure td:nth-child(2) { white-space: nowrap; }
+figure table { display: block; overflow-x: auto; max-width: 100%; font-size: 0.8em; }
 figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { font-weight: 600; margin-bottom: 4px; }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.88em; margin: 2px 0 6px; }
@@ -488,7 +490,13 @@ fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x
 
 fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) {
     out.push_str(TABLE_OPEN);
-    out.push_str("<tr><th>target</th><th>point</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th><th>requests/s</th><th>p50</th><th>p99</th><th>flags</th></tr>\n");
+    // Requests/s differ from ops/s only for batches.
+    let batches = points.iter().any(|p| p.point.batch > 1);
+    let _ = writeln!(
+        out,
+        "<tr><th>target</th><th>point</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th><th>flags</th></tr>",
+        if batches { "<th>requests/s</th>" } else { "" }
+    );
     let mut sorted: Vec<&&PointResult> = points.iter().collect();
     sorted.sort_by_key(|p| (colors.0.iter().position(|(n, _)| *n == p.target), p.point.batched, p.point.clients, p.point.batch, p.point.param));
     for p in sorted {
@@ -497,19 +505,25 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
             Some(s) => {
                 let req: Vec<f64> = measured(p).iter().map(|r| r.requests_per_sec()).collect();
                 let lat = s.latency.as_ref();
+                let requests = if batches {
+                    format!("<td class=\"num\">{}</td>", spread(&req).map(|(m, _, _)| chart::short(m)).unwrap_or_default())
+                } else {
+                    String::new()
+                };
                 let _ = write!(
                     out,
-                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td>",
                     chart::short(s.median_ops_per_sec),
                     chart::short(s.min_ops_per_sec),
                     chart::short(s.max_ops_per_sec),
                     chart::short(s.median_rows_per_sec),
-                    spread(&req).map(|(m, _, _)| chart::short(m)).unwrap_or_default(),
                     lat.map(|l| us(l.p50_us)).unwrap_or_default(),
                     lat.map(|l| us(l.p99_us)).unwrap_or_default(),
                 );
             }
-            None => out.push_str("<td colspan=\"6\"></td>"),
+            None => {
+                let _ = write!(out, "<td colspan=\"{}\"></td>", if batches { 6 } else { 5 });
+            }
         }
         let _ = writeln!(out, "<td>{}</td></tr>", flags_html(p));
     }
@@ -789,7 +803,12 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.y)).filter(|v| *v > 0.0).collect();
     legend(out, colors, &targets);
     chart_or_error(out, chart::curves(&Axis::percentiles(max_x), &Axis::values(Scale::Log, &ys, ""), "percentile", "service time (µs)", &series));
-    let _ = writeln!(out, "<p class=\"note\">Service time per request at {} (merged HDR histogram of the measured runs); logarithmic y axis; the x axis counts nines.</p>", esc(&point_label(point)));
+    let op = points.first().map(|p| p.op).unwrap_or(OpKind::Echo);
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Service time per request at {} (merged HDR histogram of the measured runs); logarithmic y axis; the x axis counts nines.</p>",
+        esc(&point_label(point, op))
+    );
     out.push_str(TABLE_OPEN);
     out.push_str("<tr><th>target</th><th>requests</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>flags</th></tr>\n");
     for p in &points {

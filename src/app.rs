@@ -143,6 +143,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
             .collect(),
         keep_data: args.keep_data,
         extra_settings: BTreeMap::new(),
+        server_pids: BTreeMap::new(),
     };
     let (report, dir) = runtime.block_on(async {
         let watcher = tokio::spawn(async move {
@@ -160,7 +161,8 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
                     server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
                 settings.insert("server.spawned".into(), "true".into());
                 settings.insert("server.version".into(), server.version().to_string());
-                ctx.extra_settings.insert(name, settings);
+                ctx.extra_settings.insert(name.clone(), settings);
+                ctx.server_pids.insert(name, server.pid());
             }
         }
         let result = runner::execute(&plan, &ctx).await;

@@ -1,6 +1,6 @@
 //! TPC-H through the SQL adapters: every table loads by the adapter's bulk path with the
 //! right row count (keys from 0 for region and nation, Decimal, Date and Text columns),
-//! primary-key gets find the generated keys, and Q1, Q3 and Q6 give TPC-H's answers as
+//! primary-key gets find the generated keys, and Q1, Q3, Q6 and Q14 give TPC-H's answers as
 //! computed exactly by `tpch_reference`, with the result types `answer_columns` names.
 //!
 //! PostgreSQL (three layouts on one server) and MariaDB run on throwaway servers started
@@ -20,7 +20,7 @@ use std::time::Instant;
 
 const SF: f64 = 0.01;
 const SEED: u64 = 11;
-const QUERIES: [QueryId; 3] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6];
+const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
 
 /// The exact reference answers at `SF`, computed once per test binary.
 fn reference(query: QueryId) -> &'static Answer {
@@ -40,7 +40,7 @@ fn type_of(v: &Value) -> Option<ColumnType> {
     }
 }
 
-/// Loads all eight tables and checks counts, gets and the three queries; cleans up.
+/// Loads all eight tables and checks counts, gets and the four queries; cleans up.
 async fn check_tpch(target: Arc<dyn Target>) {
     let system = target.info().system.clone();
     let dataset = Dataset::new(&DataSpec::Tpch { scale: SF }, SEED);

@@ -255,6 +255,14 @@ impl Target for DuckDb {
         self.with_base(|conn| conn.query_row(&sql, [], |r| r.get::<_, i64>(0)).map(|n| n as u64).map_err(runtime))
     }
 
+    /// The buffer manager's memory (`duckdb_memory()`, summed over its tags): what DuckDB
+    /// holds in memory for the database, its indexes and its work areas.
+    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+        let sql = "SELECT COALESCE(SUM(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()";
+        let bytes = self.with_base(|conn| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime))?;
+        Ok(Some(super::EngineMemory { bytes: bytes as u64, source: "duckdb_memory() memory_usage_bytes".into() }))
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let Some(conn) = self.base.lock().unwrap().take() else {
             return Ok(());

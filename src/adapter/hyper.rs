@@ -19,7 +19,7 @@
 //! when clients insert disjoint keys, as dbsweep's workloads do. Bulk load is `COPY ... WITH (FORMAT text)`
 //! (hyperd needs the explicit format; its binary COPY is disabled). Statement texts and
 //! value encoding are the PostgreSQL adapter's row layout (`postgres::sql::PgTable`);
-//! TPC-H Q1/Q3/Q6 use `queries::sql(.., Dialect::Hyper, ..)`.
+//! TPC-H Q1/Q3/Q6/Q14 use `queries::sql(.., Dialect::Hyper, ..)`.
 //!
 //! hyperd's PostgreSQL dialect, as found: one statement per query string; a Parse
 //! without parameter types means "no parameters" (so every statement is prepared with
@@ -107,7 +107,7 @@ impl Hyper {
                 execution: Execution::Async,
                 capabilities: Capabilities {
                     ops,
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
                     native_batch: true,
                     secondary_indexes: false,
                 },

@@ -280,7 +280,7 @@ impl MySql {
                 execution: Execution::Async,
                 capabilities: Capabilities {
                     ops,
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
                     native_batch: true,
                     secondary_indexes: true,
                 },
@@ -591,7 +591,7 @@ impl MyConnection {
             self.conn.prep(&*sql).await.map_err(op_error)?;
         }
         // The analytic queries whose tables this run prepared.
-        for query in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6] {
+        for query in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
             if let Ok(sql) = query_sql(query, &self.tables) {
                 self.conn.prep(sql.as_str()).await.map_err(op_error)?;
                 self.queries.insert(query, sql.into());

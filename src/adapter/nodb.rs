@@ -27,7 +27,7 @@ impl NoDb {
                 execution: Execution::Async,
                 capabilities: Capabilities {
                     ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Mixed).collect(),
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
                     native_batch: true,
                     secondary_indexes: false,
                 },

@@ -10,7 +10,7 @@
 //! writes only when the row exists. Insert (DEL + HSET + ZADDs) and Delete (DEL + ZREMs:
 //! index members are pks, so no read of the old values is needed) are one MULTI/EXEC each.
 //! TPC-H Q1 and Q6 are read-only Lua scripts over the lineitem hashes (see [`tpch`]); they
-//! block the server while they run, as in the study. Q3 (a join) is not offered.
+//! block the server while they run, as in the study. Q3 and Q14 (joins) are not offered.
 //! The server's version and settings are read by `prepare`; `info()` shows them from then.
 //!
 //! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes

@@ -1,4 +1,4 @@
-//! The reference answers of TPC-H Q1, Q3 and Q6, computed exactly in Rust from the
+//! The reference answers of TPC-H Q1, Q3, Q6 and Q14, computed exactly in Rust from the
 //! generated rows, and TPC-H's published answers at scale factor 1.
 //!
 //! Owns the oracle the study's answer verification uses at any scale factor: sums are
@@ -10,11 +10,12 @@ use super::table::{Date, Row, Value};
 use crate::workload::op::{Answer, QueryId};
 use crate::workload::queries::{self, Q3_LIMIT};
 use std::collections::{BTreeMap, HashMap};
-use tpchgen::generators::{CustomerGenerator, LineItemGenerator, OrderGenerator};
+use tpchgen::generators::{CustomerGenerator, LineItemGenerator, OrderGenerator, PartGenerator};
 
 /// TPC-H's answers at scale factor 1 (the TPC-H Tools answer set, `answers/q1.out`,
-/// `q3.out`, `q6.out` of the official distribution, as also shipped by the `tpchgen`
-/// crate 4.0.0 in `src/q_and_a/answers_sf1.rs`; the spec's Q6 answer is 123141078.2283).
+/// `q3.out`, `q6.out`, `q14.out` of the official distribution, as also shipped by the
+/// `tpchgen` crate 4.0.0 in `src/q_and_a/answers_sf1.rs`; the spec's Q6 answer is
+/// 123141078.2283, its Q14 answer 16.38).
 /// Money printed with two decimals, so compare with [`Answer::agrees_with`].
 pub mod official_sf1 {
     /// returnflag, linestatus, sum_qty, sum_base_price, sum_disc_price, sum_charge,
@@ -40,6 +41,8 @@ pub mod official_sf1 {
     ];
     /// revenue.
     pub const Q6: f64 = 123141078.23;
+    /// promo_revenue.
+    pub const Q14: f64 = 16.38;
 }
 
 /// The official SF 1 answer of `query` as an [`Answer`] in our column types.
@@ -68,6 +71,7 @@ pub fn official_sf1_answer(query: QueryId) -> Answer {
             .map(|r| vec![Value::Int(r.0), Value::Float(r.1), Value::Date(Date::from_iso(r.2).unwrap()), Value::Int(r.3)])
             .collect(),
         QueryId::TpchQ6 => vec![vec![Value::Float(o::Q6)]],
+        QueryId::TpchQ14 => vec![vec![Value::Float(o::Q14)]],
     })
 }
 
@@ -173,12 +177,38 @@ pub fn q3(scale: f64) -> Answer {
     Answer::Table(rows)
 }
 
+/// Q14: the share of one month's discounted revenue that comes from promoted part types.
+/// One row; NULL when no lineitem shipped in the month (SQL's sum over no rows).
+pub fn q14(scale: f64) -> Answer {
+    let (lo, hi) = (queries::days(queries::Q14_DATE), queries::days(queries::Q14_DATE_END));
+    let parts = PartGenerator::calculate_row_count(scale, 1, 1) as usize;
+    let mut promo = vec![false; parts + 1];
+    for p in PartGenerator::new(scale, 1, 1).iter() {
+        promo[p.p_partkey as usize] = p.p_type.starts_with(queries::Q14_TYPE_PREFIX);
+    }
+    // Discounted revenue in 10^-4: of promoted parts, and of all parts.
+    let (mut promoted, mut total) = (0i128, 0i128);
+    for l in LineItemGenerator::new(scale, 1, 1).iter() {
+        let ship = l.l_shipdate.to_unix_epoch();
+        if ship >= lo && ship < hi {
+            let revenue = l.l_extendedprice.0 as i128 * (100 - l.l_discount.0 as i128);
+            total += revenue;
+            if promo[l.l_partkey as usize] {
+                promoted += revenue;
+            }
+        }
+    }
+    let value = if total == 0 { Value::Null } else { Value::Float(100.0 * promoted as f64 / total as f64) };
+    Answer::Table(vec![vec![value]])
+}
+
 /// The reference answer of one query at `scale`.
 pub fn answer(query: QueryId, scale: f64) -> Answer {
     match query {
         QueryId::TpchQ1 => q1_q6(scale).0,
         QueryId::TpchQ6 => q1_q6(scale).1,
         QueryId::TpchQ3 => q3(scale),
+        QueryId::TpchQ14 => q14(scale),
     }
 }
 
@@ -188,7 +218,7 @@ mod tests {
 
     #[test]
     fn official_answers_have_the_query_shapes() {
-        for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6] {
+        for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
             let Answer::Table(rows) = official_sf1_answer(q) else { panic!() };
             let types = queries::answer_columns(q);
             assert!(rows.iter().all(|r| r.len() == types.len()), "{q:?}");

@@ -544,7 +544,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         let (table, column, max_column) = resolve_columns(e, &dataset)?;
         // The study reads each table with batches no larger than the table, so that no key
         // repeats within a batch.
-        if e.op == ExperimentOp::Get {
+        if e.op == ExperimentOp::Get && !study.lifecycle {
             let rows = dataset.initial_rows(table);
             points.retain(|p| p.batch as u64 <= rows && p.clients as u64 <= rows.max(1) * 64);
         }

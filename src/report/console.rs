@@ -30,6 +30,36 @@ pub fn micros(us: f64) -> String {
     }
 }
 
+/// Signed human-friendly bytes: +1.2MB, -340kB, +96B.
+pub fn bytes(v: f64) -> String {
+    let sign = if v < 0.0 { "-" } else { "+" };
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{sign}{:.2}GB", a / 1e9)
+    } else if a >= 1e6 {
+        format!("{sign}{:.1}MB", a / 1e6)
+    } else if a >= 1e3 {
+        format!("{sign}{:.0}kB", a / 1e3)
+    } else {
+        format!("{sign}{a:.0}B")
+    }
+}
+
+/// `engine (per row) / server (per row) / client`, `-` where a figure is missing.
+fn memory_cell(m: &super::model::MemorySummary) -> String {
+    let with_row = |delta: Option<f64>, per_row: Option<f64>| match (delta, per_row) {
+        (Some(d), Some(r)) => format!("{} ({r:.0}B)", bytes(d)),
+        (Some(d), None) => bytes(d),
+        _ => "-".into(),
+    };
+    format!(
+        "{} / {} / {}",
+        with_row(m.engine_delta_bytes, m.engine_bytes_per_row),
+        with_row(m.server_delta_bytes, m.server_bytes_per_row),
+        bytes(m.client_delta_bytes)
+    )
+}
+
 fn point_label(p: &PointResult) -> String {
     let mut label = format!("c={}", p.point.clients);
     if p.point.batched {
@@ -104,6 +134,28 @@ pub fn render(report: &Report) -> String {
             let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
             let _ = writeln!(out, "  {}", line.join("  ").trim_end());
         }
+        if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some())) {
+            let mut rows: Vec<Vec<String>> =
+                vec![std::iter::once("memory Δ".to_string()).chain(targets.iter().map(|t| t.to_string())).collect()];
+            for label in &labels {
+                let mut row = vec![label.clone()];
+                for t in &targets {
+                    let memory = points
+                        .iter()
+                        .find(|p| p.target == *t && point_label(p) == *label)
+                        .and_then(|p| p.summary.as_ref())
+                        .and_then(|s| s.memory.as_ref());
+                    row.push(memory.map(memory_cell).unwrap_or_default());
+                }
+                rows.push(row);
+            }
+            let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+            let _ = writeln!(out, "  memory change per run: engine-reported / server process (PSS) / dbsweep client; per row in ()");
+            for row in rows {
+                let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+                let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+            }
+        }
     }
     if !report.unavailable.is_empty() {
         let _ = writeln!(out, "\nnot available here:");
@@ -132,5 +184,8 @@ mod tests {
         assert_eq!(micros(0.25), "250ns");
         assert_eq!(micros(12.0), "12µs");
         assert_eq!(micros(3400.0), "3.4ms");
+        assert_eq!(bytes(1_234_567.0), "+1.2MB");
+        assert_eq!(bytes(-340_000.0), "-340kB");
+        assert_eq!(bytes(96.0), "+96B");
     }
 }

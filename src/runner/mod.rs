@@ -7,6 +7,7 @@
 //! report module does.
 
 pub mod client;
+mod lifecycle;
 pub mod memory;
 pub mod progress;
 
@@ -47,6 +48,9 @@ pub struct RunContext {
     /// Settings to record per target name beyond what the adapter reports (e.g. how a
     /// spawned server was started).
     pub extra_settings: BTreeMap<String, BTreeMap<String, String>>,
+    /// The process (and process-group) id of each spawned server, by target name: its
+    /// resident memory is read from /proc in studies that measure memory.
+    pub server_pids: BTreeMap<String, u32>,
 }
 
 /// Runs a plan; returns the report and the directory it was written to.
@@ -121,11 +125,14 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     };
     report::write_all(&out_dir, &report)?;
 
+    let streams: Vec<Arc<OpStream>> =
+        plan.experiments.iter().enumerate().map(|(ei, e)| Arc::new(OpStream::new(e, ei, &dataset, plan.seed, e.warmup + e.runs))).collect();
     let total_ops: u64 = plan
         .experiments
         .iter()
-        .map(|e| {
-            let per_run: u64 = e.points.iter().map(|p| if e.sized { p.param.unwrap_or(e.ops) } else { e.ops }).sum();
+        .zip(&streams)
+        .map(|(e, stream)| {
+            let per_run: u64 = e.points.iter().map(|p| stream.ops_at(p)).sum();
             per_run * (e.warmup + e.runs) as u64 * targets.len() as u64
         })
         .sum();
@@ -134,11 +141,13 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let mut failed_targets: BTreeMap<String, String> = BTreeMap::new();
     let mut references = References::default();
 
-    'experiments: for (ei, experiment) in plan.experiments.iter().enumerate() {
+    'experiments: for (experiment, stream) in plan.experiments.iter().zip(&streams) {
+        if experiment.lifecycle {
+            continue;
+        }
         let total_runs = experiment.warmup + experiment.runs;
         // The echo floor is always a closed-loop measurement of the bare round trip.
         let point_rate = if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate };
-        let stream = Arc::new(OpStream::new(experiment, ei, &dataset, plan.seed, total_runs));
         for (pi, point) in experiment.points.iter().enumerate() {
             let mut results = Vec::new();
             for target in &targets {
@@ -257,6 +266,17 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 break 'experiments;
             }
         }
+    }
+    if stop_reason.is_none() {
+        let phases: Vec<lifecycle::Phase> = plan
+            .experiments
+            .iter()
+            .zip(&streams)
+            .filter(|(e, _)| e.lifecycle)
+            .map(|(experiment, stream)| lifecycle::Phase { experiment, stream: stream.clone() })
+            .collect();
+        let shared = lifecycle::Shared { plan, ctx, targets: &targets, dataset: &dataset, out_dir: &out_dir };
+        stop_reason = lifecycle::run(&shared, &phases, &mut report, &mut progress, &mut failed_targets).await?;
     }
     progress.finish();
 

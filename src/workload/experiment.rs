@@ -45,6 +45,8 @@ pub enum ExperimentOp {
     TpchQ3,
     /// TPC-H Q6 (forecasting revenue change, single table).
     TpchQ6,
+    /// TPC-H Q14 (promotion effect, a two-table join).
+    TpchQ14,
     /// A YCSB core workload: a mix of reads, updates, inserts, scans, read-modify-writes.
     Ycsb,
     /// Read every row of the table in one request (the in-memory study's "fetch all").
@@ -58,6 +60,7 @@ impl ExperimentOp {
             ExperimentOp::TpchQ1 => Some(QueryId::TpchQ1),
             ExperimentOp::TpchQ3 => Some(QueryId::TpchQ3),
             ExperimentOp::TpchQ6 => Some(QueryId::TpchQ6),
+            ExperimentOp::TpchQ14 => Some(QueryId::TpchQ14),
             _ => None,
         }
     }
@@ -90,7 +93,7 @@ impl ExperimentOp {
             ExperimentOp::RangeCount => OpKind::RangeCount,
             ExperimentOp::RangeMax => OpKind::RangeMax,
             ExperimentOp::MultiGet => OpKind::MultiGet,
-            ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => OpKind::Query,
+            ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 | ExperimentOp::TpchQ14 => OpKind::Query,
             ExperimentOp::Ycsb => OpKind::Mixed,
             ExperimentOp::FetchAll => OpKind::FetchAll,
         }
@@ -276,7 +279,7 @@ impl OpStream {
         match self.op {
             ExperimentOp::FetchAll => Op::FetchAll { table },
             ExperimentOp::Echo => Op::Echo,
-            ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 => {
+            ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 | ExperimentOp::TpchQ14 => {
                 Op::Query(self.op.query().expect("query experiments name a query"))
             }
             ExperimentOp::MultiGet => {
@@ -393,5 +396,32 @@ mod tests {
             assert_eq!(hi - lo + 1, 5);
             assert!(lo >= 0 && hi < 100);
         }
+    }
+
+    #[test]
+    fn tpch_experiments_run_their_query_and_need_it_declared() {
+        let ops = [ExperimentOp::TpchQ1, ExperimentOp::TpchQ3, ExperimentOp::TpchQ6, ExperimentOp::TpchQ14];
+        let ids = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
+        for (op, id) in ops.into_iter().zip(ids) {
+            assert_eq!(op.query(), Some(id));
+            assert_eq!(op.kind(), OpKind::Query);
+            assert!(!op.writes() && !op.is_range());
+            let e = experiment(op);
+            let s = OpStream::new(&e, 0, &dataset(), 3, 4);
+            assert!((0..5).all(|seq| s.op(&e.points[0], 0, 1, seq) == Op::Query(id)), "{op:?}");
+        }
+        let q14: ExperimentOp = serde_json::from_str("\"tpch_q14\"").unwrap();
+        assert_eq!(q14, ExperimentOp::TpchQ14);
+        // A system that runs Q1/Q3/Q6 but not the Q14 join is not offered Q14.
+        let mut caps = crate::adapter::Capabilities {
+            ops: vec![OpKind::Query],
+            queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+            native_batch: false,
+            secondary_indexes: false,
+        };
+        assert!(ExperimentOp::TpchQ3.supported_by(&caps, None));
+        assert!(!ExperimentOp::TpchQ14.supported_by(&caps, None));
+        caps.queries.push(QueryId::TpchQ14);
+        assert!(ExperimentOp::TpchQ14.supported_by(&caps, None));
     }
 }

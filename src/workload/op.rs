@@ -25,6 +25,7 @@ pub enum QueryId {
     TpchQ1,
     TpchQ3,
     TpchQ6,
+    TpchQ14,
 }
 
 /// One operation. Batches are slices of ops of one kind.

@@ -1,4 +1,4 @@
-//! The SQL text of the analytic queries (TPC-H Q1, Q3, Q6) for every SQL dialect dbsweep
+//! The SQL text of the analytic queries (TPC-H Q1, Q3, Q6, Q14) for every SQL dialect dbsweep
 //! drives, and the types of their result columns.
 //!
 //! Owns the query texts, their substitution parameters (TPC-H's validation values) and
@@ -10,6 +10,9 @@
 //! Float (the SQL casts to double, SQLite divides by a float), counts are Int, Q3's
 //! `l_orderkey`/`o_shippriority` are Int and `o_orderdate` is a Date. Q3's ORDER BY adds
 //! `l_orderkey` after TPC-H's `revenue DESC, o_orderdate` so ties have one answer.
+//! Q14 casts its two sums to double before dividing (engines divide decimals with
+//! different scales; the sums themselves stay exact), and the quotient once more so
+//! every engine returns a double.
 //! No text ends in a semicolon (HyPer takes one statement per query string).
 
 use super::op::QueryId;
@@ -26,6 +29,11 @@ pub const Q6_DATE_END: &str = "1995-01-01";
 /// Hundredths.
 pub const Q6_DISCOUNT: i64 = 6;
 pub const Q6_QUANTITY: i64 = 24;
+/// Q14 validation parameter: DATE (a one-month window; `Q14_DATE_END` is DATE + 1 month).
+pub const Q14_DATE: &str = "1995-09-01";
+pub const Q14_DATE_END: &str = "1995-10-01";
+/// Q14's part types on promotion: `p_type LIKE 'PROMO%'`.
+pub const Q14_TYPE_PREFIX: &str = "PROMO";
 /// Q3 returns the first 10 rows.
 pub const Q3_LIMIT: usize = 10;
 
@@ -76,6 +84,8 @@ pub fn answer_columns(query: QueryId) -> Vec<ColumnType> {
         QueryId::TpchQ3 => vec![I, F, D, I],
         // revenue
         QueryId::TpchQ6 => vec![F],
+        // promo_revenue
+        QueryId::TpchQ14 => vec![F],
     }
 }
 
@@ -225,6 +235,30 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
                 date_lit(dialect, Q6_DATE_END)
             )
         }
+        QueryId::TpchQ14 => {
+            let lineitem =
+                from(dialect, table, "lineitem", "l_pk", &[("l_partkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
+            let part = from(dialect, table, "part", "p_partkey", &[("p_partkey", I), ("p_type", T)]);
+            let promo = format!("p_type LIKE '{Q14_TYPE_PREFIX}%'");
+            let promo_revenue = if sqlite {
+                format!(
+                    "100.0 * sum(CASE WHEN {promo} THEN l_extendedprice * (100 - l_discount) ELSE 0 END) \
+                     / sum(l_extendedprice * (100 - l_discount))"
+                )
+            } else {
+                format!(
+                    "CAST(100.00 * CAST(sum(CASE WHEN {promo} THEN l_extendedprice * (1 - l_discount) ELSE 0 END) AS {dbl}) \
+                     / CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl}) AS {dbl})"
+                )
+            };
+            format!(
+                "SELECT {promo_revenue} AS promo_revenue \
+                 FROM {lineitem}, {part} \
+                 WHERE l_partkey = p_partkey AND l_shipdate >= {} AND l_shipdate < {}",
+                date_lit(dialect, Q14_DATE),
+                date_lit(dialect, Q14_DATE_END)
+            )
+        }
     }
 }
 
@@ -239,7 +273,7 @@ mod tests {
     #[test]
     fn every_dialect_has_every_query_without_semicolons() {
         for d in Dialect::ALL {
-            for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6] {
+            for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
                 let text = sql(q, d, &plain);
                 assert!(text.starts_with("SELECT "), "{d:?} {q:?}: {text}");
                 assert!(!text.contains(';'), "{d:?} {q:?}");
@@ -258,6 +292,26 @@ mod tests {
         let pg = sql(QueryId::TpchQ6, Dialect::Postgres, &plain);
         assert!(pg.contains("BETWEEN 0.05 AND 0.07 AND l_quantity < 24"), "{pg}");
         assert!(pg.contains("DATE '1994-01-01'"));
+    }
+
+    #[test]
+    fn q14_joins_part_over_one_month_in_every_dialect() {
+        assert_eq!(days(Q14_DATE_END) - days(Q14_DATE), 30, "September has 30 days");
+        let lite = sql(QueryId::TpchQ14, Dialect::Sqlite, &plain);
+        assert!(lite.contains("l_shipdate >= 9374 AND l_shipdate < 9404"), "{lite}");
+        assert!(lite.contains("THEN l_extendedprice * (100 - l_discount) ELSE 0"), "{lite}");
+        assert!(lite.starts_with("SELECT 100.0 * sum("), "{lite}");
+        for d in [Dialect::Postgres, Dialect::MySql, Dialect::DuckDb, Dialect::Hyper] {
+            let text = sql(QueryId::TpchQ14, d, &plain);
+            assert!(text.contains("FROM lineitem, part WHERE l_partkey = p_partkey"), "{d:?}: {text}");
+            assert!(text.contains("l_shipdate >= DATE '1995-09-01' AND l_shipdate < DATE '1995-10-01'"), "{d:?}: {text}");
+            assert!(text.contains("CASE WHEN p_type LIKE 'PROMO%' THEN l_extendedprice * (1 - l_discount) ELSE 0 END"), "{d:?}");
+        }
+        assert!(sql(QueryId::TpchQ14, Dialect::MySql, &plain).contains("AS DOUBLE)"));
+        let j = sql(QueryId::TpchQ14, Dialect::PgJsonb, &plain);
+        assert!(j.contains("(SELECT pk AS p_partkey, (v ->> 'p_type') AS p_type FROM part) AS part"), "{j}");
+        assert!(j.contains("(v ->> 'l_partkey')::int8 AS l_partkey"), "{j}");
+        assert_eq!(answer_columns(QueryId::TpchQ14), vec![ColumnType::Float]);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! HyPer (hyperd from the tableauhyperapi wheel), started by dbsweep's own spawn code: the
 //! shared body, typed values and batches, the ownership marker, and TPC-H SF 0.01 (load
-//! all tables, Q1/Q3/Q6 against the reference answers).
+//! all tables, Q1/Q3/Q6/Q14 against the reference answers).
 
 use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
 use dbsweep::data::tpch_reference;
@@ -76,7 +76,7 @@ async fn hyper_refuses_a_foreign_database_file() {
     assert!(path.exists(), "a foreign file is never removed");
 }
 
-/// TPC-H SF 0.01: every table loads completely and Q1, Q3, Q6 agree with the reference.
+/// TPC-H SF 0.01: every table loads completely and Q1, Q3, Q6, Q14 agree with the reference.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyper_tpch_sf001() {
     const SF: f64 = 0.01;
@@ -98,7 +98,7 @@ async fn hyper_tpch_sf001() {
         assert_eq!(target.count_rows(def).await.unwrap(), data.initial_rows(t), "{}", def.name);
     }
     let mut conn = target.connect().await.unwrap();
-    for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6] {
+    for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
         let out = conn.execute(&Op::Query(q)).await.unwrap_or_else(|e| panic!("{q:?}: {e:?}"));
         let got = out.answer.expect("a query answers");
         let want = tpch_reference::answer(q, SF);

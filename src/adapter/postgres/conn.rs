@@ -9,7 +9,7 @@
 //! when its future is first polled, so polling them all once in order sends the whole
 //! batch before the first reply is awaited.
 //!
-//! Analytic queries (TPC-H Q1, Q3, Q6) use the layout's dialect of
+//! Analytic queries (TPC-H Q1, Q3, Q6, Q14) use the layout's dialect of
 //! [`crate::workload::queries`], are prepared once per session (at connect when their
 //! tables were prepared) and decode every cell into the type `answer_columns` names.
 //! Must not time anything.
@@ -246,7 +246,7 @@ impl PgConnection {
         let prepared = futures_util::future::try_join_all(sql.iter().map(|q| conn.client.prepare(q))).await?;
         conn.statements.extend(keys.into_iter().zip(prepared));
         // The analytic queries whose tables this run prepared.
-        let runnable: Vec<(QueryId, String)> = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6]
+        let runnable: Vec<(QueryId, String)> = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14]
             .into_iter()
             .filter_map(|q| query_sql(q, dialect, &conn.tables).ok().map(|sql| (q, sql)))
             .collect();

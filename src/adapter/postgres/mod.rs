@@ -76,7 +76,7 @@ impl Postgres {
                 execution: Execution::Async,
                 capabilities: Capabilities {
                     ops,
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
+                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
                     native_batch: true,
                     secondary_indexes: true,
                 },

@@ -16,6 +16,7 @@
 //! scripts return every number as a decimal string and Rust divides and averages.
 //!
 //! Rows whose needed fields are missing (NULL) are skipped; generated TPC-H rows have none.
+//! The joins (Q3, Q14) are not Redis queries: no script, refused as unsupported.
 //!
 //! Blocking: a script runs to completion while Redis serves nobody else (the study's
 //! point). After `busy-reply-threshold` (`lua-time-limit`, 5 s by default) other clients get
@@ -178,7 +179,8 @@ impl Scripts {
                     .arg(CHUNK);
                 cmd.arg(&[SHIPDATE, DISCOUNT, QUANTITY, EXTENDEDPRICE]);
             }
-            QueryId::TpchQ3 => return None,
+            // Joins: not offered.
+            QueryId::TpchQ3 | QueryId::TpchQ14 => return None,
         }
         Some(cmd)
     }
@@ -262,7 +264,7 @@ pub(super) fn decode(query: QueryId, reply: &redis::Value) -> Result<Answer, OpE
             let revenue = if int(query, &r[2])? == 0 { Value::Null } else { Value::Float(limbs(query, &r[0], &r[1])? as f64 / 1e4) };
             Ok(Answer::Table(vec![vec![revenue]]))
         }
-        QueryId::TpchQ3 => Err(OpError::new(ErrorClass::Unsupported, "redis does not run TpchQ3")),
+        QueryId::TpchQ3 | QueryId::TpchQ14 => Err(OpError::new(ErrorClass::Unsupported, format!("redis does not run {query:?}"))),
     }
 }
 
@@ -324,7 +326,10 @@ mod tests {
     }
 
     #[test]
-    fn q3_is_not_a_redis_query() {
-        assert!(Scripts::new().command(QueryId::TpchQ3, "dbsweep:lineitem", "dbsweep:lineitem:pk").is_none());
+    fn joins_are_not_redis_queries() {
+        for q in [QueryId::TpchQ3, QueryId::TpchQ14] {
+            assert!(Scripts::new().command(q, "dbsweep:lineitem", "dbsweep:lineitem:pk").is_none(), "{q:?}");
+            assert_eq!(decode(q, &redis::Value::Nil).unwrap_err().class, ErrorClass::Unsupported, "{q:?}");
+        }
     }
 }

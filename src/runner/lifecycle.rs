@@ -1,0 +1,235 @@
+//! Lifecycle studies (the in-memory study): for each record count N and each target,
+//! every run starts from an empty table and runs the study's experiments in order — write
+//! all N pairs, read keys, delete keys, fetch everything — with memory read before and
+//! after each phase, so each phase's memory cost is its own delta.
+//!
+//! Owns the phase order, the table reset between runs, the memory readings and the row
+//! checks that tie the phases together (N written, N − deleted fetched). Must not time
+//! anything itself (the client loop does) or format output.
+
+use super::client::{self, RunJob};
+use super::memory;
+use super::progress::Progress;
+use super::{RunContext, flag_point, summarize};
+use crate::adapter::Target;
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::plan::Plan;
+use crate::report::model::{Flag, PointResult, PointStatus, Report, RunMeasurement};
+use crate::report::{self};
+use crate::workload::experiment::{Experiment, ExperimentOp, OpStream};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// One phase: its experiment and op stream.
+pub(super) struct Phase<'a> {
+    pub experiment: &'a Experiment,
+    pub stream: Arc<OpStream>,
+}
+
+/// Everything the lifecycle loop shares with the main runner.
+pub(super) struct Shared<'a> {
+    pub plan: &'a Plan,
+    pub ctx: &'a RunContext,
+    pub targets: &'a [Arc<dyn Target>],
+    pub dataset: &'a Dataset,
+    pub out_dir: &'a Path,
+}
+
+/// Runs every record count of a lifecycle study. Returns the reason to stop the whole run
+/// (Ctrl-C), if any; failed targets are recorded in `failed_targets` and skipped after.
+pub(super) async fn run(
+    shared: &Shared<'_>,
+    phases: &[Phase<'_>],
+    report: &mut Report,
+    progress: &mut Progress,
+    failed_targets: &mut BTreeMap<String, String>,
+) -> Result<Option<String>> {
+    let Some(first) = phases.first() else { return Ok(None) };
+    let total_runs = first.experiment.warmup + first.experiment.runs;
+    for (pi, point) in first.experiment.points.iter().enumerate() {
+        let records = point.param.unwrap_or(0);
+        let mut results: Vec<Vec<PointResult>> = phases.iter().map(|_| Vec::new()).collect();
+        let mut stop_reason = None;
+        for target in shared.targets {
+            let info = target.info();
+            let bases: Vec<PointResult> = phases
+                .iter()
+                .map(|p| PointResult {
+                    experiment: p.experiment.name.clone(),
+                    op: p.experiment.op.kind(),
+                    target: info.name.clone(),
+                    system: info.system.clone(),
+                    point: p.experiment.points[pi],
+                    rate: None,
+                    status: PointStatus::Measured,
+                    runs: Vec::new(),
+                    summary: None,
+                    flags: Vec::new(),
+                })
+                .collect();
+            if let Some(why) = failed_targets.get(&info.name) {
+                for (slot, base) in results.iter_mut().zip(bases) {
+                    slot.push(PointResult {
+                        status: PointStatus::Incomplete { reason: format!("skipped: {why}") },
+                        flags: vec![Flag::Incomplete],
+                        ..base
+                    });
+                }
+                continue;
+            }
+            let outcome = run_target(shared, phases, target, pi, records, total_runs, progress).await;
+            for ((slot, mut base), phase) in results.iter_mut().zip(bases).zip(&outcome.phases) {
+                base.runs = phase.runs.clone();
+                if !phase.supported {
+                    base.status = PointStatus::NotSupported { reason: format!("{} does not support {}", info.system, base.op) };
+                    base.flags.push(Flag::NotSupported);
+                } else if let Some(reason) = &outcome.failure {
+                    if phase.runs.len() < total_runs as usize || phase.runs.iter().any(|r| !r.complete) {
+                        base.status = PointStatus::Incomplete { reason: reason.clone() };
+                        base.flags.push(Flag::Incomplete);
+                    }
+                }
+                for detail in &phase.mismatches {
+                    base.flags.push(Flag::AnswerMismatch { detail: detail.clone() });
+                }
+                base.summary = summarize(&base);
+                if let Some(errors) = base.summary.as_ref().map(|s| s.errors).filter(|n| *n > 0) {
+                    base.flags.push(Flag::Errors { count: errors });
+                }
+                slot.push(base);
+            }
+            if let Some(reason) = outcome.failure {
+                if shared.ctx.cancel.load(Ordering::Relaxed) {
+                    stop_reason = Some("interrupted by Ctrl-C".to_string());
+                    break;
+                }
+                report.warnings.push(format!("{} / N={records}: {reason}", info.name));
+                if outcome.lost {
+                    failed_targets.insert(info.name.clone(), format!("{} failed during the N={records} lifecycle", info.name));
+                }
+            }
+        }
+        for mut phase_results in results {
+            flag_point(&mut phase_results);
+            report.points.extend(phase_results);
+        }
+        report::write_all(shared.out_dir, report)?;
+        if stop_reason.is_some() {
+            return Ok(stop_reason);
+        }
+    }
+    Ok(None)
+}
+
+/// What one target did at one record count, per phase.
+struct TargetOutcome {
+    phases: Vec<PhaseOutcome>,
+    /// Why the target stopped early, if it did.
+    failure: Option<String>,
+    /// The target's connection is gone: skip it from now on.
+    lost: bool,
+}
+
+#[derive(Default, Clone)]
+struct PhaseOutcome {
+    supported: bool,
+    runs: Vec<RunMeasurement>,
+    /// Row checks that failed (written ≠ N, fetched ≠ N − deleted).
+    mismatches: Vec<String>,
+}
+
+async fn run_target(
+    shared: &Shared<'_>,
+    phases: &[Phase<'_>],
+    target: &Arc<dyn Target>,
+    point_index: usize,
+    records: u64,
+    total_runs: u32,
+    progress: &mut Progress,
+) -> TargetOutcome {
+    let info = target.info();
+    let server_pid = shared.ctx.server_pids.get(&info.name).copied();
+    let mut out = TargetOutcome {
+        phases: phases
+            .iter()
+            .map(|p| PhaseOutcome { supported: p.experiment.op.supported_by(&info.capabilities, None), ..Default::default() })
+            .collect(),
+        failure: None,
+        lost: false,
+    };
+    let checks_rows = info.system != "nodb";
+    for run in 0..total_runs {
+        let warmup = run < phases[0].experiment.warmup;
+        progress.message(format!("N={records} · {} · run {} · reset", info.name, run + 1));
+        // An empty table for every run: prepare drops and recreates only dbsweep's own.
+        if let Err(e) = target.prepare(&shared.dataset.tables).await {
+            out.failure = Some(format!("resetting the table before run {run} failed: {e}"));
+            out.lost = true;
+            return out;
+        }
+        let (mut before, _) = memory::read(target.as_ref(), server_pid).await;
+        let mut written = None;
+        let mut deleted = 0;
+        for (phase, state) in phases.iter().zip(out.phases.iter_mut()) {
+            if !state.supported {
+                continue;
+            }
+            let experiment = phase.experiment;
+            let point = experiment.points[point_index];
+            progress.message(format!("N={records} · {} · {} · run {}", info.name, experiment.name, run + 1));
+            let job = Arc::new(RunJob {
+                target: target.clone(),
+                stream: phase.stream.clone(),
+                point,
+                point_index,
+                run,
+                warmup,
+                ops: phase.stream.ops_at(&point),
+                timeout: Duration::from_secs_f64(shared.plan.timeout_secs),
+                cancel: shared.ctx.cancel.clone(),
+                progress: progress.counter(),
+                rate: None,
+            });
+            let mut m = client::run_once(job).await;
+            let (after, source) = memory::read(target.as_ref(), server_pid).await;
+            m.memory = Some(memory::measurement(before, after.clone(), source));
+            before = after;
+            if checks_rows && m.complete {
+                match experiment.op {
+                    ExperimentOp::Insert => {
+                        written = Some(m.rows);
+                        if m.rows != records {
+                            state.mismatches.push(format!("run {run}: {} of {records} pairs written", m.rows));
+                        }
+                    }
+                    ExperimentOp::Delete => deleted += m.rows,
+                    ExperimentOp::FetchAll => {
+                        let expected = written.unwrap_or(records).saturating_sub(deleted);
+                        if m.rows != expected {
+                            state.mismatches.push(format!("run {run}: fetched {} rows, {expected} stored", m.rows));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let complete = m.complete;
+            let lost = m.errors.contains_key("connection") || m.errors.contains_key("timeout");
+            let sample = m.error_samples.first().cloned().unwrap_or_default();
+            state.runs.push(m);
+            if !complete {
+                out.failure = Some(if shared.ctx.cancel.load(Ordering::Relaxed) {
+                    "interrupted".to_string()
+                } else {
+                    format!("{} run {run} stopped early: {sample}", experiment.name)
+                });
+                out.lost = lost;
+                return out;
+            }
+        }
+    }
+    out
+}

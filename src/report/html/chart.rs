@@ -108,7 +108,9 @@ pub fn short(v: f64) -> String {
     } else if x.abs() >= 0.1 {
         format!("{x:.2}")
     } else {
-        format!("{x:.3}")
+        // Two significant digits however small (0.001, 0.00025).
+        let decimals = ((-x.abs().log10()).ceil() as usize + 1).min(12);
+        format!("{x:.decimals$}")
     };
     let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
     format!("{s}{suffix}")
@@ -348,6 +350,9 @@ mod tests {
         assert_eq!(short(1234.0), "1.23k");
         assert_eq!(short(35000.0), "35k");
         assert_eq!(short(0.5), "0.5");
+        assert_eq!(short(0.0001), "0.0001");
+        assert_eq!(short(0.00025), "0.00025");
+        assert_eq!(short(0.0), "0");
     }
 
     #[test]

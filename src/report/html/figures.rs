@@ -206,56 +206,83 @@ pub fn point_label(p: &Point, op: OpKind) -> String {
 }
 
 /// The sections of the report, in order.
-pub fn plan(report: &Report) -> Vec<Section> {
-    let experiments = experiments(report);
+/// Experiments of a lifecycle study that sweep record counts (every point has `param`);
+/// others in the same study (echo-floor) get ordinary sections.
+pub fn lifecycle_experiments(report: &Report) -> Vec<(String, OpKind)> {
+    if !is_lifecycle(report) {
+        return Vec::new();
+    }
+    experiments(report).into_iter().filter(|(name, _)| points_of(report, name).iter().all(|p| p.point.param.is_some())).collect()
+}
+
+fn lifecycle_sections(report: &Report, experiments: &[(String, OpKind)]) -> Vec<Section> {
     let mut sections = Vec::new();
-    if is_lifecycle(report) {
-        let mut figures = Vec::new();
-        for (name, op) in &experiments {
-            let id = slug(name);
+    let mut figures = Vec::new();
+    for (name, op) in experiments {
+        let id = slug(name);
+        figures.push(FigureSpec {
+            id: format!("fig-{id}-time"),
+            title: format!("{name}: {} by record count", if per_key(*op) { "time per key" } else { "time" }),
+            kind: FigureKind::LifecycleTime,
+            experiments: vec![name.clone()],
+        });
+        let has_memory = points_of(report, name).iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some()));
+        if *op == OpKind::Insert && has_memory {
             figures.push(FigureSpec {
-                id: format!("fig-{id}-time"),
-                title: format!("{name}: time per run by record count"),
-                kind: FigureKind::LifecycleTime,
+                id: format!("fig-{id}-memory"),
+                title: format!("{name}: memory per record"),
+                kind: FigureKind::MemoryPerRecord,
                 experiments: vec![name.clone()],
             });
-            let has_memory = points_of(report, name).iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some()));
-            if *op == OpKind::Insert && has_memory {
-                figures.push(FigureSpec {
-                    id: format!("fig-{id}-memory"),
-                    title: format!("{name}: memory per record"),
-                    kind: FigureKind::MemoryPerRecord,
-                    experiments: vec![name.clone()],
-                });
-            }
         }
-        sections.push(Section { id: "lifecycle".into(), title: "Time and memory per operation".into(), figures, lifecycle_tables: true });
-        let mut latency = Vec::new();
-        for (name, op) in &experiments {
-            let points = points_of(report, name);
-            if let Some(point) = representative_point(&points) {
-                latency.push(FigureSpec {
-                    id: format!("fig-{}-latency", slug(name)),
-                    title: format!("{name}: latency by percentile at {}", point_label(&point, *op)),
-                    kind: FigureKind::Percentiles { point },
-                    experiments: vec![name.clone()],
-                });
-            }
-        }
-        if !latency.is_empty() {
-            sections.push(Section { id: "lifecycle-latency".into(), title: "Latency percentiles".into(), figures: latency, lifecycle_tables: false });
-        }
-        return sections;
     }
+    sections.push(Section { id: "lifecycle".into(), title: "Time and memory per operation".into(), figures, lifecycle_tables: true });
+    let mut latency = Vec::new();
+    for (name, op) in experiments {
+        let points = points_of(report, name);
+        if let Some(point) = representative_point(&points) {
+            latency.push(FigureSpec {
+                id: format!("fig-{}-latency", slug(name)),
+                title: format!("{name}: latency by percentile at {}", point_label(&point, *op)),
+                kind: FigureKind::Percentiles { point },
+                experiments: vec![name.clone()],
+            });
+        }
+    }
+    if !latency.is_empty() {
+        sections.push(Section { id: "lifecycle-latency".into(), title: "Latency percentiles".into(), figures: latency, lifecycle_tables: false });
+    }
+    sections
+}
+
+/// Lifecycle operations on single keys (read one, delete one): their time is per key, the
+/// others' (write all, fetch all) is the whole operation.
+pub fn per_key(op: OpKind) -> bool {
+    matches!(op, OpKind::Get | OpKind::Delete | OpKind::Update)
+}
+
+/// The sections of the report, in order.
+pub fn plan(report: &Report) -> Vec<Section> {
+    let experiments = experiments(report);
+    let lifecycle = lifecycle_experiments(report);
+    let mut sections = Vec::new();
+    let mut lifecycle_done = false;
     let mut queries_done = false;
     let mut ycsb_done = false;
     for (name, op) in &experiments {
+        if lifecycle.iter().any(|(n, _)| n == name) {
+            if !lifecycle_done {
+                lifecycle_done = true;
+                sections.extend(lifecycle_sections(report, &lifecycle));
+            }
+            continue;
+        }
         if *op == OpKind::Query {
             if !queries_done {
                 queries_done = true;
                 let names: Vec<String> = experiments.iter().filter(|(_, o)| *o == OpKind::Query).map(|(n, _)| n.clone()).collect();
                 let mut figures =
-                    vec![FigureSpec { id: "fig-queries".into(), title: "Analytic queries: seconds per query".into(), kind: FigureKind::QueryDurations, experiments: names.clone() }];
+                    vec![FigureSpec { id: "fig-queries".into(), title: "Analytic queries: time per query".into(), kind: FigureKind::QueryDurations, experiments: names.clone() }];
                 for q in &names {
                     let points = points_of(report, q);
                     if let Some(point) = representative_point(&points) {
@@ -419,9 +446,13 @@ mod tests {
             engine_after_bytes: None,
             server_after_bytes: None,
         });
-        let r = report(vec![write, point("fetch-all", OpKind::FetchAll, "a", 1, 1, false, Some(1000))], true);
-        assert_eq!(figure_ids(&r), vec!["fig-write-all-time", "fig-write-all-memory", "fig-fetch-all-time"]);
-        assert!(plan(&r)[0].lifecycle_tables);
+        let floor = point("echo-floor", OpKind::Echo, "a", 1, 1, false, None);
+        let r = report(vec![floor, write, point("fetch-all", OpKind::FetchAll, "a", 1, 1, false, Some(1000))], true);
+        // The echo floor (no record counts) keeps an ordinary section.
+        assert_eq!(figure_ids(&r), vec!["fig-echo-floor-bars", "fig-write-all-time", "fig-write-all-memory", "fig-fetch-all-time"]);
+        let sections = plan(&r);
+        assert!(!sections[0].lifecycle_tables && sections[1].lifecycle_tables);
+        assert!(per_key(OpKind::Get) && per_key(OpKind::Delete) && !per_key(OpKind::Insert) && !per_key(OpKind::FetchAll));
     }
 
     #[test]

@@ -689,7 +689,7 @@ fn throughput_bars(out: &mut String, r: &Report, colors: &Colors, experiment: &s
 
 fn query_durations(out: &mut String, r: &Report, colors: &Colors, experiments: &[String]) {
     let groups: Vec<(String, Vec<&PointResult>)> = experiments.iter().map(|e| (e.clone(), points_of(r, e))).collect();
-    grouped_bars(out, colors, &groups, "seconds per query", &seconds_per_op, true);
+    grouped_bars(out, colors, &groups, "time per query", &seconds_per_op, true);
     out.push_str("<p class=\"note\">Wall time per query (median of the measured runs; bars: min–max). A query whose answer differs from the other systems' is flagged and its time is void.</p>\n");
     value_table(out, colors, "query", &groups, "time per query", &seconds_per_op, &fmt_secs);
 }
@@ -847,10 +847,18 @@ fn by_count<'a>(r: &'a Report, experiment: &str) -> Vec<(String, Vec<&'a PointRe
         .collect()
 }
 
+/// Lifecycle time: per key for single-key operations (read one, delete one: the run's time
+/// over its keys), else the whole operation (write all, fetch all).
+fn lifecycle_value(p: &PointResult) -> Option<(f64, f64, f64)> {
+    if figures::per_key(p.op) { seconds_per_op(p) } else { run_seconds(p) }
+}
+
 fn lifecycle_time(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
     let groups = by_count(r, experiment);
-    grouped_bars(out, colors, &groups, "time per run", &run_seconds, true);
-    out.push_str("<p class=\"note\">x: record count N. Wall time of the operation (median of the measured runs; whiskers min–max).</p>\n");
+    let per_key = groups.iter().flat_map(|(_, ps)| ps.iter()).any(|p| figures::per_key(p.op));
+    grouped_bars(out, colors, &groups, if per_key { "time per key" } else { "time" }, &lifecycle_value, true);
+    let what = if per_key { "Time per key (the run's wall time over the keys it read or deleted)" } else { "Wall time of the whole operation" };
+    let _ = writeln!(out, "<p class=\"note\">x: record count N. {what}; median of the measured runs, whiskers min–max.</p>");
 }
 
 /// Bytes per record of a point and where the figure comes from: the engine's own
@@ -887,7 +895,7 @@ fn memory_per_record(out: &mut String, r: &Report, colors: &Colors, experiment: 
 
 fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     let counts = record_counts(r);
-    let experiments = figures::experiments(r);
+    let experiments = figures::lifecycle_experiments(r);
     let head = |out: &mut String, id: &str, caption: &str| {
         let _ = write!(out, "<h3>{}</h3>\n<table id=\"{id}\"><tr><th>operation</th><th>target</th>", esc(caption));
         for n in &counts {
@@ -902,7 +910,7 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
             _ => None,
         }
     };
-    head(out, "lifecycle-time", "Time per operation");
+    head(out, "lifecycle-time", "Time per operation (write all and fetch all: the whole operation; read one and delete one: per key)");
     for (e, _) in &experiments {
         let points = points_of(r, e);
         for t in targets_of(colors, &points) {
@@ -914,7 +922,7 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
                     continue;
                 }
                 let p = p.expect("checked");
-                match run_seconds(p) {
+                match lifecycle_value(p) {
                     Some((m, lo, hi)) => {
                         let _ = write!(out, "<td class=\"num\">{}<br><small>{} – {}</small> {}</td>", fmt_secs(m), fmt_secs(lo), fmt_secs(hi), flags_html(p));
                     }

@@ -89,13 +89,7 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
             let report = report::load(&dir)?;
             report::write_all(&dir, &report)?;
             print!("{}", report::console::render(&report));
-            println!(
-                "\nre-rendered {} and {} in {} from {}",
-                report::RESULTS_CSV,
-                report::REPORT_HTML,
-                dir.display(),
-                report::REPORT_JSON
-            );
+            println!("\nre-rendered {} and {} in {} from {}", report::RESULTS_CSV, report::REPORT_HTML, dir.display(), report::REPORT_JSON);
             Ok(())
         }
     }

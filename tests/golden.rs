@@ -29,7 +29,8 @@ fn check_golden(path: &Path, actual: &str) {
     }
     let expected = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e} (create it with UPDATE_GOLDEN=1)", path.display()));
     if expected != actual {
-        let line = expected.lines().zip(actual.lines()).position(|(a, b)| a != b).unwrap_or(expected.lines().count().min(actual.lines().count()));
+        let line =
+            expected.lines().zip(actual.lines()).position(|(a, b)| a != b).unwrap_or(expected.lines().count().min(actual.lines().count()));
         panic!(
             "{} differs from the output at line {}:\n  golden: {:?}\n  actual: {:?}\nIf the format change is deliberate, run UPDATE_GOLDEN=1 cargo test --test golden and review the diff.",
             path.display(),

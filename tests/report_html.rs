@@ -137,7 +137,9 @@ fn report_html_renders_in_headless_chromium_with_every_figure_and_no_network() {
 
     // Every planned figure is in the DOM with SVG content, including the study's axes.
     let ids = figures::figure_ids(&saved);
-    for expected in ["fig-echo-clients", "fig-insert-clients", "fig-insert-batch", "fig-get-batch", "fig-range-count-width", "fig-get-latency"] {
+    for expected in
+        ["fig-echo-clients", "fig-insert-clients", "fig-insert-batch", "fig-get-batch", "fig-range-count-width", "fig-get-latency"]
+    {
         assert!(ids.iter().any(|i| i == expected), "figure {expected} not planned: {ids:?}");
     }
     for id in &ids {

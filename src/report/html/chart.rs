@@ -141,7 +141,8 @@ impl Axis {
         let min = finite.iter().copied().fold(f64::MAX, f64::min);
         match scale {
             Scale::Log => {
-                let (lo, hi) = if finite.is_empty() { (0.0, 1.0) } else { (min.log10().floor(), max.log10().ceil().max(min.log10().floor() + 1.0)) };
+                let (lo, hi) =
+                    if finite.is_empty() { (0.0, 1.0) } else { (min.log10().floor(), max.log10().ceil().max(min.log10().floor() + 1.0)) };
                 let mut ticks = Vec::new();
                 let decades = (hi - lo) as i32;
                 for d in lo as i32..=hi as i32 {
@@ -250,7 +251,14 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
             chart
                 .draw_series(s.points.iter().filter(|p| p.hi > p.lo).map(|p| {
                     let (px, _) = tp(p);
-                    ErrorBar::new_vertical(px, clamp(t(y.scale, p.lo)), clamp(t(y.scale, p.y)), clamp(t(y.scale, p.hi)), s.color.stroke_width(1), 8)
+                    ErrorBar::new_vertical(
+                        px,
+                        clamp(t(y.scale, p.lo)),
+                        clamp(t(y.scale, p.y)),
+                        clamp(t(y.scale, p.hi)),
+                        s.color.stroke_width(1),
+                        8,
+                    )
                 }))
                 .map_err(err)?;
             chart
@@ -314,7 +322,14 @@ pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> 
                 let xm = x0 + bar * 0.45;
                 if v.hi > v.lo {
                     chart
-                        .draw_series(std::iter::once(ErrorBar::new_vertical(xm, clamp(v.lo), clamp(v.y), clamp(v.hi), BLACK.stroke_width(1), 6)))
+                        .draw_series(std::iter::once(ErrorBar::new_vertical(
+                            xm,
+                            clamp(v.lo),
+                            clamp(v.y),
+                            clamp(v.hi),
+                            BLACK.stroke_width(1),
+                            6,
+                        )))
                         .map_err(err)?;
                 }
                 if v.flagged {

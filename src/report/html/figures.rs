@@ -250,7 +250,12 @@ fn lifecycle_sections(report: &Report, experiments: &[(String, OpKind)]) -> Vec<
         }
     }
     if !latency.is_empty() {
-        sections.push(Section { id: "lifecycle-latency".into(), title: "Latency percentiles".into(), figures: latency, lifecycle_tables: false });
+        sections.push(Section {
+            id: "lifecycle-latency".into(),
+            title: "Latency percentiles".into(),
+            figures: latency,
+            lifecycle_tables: false,
+        });
     }
     sections
 }
@@ -281,8 +286,12 @@ pub fn plan(report: &Report) -> Vec<Section> {
             if !queries_done {
                 queries_done = true;
                 let names: Vec<String> = experiments.iter().filter(|(_, o)| *o == OpKind::Query).map(|(n, _)| n.clone()).collect();
-                let mut figures =
-                    vec![FigureSpec { id: "fig-queries".into(), title: "Analytic queries: time per query".into(), kind: FigureKind::QueryDurations, experiments: names.clone() }];
+                let mut figures = vec![FigureSpec {
+                    id: "fig-queries".into(),
+                    title: "Analytic queries: time per query".into(),
+                    kind: FigureKind::QueryDurations,
+                    experiments: names.clone(),
+                }];
                 for q in &names {
                     let points = points_of(report, q);
                     if let Some(point) = representative_point(&points) {
@@ -385,10 +394,15 @@ mod tests {
 
     #[test]
     fn range_widths_get_a_log_width_axis_and_sizes_a_time_axis() {
-        let range = [point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1)), point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1000))];
+        let range =
+            [point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1)), point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1000))];
         let refs: Vec<&PointResult> = range.iter().collect();
-        assert_eq!(kinds(&experiment_figures("rc", OpKind::RangeCount, &refs)), vec![FigureKind::Throughput { x: XAxis::Width, log_x: true }]);
-        let sized = [point("ins", OpKind::Insert, "a", 1, 100, true, Some(100)), point("ins", OpKind::Insert, "a", 1, 10000, true, Some(10000))];
+        assert_eq!(
+            kinds(&experiment_figures("rc", OpKind::RangeCount, &refs)),
+            vec![FigureKind::Throughput { x: XAxis::Width, log_x: true }]
+        );
+        let sized =
+            [point("ins", OpKind::Insert, "a", 1, 100, true, Some(100)), point("ins", OpKind::Insert, "a", 1, 10000, true, Some(10000))];
         let refs: Vec<&PointResult> = sized.iter().collect();
         assert_eq!(kinds(&experiment_figures("ins", OpKind::Insert, &refs)), vec![FigureKind::TimeVsRecords { log_x: true }]);
         let linear = [point("f", OpKind::MultiGet, "a", 1, 1, false, Some(100)), point("f", OpKind::MultiGet, "a", 1, 1, false, Some(500))];

@@ -184,7 +184,10 @@ pub fn flags_html(p: &PointResult) -> String {
                 share * 100.0
             ),
             Flag::AnswerMismatch { detail } => {
-                format!(r#"<span class="flag loud" title="answers differ from the other systems': the timing is void">ANSWER MISMATCH: {}</span>"#, esc(detail))
+                format!(
+                    r#"<span class="flag loud" title="answers differ from the other systems': the timing is void">ANSWER MISMATCH: {}</span>"#,
+                    esc(detail)
+                )
             }
             Flag::Errors { count } => format!(r#"<span class="flag err">{count} error{}</span>"#, if *count == 1 { "" } else { "s" }),
             Flag::Incomplete if matches!(p.status, PointStatus::Incomplete { .. }) => continue,
@@ -405,7 +408,13 @@ fn open_figure(out: &mut String, f: &FigureSpec) {
         FigureKind::LifecycleTime => "lifecycle-time",
         FigureKind::MemoryPerRecord => "memory-per-record",
     };
-    let _ = write!(out, "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption>{}</figcaption>\n", esc(&f.id), esc(&f.id), esc(&f.title));
+    let _ = write!(
+        out,
+        "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption>{}</figcaption>\n",
+        esc(&f.id),
+        esc(&f.id),
+        esc(&f.title)
+    );
 }
 
 fn chart_or_error(out: &mut String, svg: Result<String, String>) {
@@ -498,9 +507,17 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
         if batches { "<th>requests/s</th>" } else { "" }
     );
     let mut sorted: Vec<&&PointResult> = points.iter().collect();
-    sorted.sort_by_key(|p| (colors.0.iter().position(|(n, _)| *n == p.target), p.point.batched, p.point.clients, p.point.batch, p.point.param));
+    sorted.sort_by_key(|p| {
+        (colors.0.iter().position(|(n, _)| *n == p.target), p.point.batched, p.point.clients, p.point.batch, p.point.param)
+    });
     for p in sorted {
-        let _ = write!(out, "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>", css(colors.of(&p.target)), esc(&p.target), esc(&point_desc(p)));
+        let _ = write!(
+            out,
+            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>",
+            css(colors.of(&p.target)),
+            esc(&p.target),
+            esc(&point_desc(p))
+        );
         match &p.summary {
             Some(s) => {
                 let req: Vec<f64> = measured(p).iter().map(|r| r.requests_per_sec()).collect();
@@ -562,7 +579,14 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
                 .filter(|p| &p.target == t)
                 .filter_map(|p| {
                     let (m, lo, hi) = run_seconds(p)?;
-                    Some(Pt { x: p.point.param.unwrap_or(0) as f64, y: m / div, lo: lo / div, hi: hi / div, hollow: false, flagged: is_flagged(p) })
+                    Some(Pt {
+                        x: p.point.param.unwrap_or(0) as f64,
+                        y: m / div,
+                        lo: lo / div,
+                        hi: hi / div,
+                        hollow: false,
+                        flagged: is_flagged(p),
+                    })
                 })
                 .collect(),
         })
@@ -585,7 +609,13 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
     out.push_str("<tr><th>target</th><th>N</th><th>time per run (median)</th><th>min–max</th><th>requests per run</th><th>rows per run</th><th>p50</th><th>p99</th><th>flags</th></tr>\n");
     for t in &targets {
         for p in points.iter().filter(|p| &p.target == t) {
-            let _ = write!(out, "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>", css(colors.of(t)), esc(t), p.point.param.unwrap_or(0));
+            let _ = write!(
+                out,
+                "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
+                css(colors.of(t)),
+                esc(t),
+                p.point.param.unwrap_or(0)
+            );
             match run_seconds(p) {
                 Some((m, lo, hi)) => {
                     let runs = measured(p);
@@ -649,12 +679,31 @@ fn grouped_bars(
     }
 }
 
-fn value_table(out: &mut String, colors: &Colors, group_name: &str, groups: &[(String, Vec<&PointResult>)], what: &str, value: &dyn Fn(&PointResult) -> Option<(f64, f64, f64)>, fmt: &dyn Fn(f64) -> String) {
+fn value_table(
+    out: &mut String,
+    colors: &Colors,
+    group_name: &str,
+    groups: &[(String, Vec<&PointResult>)],
+    what: &str,
+    value: &dyn Fn(&PointResult) -> Option<(f64, f64, f64)>,
+    fmt: &dyn Fn(f64) -> String,
+) {
     out.push_str(TABLE_OPEN);
-    let _ = writeln!(out, "<tr><th>{}</th><th>target</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th><th>flags</th></tr>", esc(group_name), esc(what));
+    let _ = writeln!(
+        out,
+        "<tr><th>{}</th><th>target</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th><th>flags</th></tr>",
+        esc(group_name),
+        esc(what)
+    );
     for (g, ps) in groups {
         for p in ps {
-            let _ = write!(out, "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>", esc(g), css(colors.of(&p.target)), esc(&p.target));
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                esc(g),
+                css(colors.of(&p.target)),
+                esc(&p.target)
+            );
             match value(p) {
                 Some((m, lo, hi)) => {
                     let lat = p.summary.as_ref().and_then(|s| s.latency.as_ref());
@@ -709,14 +758,19 @@ fn per_kind(p: &PointResult) -> Vec<(OpKind, LatencySummary, f64)> {
         .into_iter()
         .filter_map(|k| {
             let merged = crate::stats::merge_summaries(runs.iter().filter_map(|r| r.service.get(&k)))?;
-            let rates: Vec<f64> = runs.iter().filter(|r| r.seconds > 0.0).map(|r| r.service.get(&k).map(|l| l.count).unwrap_or(0) as f64 / r.seconds).collect();
+            let rates: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.seconds > 0.0)
+                .map(|r| r.service.get(&k).map(|l| l.count).unwrap_or(0) as f64 / r.seconds)
+                .collect();
             Some((k, merged, crate::stats::median(&rates)))
         })
         .collect()
 }
 
 fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, clients: usize) {
-    let points: Vec<&PointResult> = points_of(r, experiment).into_iter().filter(|p| p.point.clients == clients && !p.point.batched).collect();
+    let points: Vec<&PointResult> =
+        points_of(r, experiment).into_iter().filter(|p| p.point.clients == clients && !p.point.batched).collect();
     let per: Vec<(&PointResult, Vec<(OpKind, LatencySummary, f64)>)> = points.iter().map(|p| (*p, per_kind(p))).collect();
     let kinds: BTreeSet<OpKind> = per.iter().flat_map(|(_, v)| v.iter().map(|(k, _, _)| *k)).collect();
     let targets = targets_of(colors, &points);
@@ -802,7 +856,10 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
     // No markers on a curve: draw each sample as a segment only.
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.y)).filter(|v| *v > 0.0).collect();
     legend(out, colors, &targets);
-    chart_or_error(out, chart::curves(&Axis::percentiles(max_x), &Axis::values(Scale::Log, &ys, ""), "percentile", "service time (µs)", &series));
+    chart_or_error(
+        out,
+        chart::curves(&Axis::percentiles(max_x), &Axis::values(Scale::Log, &ys, ""), "percentile", "service time (µs)", &series),
+    );
     let op = points.first().map(|p| p.op).unwrap_or(OpKind::Echo);
     let _ = writeln!(
         out,
@@ -857,7 +914,8 @@ fn lifecycle_time(out: &mut String, r: &Report, colors: &Colors, experiment: &st
     let groups = by_count(r, experiment);
     let per_key = groups.iter().flat_map(|(_, ps)| ps.iter()).any(|p| figures::per_key(p.op));
     grouped_bars(out, colors, &groups, if per_key { "time per key" } else { "time" }, &lifecycle_value, true);
-    let what = if per_key { "Time per key (the run's wall time over the keys it read or deleted)" } else { "Wall time of the whole operation" };
+    let what =
+        if per_key { "Time per key (the run's wall time over the keys it read or deleted)" } else { "Wall time of the whole operation" };
     let _ = writeln!(out, "<p class=\"note\">x: record count N. {what}; median of the measured runs, whiskers min–max.</p>");
 }
 
@@ -914,7 +972,13 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     for (e, _) in &experiments {
         let points = points_of(r, e);
         for t in targets_of(colors, &points) {
-            let _ = write!(out, "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>", esc(e), css(colors.of(&t)), esc(&t));
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                esc(e),
+                css(colors.of(&t)),
+                esc(&t)
+            );
             for n in &counts {
                 let p = points.iter().find(|p| p.target == t && p.point.param == Some(*n));
                 if let Some(c) = cell_na(p) {
@@ -924,7 +988,14 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
                 let p = p.expect("checked");
                 match lifecycle_value(p) {
                     Some((m, lo, hi)) => {
-                        let _ = write!(out, "<td class=\"num\">{}<br><small>{} – {}</small> {}</td>", fmt_secs(m), fmt_secs(lo), fmt_secs(hi), flags_html(p));
+                        let _ = write!(
+                            out,
+                            "<td class=\"num\">{}<br><small>{} – {}</small> {}</td>",
+                            fmt_secs(m),
+                            fmt_secs(lo),
+                            fmt_secs(hi),
+                            flags_html(p)
+                        );
                     }
                     None => {
                         let _ = write!(out, "<td>{}</td>", flags_html(p));
@@ -940,7 +1011,13 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     for (e, _) in &experiments {
         let points = points_of(r, e);
         for t in targets_of(colors, &points) {
-            let _ = write!(out, "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>", esc(e), css(colors.of(&t)), esc(&t));
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                esc(e),
+                css(colors.of(&t)),
+                esc(&t)
+            );
             for n in &counts {
                 let p = points.iter().find(|p| p.target == t && p.point.param == Some(*n));
                 if let Some(c) = cell_na(p) {
@@ -988,7 +1065,11 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     let _ = writeln!(
         out,
         "<p class=\"note\">engine: memory as the engine reports it ({}); server: PSS of the spawned server's process group (/proc/PID/smaps_rollup); client: dbsweep's own resident memory, which for embedded engines includes the engine. Δ = after − before the operation; B/row = Δ / rows the operation touched.</p>",
-        if sources.is_empty() { "no engine figure in this run".to_string() } else { esc(&sources.into_iter().collect::<Vec<_>>().join("; ")) }
+        if sources.is_empty() {
+            "no engine figure in this run".to_string()
+        } else {
+            esc(&sources.into_iter().collect::<Vec<_>>().join("; "))
+        }
     );
 }
 

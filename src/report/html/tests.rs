@@ -32,7 +32,8 @@ fn target_names_and_settings_are_escaped() {
 fn flags_are_rendered_next_to_their_numbers() {
     let mut r = fixture();
     let i = r.points.iter().position(|p| p.experiment == "insert" && p.point.batched && p.point.batch > 1 && p.summary.is_some()).unwrap();
-    r.points[i].flags = vec![Flag::ClientBound { share: 0.87 }, Flag::AnswerMismatch { detail: "count 3 vs 4".into() }, Flag::Errors { count: 5 }];
+    r.points[i].flags =
+        vec![Flag::ClientBound { share: 0.87 }, Flag::AnswerMismatch { detail: "count 3 vs 4".into() }, Flag::Errors { count: 5 }];
     let badges = flags_html(&r.points[i]);
     assert!(badges.contains("client-bound (87% of NO-DB)"), "{badges}");
     assert!(badges.contains("class=\"flag loud\"") && badges.contains("ANSWER MISMATCH: count 3 vs 4"), "{badges}");
@@ -40,7 +41,8 @@ fn flags_are_rendered_next_to_their_numbers() {
     let html = render(&r);
     // In the point's data-table row, after its numbers, and loudly in the header.
     let fig = html.find("<figure id=\"fig-insert-batch\"").expect("the batch figure");
-    let row_start = fig + html[fig..].find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
+    let row_start = fig
+        + html[fig..].find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
     let row = &html[row_start..row_start + html[row_start..].find("</tr>").unwrap()];
     assert!(row.contains("ANSWER MISMATCH") && row.contains("client-bound"), "{row}");
     assert!(html.contains("ANSWER MISMATCH</span> at 1 point"));

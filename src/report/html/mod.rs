@@ -503,7 +503,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
     let batches = points.iter().any(|p| p.point.batch > 1);
     let _ = writeln!(
         out,
-        "<tr><th>target</th><th>point</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th><th>flags</th></tr>",
+        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th></tr>",
         if batches { "<th>requests/s</th>" } else { "" }
     );
     let mut sorted: Vec<&&PointResult> = points.iter().collect();
@@ -518,6 +518,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
             esc(&p.target),
             esc(&point_desc(p))
         );
+        let _ = write!(out, "<td>{}</td>", flags_html(p));
         match &p.summary {
             Some(s) => {
                 let req: Vec<f64> = measured(p).iter().map(|r| r.requests_per_sec()).collect();
@@ -542,7 +543,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                 let _ = write!(out, "<td colspan=\"{}\"></td>", if batches { 6 } else { 5 });
             }
         }
-        let _ = writeln!(out, "<td>{}</td></tr>", flags_html(p));
+        out.push_str("</tr>\n");
     }
     out.push_str("</table></details>\n");
 }
@@ -606,7 +607,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
     );
     let _ = writeln!(out, "<p class=\"note\">Wall time of one measured run (median; bars: min–max).</p>");
     out.push_str(TABLE_OPEN);
-    out.push_str("<tr><th>target</th><th>N</th><th>time per run (median)</th><th>min–max</th><th>requests per run</th><th>rows per run</th><th>p50</th><th>p99</th><th>flags</th></tr>\n");
+    out.push_str("<tr><th>target</th><th>N</th><th>flags</th><th>time per run (median)</th><th>min–max</th><th>requests per run</th><th>rows per run</th><th>p50</th><th>p99</th></tr>\n");
     for t in &targets {
         for p in points.iter().filter(|p| &p.target == t) {
             let _ = write!(
@@ -616,6 +617,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
                 esc(t),
                 p.point.param.unwrap_or(0)
             );
+            let _ = write!(out, "<td>{}</td>", flags_html(p));
             match run_seconds(p) {
                 Some((m, lo, hi)) => {
                     let runs = measured(p);
@@ -634,7 +636,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
                 }
                 None => out.push_str("<td colspan=\"6\"></td>"),
             }
-            let _ = writeln!(out, "<td>{}</td></tr>", flags_html(p));
+            out.push_str("</tr>\n");
         }
     }
     out.push_str("</table></details>\n");
@@ -691,7 +693,7 @@ fn value_table(
     out.push_str(TABLE_OPEN);
     let _ = writeln!(
         out,
-        "<tr><th>{}</th><th>target</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th><th>flags</th></tr>",
+        "<tr><th>{}</th><th>target</th><th>flags</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th></tr>",
         esc(group_name),
         esc(what)
     );
@@ -704,6 +706,7 @@ fn value_table(
                 css(colors.of(&p.target)),
                 esc(&p.target)
             );
+            let _ = write!(out, "<td>{}</td>", flags_html(p));
             match value(p) {
                 Some((m, lo, hi)) => {
                     let lat = p.summary.as_ref().and_then(|s| s.latency.as_ref());
@@ -719,7 +722,7 @@ fn value_table(
                 }
                 None => out.push_str("<td colspan=\"4\"></td>"),
             }
-            let _ = writeln!(out, "<td>{}</td></tr>", flags_html(p));
+            out.push_str("</tr>\n");
         }
     }
     out.push_str("</table></details>\n");
@@ -796,23 +799,23 @@ fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, c
     chart_or_error(out, chart::bars(&labels, &Axis::values(scale, &ys, ""), "service time p50 (µs)", &series));
     out.push_str("<p class=\"note\">Bar: p50 service time per operation type, merged over the measured runs; whisker up to p99.</p>\n");
     out.push_str(TABLE_OPEN);
-    out.push_str("<tr><th>operation</th><th>target</th><th>ops/s (median)</th><th>count</th><th>mean</th><th>p50</th><th>p99</th><th>max</th><th>flags</th></tr>\n");
+    out.push_str("<tr><th>operation</th><th>target</th><th>flags</th><th>ops/s (median)</th><th>count</th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n");
     for k in &kinds {
         for (p, v) in &per {
             if let Some((_, l, rate)) = v.iter().find(|(kk, _, _)| kk == k) {
                 let _ = writeln!(
                     out,
-                    "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                     k.name(),
                     css(colors.of(&p.target)),
                     esc(&p.target),
+                    flags_html(p),
                     chart::short(*rate),
                     l.count,
                     us(l.mean_us),
                     us(l.p50_us),
                     us(l.p99_us),
                     us(l.max_us),
-                    flags_html(p)
                 );
             }
         }
@@ -867,9 +870,15 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
         esc(&point_label(point, op))
     );
     out.push_str(TABLE_OPEN);
-    out.push_str("<tr><th>target</th><th>requests</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>flags</th></tr>\n");
+    out.push_str("<tr><th>target</th><th>flags</th><th>requests</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
     for p in &points {
-        let _ = write!(out, "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>", css(colors.of(&p.target)), esc(&p.target));
+        let _ = write!(
+            out,
+            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>",
+            css(colors.of(&p.target)),
+            esc(&p.target),
+            flags_html(p)
+        );
         match p.summary.as_ref().and_then(|s| s.latency.as_ref()) {
             Some(l) => {
                 let _ = write!(
@@ -886,7 +895,7 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
             }
             None => out.push_str("<td colspan=\"7\"></td>"),
         }
-        let _ = writeln!(out, "<td>{}</td></tr>", flags_html(p));
+        out.push_str("</tr>\n");
     }
     out.push_str("</table></details>\n");
 }

@@ -42,6 +42,8 @@ impl Ranged for Ticks {
 
 pub const WIDTH: u32 = 640;
 pub const HEIGHT: u32 = 360;
+/// More distinct x values than this get evenly spaced ticks instead of one per value.
+const MAX_VALUE_TICKS: usize = 12;
 
 /// One plotted value with its spread (already in the axis's unit).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,6 +179,13 @@ impl Axis {
             _ => (0.0, 1.0),
         };
         let pad = (hi - lo) * 0.05;
+        if tx.len() > MAX_VALUE_TICKS {
+            // A dense sweep (e.g. N = 100, 200, ... 100000): nice ticks over its range.
+            let raw: Vec<f64> = xs.iter().copied().filter(|v| scale != Scale::Log || *v > 0.0).collect();
+            let nice = Axis::values(scale, &raw, "");
+            let ticks = nice.ticks.into_iter().filter(|t| *t >= lo - pad && *t <= hi + pad).collect();
+            return Axis { scale, lo: lo - pad, hi: hi + pad, ticks, label: String::new() };
+        }
         Axis { scale, lo: lo - pad, hi: hi + pad, ticks: tx, label: String::new() }
     }
 
@@ -261,8 +270,10 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
                     )
                 }))
                 .map_err(err)?;
+            // Dense sweeps (hundreds of N values) read better as lines; hollow markers stay.
+            let dense = s.points.len() > 60;
             chart
-                .draw_series(s.points.iter().map(|p| {
+                .draw_series(s.points.iter().filter(|p| !dense || p.hollow).map(|p| {
                     let style = if p.hollow { s.color.stroke_width(2) } else { s.color.filled() };
                     Circle::new(tp(p), 4, style)
                 }))
@@ -362,6 +373,10 @@ mod tests {
         let a = Axis::at(Scale::Log, &[1.0, 10.0, 100.0, 10.0]);
         assert_eq!(a.ticks, vec![0.0, 1.0, 2.0]);
         assert_eq!(a.fmt(2.0), "100");
+        let dense: Vec<f64> = (1..=1000).map(|i| i as f64 * 100.0).collect();
+        let d = Axis::at(Scale::Linear, &dense);
+        assert!(d.ticks.len() <= 12 && d.ticks.len() >= 3, "{:?}", d.ticks);
+        assert!(d.ticks.iter().all(|t| *t >= d.lo && *t <= d.hi));
         assert_eq!(short(1234.0), "1.23k");
         assert_eq!(short(35000.0), "35k");
         assert_eq!(short(0.5), "0.5");

@@ -443,7 +443,11 @@ fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
     out.push_str("</figure>\n");
 }
 
-const TABLE_OPEN: &str = "<details class=\"data\" open><summary>data</summary>\n<table>\n";
+/// Opens a figure's data table: shown, or folded when it has many rows (dense sweeps).
+fn table_open(out: &mut String, rows: usize) {
+    let _ =
+        write!(out, "<details class=\"data\"{}><summary>data ({rows} rows)</summary>\n<table>\n", if rows <= 40 { " open" } else { "" });
+}
 
 fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x: XAxis, log_x: bool) {
     let all = points_of(r, experiment);
@@ -498,7 +502,7 @@ fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x
 }
 
 fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) {
-    out.push_str(TABLE_OPEN);
+    table_open(out, points.len());
     // Requests/s differ from ops/s only for batches.
     let batches = points.iter().any(|p| p.point.batch > 1);
     let _ = writeln!(
@@ -606,7 +610,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
         ),
     );
     let _ = writeln!(out, "<p class=\"note\">Wall time of one measured run (median; bars: min–max).</p>");
-    out.push_str(TABLE_OPEN);
+    table_open(out, points.len());
     out.push_str("<tr><th>target</th><th>N</th><th>flags</th><th>time per run (median)</th><th>min–max</th><th>requests per run</th><th>rows per run</th><th>p50</th><th>p99</th></tr>\n");
     for t in &targets {
         for p in points.iter().filter(|p| &p.target == t) {
@@ -690,7 +694,7 @@ fn value_table(
     value: &dyn Fn(&PointResult) -> Option<(f64, f64, f64)>,
     fmt: &dyn Fn(f64) -> String,
 ) {
-    out.push_str(TABLE_OPEN);
+    table_open(out, groups.iter().map(|(_, ps)| ps.len()).sum());
     let _ = writeln!(
         out,
         "<tr><th>{}</th><th>target</th><th>flags</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th></tr>",
@@ -798,7 +802,7 @@ fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, c
     legend(out, colors, &targets);
     chart_or_error(out, chart::bars(&labels, &Axis::values(scale, &ys, ""), "service time p50 (µs)", &series));
     out.push_str("<p class=\"note\">Bar: p50 service time per operation type, merged over the measured runs; whisker up to p99.</p>\n");
-    out.push_str(TABLE_OPEN);
+    table_open(out, per.iter().map(|(_, v)| v.len()).sum());
     out.push_str("<tr><th>operation</th><th>target</th><th>flags</th><th>ops/s (median)</th><th>count</th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n");
     for k in &kinds {
         for (p, v) in &per {
@@ -869,7 +873,7 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
         "<p class=\"note\">Service time per request at {} (merged HDR histogram of the measured runs); logarithmic y axis; the x axis counts nines.</p>",
         esc(&point_label(point, op))
     );
-    out.push_str(TABLE_OPEN);
+    table_open(out, points.len());
     out.push_str("<tr><th>target</th><th>flags</th><th>requests</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
     for p in &points {
         let _ = write!(

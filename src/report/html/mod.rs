@@ -180,8 +180,8 @@ pub fn flags_html(p: &PointResult) -> String {
     for f in &p.flags {
         let badge = match f {
             Flag::ClientBound { share } => format!(
-                r#"<span class="flag warn" title="throughput within reach of the NO-DB ceiling: the client may be the bottleneck">client-bound ({:.0}% of NO-DB)</span>"#,
-                share * 100.0
+                r#"<span class="flag warn" title="throughput is {pct:.0}% of NO-DB's at this point: the client may be the bottleneck">client-bound ({pct:.0}%)</span>"#,
+                pct = share * 100.0
             ),
             Flag::AnswerMismatch { detail } => {
                 format!(
@@ -378,7 +378,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     }
     let _ = write!(
         out,
-        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs; latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound</span> the NO-DB ceiling is close, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag err\">errors</span>, <span class=\"flag na\">not supported</span>; flagged points have a red ring in the charts.</p>\n</header>\n",
+        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs; latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag err\">errors</span>, <span class=\"flag na\">not supported</span>; flagged points have a red ring in the charts.</p>\n</header>\n",
         esc(&command_line(r))
     );
 }

@@ -102,6 +102,12 @@ fn css(c: RGBColor) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
+/// A point's (median, min, max) of some quantity.
+type ValueOf = dyn Fn(&PointResult) -> Option<(f64, f64, f64)>;
+
+/// Per op kind: merged latency and median ops/s.
+type KindStats = Vec<(OpKind, LatencySummary, f64)>;
+
 fn measured(p: &PointResult) -> Vec<&RunMeasurement> {
     p.runs.iter().filter(|r| !r.warmup).collect()
 }
@@ -306,7 +312,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     let description = r.plan.get("description").and_then(|v| v.as_str()).unwrap_or("");
     let _ = write!(out, "<header>\n<h1>dbsweep: {}</h1>\n", esc(&r.study));
     if !description.is_empty() {
-        let _ = write!(out, "<p>{}</p>\n", esc(description));
+        let _ = writeln!(out, "<p>{}</p>", esc(description));
     }
     let status = if r.complete {
         "<span class=\"status-ok\">complete</span>".to_string()
@@ -647,14 +653,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
 }
 
 /// One group of bars per label, one bar per target; `value` gives a point's bar.
-fn grouped_bars(
-    out: &mut String,
-    colors: &Colors,
-    groups: &[(String, Vec<&PointResult>)],
-    y_desc: &str,
-    value: &dyn Fn(&PointResult) -> Option<(f64, f64, f64)>,
-    unit_secs: bool,
-) {
+fn grouped_bars(out: &mut String, colors: &Colors, groups: &[(String, Vec<&PointResult>)], y_desc: &str, value: &ValueOf, unit_secs: bool) {
     let all: Vec<&PointResult> = groups.iter().flat_map(|(_, ps)| ps.iter().copied()).collect();
     let targets = targets_of(colors, &all);
     let max = all.iter().filter_map(|p| value(p)).map(|(_, _, hi)| hi).fold(0.0, f64::max);
@@ -691,7 +690,7 @@ fn value_table(
     group_name: &str,
     groups: &[(String, Vec<&PointResult>)],
     what: &str,
-    value: &dyn Fn(&PointResult) -> Option<(f64, f64, f64)>,
+    value: &ValueOf,
     fmt: &dyn Fn(f64) -> String,
 ) {
     table_open(out, groups.iter().map(|(_, ps)| ps.len()).sum());
@@ -758,7 +757,7 @@ fn ycsb_workloads(out: &mut String, r: &Report, colors: &Colors, experiments: &[
 }
 
 /// Per op kind: merged latency over the measured runs and median ops/s of that kind.
-fn per_kind(p: &PointResult) -> Vec<(OpKind, LatencySummary, f64)> {
+fn per_kind(p: &PointResult) -> KindStats {
     let runs = measured(p);
     let kinds: BTreeSet<OpKind> = runs.iter().flat_map(|r| r.service.keys().copied()).collect();
     kinds
@@ -778,7 +777,7 @@ fn per_kind(p: &PointResult) -> Vec<(OpKind, LatencySummary, f64)> {
 fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, clients: usize) {
     let points: Vec<&PointResult> =
         points_of(r, experiment).into_iter().filter(|p| p.point.clients == clients && !p.point.batched).collect();
-    let per: Vec<(&PointResult, Vec<(OpKind, LatencySummary, f64)>)> = points.iter().map(|p| (*p, per_kind(p))).collect();
+    let per: Vec<(&PointResult, KindStats)> = points.iter().map(|p| (*p, per_kind(p))).collect();
     let kinds: BTreeSet<OpKind> = per.iter().flat_map(|(_, v)| v.iter().map(|(k, _, _)| *k)).collect();
     let targets = targets_of(colors, &points);
     let series: Vec<BarSeries> = targets

@@ -120,6 +120,10 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         data_root: args.data_root,
     };
     let mut plan = plan::resolve(&opts)?;
+    if args.dry_run {
+        print_budget(&plan);
+        return Ok(());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -174,6 +178,30 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         return Err(Error::runtime(format!("run incomplete: {}", report.incomplete_reason.unwrap_or_default())));
     }
     Ok(())
+}
+
+/// `--dry-run`: the plan's size, per experiment and in total, without running anything.
+fn print_budget(plan: &plan::Plan) {
+    let spawned: usize = plan.spawn.iter().map(|k| if *k == servers::ServerKind::Postgres { 3 } else { 1 }).sum();
+    let targets = plan.targets.len() + spawned;
+    let names: Vec<String> = plan
+        .targets
+        .iter()
+        .map(|t| t.name.clone())
+        .chain(plan.spawn.iter().flat_map(|k| match k {
+            servers::ServerKind::Postgres => vec!["pg-row".to_string(), "pg-hstore".into(), "pg-jsonb".into()],
+            other => vec![other.name().to_string()],
+        }))
+        .collect();
+    println!("study {} ({}), seed {}, data {}", plan.study, plan.description, plan.seed, serde_json::to_string(&plan.data).unwrap_or_default());
+    println!("targets ({targets}): {}", names.join(", "));
+    println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "ops per target");
+    let budget = plan.budget();
+    for b in &budget {
+        println!("{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, b.ops);
+    }
+    let per_target: u64 = budget.iter().map(|b| b.ops).sum();
+    println!("total: {per_target} ops per target, {} ops over {targets} targets (plus loading the data into each)", per_target * targets as u64);
 }
 
 fn targets() {

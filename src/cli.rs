@@ -125,4 +125,8 @@ pub struct RunArgs {
     /// Do not show the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Print what the run would do (experiments, points, runs, ops per target) and exit
+    /// without connecting to or starting anything.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -540,3 +540,37 @@ fn compare_puts_runs_side_by_side_with_ratios() {
     let o = dbsweep(&["compare", fast.to_str().unwrap(), tmp.path().join("nope").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn dry_run_prints_the_op_budget_and_touches_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("never");
+    let o = dbsweep(&[
+        "run",
+        "kv-vs-relational",
+        "--dry-run",
+        "--spawn",
+        "postgres,redis",
+        "--experiments",
+        "get-orders,tpch-q1",
+        "--clients",
+        "1,2",
+        "--batch",
+        "1,10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    // nodb + sqlite + duckdb from the study, pg-row/hstore/jsonb + redis spawned.
+    assert!(text.contains("pg-hstore") && text.contains("redis"), "{text}");
+    // get-orders: clients 1,2 + batch 1 unbatched (same as c=1? no: batched flag differs) + b=1,10 batched.
+    let line = text.lines().find(|l| l.starts_with("get-orders")).unwrap_or_else(|| panic!("{text}"));
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let (points, runs, ops): (u64, u64, u64) = (fields[1].parse().unwrap(), fields[2].parse().unwrap(), fields[3].parse().unwrap());
+    assert_eq!((points, runs), (4, 4), "{line}");
+    assert_eq!(ops, points * runs * 50_000, "{line}");
+    let q1 = text.lines().find(|l| l.starts_with("tpch-q1")).unwrap();
+    assert!(q1.split_whitespace().nth(3) == Some("6"), "one query per run, 5 runs + 1 warm-up: {q1}");
+    assert!(!out.exists(), "a dry run writes nothing");
+}

@@ -6,8 +6,10 @@
 //! do in `Capabilities`; the runner reports "not supported" instead of calling them with
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
 
+pub mod cassandra;
 pub mod cli_client;
 pub mod duckdb;
+pub mod h2;
 pub mod hyper;
 pub mod memcached;
 pub mod mock;
@@ -249,6 +251,18 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "h2://",
+        system: "h2",
+        description: "H2 (Java), PostgreSQL wire protocol of its PG server; in-memory database mem:NAME, typed columns",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "cassandra://",
+        system: "cassandra",
+        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write); no scans",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
@@ -286,6 +300,8 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
         "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
+        "h2" => Ok(Arc::new(h2::H2::new(name, url)?)),
+        "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
         "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)

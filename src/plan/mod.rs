@@ -269,6 +269,34 @@ impl Plan {
 }
 
 /// Finds and parses a study: a built-in name or a TOML file path.
+/// What one experiment of a plan asks of each target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentBudget {
+    pub name: String,
+    pub points: usize,
+    /// Warm-up plus measured runs per point.
+    pub runs: u32,
+    /// Ops per target over all points and runs.
+    pub ops: u64,
+}
+
+impl Plan {
+    /// The ops each experiment sends to each target (for `--dry-run` and progress).
+    pub fn budget(&self) -> Vec<ExperimentBudget> {
+        let dataset = Dataset::new(&self.data, self.seed);
+        self.experiments
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let runs = e.warmup + e.runs;
+                let stream = crate::workload::experiment::OpStream::new(e, i, &dataset, self.seed, runs);
+                let per_run: u64 = e.points.iter().map(|p| stream.ops_at(p)).sum();
+                ExperimentBudget { name: e.name.clone(), points: e.points.len(), runs, ops: per_run * runs as u64 }
+            })
+            .collect()
+    }
+}
+
 pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
     let (origin, text) = match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
         Some((_, text)) => (format!("built-in study '{name_or_path}'"), text.to_string()),
@@ -704,6 +732,38 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         assert!(!text.contains('\n'), "{text}");
         assert!(text.contains("line 2"), "{text}");
+    }
+
+    #[test]
+    fn lifecycle_studies_start_with_an_insert_and_sweep_sizes() {
+        let plan = resolve(&RunOptions { study: Some("in-memory".into()), quick: true, ..Default::default() }).unwrap();
+        assert!(plan.lifecycle);
+        let phases: Vec<&Experiment> = plan.experiments.iter().filter(|e| e.lifecycle).collect();
+        assert_eq!(phases.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["write-all", "read-one", "delete-one", "fetch-all"]);
+        for e in &phases {
+            let sizes: Vec<Option<u64>> = e.points.iter().map(|p| p.param).collect();
+            assert_eq!(sizes, [Some(1000), Some(10000)], "{}", e.name);
+            assert!(e.points.iter().all(|p| p.clients == 1 && p.batch == 1 && !p.batched), "one op per request");
+        }
+        assert!(!plan.experiments[0].lifecycle, "the echo floor runs first, as always");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        let study = |experiments: &str| format!("name = \"x\"\nlifecycle = true\n[data]\nkind = \"pairs\"\n{experiments}");
+        let phase =
+            |name: &str, op: &str, sweep: &str| format!("[[experiments]]\nname = \"{name}\"\nop = \"{op}\"\nsweep = [\"{sweep}\"]\n");
+        for (text, needle) in [
+            (study(&(phase("r", "get", "sizes") + &phase("w", "insert", "sizes"))), "starts with exactly one insert"),
+            (study(&phase("w", "insert", "clients")), "sweeps sizes only"),
+            (study(&(phase("w", "insert", "sizes") + &phase("q", "range_count", "sizes"))), "runs insert, get"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = resolve(&RunOptions { study: Some(path.display().to_string()), ..Default::default() }).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+        let err = resolve(&RunOptions { study: Some("in-memory".into()), rows: Some(5), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("--sizes"), "{err}");
     }
 
     #[test]

@@ -72,6 +72,29 @@ fn point_label(p: &PointResult) -> String {
     label
 }
 
+/// Lifecycle studies report time, as the in-memory study did: the run's duration (median
+/// over measured runs) and the time per op.
+fn lifecycle_cell(p: &PointResult) -> String {
+    let ops = p.runs.iter().find(|r| !r.warmup).map(|r| r.ops).unwrap_or(0);
+    match (&p.status, &p.summary) {
+        (PointStatus::NotSupported { .. }, _) => "n/a".into(),
+        (_, Some(s)) if s.median_ops_per_sec > 0.0 && ops > 0 => {
+            let seconds = ops as f64 / s.median_ops_per_sec;
+            let mut text = format!("{} ({}/op × {ops})", micros(seconds * 1e6), micros(seconds * 1e6 / ops as f64));
+            for f in &p.flags {
+                text.push_str(match f {
+                    Flag::AnswerMismatch { .. } => " [WRONG ROWS]",
+                    Flag::Errors { .. } => " [errors]",
+                    Flag::Incomplete => " [incomplete]",
+                    _ => "",
+                });
+            }
+            text
+        }
+        _ => "incomplete".into(),
+    }
+}
+
 fn cell(p: &PointResult) -> String {
     match (&p.status, &p.summary) {
         (PointStatus::NotSupported { .. }, _) => "n/a".into(),
@@ -104,6 +127,7 @@ fn cell(p: &PointResult) -> String {
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let targets: Vec<&str> = report.targets.iter().map(|t| t.name.as_str()).collect();
+    let lifecycle = report.plan.get("lifecycle").and_then(|v| v.as_bool()).unwrap_or(false);
     let mut experiments: Vec<&str> = Vec::new();
     for p in &report.points {
         if !experiments.contains(&p.experiment.as_str()) {
@@ -123,13 +147,20 @@ pub fn render(report: &Report) -> String {
         for label in &labels {
             let mut row = vec![label.clone()];
             for t in &targets {
-                row.push(points.iter().find(|p| p.target == *t && point_label(p) == *label).map(|p| cell(p)).unwrap_or_default());
+                let point = points.iter().find(|p| p.target == *t && point_label(p) == *label);
+                let lifecycle_point = lifecycle && point.is_some_and(|p| p.point.param.is_some());
+                row.push(point.map(|p| if lifecycle_point { lifecycle_cell(p) } else { cell(p) }).unwrap_or_default());
             }
             rows.push(row);
         }
         let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
         let op = points.first().map(|p| p.op.name()).unwrap_or_default();
-        let _ = writeln!(out, "\n{exp} ({op}; median of measured runs, ± half the min-max spread)");
+        let lifecycle_exp = lifecycle && points.iter().any(|p| p.point.param.is_some());
+        if lifecycle_exp {
+            let _ = writeln!(out, "\n{exp} ({op}; time of the run, median of measured runs, and per op)");
+        } else {
+            let _ = writeln!(out, "\n{exp} ({op}; median of measured runs, ± half the min-max spread)");
+        }
         for row in rows {
             let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
             let _ = writeln!(out, "  {}", line.join("  ").trim_end());

@@ -1,27 +1,215 @@
-//! H2 as a throwaway server. Skeleton: the `h2` helper branch replaces this file
-//! with the real spawn (see issue #6); until then spawning H2 reports it as missing.
+//! H2 (the Java SQL database, `com.h2database:h2` from Maven Central) as a throwaway
+//! server that speaks only the PostgreSQL wire protocol:
+//!
+//! `java -XmxHEAP -Dh2.bindAddress=127.0.0.1 -cp h2.jar org.h2.tools.Server -pg -pgPort P
+//! -ifNotExists -baseDir DIR/db`
+//!
+//! with the data directory as working directory. Only H2's PG server runs (no TCP server,
+//! no web console); `-Dh2.bindAddress` binds it to loopback, and H2 itself refuses
+//! non-local clients (no `-pgAllowOthers`). `-ifNotExists` lets a client create a database
+//! by naming it; the PG server turns the startup packet's database name into the JDBC URL
+//! `jdbc:h2:NAME` (with `MODE=PostgreSQL;DATABASE_TO_LOWER=TRUE`), so the URL names the
+//! in-memory database `mem:dbsweep` (`h2://sa@127.0.0.1:P/mem:dbsweep`); the `h2` adapter
+//! adds `DB_CLOSE_DELAY=-1` so it outlives its sessions. `-baseDir` confines any file
+//! database a client might name to the data directory, which goes away with the server.
+//!
+//! Finding H2: `$DBSWEEP_H2_JAR` (the jar's path) if set, else
+//! `${DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}/h2/h2.jar`, where
+//! `scripts/setup-servers` puts it; `java` is looked up like every other program. The heap
+//! limit is `$DBSWEEP_H2_HEAP` (a JVM size such as `4g`), default 2g; it caps how much
+//! data the in-memory database can hold and is recorded in the settings.
+//!
+//! Readiness: H2's own start line (`PG server running at pg://localhost:P`) must be in our
+//! child's log (a foreign server on the port would have made our bind fail instead), and a
+//! real protocol login into a throwaway in-memory database must answer `H2VERSION()`.
+//! Must not send anything that changes data.
 
-use super::{Context, Ready};
+use super::{Context, LOG_FILE, Ready};
 use crate::error::{Error, Result};
+use std::collections::BTreeMap;
 use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
 use tokio::process::Command;
 
-/// Where the server's files come from (for the "not found" message).
-pub(super) const PACKAGE: &str = "h2 (Maven Central)";
+/// What carries `java` (for the "not found" message; the jar comes from Maven Central
+/// through `scripts/setup-servers`).
+pub(super) const PACKAGE: &str = "default-jre-headless";
 pub(super) const PROGRAMS: &[&str] = &["java"];
 
+/// The user the spawned server's databases are created with (no password).
+pub const USER: &str = "sa";
+/// The in-memory database the spawned server's URL names.
+pub const DATABASE: &str = "mem:dbsweep";
+/// The heap limit when `$DBSWEEP_H2_HEAP` is not set.
+const DEFAULT_HEAP: &str = "2g";
+
 pub(super) fn url(port: u16) -> String {
-    format!("h2://127.0.0.1:{port}")
+    format!("h2://{USER}@127.0.0.1:{port}/{DATABASE}")
 }
 
-pub(super) fn init(_ctx: Context) -> Result<Context> {
-    Err(Error::Missing("H2 spawning is not built yet".into()))
+/// `${DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}/h2/h2.jar`.
+fn installed_jar() -> Option<PathBuf> {
+    let root = match std::env::var_os("DBSWEEP_NATIVE_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(std::env::var_os("HOME")?).join(".cache/dbsweep/native"),
+    };
+    Some(root.join("h2/h2.jar"))
 }
 
-pub(super) fn command(ctx: &Context, _port: u16) -> Command {
-    Command::new(ctx.program(0))
+/// The JVM heap limit: `$DBSWEEP_H2_HEAP` when it is a JVM size, else 2g.
+fn heap() -> Result<String> {
+    match std::env::var("DBSWEEP_H2_HEAP") {
+        Ok(size) if !size.is_empty() => {
+            let valid = size.len() > 1
+                && size[..size.len() - 1].bytes().all(|b| b.is_ascii_digit())
+                && matches!(size.as_bytes()[size.len() - 1], b'k' | b'K' | b'm' | b'M' | b'g' | b'G');
+            if valid { Ok(size) } else { Err(Error::usage(format!("DBSWEEP_H2_HEAP={size} is not a JVM heap size; use e.g. 512m or 4g"))) }
+        }
+        _ => Ok(DEFAULT_HEAP.into()),
+    }
 }
 
-pub(super) async fn probe(_ctx: &Context, _port: u16, _pid: u32) -> io::Result<Ready> {
-    Err(io::Error::other("not built yet"))
+/// Finds the jar (appended to the context's programs) and creates the base directory.
+pub(super) fn init(mut ctx: Context) -> Result<Context> {
+    heap()?;
+    let jar = find_jar(std::env::var_os("DBSWEEP_H2_JAR").filter(|p| !p.is_empty()).map(PathBuf::from), installed_jar())?;
+    let base = ctx.dir.join("db");
+    std::fs::create_dir_all(&base).map_err(|e| Error::runtime(format!("h2: cannot create {}: {e}", base.display())))?;
+    ctx.programs.push(jar);
+    Ok(ctx)
+}
+
+/// The jar: the override when given (it must exist), else the installed one.
+fn find_jar(overridden: Option<PathBuf>, installed: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(path) = overridden {
+        if !path.is_file() {
+            return Err(Error::Missing(format!(
+                "DBSWEEP_H2_JAR={} is not a file: fix the variable or unset it and run scripts/setup-servers",
+                path.display()
+            )));
+        }
+        return Ok(path);
+    }
+    installed.filter(|p| p.is_file()).ok_or_else(|| {
+        Error::Missing(
+            "the H2 jar was not found: install it with scripts/setup-servers (Maven Central com.h2database:h2 into \
+             ${DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}/h2/h2.jar), or set DBSWEEP_H2_JAR to its path"
+                .into(),
+        )
+    })
+}
+
+pub(super) fn command(ctx: &Context, port: u16) -> Command {
+    let mut command = Command::new(ctx.program(0));
+    // `init` has checked the variable already.
+    let heap = heap().unwrap_or_else(|_| DEFAULT_HEAP.into());
+    command
+        .arg(format!("-Xmx{heap}"))
+        .arg("-Dh2.bindAddress=127.0.0.1")
+        .arg("-cp")
+        .arg(ctx.program(1))
+        .args(["org.h2.tools.Server", "-pg", "-pgPort"])
+        .arg(port.to_string())
+        .args(["-ifNotExists", "-baseDir"])
+        .arg(ctx.dir.join("db"));
+    command
+}
+
+pub(super) async fn probe(ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
+    // H2 prints `PG server running at pg://localhost:PORT (only local connections)` once
+    // it holds the port; had another process held it, our child would have failed to bind
+    // and exited ("port may be in use").
+    let log = std::fs::read_to_string(ctx.dir.join(LOG_FILE)).unwrap_or_default();
+    if !log.lines().any(|line| line.starts_with("PG server running at pg://") && line.contains(&format!(":{port} "))) {
+        return Err(io::Error::other("H2 has not reported its PG server yet"));
+    }
+    let mut config = tokio_postgres::Config::new();
+    // A throwaway in-memory database: without DB_CLOSE_DELAY it is gone when we log out.
+    config
+        .host("127.0.0.1")
+        .port(port)
+        .user(USER)
+        .password("")
+        .dbname("mem:dbsweep-ready")
+        .application_name("dbsweep-ready")
+        .connect_timeout(Duration::from_secs(2));
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.map_err(|e| {
+        if e.as_db_error().is_some_and(|db| db.code().code().starts_with("28")) {
+            io::Error::new(io::ErrorKind::PermissionDenied, e.to_string())
+        } else {
+            io::Error::other(e.to_string())
+        }
+    })?;
+    let driver = tokio::spawn(connection);
+    // The simple protocol: H2's PG server has no binary output for text columns.
+    let answer = async {
+        let version =
+            first_cell(&client, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'info.VERSION'").await?;
+        let short = first_cell(&client, "SELECT H2VERSION()").await?;
+        let java = first_cell(
+            &client,
+            "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'property.java.runtime.version'",
+        )
+        .await?;
+        Ok::<_, tokio_postgres::Error>((version, short, java))
+    }
+    .await;
+    drop(client);
+    let _ = driver.await;
+    let (version, short, java) = answer.map_err(|e| io::Error::other(e.to_string()))?;
+    let (Some(version), Some(short)) = (version, short) else {
+        return Err(io::Error::other(format!("the server on port {port} did not report an H2 version")));
+    };
+    if !version.starts_with(&short) {
+        return Err(io::Error::other(format!("the server on port {port} is not H2 ({version} / {short})")));
+    }
+    let mut settings = BTreeMap::new();
+    settings.insert("heap_max".into(), format!("{} (-Xmx; DBSWEEP_H2_HEAP)", heap().unwrap_or_else(|_| DEFAULT_HEAP.into())));
+    settings.insert("database".into(), format!("{DATABASE} (in-memory, nothing written to disk)"));
+    settings.insert("storage".into(), "MVStore in memory".into());
+    settings.insert("servers".into(), "PG server only (no TCP server, no web console), loopback".into());
+    if let Some(java) = java {
+        settings.insert("java".into(), java);
+    }
+    Ok(Ready { version: format!("H2 {version}"), settings })
+}
+
+/// The first column of the first row a simple query returns.
+async fn first_cell(client: &tokio_postgres::Client, sql: &str) -> std::result::Result<Option<String>, tokio_postgres::Error> {
+    let messages = client.simple_query(sql).await?;
+    Ok(messages
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).map(str::to_string)),
+            _ => None,
+        })
+        .flatten())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_names_the_in_memory_database() {
+        assert_eq!(url(5435), "h2://sa@127.0.0.1:5435/mem:dbsweep");
+        let parsed = crate::adapter::TargetUrl::parse(&url(5435)).unwrap();
+        assert_eq!(parsed.database().as_deref(), Some("mem:dbsweep"));
+        assert_eq!(parsed.username().as_deref(), Some("sa"));
+    }
+
+    #[test]
+    fn a_missing_jar_names_the_setup_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = dir.path().join("h2.jar");
+        let err = find_jar(None, Some(absent.clone())).unwrap_err();
+        assert!(matches!(err, Error::Missing(_)), "{err}");
+        assert!(err.to_string().contains("scripts/setup-servers") && err.to_string().contains("DBSWEEP_H2_JAR"), "{err}");
+        let err = find_jar(Some(absent.clone()), None).unwrap_err();
+        assert!(matches!(err, Error::Missing(_)) && err.to_string().starts_with("DBSWEEP_H2_JAR="), "{err}");
+        std::fs::write(&absent, b"jar").unwrap();
+        assert_eq!(find_jar(None, Some(absent.clone())).unwrap(), absent);
+        assert_eq!(find_jar(Some(absent.clone()), None).unwrap(), absent);
+    }
 }

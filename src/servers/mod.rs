@@ -35,6 +35,16 @@ use tokio::process::{Child, Command};
 
 /// How long a server may take from process start until it answers its protocol.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// The same for Cassandra, a JVM that needs ~10 s alone and much longer on a loaded
+/// 2-core machine.
+const CASSANDRA_STARTUP_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn startup_timeout(kind: ServerKind) -> Duration {
+    match kind {
+        ServerKind::Cassandra => CASSANDRA_STARTUP_TIMEOUT,
+        _ => STARTUP_TIMEOUT,
+    }
+}
 /// How long `stop` waits for a graceful shutdown before it kills the process group.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a port is re-picked when another process took it between our probe and the
@@ -490,11 +500,11 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
     let started = Instant::now();
     let mut last_problem = String::from("no answer yet");
     loop {
-        if started.elapsed() > STARTUP_TIMEOUT {
+        if started.elapsed() > startup_timeout(kind) {
             let tail = log_tail(&ctx.dir.join(LOG_FILE));
             return Err(Failure::Fatal(Error::runtime(format!(
                 "{kind} server did not answer within {} s ({last_problem}); last lines of {}:\n{tail}",
-                STARTUP_TIMEOUT.as_secs(),
+                startup_timeout(kind).as_secs(),
                 ctx.dir.join(LOG_FILE).display()
             ))));
         }
@@ -517,7 +527,9 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
             status = child.wait() => {
                 let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
                 let tail = log_tail(&ctx.dir.join(LOG_FILE));
-                if port_in_use(&tail) {
+                // The whole log: a JVM's shutdown hooks log many lines after the bind error.
+                let log = std::fs::read(ctx.dir.join(LOG_FILE)).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+                if port_in_use(&tail) || port_in_use(&log) {
                     return Err(Failure::PortTaken);
                 }
                 return Err(Failure::Fatal(Error::runtime(format!(
@@ -545,6 +557,10 @@ fn port_in_use(log: &str) -> bool {
         || log.contains("address in use")
         // hyperd's wording
         || log.contains("unable to listen to any of the given host name and port combinations")
+        // H2's wording (`Exception opening port "P" (port may be in use)`)
+        || log.contains("(port may be in use)")
+        // Cassandra's wording for its internode (storage) port
+        || log.contains("is in use by another process")
 }
 
 /// The last lines of a log file, for error messages.
@@ -783,6 +799,12 @@ mod tests {
         assert!(port_in_use("[ERROR] Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use"));
         assert!(port_in_use("failed to listen on TCP port 11211: Address already in use"));
         assert!(port_in_use("unable to listen to any of the given host name and port combinations for TCP"));
+        assert!(port_in_use("org.h2.jdbc.JdbcSQLNonTransientConnectionException: Exception opening port \"46167\" (port may be in use)"));
+        // Cassandra: the CQL port (netty) and the storage port.
+        assert!(port_in_use("io.netty.channel.unix.Errors$NativeIoException: bind(..) failed: Address already in use"));
+        assert!(port_in_use(
+            "ConfigurationException: /127.0.0.1:17000 is in use by another process.  Change listen_address:storage_port in cassandra.yaml"
+        ));
         assert!(!port_in_use("FATAL: data directory has wrong ownership"));
     }
 

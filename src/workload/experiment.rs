@@ -387,6 +387,46 @@ mod tests {
     }
 
     #[test]
+    fn lifecycle_phases_write_all_keys_then_read_and_delete_among_them() {
+        let n = 1000u64;
+        let phase = |op| Experiment {
+            lifecycle: true,
+            ops: 30,
+            points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(n) }],
+            ..experiment(op)
+        };
+        let data = Dataset::new(&DataSpec::Pairs { rows: 0, value_bytes: 20 }, 1);
+        let stream = |op| {
+            let e = phase(op);
+            (OpStream::new(&e, 1, &data, 7, 3), e.points[0])
+        };
+        let (writes, p) = stream(ExperimentOp::Insert);
+        assert_eq!(writes.ops_at(&p), n, "write-all writes N pairs");
+        let keys: Vec<i64> = (0..n)
+            .map(|seq| match writes.op(&p, 0, 2, seq) {
+                Op::Insert { row, .. } => row[0].as_int().unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(keys, (0..n as i64).collect::<Vec<_>>(), "keys 0..N, the same in every run");
+        let (reads, p) = stream(ExperimentOp::Get);
+        assert_eq!(reads.ops_at(&p), 30);
+        assert!((0..30).all(|seq| matches!(reads.op(&p, 0, 0, seq), Op::Get { key, .. } if (0..n as i64).contains(&key))));
+        let (deletes, p) = stream(ExperimentOp::Delete);
+        let deleted: std::collections::HashSet<i64> = (0..deletes.ops_at(&p))
+            .map(|seq| match deletes.op(&p, 0, 0, seq) {
+                Op::Delete { key, .. } => key,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(deleted.len(), 30, "distinct keys");
+        assert!(deleted.iter().all(|k| (0..n as i64).contains(k)));
+        let (fetch, p) = stream(ExperimentOp::FetchAll);
+        assert_eq!(fetch.ops_at(&p), 1);
+        assert_eq!(fetch.op(&p, 0, 0, 0), Op::FetchAll { table: 0 });
+    }
+
+    #[test]
     fn ranges_have_the_point_width() {
         let e = experiment(ExperimentOp::RangeCount);
         let s = OpStream::new(&e, 0, &dataset(), 3, 4);

@@ -6,7 +6,9 @@ mod body;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cassandra;
 mod embedded;
+mod h2;
 mod hyper;
 mod memcached;
 mod mysql;

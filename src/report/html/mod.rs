@@ -254,6 +254,8 @@ figcaption { font-weight: 600; margin-bottom: 4px; }
 .flag.err { background: #fde2e1; color: #8c1d18; border: 1px solid #f0a8a4; }
 .flag.na { background: #eee; color: #555; border: 1px solid #ccc; }
 .flag.loud { background: #b3261e; color: #fff; font-weight: 700; border: 1px solid #7a1a14; }
+td.url { min-width: 200px; max-width: 280px; word-break: break-all; }
+td.settings { min-width: 480px; }
 .settings code { display: inline-block; background: #f3f3f3; margin: 1px 2px; padding: 0 4px; border-radius: 3px; }
 .warnings li { color: #7a5b00; }
 details.data summary { cursor: pointer; color: #355; font-size: 0.9em; }
@@ -347,7 +349,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
         let settings: Vec<String> = t.settings.iter().map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v))).collect();
         let _ = writeln!(
             out,
-            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"settings\">{}</td></tr>",
+            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td class=\"url\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"settings\">{}</td></tr>",
             css(colors.of(&t.name)),
             esc(&t.name),
             esc(&t.system),

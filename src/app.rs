@@ -89,7 +89,7 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
             let report = report::load(&dir)?;
             report::write_all(&dir, &report)?;
             print!("{}", report::console::render(&report));
-            println!("\nre-rendered {} from {}", report::RESULTS_CSV, dir.join(report::REPORT_JSON).display());
+            println!("\nre-rendered {} and {} in {} from {}", report::RESULTS_CSV, report::REPORT_HTML, dir.display(), report::REPORT_JSON);
             Ok(())
         }
     }
@@ -173,7 +173,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         result
     })?;
     print!("{}", report::console::render(&report));
-    println!("\nresults: {}/{{{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV);
+    println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
     if !report.complete {
         return Err(Error::runtime(format!("run incomplete: {}", report.incomplete_reason.unwrap_or_default())));
     }

@@ -33,7 +33,7 @@ use std::sync::Arc;
 pub use self::url::TargetUrl;
 
 /// How the runner drives a target's clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Execution {
     /// Network clients: each client is a task on the shared multi-threaded runtime.
@@ -43,7 +43,7 @@ pub enum Execution {
 }
 
 /// What a target can do, declared up front.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Capabilities {
     /// Op kinds the adapter executes natively.
     pub ops: Vec<OpKind>,
@@ -70,7 +70,7 @@ impl Capabilities {
 }
 
 /// Self-description of a target, saved in every result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetInfo {
     /// The user's name for this target (`--target NAME=URL`).
     pub name: String,

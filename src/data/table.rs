@@ -56,7 +56,7 @@ impl TableDef {
 pub type TableId = usize;
 
 /// One cell value. `Null` is never generated for key columns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Value {
     Null,
@@ -69,11 +69,11 @@ pub enum Value {
 }
 
 /// Fixed-point number in hundredths (so 12.34 is `Decimal(1234)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Decimal(pub i64);
 
 /// Days since 1970-01-01.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Date(pub i32);
 
 impl Value {

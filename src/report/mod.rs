@@ -1,12 +1,14 @@
-//! Results: the saved model (`model`), its exporters (`csv`, `console`) and the one place
-//! that writes files, atomically.
+//! Results: the saved model (`model`), its exporters (`csv`, `console`, `html`) and the one
+//! place that writes files, atomically.
 //!
-//! Owns the run directory layout: `report.json`, `results.csv`. Must not run benchmarks.
+//! Owns the run directory layout: `report.json`, `results.csv`, `report.html`. Must not run
+//! benchmarks.
 
 pub mod compare;
 pub mod console;
 pub mod csv;
 pub mod environment;
+pub mod html;
 pub mod model;
 
 use crate::error::{Error, Result};
@@ -15,6 +17,7 @@ use std::path::Path;
 
 pub const REPORT_JSON: &str = "report.json";
 pub const RESULTS_CSV: &str = "results.csv";
+pub const REPORT_HTML: &str = "report.html";
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename, so a
 /// reader never sees a half-written file.
@@ -31,6 +34,7 @@ pub fn write_all(dir: &Path, report: &Report) -> Result<()> {
     let json = serde_json::to_vec_pretty(report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
     write_atomic(&dir.join(REPORT_JSON), &json)?;
     write_atomic(&dir.join(RESULTS_CSV), csv::render(report).as_bytes())?;
+    write_atomic(&dir.join(REPORT_HTML), html::render(report).as_bytes())?;
     Ok(())
 }
 

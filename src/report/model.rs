@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// One run directory's contents.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     /// Always "dbsweep-report".
     pub format: String,
@@ -38,14 +38,14 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unavailable {
     pub system: String,
     pub reason: String,
 }
 
 /// Where the run happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub hostname: String,
     pub os: String,
@@ -56,7 +56,7 @@ pub struct Environment {
 }
 
 /// The outcome of one target at one point of one experiment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointResult {
     pub experiment: String,
     pub op: OpKind,
@@ -74,7 +74,7 @@ pub struct PointResult {
     pub flags: Vec<Flag>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum PointStatus {
     Measured,
@@ -89,7 +89,7 @@ pub enum PointStatus {
 }
 
 /// One warm-up or measured run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunMeasurement {
     /// 0-based; warm-up runs come first.
     pub run: u32,
@@ -126,7 +126,7 @@ pub struct RunMeasurement {
 }
 
 /// Memory at one moment, read between runs (never while ops are timed).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryReading {
     /// As the engine reports it (`Target::engine_memory`); `None` when it has no figure.
     pub engine_bytes: Option<u64>,
@@ -139,7 +139,7 @@ pub struct MemoryReading {
 }
 
 /// Memory before and after one run, and what the engine's figure means.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryMeasurement {
     /// What `engine_bytes` is, e.g. `INFO memory used_memory`.
     pub engine_source: Option<String>,
@@ -163,7 +163,7 @@ impl MemoryMeasurement {
 
 /// Median memory change over the measured runs of a point; per row = the change divided
 /// by the rows the run wrote, deleted or returned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemorySummary {
     pub engine_source: Option<String>,
     pub engine_delta_bytes: Option<f64>,
@@ -195,7 +195,7 @@ impl RunMeasurement {
 }
 
 /// Latency of one op kind in one run (or merged over runs), in microseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub count: u64,
     pub mean_us: f64,
@@ -209,7 +209,7 @@ pub struct LatencySummary {
 }
 
 /// Median and spread over the measured runs of a point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointSummary {
     pub measured_runs: usize,
     pub median_ops_per_sec: f64,
@@ -232,7 +232,7 @@ pub struct PointSummary {
 }
 
 /// A qualification shown next to the number it qualifies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "flag", rename_all = "snake_case")]
 pub enum Flag {
     /// Throughput is within reach of the NO-DB ceiling: the client may be the bottleneck.

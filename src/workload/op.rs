@@ -19,7 +19,7 @@ pub enum RangeAgg {
 }
 
 /// Identifies an analytic query; adapters that support it carry their own text for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum QueryId {
     TpchQ1,
     TpchQ3,
@@ -87,7 +87,7 @@ pub enum Op {
 }
 
 /// The kind of an op: histograms, capabilities and errors are kept per kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OpKind {
     Echo,
@@ -192,7 +192,7 @@ impl Op {
 }
 
 /// A value-level answer worth comparing across systems (counts, maxima, query results).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
     Scalar(Value),

@@ -1,0 +1,410 @@
+//! Inline SVG charts drawn with `plotters` (SVG backend only): line charts with error
+//! bars on linear, logarithmic or percentile axes, and grouped bar charts.
+//!
+//! plotters is used with `default-features = false` and only `svg_backend`, `line_series`,
+//! `point_series` and `errorbar`: the SVG backend writes text as `<text>` elements (no font
+//! files, no font-kit, the viewer's system fonts), and the bitmap, chrono and image
+//! features would only add build time. Log and percentile axes are drawn as transformed
+//! linear axes with our own key points, so every chart has the same coordinate type and
+//! ticks fall on the values the study used (clients 1 2 4 8, batch 1 10 100 1000).
+//!
+//! Owns drawing only: it gets finished numbers and must not look at the model.
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::prelude::*;
+use std::ops::Range;
+
+/// A linear coordinate whose key points (ticks and grid lines) are exactly ours.
+#[derive(Debug, Clone)]
+struct Ticks {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for Ticks {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let f = if self.hi > self.lo { (v - self.lo) / (self.hi - self.lo) } else { 0.5 };
+        limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() { Vec::new() } else { self.ticks.clone() }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+pub const WIDTH: u32 = 640;
+pub const HEIGHT: u32 = 360;
+/// More distinct x values than this get evenly spaced ticks instead of one per value.
+const MAX_VALUE_TICKS: usize = 12;
+
+/// One plotted value with its spread (already in the axis's unit).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pt {
+    pub x: f64,
+    pub y: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Drawn hollow and not joined by the line (batch size 1 sent unbatched).
+    pub hollow: bool,
+    /// Drawn with a red ring: a flag qualifies this number.
+    pub flagged: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub color: RGBColor,
+    pub points: Vec<Pt>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log,
+    /// x = -log10(1 - q): 0 = 0 %, 1 = 90 %, 2 = 99 %, 3 = 99.9 % (HdrHistogram's plots).
+    Percentile,
+}
+
+/// A finished axis: range and key points in transformed coordinates.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub scale: Scale,
+    pub lo: f64,
+    pub hi: f64,
+    pub ticks: Vec<f64>,
+    /// Unit suffix for labels ("", " ms", ...), applied after scaling.
+    pub label: String,
+}
+
+fn t(scale: Scale, v: f64) -> f64 {
+    match scale {
+        Scale::Log => v.max(1e-12).log10(),
+        Scale::Linear | Scale::Percentile => v,
+    }
+}
+
+/// Short number: 1.2k, 35k, 1.2M, 0.25.
+pub fn short(v: f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = if x.abs() >= 100.0 || x == x.trunc() {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else if x.abs() >= 0.1 {
+        format!("{x:.2}")
+    } else {
+        // Two significant digits however small (0.001, 0.00025).
+        let decimals = ((-x.abs().log10()).ceil() as usize + 1).min(12);
+        format!("{x:.decimals$}")
+    };
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    format!("{s}{suffix}")
+}
+
+fn nice_step(range: f64, target: f64) -> f64 {
+    let raw = (range / target).max(1e-12);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+impl Axis {
+    /// A value axis from 0 (linear) or from the smallest value (log) to a bit above the
+    /// largest.
+    pub fn values(scale: Scale, values: &[f64], label: &str) -> Axis {
+        let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite() && (scale != Scale::Log || *v > 0.0)).collect();
+        let max = finite.iter().copied().fold(f64::MIN, f64::max);
+        let min = finite.iter().copied().fold(f64::MAX, f64::min);
+        match scale {
+            Scale::Log => {
+                let (lo, hi) =
+                    if finite.is_empty() { (0.0, 1.0) } else { (min.log10().floor(), max.log10().ceil().max(min.log10().floor() + 1.0)) };
+                let mut ticks = Vec::new();
+                let decades = (hi - lo) as i32;
+                for d in lo as i32..=hi as i32 {
+                    ticks.push(d as f64);
+                    if decades <= 2 && d < hi as i32 {
+                        ticks.push(d as f64 + 2f64.log10());
+                        ticks.push(d as f64 + 5f64.log10());
+                    }
+                }
+                Axis { scale, lo, hi, ticks, label: label.into() }
+            }
+            _ => {
+                let max = if finite.is_empty() || max <= 0.0 { 1.0 } else { max * 1.08 };
+                let min = if finite.is_empty() { 0.0 } else { min.min(0.0) };
+                let step = nice_step(max - min, 6.0);
+                let lo = (min / step).floor() * step;
+                let hi = (max / step).ceil() * step;
+                let ticks = (0..=((hi - lo) / step).round() as i64).map(|i| lo + i as f64 * step).collect();
+                Axis { scale, lo, hi, ticks, label: label.into() }
+            }
+        }
+    }
+
+    /// An x axis whose ticks are exactly the given (distinct) values.
+    pub fn at(scale: Scale, xs: &[f64]) -> Axis {
+        let mut tx: Vec<f64> = xs.iter().copied().filter(|v| scale != Scale::Log || *v > 0.0).map(|v| t(scale, v)).collect();
+        tx.sort_by(f64::total_cmp);
+        tx.dedup();
+        let (lo, hi) = match (tx.first(), tx.last()) {
+            (Some(a), Some(b)) if b > a => (*a, *b),
+            (Some(a), _) => (*a - 1.0, *a + 1.0),
+            _ => (0.0, 1.0),
+        };
+        let pad = (hi - lo) * 0.05;
+        if tx.len() > MAX_VALUE_TICKS {
+            // A dense sweep (e.g. N = 100, 200, ... 100000): nice ticks over its range.
+            let raw: Vec<f64> = xs.iter().copied().filter(|v| scale != Scale::Log || *v > 0.0).collect();
+            let nice = Axis::values(scale, &raw, "");
+            let ticks = nice.ticks.into_iter().filter(|t| *t >= lo - pad && *t <= hi + pad).collect();
+            return Axis { scale, lo: lo - pad, hi: hi + pad, ticks, label: String::new() };
+        }
+        Axis { scale, lo: lo - pad, hi: hi + pad, ticks: tx, label: String::new() }
+    }
+
+    /// The percentile axis from 0 % to `max_x` nines.
+    pub fn percentiles(max_x: f64) -> Axis {
+        let hi = max_x.ceil().max(1.0);
+        Axis { scale: Scale::Percentile, lo: 0.0, hi, ticks: (0..=hi as i64).map(|v| v as f64).collect(), label: String::new() }
+    }
+
+    fn coord(&self) -> Ticks {
+        Ticks { lo: self.lo, hi: self.hi, ticks: self.ticks.clone() }
+    }
+
+    fn fmt(&self, v: f64) -> String {
+        match self.scale {
+            Scale::Linear => format!("{}{}", short(v), self.label),
+            Scale::Log => format!("{}{}", short(10f64.powf(v)), self.label),
+            Scale::Percentile => {
+                let q = 100.0 * (1.0 - 10f64.powf(-v));
+                let s = format!("{q:.6}");
+                format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+            }
+        }
+    }
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("chart: {e:?}")
+}
+
+/// Lines with markers and min..max error bars, one per series.
+pub fn lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+    draw_lines(x, y, x_desc, y_desc, series, true)
+}
+
+/// Lines without markers (dense curves such as latency by percentile).
+pub fn curves(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+    draw_lines(x, y, x_desc, y_desc, series, false)
+}
+
+fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series], markers: bool) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .margin_right(34)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x.coord(), y.coord())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_label_formatter(&|v| x.fmt(*v))
+            .y_label_formatter(&|v| y.fmt(*v))
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 16))
+            .bold_line_style(RGBColor(225, 225, 225))
+            .draw()
+            .map_err(err)?;
+        let clamp = |v: f64| v.clamp(y.lo, y.hi);
+        for s in series {
+            let tp = |p: &Pt| (t(x.scale, p.x), clamp(t(y.scale, p.y)));
+            let joined: Vec<(f64, f64)> = s.points.iter().filter(|p| !p.hollow).map(tp).collect();
+            chart.draw_series(LineSeries::new(joined, s.color.stroke_width(2))).map_err(err)?;
+            if !markers {
+                continue;
+            }
+            chart
+                .draw_series(s.points.iter().filter(|p| p.hi > p.lo).map(|p| {
+                    let (px, _) = tp(p);
+                    ErrorBar::new_vertical(
+                        px,
+                        clamp(t(y.scale, p.lo)),
+                        clamp(t(y.scale, p.y)),
+                        clamp(t(y.scale, p.hi)),
+                        s.color.stroke_width(1),
+                        8,
+                    )
+                }))
+                .map_err(err)?;
+            // Dense sweeps (hundreds of N values) read better as lines; hollow markers stay.
+            let dense = s.points.len() > 60;
+            chart
+                .draw_series(s.points.iter().filter(|p| !dense || p.hollow).map(|p| {
+                    let style = if p.hollow { s.color.stroke_width(2) } else { s.color.filled() };
+                    Circle::new(tp(p), 4, style)
+                }))
+                .map_err(err)?;
+            chart.draw_series(s.points.iter().filter(|p| p.flagged).map(|p| Circle::new(tp(p), 8, RED.stroke_width(2)))).map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One bar series: a value (with spread) per group, `None` where there is no result.
+#[derive(Debug, Clone)]
+pub struct BarSeries {
+    pub name: String,
+    pub color: RGBColor,
+    pub values: Vec<Option<Pt>>,
+}
+
+/// Grouped bars: one group per label, one bar per series, min..max whiskers.
+pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> Result<String, String> {
+    let mut svg = String::new();
+    let n = groups.len().max(1) as f64;
+    let width = WIDTH.max(120 * groups.len().min(12) as u32);
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let ticks: Vec<f64> = (0..groups.len()).map(|i| i as f64 + 0.5).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .margin_right(34)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(Ticks { lo: 0.0, hi: n, ticks }, y.coord())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .y_desc(y_desc)
+            .x_label_formatter(&|v| groups.get(v.floor().max(0.0) as usize).cloned().unwrap_or_default())
+            .y_label_formatter(&|v| y.fmt(*v))
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 16))
+            .bold_line_style(RGBColor(225, 225, 225))
+            .disable_x_mesh()
+            .draw()
+            .map_err(err)?;
+        let k = series.len().max(1) as f64;
+        let bar = 0.8 / k;
+        let base = if y.scale == Scale::Log { y.lo } else { 0f64.clamp(y.lo, y.hi) };
+        let clamp = |v: f64| t(y.scale, v).clamp(y.lo, y.hi);
+        for (si, s) in series.iter().enumerate() {
+            for (gi, v) in s.values.iter().enumerate() {
+                let Some(v) = v else { continue };
+                let x0 = gi as f64 + 0.1 + si as f64 * bar;
+                let style = if v.hollow { s.color.stroke_width(2) } else { s.color.filled() };
+                chart.draw_series(std::iter::once(Rectangle::new([(x0, base), (x0 + bar * 0.9, clamp(v.y))], style))).map_err(err)?;
+                let xm = x0 + bar * 0.45;
+                if v.hi > v.lo {
+                    chart
+                        .draw_series(std::iter::once(ErrorBar::new_vertical(
+                            xm,
+                            clamp(v.lo),
+                            clamp(v.y),
+                            clamp(v.hi),
+                            BLACK.stroke_width(1),
+                            6,
+                        )))
+                        .map_err(err)?;
+                }
+                if v.flagged {
+                    chart.draw_series(std::iter::once(Circle::new((xm, clamp(v.y)), 6, RED.stroke_width(2)))).map_err(err)?;
+                }
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axes_tick_at_decades_and_percentile_labels_count_nines() {
+        let a = Axis::values(Scale::Log, &[3.0, 4000.0], "");
+        assert_eq!((a.lo, a.hi), (0.0, 4.0));
+        assert!(a.ticks.contains(&2.0) && a.fmt(2.0) == "100", "{:?}", a.ticks);
+        let p = Axis::percentiles(3.0);
+        assert_eq!(p.fmt(0.0), "0%");
+        assert_eq!(p.fmt(1.0), "90%");
+        assert_eq!(p.fmt(3.0), "99.9%");
+    }
+
+    #[test]
+    fn x_ticks_are_the_values_used() {
+        let a = Axis::at(Scale::Log, &[1.0, 10.0, 100.0, 10.0]);
+        assert_eq!(a.ticks, vec![0.0, 1.0, 2.0]);
+        assert_eq!(a.fmt(2.0), "100");
+        let dense: Vec<f64> = (1..=1000).map(|i| i as f64 * 100.0).collect();
+        let d = Axis::at(Scale::Linear, &dense);
+        assert!(d.ticks.len() <= 12 && d.ticks.len() >= 3, "{:?}", d.ticks);
+        assert!(d.ticks.iter().all(|t| *t >= d.lo && *t <= d.hi));
+        assert_eq!(short(1234.0), "1.23k");
+        assert_eq!(short(35000.0), "35k");
+        assert_eq!(short(0.5), "0.5");
+        assert_eq!(short(0.0001), "0.0001");
+        assert_eq!(short(0.00025), "0.00025");
+        assert_eq!(short(0.0), "0");
+    }
+
+    #[test]
+    fn charts_are_svg_with_one_path_per_series() {
+        let s = |name: &str, c| Series {
+            name: name.into(),
+            color: c,
+            points: vec![
+                Pt { x: 1.0, y: 10.0, lo: 9.0, hi: 11.0, hollow: false, flagged: false },
+                Pt { x: 4.0, y: 30.0, lo: 30.0, hi: 30.0, hollow: false, flagged: true },
+            ],
+        };
+        let svg = lines(
+            &Axis::at(Scale::Linear, &[1.0, 4.0]),
+            &Axis::values(Scale::Linear, &[11.0, 30.0], ""),
+            "clients",
+            "ops/s",
+            &[s("a", RGBColor(1, 2, 3)), s("b", RGBColor(4, 5, 6))],
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+        assert!(svg.contains("#010203") && svg.contains("#040506"), "both series' colours are drawn");
+        assert!(svg.contains("\nclients\n</text>"), "axis description drawn");
+    }
+}

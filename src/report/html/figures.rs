@@ -1,0 +1,477 @@
+//! Which figures a report gets: from each experiment's op kind and point parameters, the
+//! figures its study's paper had, with the same axes (throughput vs clients, vs batch size
+//! and vs range width; time vs key count; analytic query durations; YCSB per workload and
+//! per op type; the in-memory study's time and memory per record count; latency
+//! percentiles).
+//!
+//! Owns the choice and the ids of figures. Must not draw, and must not compute numbers.
+
+use crate::report::model::{PointResult, Report};
+use crate::workload::experiment::Point;
+use crate::workload::op::OpKind;
+
+/// The x axis of a throughput or time figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XAxis {
+    /// Concurrent clients (threads), one op per request; linear.
+    Clients,
+    /// Ops per request, one client; logarithmic.
+    Batch,
+    /// Range width `hi - lo`; logarithmic.
+    Width,
+    /// Key or record count N (`param`); logarithmic when it spans two decades or more.
+    Records,
+}
+
+impl XAxis {
+    pub fn label(self) -> &'static str {
+        match self {
+            XAxis::Clients => "clients",
+            XAxis::Batch => "batch size (ops per request)",
+            XAxis::Width => "range width",
+            XAxis::Records => "keys (N)",
+        }
+    }
+
+    /// The point's value on this axis.
+    pub fn value(self, p: &Point) -> f64 {
+        match self {
+            XAxis::Clients => p.clients as f64,
+            XAxis::Batch => p.batch as f64,
+            XAxis::Width | XAxis::Records => p.param.unwrap_or(0) as f64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FigureKind {
+    /// Median ops/s (error bars min..max of the measured runs) vs `x`, one line per target.
+    Throughput { x: XAxis, log_x: bool },
+    /// Seconds per measured run vs N, one line per target (insert-find).
+    TimeVsRecords { log_x: bool },
+    /// One point per target: ops/s bars.
+    ThroughputBars,
+    /// Seconds per query: one group per query experiment, one bar per target.
+    QueryDurations,
+    /// YCSB: ops/s per workload at one thread count, one bar per target.
+    YcsbWorkloads { clients: usize },
+    /// Latency per op type (from each run's per-kind service times) at this client count.
+    OpLatency { clients: usize },
+    /// Latency vs percentile from the merged histogram at one point.
+    Percentiles { point: Point },
+    /// Lifecycle studies: seconds per run per record count, one bar per target.
+    LifecycleTime,
+    /// Lifecycle studies: memory bytes per record per record count.
+    MemoryPerRecord,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureSpec {
+    /// Unique in the page; also the `data-figure` attribute.
+    pub id: String,
+    pub title: String,
+    pub kind: FigureKind,
+    /// The experiments drawn (one, except for overview figures).
+    pub experiments: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    pub id: String,
+    pub title: String,
+    pub figures: Vec<FigureSpec>,
+    /// Lifecycle studies: the time and memory tables go in this section.
+    pub lifecycle_tables: bool,
+}
+
+/// An HTML id fragment: lowercase ASCII letters, digits and dashes.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// Experiments in the order their first point appears.
+pub fn experiments(report: &Report) -> Vec<(String, OpKind)> {
+    let mut out: Vec<(String, OpKind)> = Vec::new();
+    for p in &report.points {
+        if !out.iter().any(|(e, _)| *e == p.experiment) {
+            out.push((p.experiment.clone(), p.op));
+        }
+    }
+    out
+}
+
+pub fn points_of<'a>(report: &'a Report, experiment: &str) -> Vec<&'a PointResult> {
+    report.points.iter().filter(|p| p.experiment == experiment).collect()
+}
+
+fn is_range(op: OpKind) -> bool {
+    matches!(op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax | OpKind::Scan)
+}
+
+/// True when the report comes from a lifecycle study (in-memory): tables per record count.
+pub fn is_lifecycle(report: &Report) -> bool {
+    report.plan.get("lifecycle").and_then(|v| v.as_bool()).unwrap_or(false)
+}
+
+fn distinct(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// Log scale when the values span two decades or more.
+pub fn wants_log(values: &[f64]) -> bool {
+    let pos: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
+    match (pos.iter().copied().reduce(f64::min), pos.iter().copied().reduce(f64::max)) {
+        (Some(lo), Some(hi)) => hi / lo >= 100.0,
+        _ => false,
+    }
+}
+
+/// Fewer requests than this make no percentile plot (a one-request-per-run insert).
+pub const MIN_PERCENTILE_SAMPLES: u64 = 20;
+
+/// The point an experiment's percentile plot shows: the largest client count of the
+/// one-op-per-request points, else the largest batch, else the largest parameter; only
+/// points whose merged histogram has enough requests for percentiles.
+pub fn representative_point(points: &[&PointResult]) -> Option<Point> {
+    let with_latency =
+        |p: &&&PointResult| p.summary.as_ref().and_then(|s| s.latency.as_ref()).is_some_and(|l| l.count >= MIN_PERCENTILE_SAMPLES);
+    let measured: Vec<&&PointResult> = points.iter().filter(with_latency).collect();
+    let unbatched = measured.iter().filter(|p| !p.point.batched && p.point.param.is_none()).max_by_key(|p| p.point.clients);
+    let batched = measured.iter().filter(|p| p.point.batched && p.point.param.is_none()).max_by_key(|p| p.point.batch);
+    let param = measured.iter().filter(|p| p.point.param.is_some()).max_by_key(|p| p.point.param);
+    unbatched.or(batched).or(param).map(|p| p.point)
+}
+
+/// The figures of one experiment (not lifecycle, not query, which are grouped).
+pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Vec<FigureSpec> {
+    let id = slug(name);
+    let mut figures = Vec::new();
+    let mut add = |suffix: &str, title: String, kind: FigureKind| {
+        figures.push(FigureSpec { id: format!("fig-{id}-{suffix}"), title, kind, experiments: vec![name.to_string()] })
+    };
+    let unbatched_clients = distinct(points.iter().filter(|p| !p.point.batched && p.point.param.is_none()).map(|p| p.point.clients as f64));
+    let has_batched = points.iter().any(|p| p.point.batched && p.point.param.is_none());
+    let params = distinct(points.iter().filter_map(|p| p.point.param.map(|v| v as f64)));
+    if unbatched_clients.len() >= 2 {
+        let what = if op == OpKind::Mixed { "threads" } else { "clients" };
+        add("clients", format!("{name}: throughput vs {what}"), FigureKind::Throughput { x: XAxis::Clients, log_x: false });
+    }
+    if has_batched {
+        add("batch", format!("{name}: throughput vs batch size"), FigureKind::Throughput { x: XAxis::Batch, log_x: true });
+    }
+    if !params.is_empty() {
+        if is_range(op) {
+            add("width", format!("{name}: throughput vs range width"), FigureKind::Throughput { x: XAxis::Width, log_x: true });
+        } else {
+            add("time", format!("{name}: time per run vs keys"), FigureKind::TimeVsRecords { log_x: wants_log(&params) });
+        }
+    }
+    let only_bars = unbatched_clients.len() < 2 && !has_batched && params.is_empty();
+    if only_bars {
+        add("bars", format!("{name}: throughput"), FigureKind::ThroughputBars);
+    }
+    if op == OpKind::Mixed
+        && let Some(c) = unbatched_clients.last()
+    {
+        let c = *c as usize;
+        add("ops", format!("{name}: latency per operation type at {c} threads"), FigureKind::OpLatency { clients: c });
+    }
+    if let Some(point) = representative_point(points) {
+        add("latency", format!("{name}: latency by percentile at {}", point_label(&point, op)), FigureKind::Percentiles { point });
+    }
+    figures
+}
+
+/// "4 clients", "1 client, batch 100", "8 clients, width 10", "1 client, N 1000".
+pub fn point_label(p: &Point, op: OpKind) -> String {
+    let mut s = format!("{} client{}", p.clients, if p.clients == 1 { "" } else { "s" });
+    if p.batched {
+        s.push_str(&format!(", batch {}", p.batch));
+    }
+    if let Some(v) = p.param {
+        s.push_str(&format!(", {} {v}", if is_range(op) { "width" } else { "N" }));
+    }
+    s
+}
+
+/// The sections of the report, in order.
+/// Experiments of a lifecycle study that sweep record counts (every point has `param`);
+/// others in the same study (echo-floor) get ordinary sections.
+pub fn lifecycle_experiments(report: &Report) -> Vec<(String, OpKind)> {
+    if !is_lifecycle(report) {
+        return Vec::new();
+    }
+    experiments(report).into_iter().filter(|(name, _)| points_of(report, name).iter().all(|p| p.point.param.is_some())).collect()
+}
+
+fn lifecycle_sections(report: &Report, experiments: &[(String, OpKind)]) -> Vec<Section> {
+    let mut sections = Vec::new();
+    let mut figures = Vec::new();
+    for (name, op) in experiments {
+        let id = slug(name);
+        figures.push(FigureSpec {
+            id: format!("fig-{id}-time"),
+            title: format!("{name}: {} by record count", if per_key(*op) { "time per key" } else { "time" }),
+            kind: FigureKind::LifecycleTime,
+            experiments: vec![name.clone()],
+        });
+        let has_memory = points_of(report, name).iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some()));
+        if *op == OpKind::Insert && has_memory {
+            figures.push(FigureSpec {
+                id: format!("fig-{id}-memory"),
+                title: format!("{name}: memory per record"),
+                kind: FigureKind::MemoryPerRecord,
+                experiments: vec![name.clone()],
+            });
+        }
+    }
+    sections.push(Section { id: "lifecycle".into(), title: "Time and memory per operation".into(), figures, lifecycle_tables: true });
+    let mut latency = Vec::new();
+    for (name, op) in experiments {
+        let points = points_of(report, name);
+        if let Some(point) = representative_point(&points) {
+            latency.push(FigureSpec {
+                id: format!("fig-{}-latency", slug(name)),
+                title: format!("{name}: latency by percentile at {}", point_label(&point, *op)),
+                kind: FigureKind::Percentiles { point },
+                experiments: vec![name.clone()],
+            });
+        }
+    }
+    if !latency.is_empty() {
+        sections.push(Section {
+            id: "lifecycle-latency".into(),
+            title: "Latency percentiles".into(),
+            figures: latency,
+            lifecycle_tables: false,
+        });
+    }
+    sections
+}
+
+/// Lifecycle operations on single keys (read one, delete one): their time is per key, the
+/// others' (write all, fetch all) is the whole operation.
+pub fn per_key(op: OpKind) -> bool {
+    matches!(op, OpKind::Get | OpKind::Delete | OpKind::Update)
+}
+
+/// The sections of the report, in order.
+pub fn plan(report: &Report) -> Vec<Section> {
+    let experiments = experiments(report);
+    let lifecycle = lifecycle_experiments(report);
+    let mut sections = Vec::new();
+    let mut lifecycle_done = false;
+    let mut queries_done = false;
+    let mut ycsb_done = false;
+    for (name, op) in &experiments {
+        if lifecycle.iter().any(|(n, _)| n == name) {
+            if !lifecycle_done {
+                lifecycle_done = true;
+                sections.extend(lifecycle_sections(report, &lifecycle));
+            }
+            continue;
+        }
+        if *op == OpKind::Query {
+            if !queries_done {
+                queries_done = true;
+                let names: Vec<String> = experiments.iter().filter(|(_, o)| *o == OpKind::Query).map(|(n, _)| n.clone()).collect();
+                let mut figures = vec![FigureSpec {
+                    id: "fig-queries".into(),
+                    title: "Analytic queries: time per query".into(),
+                    kind: FigureKind::QueryDurations,
+                    experiments: names.clone(),
+                }];
+                for q in &names {
+                    let points = points_of(report, q);
+                    if let Some(point) = representative_point(&points) {
+                        figures.push(FigureSpec {
+                            id: format!("fig-{}-latency", slug(q)),
+                            title: format!("{q}: latency by percentile"),
+                            kind: FigureKind::Percentiles { point },
+                            experiments: vec![q.clone()],
+                        });
+                    }
+                }
+                sections.push(Section { id: "queries".into(), title: "Analytic queries".into(), figures, lifecycle_tables: false });
+            }
+            continue;
+        }
+        if *op == OpKind::Mixed && !ycsb_done {
+            ycsb_done = true;
+            let names: Vec<String> = experiments.iter().filter(|(_, o)| *o == OpKind::Mixed).map(|(n, _)| n.clone()).collect();
+            let clients = distinct(report.points.iter().filter(|p| p.op == OpKind::Mixed).map(|p| p.point.clients as f64));
+            let figures = clients
+                .iter()
+                .map(|&c| {
+                    let c = c as usize;
+                    FigureSpec {
+                        id: format!("fig-ycsb-threads-{c}"),
+                        title: format!("YCSB: throughput per workload, {c} thread{}", if c == 1 { "" } else { "s" }),
+                        kind: FigureKind::YcsbWorkloads { clients: c },
+                        experiments: names.clone(),
+                    }
+                })
+                .collect();
+            sections.push(Section { id: "ycsb".into(), title: "YCSB workloads".into(), figures, lifecycle_tables: false });
+        }
+        let points = points_of(report, name);
+        sections.push(Section {
+            id: format!("exp-{}", slug(name)),
+            title: name.clone(),
+            figures: experiment_figures(name, *op, &points),
+            lifecycle_tables: false,
+        });
+    }
+    sections
+}
+
+/// Every figure id of the report, in page order (the browser test checks them).
+pub fn figure_ids(report: &Report) -> Vec<String> {
+    plan(report).into_iter().flat_map(|s| s.figures.into_iter().map(|f| f.id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::{PointStatus, PointSummary};
+
+    fn point(experiment: &str, op: OpKind, target: &str, clients: usize, batch: usize, batched: bool, param: Option<u64>) -> PointResult {
+        PointResult {
+            experiment: experiment.into(),
+            op,
+            target: target.into(),
+            system: target.into(),
+            point: Point { clients, batch, batched, param },
+            rate: None,
+            status: PointStatus::Measured,
+            runs: vec![],
+            summary: Some(PointSummary {
+                measured_runs: 1,
+                median_ops_per_sec: 1.0,
+                min_ops_per_sec: 1.0,
+                max_ops_per_sec: 1.0,
+                median_rows_per_sec: 1.0,
+                latency: None,
+                response_latency: None,
+                per_row_p50_us: None,
+                client_share: None,
+                errors: 0,
+                memory: None,
+            }),
+            flags: vec![],
+        }
+    }
+
+    fn kinds(figs: &[FigureSpec]) -> Vec<FigureKind> {
+        figs.iter().map(|f| f.kind.clone()).collect()
+    }
+
+    #[test]
+    fn clients_and_batch_sweeps_get_linear_clients_and_log_batch_axes() {
+        let pts = [
+            point("get", OpKind::Get, "a", 1, 1, false, None),
+            point("get", OpKind::Get, "a", 4, 1, false, None),
+            point("get", OpKind::Get, "a", 1, 10, true, None),
+            point("get", OpKind::Get, "a", 1, 100, true, None),
+        ];
+        let refs: Vec<&PointResult> = pts.iter().collect();
+        assert_eq!(
+            kinds(&experiment_figures("get", OpKind::Get, &refs)),
+            vec![FigureKind::Throughput { x: XAxis::Clients, log_x: false }, FigureKind::Throughput { x: XAxis::Batch, log_x: true }]
+        );
+    }
+
+    #[test]
+    fn range_widths_get_a_log_width_axis_and_sizes_a_time_axis() {
+        let range =
+            [point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1)), point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1000))];
+        let refs: Vec<&PointResult> = range.iter().collect();
+        assert_eq!(
+            kinds(&experiment_figures("rc", OpKind::RangeCount, &refs)),
+            vec![FigureKind::Throughput { x: XAxis::Width, log_x: true }]
+        );
+        let sized =
+            [point("ins", OpKind::Insert, "a", 1, 100, true, Some(100)), point("ins", OpKind::Insert, "a", 1, 10000, true, Some(10000))];
+        let refs: Vec<&PointResult> = sized.iter().collect();
+        assert_eq!(kinds(&experiment_figures("ins", OpKind::Insert, &refs)), vec![FigureKind::TimeVsRecords { log_x: true }]);
+        let linear = [point("f", OpKind::MultiGet, "a", 1, 1, false, Some(100)), point("f", OpKind::MultiGet, "a", 1, 1, false, Some(500))];
+        let refs: Vec<&PointResult> = linear.iter().collect();
+        assert_eq!(kinds(&experiment_figures("f", OpKind::MultiGet, &refs)), vec![FigureKind::TimeVsRecords { log_x: false }]);
+    }
+
+    #[test]
+    fn ycsb_gets_threads_lines_and_op_latency_at_the_most_threads() {
+        let pts = [point("workload-a", OpKind::Mixed, "a", 1, 1, false, None), point("workload-a", OpKind::Mixed, "a", 8, 1, false, None)];
+        let refs: Vec<&PointResult> = pts.iter().collect();
+        assert_eq!(
+            kinds(&experiment_figures("workload-a", OpKind::Mixed, &refs)),
+            vec![FigureKind::Throughput { x: XAxis::Clients, log_x: false }, FigureKind::OpLatency { clients: 8 }]
+        );
+    }
+
+    fn report(points: Vec<PointResult>, lifecycle: bool) -> Report {
+        let text = include_str!("../../../tests/golden/report.json");
+        let mut r: Report = serde_json::from_str(text).unwrap();
+        r.points = points;
+        r.plan = serde_json::json!({ "lifecycle": lifecycle });
+        r
+    }
+
+    #[test]
+    fn queries_are_grouped_into_one_bar_figure_and_ycsb_gets_an_overview_per_thread_count() {
+        let r = report(
+            vec![
+                point("tpch-q1", OpKind::Query, "a", 1, 1, false, None),
+                point("tpch-q6", OpKind::Query, "a", 1, 1, false, None),
+                point("workload-a", OpKind::Mixed, "a", 1, 1, false, None),
+                point("workload-a", OpKind::Mixed, "a", 2, 1, false, None),
+                point("workload-b", OpKind::Mixed, "a", 1, 1, false, None),
+            ],
+            false,
+        );
+        let ids = figure_ids(&r);
+        assert!(ids.contains(&"fig-queries".to_string()), "{ids:?}");
+        assert!(ids.contains(&"fig-ycsb-threads-1".to_string()) && ids.contains(&"fig-ycsb-threads-2".to_string()), "{ids:?}");
+        assert!(ids.contains(&"fig-workload-a-clients".to_string()) && ids.contains(&"fig-workload-b-bars".to_string()), "{ids:?}");
+        assert!(!ids.iter().any(|i| i.starts_with("fig-tpch-q1-bars")), "queries are not per-experiment bars: {ids:?}");
+    }
+
+    #[test]
+    fn lifecycle_studies_get_time_and_memory_figures() {
+        let mut write = point("write-all", OpKind::Insert, "a", 1, 1, false, Some(1000));
+        write.summary.as_mut().unwrap().memory = Some(crate::report::model::MemorySummary {
+            engine_source: None,
+            engine_delta_bytes: None,
+            server_delta_bytes: None,
+            client_delta_bytes: 1.0,
+            engine_bytes_per_row: None,
+            server_bytes_per_row: None,
+            engine_after_bytes: None,
+            server_after_bytes: None,
+        });
+        let floor = point("echo-floor", OpKind::Echo, "a", 1, 1, false, None);
+        let r = report(vec![floor, write, point("fetch-all", OpKind::FetchAll, "a", 1, 1, false, Some(1000))], true);
+        // The echo floor (no record counts) keeps an ordinary section.
+        assert_eq!(figure_ids(&r), vec!["fig-echo-floor-bars", "fig-write-all-time", "fig-write-all-memory", "fig-fetch-all-time"]);
+        let sections = plan(&r);
+        assert!(!sections[0].lifecycle_tables && sections[1].lifecycle_tables);
+        assert!(per_key(OpKind::Get) && per_key(OpKind::Delete) && !per_key(OpKind::Insert) && !per_key(OpKind::FetchAll));
+    }
+
+    #[test]
+    fn slugs_are_id_safe() {
+        assert_eq!(slug("Range Count <lineitem>"), "range-count-lineitem");
+        assert_eq!(slug("tpch-q1"), "tpch-q1");
+    }
+}

@@ -1,0 +1,1091 @@
+//! The HTML exporter: `report.html`, one self-contained page rendered from a saved
+//! `Report` only — a header (what ran, where, with which versions and settings, how to
+//! reproduce it), then the figures of each experiment (chosen in `figures`, drawn as inline
+//! SVG in `chart`) with a data table under each, flags next to the numbers they qualify.
+//!
+//! No network: inline CSS, system fonts, inline SVG, and one small inline script that only
+//! records load errors in a DOM attribute (for the browser test). Must not measure anything
+//! or read anything but the model.
+
+pub mod chart;
+pub mod figures;
+
+use super::model::{Flag, LatencySummary, PointResult, PointStatus, Report, RunMeasurement};
+use crate::workload::op::OpKind;
+use chart::{Axis, BarSeries, Pt, Scale, Series};
+use figures::{FigureKind, FigureSpec, XAxis, point_label, points_of};
+use plotters::style::RGBColor;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+/// HTML-escapes text for element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Tableau 10: distinguishable, colour-blind-friendlier than the defaults.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(78, 121, 167),
+    RGBColor(242, 142, 43),
+    RGBColor(225, 87, 89),
+    RGBColor(118, 183, 178),
+    RGBColor(89, 161, 79),
+    RGBColor(237, 201, 72),
+    RGBColor(176, 122, 161),
+    RGBColor(255, 157, 167),
+    RGBColor(156, 117, 95),
+    RGBColor(186, 176, 172),
+];
+
+/// Targets in report order, each with its colour for every figure of the page.
+struct Colors(Vec<(String, RGBColor)>);
+
+impl Colors {
+    fn new(report: &Report) -> Colors {
+        let mut names: Vec<String> = report.targets.iter().map(|t| t.name.clone()).collect();
+        for p in &report.points {
+            if !names.contains(&p.target) {
+                names.push(p.target.clone());
+            }
+        }
+        Colors(
+            names
+                .into_iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let c = if i < PALETTE.len() {
+                        PALETTE[i]
+                    } else {
+                        // Golden-angle hues past ten targets.
+                        let h = (i as f64 * 137.508) % 360.0;
+                        hsl(h, 0.55, 0.45)
+                    };
+                    (n, c)
+                })
+                .collect(),
+        )
+    }
+
+    fn of(&self, target: &str) -> RGBColor {
+        self.0.iter().find(|(n, _)| n == target).map(|(_, c)| *c).unwrap_or(RGBColor(0, 0, 0))
+    }
+}
+
+fn hsl(h: f64, s: f64, l: f64) -> RGBColor {
+    let c = (1.0 - (2.0 * l - 1.0).abs()) * s;
+    let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
+    let m = l - c / 2.0;
+    let (r, g, b) = match (h / 60.0) as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let u = |v: f64| ((v + m) * 255.0).round() as u8;
+    RGBColor(u(r), u(g), u(b))
+}
+
+fn css(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+/// A point's (median, min, max) of some quantity.
+type ValueOf = dyn Fn(&PointResult) -> Option<(f64, f64, f64)>;
+
+/// Per op kind: merged latency and median ops/s.
+type KindStats = Vec<(OpKind, LatencySummary, f64)>;
+
+fn measured(p: &PointResult) -> Vec<&RunMeasurement> {
+    p.runs.iter().filter(|r| !r.warmup).collect()
+}
+
+/// (median, min, max) of non-empty values.
+fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    let lo = values.iter().copied().fold(f64::MAX, f64::min);
+    let hi = values.iter().copied().fold(f64::MIN, f64::max);
+    Some((crate::stats::median(values), lo, hi))
+}
+
+/// Seconds per measured run: (median, min, max).
+fn run_seconds(p: &PointResult) -> Option<(f64, f64, f64)> {
+    spread(&measured(p).iter().map(|r| r.seconds).collect::<Vec<_>>())
+}
+
+/// Seconds per op (per query) over the measured runs.
+fn seconds_per_op(p: &PointResult) -> Option<(f64, f64, f64)> {
+    spread(&measured(p).iter().filter(|r| r.ops > 0).map(|r| r.seconds / r.ops as f64).collect::<Vec<_>>())
+}
+
+pub fn fmt_secs(s: f64) -> String {
+    let a = s.abs();
+    if a >= 1.0 {
+        format!("{s:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// A seconds axis unit for values up to `max`: (divisor, label).
+fn secs_unit(max: f64) -> (f64, &'static str) {
+    if max >= 1.0 {
+        (1.0, "s")
+    } else if max >= 1e-3 {
+        (1e-3, "ms")
+    } else {
+        (1e-6, "µs")
+    }
+}
+
+pub fn fmt_bytes(b: f64) -> String {
+    let a = b.abs();
+    if a >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
+    } else if a >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    } else if a >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn us(v: f64) -> String {
+    if v >= 1000.0 { format!("{:.2} ms", v / 1000.0) } else { format!("{v:.1} µs") }
+}
+
+/// The flags of a point (and its status) as HTML badges, next to its numbers.
+pub fn flags_html(p: &PointResult) -> String {
+    let mut out = String::new();
+    match &p.status {
+        PointStatus::NotSupported { reason } => {
+            let _ = write!(out, r#"<span class="flag na" title="{}">not supported</span>"#, esc(reason));
+        }
+        PointStatus::Incomplete { reason } => {
+            let _ = write!(out, r#"<span class="flag warn" title="{}">incomplete: {}</span>"#, esc(reason), esc(reason));
+        }
+        PointStatus::Measured => {}
+    }
+    for f in &p.flags {
+        let badge = match f {
+            Flag::ClientBound { share } => format!(
+                r#"<span class="flag warn" title="throughput is {pct:.0}% of NO-DB's at this point: the client may be the bottleneck">client-bound ({pct:.0}%)</span>"#,
+                pct = share * 100.0
+            ),
+            Flag::AnswerMismatch { detail } => {
+                format!(
+                    r#"<span class="flag loud" title="answers differ from the other systems': the timing is void">ANSWER MISMATCH: {}</span>"#,
+                    esc(detail)
+                )
+            }
+            Flag::Errors { count } => format!(r#"<span class="flag err">{count} error{}</span>"#, if *count == 1 { "" } else { "s" }),
+            Flag::Incomplete if matches!(p.status, PointStatus::Incomplete { .. }) => continue,
+            Flag::Incomplete => r#"<span class="flag warn">incomplete</span>"#.to_string(),
+            Flag::NotSupported if matches!(p.status, PointStatus::NotSupported { .. }) => continue,
+            Flag::NotSupported => r#"<span class="flag na">not supported</span>"#.to_string(),
+        };
+        out.push_str(&badge);
+    }
+    out
+}
+
+fn is_flagged(p: &PointResult) -> bool {
+    !p.flags.is_empty() || !matches!(p.status, PointStatus::Measured)
+}
+
+fn shell_quote(arg: &str) -> String {
+    if !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// The command as one shell line (the program name shortened to `dbsweep`).
+pub fn command_line(report: &Report) -> String {
+    let mut args: Vec<String> = report.command.iter().map(|a| shell_quote(a)).collect();
+    if let Some(first) = args.first_mut()
+        && first.rsplit('/').next().is_some_and(|n| n == "dbsweep")
+    {
+        *first = "dbsweep".into();
+    }
+    args.join(" ")
+}
+
+const CSS: &str = r#"
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto; max-width: 1400px; padding: 16px 24px 48px; color: #222; background: #fff; line-height: 1.4; }
+h1 { font-size: 1.6em; margin: 0.2em 0; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 4px; margin-top: 2em; } h3 { margin: 0.2em 0; font-size: 1.05em; }
+code, pre { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
+pre { background: #f5f5f5; padding: 8px 12px; overflow-x: auto; border-radius: 4px; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-size: 0.88em; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.facts td:first-child { font-weight: 600; white-space: nowrap; }
+.status-ok { color: #1a7f37; font-weight: 600; } .status-bad { color: #b3261e; font-weight: 600; }
+.figs { display: flex; flex-wrap: wrap; gap: 16px; }
+figure { margin: 0; padding: 10px; border: 1px solid #e2e2e2; border-radius: 6px; flex: 0 1 620px; min-width: 0; }
+figure td:first-child, figure td:nth-child(2) { white-space: nowrap; }
+figure table { display: block; overflow-x: auto; max-width: 100%; font-size: 0.8em; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { font-weight: 600; margin-bottom: 4px; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.88em; margin: 2px 0 6px; }
+.sw { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
+.note { color: #555; font-size: 0.85em; max-width: 640px; }
+.flag { display: inline-block; border-radius: 3px; padding: 0 5px; margin: 0 2px; font-size: 0.85em; white-space: nowrap; }
+.flag.warn { background: #fff3cd; color: #7a5b00; border: 1px solid #e6cf7a; }
+.flag.err { background: #fde2e1; color: #8c1d18; border: 1px solid #f0a8a4; }
+.flag.na { background: #eee; color: #555; border: 1px solid #ccc; }
+.flag.loud { background: #b3261e; color: #fff; font-weight: 700; border: 1px solid #7a1a14; }
+td.url { min-width: 200px; max-width: 280px; word-break: break-all; }
+td.settings { min-width: 480px; }
+.settings code { display: inline-block; background: #f3f3f3; margin: 1px 2px; padding: 0 4px; border-radius: 3px; }
+.warnings li { color: #7a5b00; }
+details.data summary { cursor: pointer; color: #355; font-size: 0.9em; }
+"#;
+
+/// Records script errors and load completion as attributes on <html>, for the browser
+/// test; the page itself needs no script.
+const SCRIPT: &str = r#"(function(){var h=document.documentElement;h.setAttribute('data-errors','');
+window.addEventListener('error',function(e){h.setAttribute('data-errors',h.getAttribute('data-errors')+(e.message||'resource error')+';');},true);
+window.addEventListener('load',function(){h.setAttribute('data-loaded','1');h.setAttribute('data-svg-count',String(document.querySelectorAll('figure[data-figure] svg').length));});})();"#;
+
+/// Renders the whole page.
+pub fn render(report: &Report) -> String {
+    let colors = Colors::new(report);
+    let mut out = String::with_capacity(256 * 1024);
+    let title = format!("dbsweep report: {}", report.study);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{CSS}</style>\n<script>{SCRIPT}</script>\n</head>\n<body>\n",
+        esc(&title)
+    );
+    header(&mut out, report, &colors);
+    let sections = figures::plan(report);
+    if !sections.is_empty() {
+        out.push_str("<nav><h2>Contents</h2><ul>");
+        for s in &sections {
+            let _ = write!(out, "<li><a href=\"#{}\">{}</a></li>", esc(&s.id), esc(&s.title));
+        }
+        out.push_str("</ul></nav>\n");
+    }
+    for s in &sections {
+        let _ = write!(out, "<section id=\"{}\">\n<h2>{}</h2>\n", esc(&s.id), esc(&s.title));
+        if s.lifecycle_tables {
+            lifecycle_tables(&mut out, report, &colors);
+        }
+        out.push_str("<div class=\"figs\">\n");
+        for f in &s.figures {
+            figure(&mut out, report, &colors, f);
+        }
+        out.push_str("</div>\n</section>\n");
+    }
+    if report.points.is_empty() {
+        out.push_str("<p>No results yet.</p>\n");
+    }
+    let _ = write!(
+        out,
+        "<footer id=\"report-end\"><p class=\"note\">Rendered by dbsweep {} from report.json (format {} v{}). Re-render with <code>dbsweep report DIR</code>.</p></footer>\n</body>\n</html>\n",
+        esc(&report.dbsweep_version),
+        esc(&report.format),
+        report.format_version
+    );
+    out
+}
+
+fn header(out: &mut String, r: &Report, colors: &Colors) {
+    let description = r.plan.get("description").and_then(|v| v.as_str()).unwrap_or("");
+    let _ = write!(out, "<header>\n<h1>dbsweep: {}</h1>\n", esc(&r.study));
+    if !description.is_empty() {
+        let _ = writeln!(out, "<p>{}</p>", esc(description));
+    }
+    let status = if r.complete {
+        "<span class=\"status-ok\">complete</span>".to_string()
+    } else {
+        format!("<span class=\"status-bad\">incomplete</span>: {}", esc(r.incomplete_reason.as_deref().unwrap_or("reason not recorded")))
+    };
+    let rate = r.plan.get("rate").and_then(|v| v.as_f64()).map(|v| format!("fixed rate, {} ops/s in total", chart::short(v)));
+    out.push_str("<table class=\"facts\" id=\"run-facts\">\n");
+    let rows: Vec<(&str, String)> = vec![
+        ("study", esc(&r.study)),
+        ("command", format!("<code>{}</code>", esc(&command_line(r)))),
+        ("seed", r.seed.to_string()),
+        ("started", esc(&r.started_at)),
+        ("finished", esc(r.finished_at.as_deref().unwrap_or("-"))),
+        ("status", status),
+        ("mode", rate.unwrap_or_else(|| "closed loop (maximum throughput)".into())),
+        (
+            "dbsweep",
+            format!("{}{}", esc(&r.dbsweep_version), r.git_revision.as_deref().map(|g| format!(" (git {})", esc(g))).unwrap_or_default()),
+        ),
+        ("host", esc(&r.environment.hostname)),
+        ("CPU", format!("{} ({} cores)", esc(&r.environment.cpu_model), r.environment.cores)),
+        ("memory", fmt_bytes(r.environment.memory_bytes as f64)),
+        ("OS", format!("{} (kernel {})", esc(&r.environment.os), esc(&r.environment.kernel))),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(out, "<tr><td>{k}</td><td>{v}</td></tr>");
+    }
+    out.push_str("</table>\n");
+    out.push_str("<h2 id=\"targets\">Targets</h2>\n<table id=\"targets-table\"><tr><th>target</th><th>system</th><th>version</th><th>URL</th><th>execution</th><th>native batches</th><th>secondary indexes</th><th>settings</th></tr>\n");
+    for t in &r.targets {
+        let settings: Vec<String> = t.settings.iter().map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v))).collect();
+        let _ = writeln!(
+            out,
+            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td class=\"url\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"settings\">{}</td></tr>",
+            css(colors.of(&t.name)),
+            esc(&t.name),
+            esc(&t.system),
+            esc(&t.version),
+            esc(&t.url),
+            esc(&format!("{:?}", t.execution).to_lowercase()),
+            if t.capabilities.native_batch { "yes" } else { "no" },
+            if t.capabilities.secondary_indexes { "yes" } else { "no" },
+            settings.join(" ")
+        );
+    }
+    out.push_str("</table>\n");
+    if !r.unavailable.is_empty() {
+        out.push_str("<h3>Not run here</h3>\n<ul id=\"unavailable\">");
+        for u in &r.unavailable {
+            let _ = write!(out, "<li><b>{}</b>: {}</li>", esc(&u.system), esc(&u.reason));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !r.warnings.is_empty() {
+        out.push_str("<h3>Warnings</h3>\n<ul class=\"warnings\" id=\"warnings\">");
+        for w in &r.warnings {
+            let _ = write!(out, "<li>{}</li>", esc(w));
+        }
+        out.push_str("</ul>\n");
+    }
+    let mismatches = r.points.iter().filter(|p| p.flags.iter().any(|f| matches!(f, Flag::AnswerMismatch { .. }))).count();
+    if mismatches > 0 {
+        let _ = writeln!(
+            out,
+            "<p><span class=\"flag loud\">ANSWER MISMATCH</span> at {mismatches} point{}: those timings are void (see the flagged rows).</p>",
+            if mismatches == 1 { "" } else { "s" }
+        );
+    }
+    let _ = write!(
+        out,
+        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs; latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag err\">errors</span>, <span class=\"flag na\">not supported</span>; flagged points have a red ring in the charts.</p>\n</header>\n",
+        esc(&command_line(r))
+    );
+}
+
+fn legend(out: &mut String, colors: &Colors, targets: &[String]) {
+    out.push_str("<div class=\"legend\">");
+    for t in targets {
+        let _ = write!(out, "<span><span class=\"sw\" style=\"background:{}\"></span>{}</span>", css(colors.of(t)), esc(t));
+    }
+    out.push_str("</div>\n");
+}
+
+/// Targets (in colour order) that have any of these points.
+fn targets_of(colors: &Colors, points: &[&PointResult]) -> Vec<String> {
+    colors.0.iter().filter(|(n, _)| points.iter().any(|p| &p.target == n)).map(|(n, _)| n.clone()).collect()
+}
+
+fn open_figure(out: &mut String, f: &FigureSpec) {
+    let kind = match &f.kind {
+        FigureKind::Throughput { .. } => "throughput",
+        FigureKind::TimeVsRecords { .. } => "time",
+        FigureKind::ThroughputBars => "throughput-bars",
+        FigureKind::QueryDurations => "query-durations",
+        FigureKind::YcsbWorkloads { .. } => "ycsb-workloads",
+        FigureKind::OpLatency { .. } => "op-latency",
+        FigureKind::Percentiles { .. } => "percentiles",
+        FigureKind::LifecycleTime => "lifecycle-time",
+        FigureKind::MemoryPerRecord => "memory-per-record",
+    };
+    let _ = write!(
+        out,
+        "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption>{}</figcaption>\n",
+        esc(&f.id),
+        esc(&f.id),
+        esc(&f.title)
+    );
+}
+
+fn chart_or_error(out: &mut String, svg: Result<String, String>) {
+    match svg {
+        Ok(svg) => out.push_str(&svg),
+        Err(e) => {
+            let _ = write!(out, "<p class=\"flag err\">{}</p>", esc(&e));
+        }
+    }
+    out.push('\n');
+}
+
+fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
+    open_figure(out, f);
+    match &f.kind {
+        FigureKind::Throughput { x, log_x } => throughput(out, r, colors, &f.experiments[0], *x, *log_x),
+        FigureKind::TimeVsRecords { log_x } => time_vs_records(out, r, colors, &f.experiments[0], *log_x),
+        FigureKind::ThroughputBars => throughput_bars(out, r, colors, &f.experiments[0]),
+        FigureKind::QueryDurations => query_durations(out, r, colors, &f.experiments),
+        FigureKind::YcsbWorkloads { clients } => ycsb_workloads(out, r, colors, &f.experiments, *clients),
+        FigureKind::OpLatency { clients } => op_latency(out, r, colors, &f.experiments[0], *clients),
+        FigureKind::Percentiles { point } => percentiles(out, r, colors, &f.experiments[0], point),
+        FigureKind::LifecycleTime => lifecycle_time(out, r, colors, &f.experiments[0]),
+        FigureKind::MemoryPerRecord => memory_per_record(out, r, colors, &f.experiments[0]),
+    }
+    out.push_str("</figure>\n");
+}
+
+/// Opens a figure's data table: shown, or folded when it has many rows (dense sweeps).
+fn table_open(out: &mut String, rows: usize) {
+    let _ =
+        write!(out, "<details class=\"data\"{}><summary>data ({rows} rows)</summary>\n<table>\n", if rows <= 40 { " open" } else { "" });
+}
+
+fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x: XAxis, log_x: bool) {
+    let all = points_of(r, experiment);
+    let batch_clients = all.iter().find(|p| p.point.batched && p.point.param.is_none()).map(|p| p.point.clients);
+    let points: Vec<&PointResult> = all
+        .into_iter()
+        .filter(|p| match x {
+            XAxis::Clients => !p.point.batched && p.point.param.is_none(),
+            XAxis::Batch => p.point.param.is_none() && (p.point.batched || (p.point.batch == 1 && Some(p.point.clients) == batch_clients)),
+            XAxis::Width | XAxis::Records => p.point.param.is_some(),
+        })
+        .collect();
+    let targets = targets_of(colors, &points);
+    let series: Vec<Series> = targets
+        .iter()
+        .map(|t| Series {
+            name: t.clone(),
+            color: colors.of(t),
+            points: points
+                .iter()
+                .filter(|p| &p.target == t)
+                .filter_map(|p| {
+                    let s = p.summary.as_ref()?;
+                    Some(Pt {
+                        x: x.value(&p.point),
+                        y: s.median_ops_per_sec,
+                        lo: s.min_ops_per_sec,
+                        hi: s.max_ops_per_sec,
+                        hollow: x == XAxis::Batch && !p.point.batched,
+                        flagged: is_flagged(p),
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    let xs: Vec<f64> = points.iter().map(|p| x.value(&p.point)).collect();
+    let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
+    let y_scale = if figures::wants_log(&ys) { Scale::Log } else { Scale::Linear };
+    let x_axis = Axis::at(if log_x { Scale::Log } else { Scale::Linear }, &xs);
+    let y_desc = if x == XAxis::Batch { "ops/s (= rows/s for one-row ops)" } else { "ops/s" };
+    legend(out, colors, &targets);
+    chart_or_error(out, chart::lines(&x_axis, &Axis::values(y_scale, &ys, ""), x.label(), y_desc, &series));
+    let mut note = String::from("Median of the measured runs; bars: min–max.");
+    if x == XAxis::Batch {
+        note.push_str(" Hollow marker at 1: one op per request, unbatched (batching has a cost).");
+    }
+    if y_scale == Scale::Log {
+        note.push_str(" Logarithmic y axis.");
+    }
+    let _ = writeln!(out, "<p class=\"note\">{note}</p>");
+    throughput_table(out, colors, &points);
+}
+
+fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) {
+    table_open(out, points.len());
+    // Requests/s differ from ops/s only for batches.
+    let batches = points.iter().any(|p| p.point.batch > 1);
+    let _ = writeln!(
+        out,
+        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th></tr>",
+        if batches { "<th>requests/s</th>" } else { "" }
+    );
+    let mut sorted: Vec<&&PointResult> = points.iter().collect();
+    sorted.sort_by_key(|p| {
+        (colors.0.iter().position(|(n, _)| *n == p.target), p.point.batched, p.point.clients, p.point.batch, p.point.param)
+    });
+    for p in sorted {
+        let _ = write!(
+            out,
+            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>",
+            css(colors.of(&p.target)),
+            esc(&p.target),
+            esc(&point_desc(p))
+        );
+        let _ = write!(out, "<td>{}</td>", flags_html(p));
+        match &p.summary {
+            Some(s) => {
+                let req: Vec<f64> = measured(p).iter().map(|r| r.requests_per_sec()).collect();
+                let lat = s.latency.as_ref();
+                let requests = if batches {
+                    format!("<td class=\"num\">{}</td>", spread(&req).map(|(m, _, _)| chart::short(m)).unwrap_or_default())
+                } else {
+                    String::new()
+                };
+                let _ = write!(
+                    out,
+                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                    chart::short(s.median_ops_per_sec),
+                    chart::short(s.min_ops_per_sec),
+                    chart::short(s.max_ops_per_sec),
+                    chart::short(s.median_rows_per_sec),
+                    lat.map(|l| us(l.p50_us)).unwrap_or_default(),
+                    lat.map(|l| us(l.p99_us)).unwrap_or_default(),
+                );
+            }
+            None => {
+                let _ = write!(out, "<td colspan=\"{}\"></td>", if batches { 6 } else { 5 });
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></details>\n");
+}
+
+fn point_desc(p: &PointResult) -> String {
+    let mut s = format!("{} client{}", p.point.clients, if p.point.clients == 1 { "" } else { "s" });
+    if p.point.batched {
+        let _ = write!(s, ", batch {}", p.point.batch);
+    } else if p.point.batch == 1 && p.point.param.is_none() {
+        s.push_str(", unbatched");
+    }
+    if let Some(v) = p.point.param {
+        let what = if matches!(p.op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax | OpKind::Scan) { "width" } else { "N" };
+        let _ = write!(s, ", {what} {v}");
+    }
+    if let Some(rate) = p.rate {
+        let _ = write!(s, ", {} ops/s target", chart::short(rate));
+    }
+    s
+}
+
+fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &str, log_x: bool) {
+    let points: Vec<&PointResult> = points_of(r, experiment).into_iter().filter(|p| p.point.param.is_some()).collect();
+    let targets = targets_of(colors, &points);
+    let max = points.iter().filter_map(|p| run_seconds(p)).map(|(_, _, hi)| hi).fold(0.0, f64::max);
+    let (div, unit) = secs_unit(max);
+    let series: Vec<Series> = targets
+        .iter()
+        .map(|t| Series {
+            name: t.clone(),
+            color: colors.of(t),
+            points: points
+                .iter()
+                .filter(|p| &p.target == t)
+                .filter_map(|p| {
+                    let (m, lo, hi) = run_seconds(p)?;
+                    Some(Pt {
+                        x: p.point.param.unwrap_or(0) as f64,
+                        y: m / div,
+                        lo: lo / div,
+                        hi: hi / div,
+                        hollow: false,
+                        flagged: is_flagged(p),
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    let xs: Vec<f64> = points.iter().filter_map(|p| p.point.param.map(|v| v as f64)).collect();
+    let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
+    legend(out, colors, &targets);
+    chart_or_error(
+        out,
+        chart::lines(
+            &Axis::at(if log_x { Scale::Log } else { Scale::Linear }, &xs),
+            &Axis::values(Scale::Linear, &ys, ""),
+            XAxis::Records.label(),
+            &format!("time per run ({unit})"),
+            &series,
+        ),
+    );
+    let _ = writeln!(out, "<p class=\"note\">Wall time of one measured run (median; bars: min–max).</p>");
+    table_open(out, points.len());
+    out.push_str("<tr><th>target</th><th>N</th><th>flags</th><th>time per run (median)</th><th>min–max</th><th>requests per run</th><th>rows per run</th><th>p50</th><th>p99</th></tr>\n");
+    for t in &targets {
+        for p in points.iter().filter(|p| &p.target == t) {
+            let _ = write!(
+                out,
+                "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
+                css(colors.of(t)),
+                esc(t),
+                p.point.param.unwrap_or(0)
+            );
+            let _ = write!(out, "<td>{}</td>", flags_html(p));
+            match run_seconds(p) {
+                Some((m, lo, hi)) => {
+                    let runs = measured(p);
+                    let lat = p.summary.as_ref().and_then(|s| s.latency.as_ref());
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                        fmt_secs(m),
+                        fmt_secs(lo),
+                        fmt_secs(hi),
+                        runs.first().map(|r| r.requests).unwrap_or(0),
+                        runs.first().map(|r| r.rows).unwrap_or(0),
+                        lat.map(|l| us(l.p50_us)).unwrap_or_default(),
+                        lat.map(|l| us(l.p99_us)).unwrap_or_default(),
+                    );
+                }
+                None => out.push_str("<td colspan=\"6\"></td>"),
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+    out.push_str("</table></details>\n");
+}
+
+/// One group of bars per label, one bar per target; `value` gives a point's bar.
+fn grouped_bars(out: &mut String, colors: &Colors, groups: &[(String, Vec<&PointResult>)], y_desc: &str, value: &ValueOf, unit_secs: bool) {
+    let all: Vec<&PointResult> = groups.iter().flat_map(|(_, ps)| ps.iter().copied()).collect();
+    let targets = targets_of(colors, &all);
+    let max = all.iter().filter_map(|p| value(p)).map(|(_, _, hi)| hi).fold(0.0, f64::max);
+    let (div, unit) = if unit_secs { secs_unit(max) } else { (1.0, "") };
+    let series: Vec<BarSeries> = targets
+        .iter()
+        .map(|t| BarSeries {
+            name: t.clone(),
+            color: colors.of(t),
+            values: groups
+                .iter()
+                .map(|(_, ps)| {
+                    let p = ps.iter().find(|p| &p.target == t)?;
+                    let (m, lo, hi) = value(p)?;
+                    Some(Pt { x: 0.0, y: m / div, lo: lo / div, hi: hi / div, hollow: false, flagged: is_flagged(p) })
+                })
+                .collect(),
+        })
+        .collect();
+    let ys: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().flat_map(|p| [p.lo, p.hi, p.y])).collect();
+    let scale = if figures::wants_log(&ys) && ys.iter().all(|v| *v > 0.0) { Scale::Log } else { Scale::Linear };
+    let labels: Vec<String> = groups.iter().map(|(g, _)| g.clone()).collect();
+    let y_desc = if unit_secs { format!("{y_desc} ({unit})") } else { y_desc.to_string() };
+    legend(out, colors, &targets);
+    chart_or_error(out, chart::bars(&labels, &Axis::values(scale, &ys, ""), &y_desc, &series));
+    if scale == Scale::Log {
+        out.push_str("<p class=\"note\">Logarithmic y axis.</p>\n");
+    }
+}
+
+fn value_table(
+    out: &mut String,
+    colors: &Colors,
+    group_name: &str,
+    groups: &[(String, Vec<&PointResult>)],
+    what: &str,
+    value: &ValueOf,
+    fmt: &dyn Fn(f64) -> String,
+) {
+    table_open(out, groups.iter().map(|(_, ps)| ps.len()).sum());
+    let _ = writeln!(
+        out,
+        "<tr><th>{}</th><th>target</th><th>flags</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th></tr>",
+        esc(group_name),
+        esc(what)
+    );
+    for (g, ps) in groups {
+        for p in ps {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                esc(g),
+                css(colors.of(&p.target)),
+                esc(&p.target)
+            );
+            let _ = write!(out, "<td>{}</td>", flags_html(p));
+            match value(p) {
+                Some((m, lo, hi)) => {
+                    let lat = p.summary.as_ref().and_then(|s| s.latency.as_ref());
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                        fmt(m),
+                        fmt(lo),
+                        fmt(hi),
+                        lat.map(|l| us(l.p50_us)).unwrap_or_default(),
+                        lat.map(|l| us(l.p99_us)).unwrap_or_default()
+                    );
+                }
+                None => out.push_str("<td colspan=\"4\"></td>"),
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+    out.push_str("</table></details>\n");
+}
+
+fn ops_spread(p: &PointResult) -> Option<(f64, f64, f64)> {
+    p.summary.as_ref().map(|s| (s.median_ops_per_sec, s.min_ops_per_sec, s.max_ops_per_sec))
+}
+
+fn throughput_bars(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
+    let points = points_of(r, experiment);
+    let groups: Vec<(String, Vec<&PointResult>)> = vec![(experiment.to_string(), points)];
+    grouped_bars(out, colors, &groups, "ops/s", &ops_spread, false);
+    value_table(out, colors, "experiment", &groups, "ops/s", &ops_spread, &chart::short);
+}
+
+fn query_durations(out: &mut String, r: &Report, colors: &Colors, experiments: &[String]) {
+    let groups: Vec<(String, Vec<&PointResult>)> = experiments.iter().map(|e| (e.clone(), points_of(r, e))).collect();
+    grouped_bars(out, colors, &groups, "time per query", &seconds_per_op, true);
+    out.push_str("<p class=\"note\">Wall time per query (median of the measured runs; bars: min–max). A query whose answer differs from the other systems' is flagged and its time is void.</p>\n");
+    value_table(out, colors, "query", &groups, "time per query", &seconds_per_op, &fmt_secs);
+}
+
+fn ycsb_workloads(out: &mut String, r: &Report, colors: &Colors, experiments: &[String], clients: usize) {
+    let groups: Vec<(String, Vec<&PointResult>)> =
+        experiments.iter().map(|e| (e.clone(), points_of(r, e).into_iter().filter(|p| p.point.clients == clients).collect())).collect();
+    grouped_bars(out, colors, &groups, "ops/s", &ops_spread, false);
+    value_table(out, colors, "workload", &groups, "ops/s", &ops_spread, &chart::short);
+}
+
+/// Per op kind: merged latency over the measured runs and median ops/s of that kind.
+fn per_kind(p: &PointResult) -> KindStats {
+    let runs = measured(p);
+    let kinds: BTreeSet<OpKind> = runs.iter().flat_map(|r| r.service.keys().copied()).collect();
+    kinds
+        .into_iter()
+        .filter_map(|k| {
+            let merged = crate::stats::merge_summaries(runs.iter().filter_map(|r| r.service.get(&k)))?;
+            let rates: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.seconds > 0.0)
+                .map(|r| r.service.get(&k).map(|l| l.count).unwrap_or(0) as f64 / r.seconds)
+                .collect();
+            Some((k, merged, crate::stats::median(&rates)))
+        })
+        .collect()
+}
+
+fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, clients: usize) {
+    let points: Vec<&PointResult> =
+        points_of(r, experiment).into_iter().filter(|p| p.point.clients == clients && !p.point.batched).collect();
+    let per: Vec<(&PointResult, KindStats)> = points.iter().map(|p| (*p, per_kind(p))).collect();
+    let kinds: BTreeSet<OpKind> = per.iter().flat_map(|(_, v)| v.iter().map(|(k, _, _)| *k)).collect();
+    let targets = targets_of(colors, &points);
+    let series: Vec<BarSeries> = targets
+        .iter()
+        .map(|t| BarSeries {
+            name: t.clone(),
+            color: colors.of(t),
+            values: kinds
+                .iter()
+                .map(|k| {
+                    let (p, v) = per.iter().find(|(p, _)| &p.target == t)?;
+                    let (_, l, _) = v.iter().find(|(kk, _, _)| kk == k)?;
+                    Some(Pt { x: 0.0, y: l.p50_us, lo: l.p50_us, hi: l.p99_us, hollow: false, flagged: is_flagged(p) })
+                })
+                .collect(),
+        })
+        .collect();
+    let ys: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().flat_map(|p| [p.y, p.hi])).collect();
+    let scale = if figures::wants_log(&ys) && ys.iter().all(|v| *v > 0.0) { Scale::Log } else { Scale::Linear };
+    let labels: Vec<String> = kinds.iter().map(|k| k.name().to_string()).collect();
+    legend(out, colors, &targets);
+    chart_or_error(out, chart::bars(&labels, &Axis::values(scale, &ys, ""), "service time p50 (µs)", &series));
+    out.push_str("<p class=\"note\">Bar: p50 service time per operation type, merged over the measured runs; whisker up to p99.</p>\n");
+    table_open(out, per.iter().map(|(_, v)| v.len()).sum());
+    out.push_str("<tr><th>operation</th><th>target</th><th>flags</th><th>ops/s (median)</th><th>count</th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n");
+    for k in &kinds {
+        for (p, v) in &per {
+            if let Some((_, l, rate)) = v.iter().find(|(kk, _, _)| kk == k) {
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                    k.name(),
+                    css(colors.of(&p.target)),
+                    esc(&p.target),
+                    flags_html(p),
+                    chart::short(*rate),
+                    l.count,
+                    us(l.mean_us),
+                    us(l.p50_us),
+                    us(l.p99_us),
+                    us(l.max_us),
+                );
+            }
+        }
+    }
+    out.push_str("</table></details>\n");
+}
+
+/// (percentile axis x, latency µs) points of a histogram, up to the nines its count
+/// supports.
+pub fn percentile_curve(l: &LatencySummary) -> Vec<(f64, f64)> {
+    let Some(h) = l.decode() else { return Vec::new() };
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let max_x = (h.len() as f64).log10().clamp(1.0, 6.0);
+    let steps = (max_x * 20.0).ceil() as usize;
+    (0..=steps)
+        .map(|i| {
+            let x = max_x * i as f64 / steps as f64;
+            let q = 1.0 - 10f64.powf(-x);
+            (x, h.value_at_quantile(q) as f64 / 1000.0)
+        })
+        .collect()
+}
+
+fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, point: &crate::workload::experiment::Point) {
+    let points: Vec<&PointResult> = points_of(r, experiment).into_iter().filter(|p| p.point == *point).collect();
+    let targets = targets_of(colors, &points);
+    let mut series = Vec::new();
+    let mut max_x: f64 = 1.0;
+    for p in &points {
+        let Some(l) = p.summary.as_ref().and_then(|s| s.latency.as_ref()) else { continue };
+        let curve = percentile_curve(l);
+        max_x = curve.iter().map(|(x, _)| *x).fold(max_x, f64::max);
+        series.push(Series {
+            name: p.target.clone(),
+            color: colors.of(&p.target),
+            points: curve.into_iter().map(|(x, y)| Pt { x, y, lo: y, hi: y, hollow: false, flagged: false }).collect(),
+        });
+    }
+    // No markers on a curve: draw each sample as a segment only.
+    let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.y)).filter(|v| *v > 0.0).collect();
+    legend(out, colors, &targets);
+    chart_or_error(
+        out,
+        chart::curves(&Axis::percentiles(max_x), &Axis::values(Scale::Log, &ys, ""), "percentile", "service time (µs)", &series),
+    );
+    let op = points.first().map(|p| p.op).unwrap_or(OpKind::Echo);
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Service time per request at {} (merged HDR histogram of the measured runs); logarithmic y axis; the x axis counts nines.</p>",
+        esc(&point_label(point, op))
+    );
+    table_open(out, points.len());
+    out.push_str("<tr><th>target</th><th>flags</th><th>requests</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
+    for p in &points {
+        let _ = write!(
+            out,
+            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>",
+            css(colors.of(&p.target)),
+            esc(&p.target),
+            flags_html(p)
+        );
+        match p.summary.as_ref().and_then(|s| s.latency.as_ref()) {
+            Some(l) => {
+                let _ = write!(
+                    out,
+                    "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                    l.count,
+                    us(l.mean_us),
+                    us(l.p50_us),
+                    us(l.p90_us),
+                    us(l.p99_us),
+                    us(l.p999_us),
+                    us(l.max_us)
+                );
+            }
+            None => out.push_str("<td colspan=\"7\"></td>"),
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></details>\n");
+}
+
+/// Record counts (params) of a lifecycle report, ascending.
+fn record_counts(r: &Report) -> Vec<u64> {
+    let set: BTreeSet<u64> = r.points.iter().filter_map(|p| p.point.param).collect();
+    set.into_iter().collect()
+}
+
+fn by_count<'a>(r: &'a Report, experiment: &str) -> Vec<(String, Vec<&'a PointResult>)> {
+    record_counts(r)
+        .into_iter()
+        .map(|n| (format!("{n}"), points_of(r, experiment).into_iter().filter(|p| p.point.param == Some(n)).collect()))
+        .collect()
+}
+
+/// Lifecycle time: per key for single-key operations (read one, delete one: the run's time
+/// over its keys), else the whole operation (write all, fetch all).
+fn lifecycle_value(p: &PointResult) -> Option<(f64, f64, f64)> {
+    if figures::per_key(p.op) { seconds_per_op(p) } else { run_seconds(p) }
+}
+
+fn lifecycle_time(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
+    let groups = by_count(r, experiment);
+    let per_key = groups.iter().flat_map(|(_, ps)| ps.iter()).any(|p| figures::per_key(p.op));
+    grouped_bars(out, colors, &groups, if per_key { "time per key" } else { "time" }, &lifecycle_value, true);
+    let what =
+        if per_key { "Time per key (the run's wall time over the keys it read or deleted)" } else { "Wall time of the whole operation" };
+    let _ = writeln!(out, "<p class=\"note\">x: record count N. {what}; median of the measured runs, whiskers min–max.</p>");
+}
+
+/// Bytes per record of a point and where the figure comes from: the engine's own
+/// figure, else the spawned server's PSS, else the dbsweep process's resident memory.
+fn bytes_per_record(p: &PointResult) -> Option<(f64, &'static str)> {
+    let m = p.summary.as_ref()?.memory.as_ref()?;
+    if let Some(b) = m.engine_bytes_per_row {
+        return Some((b, "engine"));
+    }
+    if let Some(b) = m.server_bytes_per_row {
+        return Some((b, "server PSS"));
+    }
+    let rows = measured(p).first().map(|r| r.rows).unwrap_or(0);
+    (rows > 0).then(|| (m.client_delta_bytes / rows as f64, "client RSS"))
+}
+
+fn memory_per_record(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
+    let groups = by_count(r, experiment);
+    let value = |p: &PointResult| bytes_per_record(p).map(|(b, _)| (b, b, b));
+    grouped_bars(out, colors, &groups, "bytes per record", &value, false);
+    let sources: Vec<String> = groups
+        .iter()
+        .flat_map(|(_, ps)| ps.iter())
+        .filter_map(|p| bytes_per_record(p).map(|(_, s)| format!("{}: {s}", p.target)))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">x: record count N. Memory added per record written (median over the measured runs). Source per target — engine: as the engine reports it; server PSS: the spawned server's process group; client RSS: dbsweep's own process (embedded engines live there). {}</p>",
+        esc(&sources.join("; "))
+    );
+}
+
+fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
+    let counts = record_counts(r);
+    let experiments = figures::lifecycle_experiments(r);
+    let head = |out: &mut String, id: &str, caption: &str| {
+        let _ = write!(out, "<h3>{}</h3>\n<table id=\"{id}\"><tr><th>operation</th><th>target</th>", esc(caption));
+        for n in &counts {
+            let _ = write!(out, "<th>N = {n}</th>");
+        }
+        out.push_str("</tr>\n");
+    };
+    let cell_na = |p: Option<&&PointResult>| -> Option<String> {
+        match p {
+            None => Some("<td>–</td>".into()),
+            Some(p) if matches!(p.status, PointStatus::NotSupported { .. }) => Some(format!("<td>{}</td>", flags_html(p))),
+            _ => None,
+        }
+    };
+    head(out, "lifecycle-time", "Time per operation (write all and fetch all: the whole operation; read one and delete one: per key)");
+    for (e, _) in &experiments {
+        let points = points_of(r, e);
+        for t in targets_of(colors, &points) {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                esc(e),
+                css(colors.of(&t)),
+                esc(&t)
+            );
+            for n in &counts {
+                let p = points.iter().find(|p| p.target == t && p.point.param == Some(*n));
+                if let Some(c) = cell_na(p) {
+                    out.push_str(&c);
+                    continue;
+                }
+                let p = p.expect("checked");
+                match lifecycle_value(p) {
+                    Some((m, lo, hi)) => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"num\">{}<br><small>{} – {}</small> {}</td>",
+                            fmt_secs(m),
+                            fmt_secs(lo),
+                            fmt_secs(hi),
+                            flags_html(p)
+                        );
+                    }
+                    None => {
+                        let _ = write!(out, "<td>{}</td>", flags_html(p));
+                    }
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+    out.push_str("</table>\n");
+    head(out, "lifecycle-memory", "Memory per operation (change over the operation, median of the measured runs)");
+    let mut sources = BTreeSet::new();
+    for (e, _) in &experiments {
+        let points = points_of(r, e);
+        for t in targets_of(colors, &points) {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                esc(e),
+                css(colors.of(&t)),
+                esc(&t)
+            );
+            for n in &counts {
+                let p = points.iter().find(|p| p.target == t && p.point.param == Some(*n));
+                if let Some(c) = cell_na(p) {
+                    out.push_str(&c);
+                    continue;
+                }
+                let p = p.expect("checked");
+                match p.summary.as_ref().and_then(|s| s.memory.as_ref()) {
+                    Some(m) => {
+                        if let Some(src) = &m.engine_source {
+                            sources.insert(format!("{t}: {src}"));
+                        }
+                        let mut parts = Vec::new();
+                        if let Some(d) = m.engine_delta_bytes {
+                            parts.push(format!(
+                                "engine Δ {}{}",
+                                fmt_bytes(d),
+                                m.engine_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
+                            ));
+                        }
+                        if let Some(d) = m.server_delta_bytes {
+                            parts.push(format!(
+                                "server Δ {}{}",
+                                fmt_bytes(d),
+                                m.server_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
+                            ));
+                        }
+                        parts.push(format!("client Δ {}", fmt_bytes(m.client_delta_bytes)));
+                        if let Some((b, src)) = bytes_per_record(p)
+                            && src == "client RSS"
+                        {
+                            parts.push(format!("{b:.0} B/row (client)"));
+                        }
+                        let _ = write!(out, "<td class=\"num\">{} {}</td>", parts.join("<br>"), flags_html(p));
+                    }
+                    None => {
+                        let _ = write!(out, "<td>no reading {}</td>", flags_html(p));
+                    }
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+    out.push_str("</table>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">engine: memory as the engine reports it ({}); server: PSS of the spawned server's process group (/proc/PID/smaps_rollup); client: dbsweep's own resident memory, which for embedded engines includes the engine. Δ = after − before the operation; B/row = Δ / rows the operation touched.</p>",
+        if sources.is_empty() {
+            "no engine figure in this run".to_string()
+        } else {
+            esc(&sources.into_iter().collect::<Vec<_>>().join("; "))
+        }
+    );
+}
+
+#[cfg(test)]
+mod tests;

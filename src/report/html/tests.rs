@@ -1,0 +1,107 @@
+//! Unit tests of the HTML exporter: flags next to numbers, escaping, the header.
+
+use super::*;
+use crate::report::model::Report;
+
+fn fixture() -> Report {
+    serde_json::from_str(include_str!("../../../tests/golden/report.json")).expect("fixture parses")
+}
+
+#[test]
+fn escaping_covers_markup_and_quotes() {
+    assert_eq!(esc(r#"<b a="x">&'"#), "&lt;b a=&quot;x&quot;&gt;&amp;&#39;");
+}
+
+#[test]
+fn target_names_and_settings_are_escaped() {
+    let mut r = fixture();
+    let evil = "<script>alert(1)</script>";
+    let old = r.targets[0].name.clone();
+    r.targets[0].name = evil.into();
+    r.targets[0].settings.insert("durability\"><img src=x>".into(), "<off>".into());
+    for p in r.points.iter_mut().filter(|p| p.target == old) {
+        p.target = evil.into();
+    }
+    let html = render(&r);
+    assert!(!html.contains(evil), "raw target name leaked into the page");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!html.contains("<img src=x>") && html.contains("durability&quot;&gt;&lt;img src=x&gt;=&lt;off&gt;"));
+}
+
+#[test]
+fn flags_are_rendered_next_to_their_numbers() {
+    let mut r = fixture();
+    let i = r.points.iter().position(|p| p.experiment == "insert" && p.point.batched && p.point.batch > 1 && p.summary.is_some()).unwrap();
+    r.points[i].flags =
+        vec![Flag::ClientBound { share: 0.87 }, Flag::AnswerMismatch { detail: "count 3 vs 4".into() }, Flag::Errors { count: 5 }];
+    let badges = flags_html(&r.points[i]);
+    assert!(badges.contains("client-bound (87%)"), "{badges}");
+    assert!(badges.contains("class=\"flag loud\"") && badges.contains("ANSWER MISMATCH: count 3 vs 4"), "{badges}");
+    assert!(badges.contains("5 errors"), "{badges}");
+    let html = render(&r);
+    // In the point's data-table row, after its numbers, and loudly in the header.
+    let fig = html.find("<figure id=\"fig-insert-batch\"").expect("the batch figure");
+    let row_start = fig
+        + html[fig..].find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
+    let row = &html[row_start..row_start + html[row_start..].find("</tr>").unwrap()];
+    assert!(row.contains("ANSWER MISMATCH") && row.contains("client-bound"), "{row}");
+    assert!(html.contains("ANSWER MISMATCH</span> at 1 point"));
+}
+
+#[test]
+fn not_supported_points_say_so_with_the_reason() {
+    let mut r = fixture();
+    let i = r.points.iter().position(|p| p.summary.is_some()).unwrap();
+    r.points[i].status = PointStatus::NotSupported { reason: "memcached cannot enumerate keys".into() };
+    r.points[i].summary = None;
+    r.points[i].runs.clear();
+    r.points[i].flags = vec![Flag::NotSupported];
+    let badges = flags_html(&r.points[i]);
+    assert_eq!(badges.matches("not supported").count(), 1, "{badges}");
+    assert!(badges.contains("title=\"memcached cannot enumerate keys\""));
+    assert!(render(&r).contains("not supported"));
+}
+
+#[test]
+fn header_names_what_ran_where_and_how_to_reproduce() {
+    let r = fixture();
+    let html = render(&r);
+    for needle in [&r.study, &r.environment.cpu_model, &r.environment.hostname, &r.dbsweep_version, &r.started_at] {
+        assert!(html.contains(&esc(needle)), "header lacks {needle}");
+    }
+    assert!(html.contains(&format!("<pre id=\"reproduce\">{}</pre>", esc(&command_line(&r)))));
+    for t in &r.targets {
+        assert!(html.contains(&esc(&t.version)), "target version {} missing", t.version);
+    }
+}
+
+#[test]
+fn every_planned_figure_is_in_the_page_with_an_svg() {
+    let r = fixture();
+    let html = render(&r);
+    let ids = figures::figure_ids(&r);
+    assert!(!ids.is_empty());
+    for id in ids {
+        let at = html.find(&format!("<figure id=\"{id}\"")).unwrap_or_else(|| panic!("figure {id} missing"));
+        let end = at + html[at..].find("</figure>").unwrap();
+        assert!(html[at..end].contains("<svg"), "figure {id} has no chart");
+    }
+    assert!(!html.contains("http://") || !html.contains("src=\"http"), "no external resources");
+}
+
+#[test]
+fn the_command_is_shell_quoted() {
+    let mut r = fixture();
+    r.command = vec!["/x/target/debug/dbsweep".into(), "run".into(), "--target".into(), "a=sqlite:/tmp/my db.sqlite".into()];
+    assert_eq!(command_line(&r), "dbsweep run --target 'a=sqlite:/tmp/my db.sqlite'");
+}
+
+#[test]
+fn ten_targets_get_ten_distinct_colours() {
+    let mut r = fixture();
+    let base = r.targets[0].clone();
+    r.targets = (0..12).map(|i| crate::adapter::TargetInfo { name: format!("t{i}"), ..base.clone() }).collect();
+    let colors = Colors::new(&r);
+    let set: BTreeSet<String> = colors.0.iter().take(12).map(|(_, c)| css(*c)).collect();
+    assert_eq!(set.len(), 12);
+}

@@ -193,7 +193,13 @@ fn print_budget(plan: &plan::Plan) {
             other => vec![other.name().to_string()],
         }))
         .collect();
-    println!("study {} ({}), seed {}, data {}", plan.study, plan.description, plan.seed, serde_json::to_string(&plan.data).unwrap_or_default());
+    println!(
+        "study {} ({}), seed {}, data {}",
+        plan.study,
+        plan.description,
+        plan.seed,
+        serde_json::to_string(&plan.data).unwrap_or_default()
+    );
     println!("targets ({targets}): {}", names.join(", "));
     println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "ops per target");
     let budget = plan.budget();
@@ -201,7 +207,10 @@ fn print_budget(plan: &plan::Plan) {
         println!("{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, b.ops);
     }
     let per_target: u64 = budget.iter().map(|b| b.ops).sum();
-    println!("total: {per_target} ops per target, {} ops over {targets} targets (plus loading the data into each)", per_target * targets as u64);
+    println!(
+        "total: {per_target} ops per target, {} ops over {targets} targets (plus loading the data into each)",
+        per_target * targets as u64
+    );
 }
 
 fn targets() {

@@ -106,7 +106,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub quick: bool,
     /// Start throwaway local servers and benchmark them too: postgres, mariadb, redis,
-    /// memcached, hyper, or all (comma-separated). They are stopped and removed afterwards.
+    /// memcached, hyper, h2, cassandra, or all (comma-separated). They are stopped and removed afterwards.
     #[arg(long, value_delimiter = ',', value_name = "SERVERS")]
     pub spawn: Vec<String>,
     /// Directory for spawned servers' data (e.g. a tmpfs versus a disk).

@@ -8,9 +8,11 @@
 //! - `data`: table definitions and generated rows (pure functions of seed and key).
 //! - `workload`: the `Op` vocabulary, counter-based randomness, experiments -> op streams.
 //! - `adapter`: the `Target`/`Connection` contract and one module per system.
-//! - `runner`: clients, batching, warm-up and measured runs, cancellation.
+//! - `runner`: clients, batching, warm-up and measured runs, cancellation; lifecycle
+//!   studies and memory readings.
+//! - `servers`: throwaway local servers for `--spawn` and the end-to-end tests.
 //! - `stats`: HDR recorders and summaries, client CPU.
-//! - `report`: the saved result model and its exporters (console, CSV, JSON).
+//! - `report`: the saved result model and its exporters (console, CSV, JSON, HTML) and run comparison.
 //! - `error`: the error type and the exit-code scheme.
 
 pub mod adapter;

@@ -85,7 +85,13 @@ async fn kill_mid_run(kind: ServerKind, target: &str) {
     let after: Vec<_> = points.iter().skip_while(|p| p["status"]["state"] != "incomplete").skip(1).collect();
     assert!(after.iter().all(|p| p["status"]["reason"].as_str().is_some_and(|r| r.starts_with("skipped"))), "{after:?}");
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv.lines().any(|l| l.contains(target) && l.ends_with(",false")), "CSV marks incomplete rows");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let (target_col, complete_col) =
+        (header.iter().position(|h| *h == "target").unwrap(), header.iter().position(|h| *h == "complete").unwrap());
+    assert!(
+        csv.lines().skip(1).map(|l| l.split(',').collect::<Vec<_>>()).any(|f| f[target_col] == target && f[complete_col] == "false"),
+        "CSV marks incomplete rows"
+    );
     drop(server);
 }
 

@@ -36,7 +36,11 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("DBSWEEP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            // The scylla driver logs each server-side warning (e.g. a batch above Cassandra's 5 KiB
+            // warning threshold) per request: thousands of lines during a load, for batch sizes
+            // dbsweep chose deliberately and records in the target's settings.
+            tracing_subscriber::EnvFilter::try_from_env("DBSWEEP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,scylla=error")),
         )
         .try_init();
     let command_line: Vec<String> = args.iter().map(|a| adapter::url::redact_text(&a.to_string_lossy())).collect();

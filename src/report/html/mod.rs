@@ -965,6 +965,40 @@ fn memory_per_record(out: &mut String, r: &Report, colors: &Colors, experiment: 
     );
 }
 
+/// The rows of a lifecycle table: one per experiment and target, one cell per record
+/// count; missing points show "–", unsupported ones their flag, the rest `cell`.
+fn lifecycle_rows(
+    out: &mut String,
+    r: &Report,
+    colors: &Colors,
+    experiments: &[(String, OpKind)],
+    counts: &[u64],
+    cell: &mut dyn FnMut(&str, &PointResult) -> String,
+) {
+    for (e, _) in experiments {
+        let points = points_of(r, e);
+        for t in targets_of(colors, &points) {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                esc(e),
+                css(colors.of(&t)),
+                esc(&t)
+            );
+            for n in counts {
+                match points.iter().find(|p| p.target == t && p.point.param == Some(*n)) {
+                    None => out.push_str("<td>–</td>"),
+                    Some(p) if matches!(p.status, PointStatus::NotSupported { .. }) => {
+                        let _ = write!(out, "<td>{}</td>", flags_html(p));
+                    }
+                    Some(p) => out.push_str(&cell(&t, p)),
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+}
+
 fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     let counts = record_counts(r);
     let experiments = figures::lifecycle_experiments(r);
@@ -975,106 +1009,48 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
         }
         out.push_str("</tr>\n");
     };
-    let cell_na = |p: Option<&&PointResult>| -> Option<String> {
-        match p {
-            None => Some("<td>–</td>".into()),
-            Some(p) if matches!(p.status, PointStatus::NotSupported { .. }) => Some(format!("<td>{}</td>", flags_html(p))),
-            _ => None,
-        }
-    };
     head(out, "lifecycle-time", "Time per operation (write all and fetch all: the whole operation; read one and delete one: per key)");
-    for (e, _) in &experiments {
-        let points = points_of(r, e);
-        for t in targets_of(colors, &points) {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
-                esc(e),
-                css(colors.of(&t)),
-                esc(&t)
-            );
-            for n in &counts {
-                let p = points.iter().find(|p| p.target == t && p.point.param == Some(*n));
-                if let Some(c) = cell_na(p) {
-                    out.push_str(&c);
-                    continue;
-                }
-                let p = p.expect("checked");
-                match lifecycle_value(p) {
-                    Some((m, lo, hi)) => {
-                        let _ = write!(
-                            out,
-                            "<td class=\"num\">{}<br><small>{} – {}</small> {}</td>",
-                            fmt_secs(m),
-                            fmt_secs(lo),
-                            fmt_secs(hi),
-                            flags_html(p)
-                        );
-                    }
-                    None => {
-                        let _ = write!(out, "<td>{}</td>", flags_html(p));
-                    }
-                }
-            }
-            out.push_str("</tr>\n");
+    lifecycle_rows(out, r, colors, &experiments, &counts, &mut |_, p| match lifecycle_value(p) {
+        Some((m, lo, hi)) => {
+            format!("<td class=\"num\">{}<br><small>{} – {}</small> {}</td>", fmt_secs(m), fmt_secs(lo), fmt_secs(hi), flags_html(p))
         }
-    }
+        None => format!("<td>{}</td>", flags_html(p)),
+    });
     out.push_str("</table>\n");
     head(out, "lifecycle-memory", "Memory per operation (change over the operation, median of the measured runs)");
     let mut sources = BTreeSet::new();
-    for (e, _) in &experiments {
-        let points = points_of(r, e);
-        for t in targets_of(colors, &points) {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
-                esc(e),
-                css(colors.of(&t)),
-                esc(&t)
-            );
-            for n in &counts {
-                let p = points.iter().find(|p| p.target == t && p.point.param == Some(*n));
-                if let Some(c) = cell_na(p) {
-                    out.push_str(&c);
-                    continue;
-                }
-                let p = p.expect("checked");
-                match p.summary.as_ref().and_then(|s| s.memory.as_ref()) {
-                    Some(m) => {
-                        if let Some(src) = &m.engine_source {
-                            sources.insert(format!("{t}: {src}"));
-                        }
-                        let mut parts = Vec::new();
-                        if let Some(d) = m.engine_delta_bytes {
-                            parts.push(format!(
-                                "engine Δ {}{}",
-                                fmt_bytes(d),
-                                m.engine_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
-                            ));
-                        }
-                        if let Some(d) = m.server_delta_bytes {
-                            parts.push(format!(
-                                "server Δ {}{}",
-                                fmt_bytes(d),
-                                m.server_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
-                            ));
-                        }
-                        parts.push(format!("client Δ {}", fmt_bytes(m.client_delta_bytes)));
-                        if let Some((b, src)) = bytes_per_record(p)
-                            && src == "client RSS"
-                        {
-                            parts.push(format!("{b:.0} B/row (client)"));
-                        }
-                        let _ = write!(out, "<td class=\"num\">{} {}</td>", parts.join("<br>"), flags_html(p));
-                    }
-                    None => {
-                        let _ = write!(out, "<td>no reading {}</td>", flags_html(p));
-                    }
-                }
+    lifecycle_rows(out, r, colors, &experiments, &counts, &mut |t, p| match p.summary.as_ref().and_then(|s| s.memory.as_ref()) {
+        Some(m) => {
+            if let Some(src) = &m.engine_source {
+                sources.insert(format!("{t}: {src}"));
             }
-            out.push_str("</tr>\n");
+            let mut parts = Vec::new();
+            if let Some(d) = m.engine_delta_bytes {
+                parts.push(format!(
+                    "engine Δ {}{}",
+                    fmt_bytes(d),
+                    m.engine_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
+                ));
+            }
+            if let Some(d) = m.server_delta_bytes {
+                parts.push(format!(
+                    "server Δ {}{}",
+                    fmt_bytes(d),
+                    m.server_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
+                ));
+            }
+            parts.push(format!("client Δ {}", fmt_bytes(m.client_delta_bytes)));
+            if let Some((b, src)) = bytes_per_record(p)
+                && src == "client RSS"
+            {
+                parts.push(format!("{b:.0} B/row (client)"));
+            }
+            format!("<td class=\"num\">{} {}</td>", parts.join("<br>"), flags_html(p))
         }
-    }
+        None => {
+            format!("<td>no reading {}</td>", flags_html(p))
+        }
+    });
     out.push_str("</table>\n");
     let _ = writeln!(
         out,

@@ -203,6 +203,12 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "ledis://",
+        system: "ledisdb",
+        description: "LedisDB 0.5 (ledisdb at d35789ec47e6): Redis protocol on LevelDB, SSDB's design; Redis' mapping, batches as pipelines (no MULTI/EXEC)",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "memcached://",
         system: "memcached",
         description: "Memcached: one item per row (text protocol); no scans, ranges or queries",
@@ -266,25 +272,31 @@ pub const SYSTEMS: &[SystemEntry] = &[
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
-        unavailable: Some("no MonetDB server package is reachable from these machines"),
+        unavailable: Some("not supported yet: dbsweep has no MonetDB adapter (its embedded build, MonetDBe, is planned)"),
     },
     SystemEntry {
         scheme: "aerospike://",
         system: "aerospike",
         description: "Aerospike key-value store",
-        unavailable: Some("no Aerospike server package is reachable from these machines"),
+        unavailable: Some(
+            "the Aerospike server has no public package for Debian, PyPI, npm or Maven, so dbsweep cannot start or test one and has no adapter; run your own server with Aerospike's own tools",
+        ),
     },
     SystemEntry {
         scheme: "ssdb://",
         system: "ssdb",
         description: "SSDB (Redis protocol on LevelDB)",
-        unavailable: Some("no SSDB server package is reachable from these machines"),
+        unavailable: Some(
+            "SSDB has no public package for Debian, PyPI, npm or Maven; use ledis:// (--spawn ledisdb): LedisDB, the same design",
+        ),
     },
     SystemEntry {
         scheme: "mongodb://",
         system: "mongodb",
         description: "MongoDB document store",
-        unavailable: Some("no MongoDB server package is reachable from these machines"),
+        unavailable: Some(
+            "not supported yet; mongod has no public package for Debian, PyPI, npm or Maven (FerretDB, a MongoDB-protocol server, is planned)",
+        ),
     },
 ];
 
@@ -296,7 +308,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
         "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
-        "redis" => Ok(Arc::new(redis::Redis::new(name, url)?)),
+        "redis" | "ledis" | "ledisdb" => Ok(Arc::new(redis::Redis::new(name, url)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
         "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),

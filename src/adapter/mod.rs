@@ -13,6 +13,7 @@ pub mod h2;
 pub mod hyper;
 pub mod memcached;
 pub mod mock;
+pub mod mongodb;
 pub mod mysql;
 pub mod nodb;
 pub mod postgres;
@@ -293,10 +294,8 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "mongodb://",
         system: "mongodb",
-        description: "MongoDB document store",
-        unavailable: Some(
-            "not supported yet; mongod has no public package for Debian, PyPI, npm or Maven (FerretDB, a MongoDB-protocol server, is planned)",
-        ),
+        description: "MongoDB wire protocol (official driver): a document per row, indexes for ranges; a real MongoDB you run, or FerretDB 1.24 (--spawn ferretdb: SQLite backend, ferretdb-pg: PostgreSQL)",
+        unavailable: None,
     },
 ];
 
@@ -314,6 +313,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
         "h2" => Ok(Arc::new(h2::H2::new(name, url)?)),
         "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url)?)),
+        "mongodb" => Ok(Arc::new(mongodb::MongoDb::new(name, url)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
         "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)

@@ -16,7 +16,8 @@
 //! `update_one` with `$set` (`$unset` for NULL), its matched count the row count; Read-
 //! modify-write `find_one` then `update_one`; Scan `find` on `_id >= start` sorted by `_id`
 //! with a limit; Range rows/COUNT `find`/`count_documents` on the indexed column; Range MAX
-//! an `aggregate` of `$match` + `$group` with `$max`; FetchAll one `find` of everything
+//! the top row of the range sorted by the column, descending (FerretDB 1.24 has no `$max`
+//! accumulator in `$group`); FetchAll one `find` of everything
 //! (streamed in the server's batches). Batches of other kinds loop, one request per op. No
 //! TPC-H queries.
 //!
@@ -485,11 +486,12 @@ impl MongoConnection {
 
     async fn range_max(t: &TableDef, collection: &Collection<Document>, filter: Document, of: usize) -> Result<Outcome, OpError> {
         let of_col = t.columns.get(of).ok_or_else(|| OpError::client(format!("mongodb: no column {of} in {}", t.name)))?;
-        let pipeline = vec![doc! {"$match": filter}, doc! {"$group": {"_id": Bson::Null, "max": {"$max": format!("${}", of_col.name)}}}];
-        let mut cursor = collection.aggregate(pipeline).await.map_err(op_error)?;
-        let value = match cursor.try_next().await.map_err(op_error)? {
+        let field = of_col.name.as_str();
+        let top = collection.find_one(filter).sort(doc! {field: -1}).projection(doc! {field: 1}).await.map_err(op_error)?;
+        let value = match top {
             None => Value::Null,
-            Some(group) => match group.get("max") {
+            // A missing field sorts below every value: the top row lacks it only when all do.
+            Some(document) => match document.get(field) {
                 None => Value::Null,
                 Some(b) => from_bson(of_col.ty, b).ok_or_else(|| OpError::server(format!("mongodb: max {b} is not a {:?}", of_col.ty)))?,
             },

@@ -405,13 +405,15 @@ fn parse_decimal(text: &str) -> Option<Decimal> {
     Some(Decimal(if negative { -abs } else { abs }))
 }
 
-/// The sorted-set score of an indexed value, in the units of `Op::Range` bounds.
-fn score(v: &Value) -> Option<f64> {
+/// The sorted-set score of an indexed value, in the units of `Op::Range` bounds, as the
+/// text sent to the server: whole numbers without a fraction (LedisDB's scores are
+/// integers and refuse `3.0`), floats in their shortest exact form.
+fn score(v: &Value) -> Option<String> {
     match v {
-        Value::Int(i) => Some(*i as f64),
-        Value::Float(f) => Some(*f),
-        Value::Decimal(d) => Some(d.0 as f64),
-        Value::Date(d) => Some(f64::from(d.0)),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        Value::Decimal(d) => Some(d.0.to_string()),
+        Value::Date(d) => Some(d.0.to_string()),
         Value::Null | Value::Text(_) => None,
     }
 }
@@ -538,7 +540,7 @@ impl RedisConnection {
                 cmd.arg(&t.def.columns[*column].name)
                     .arg(text.as_deref().unwrap_or(""))
                     .arg(*key)
-                    .arg(score(value).unwrap_or(0.0))
+                    .arg(score(value).unwrap_or_else(|| "0".into()))
                     .arg(if text.is_none() { "1" } else { "0" });
                 one(cmd, Reduce::FirstInt)
             }
@@ -794,6 +796,14 @@ impl Target for Redis {
             if let Some(&c) = t.indexed.iter().find(|&&c| t.columns.get(c).is_none_or(|col| col.ty == ColumnType::Text)) {
                 return Err(Error::runtime(format!("redis: table {}: column #{c} cannot be indexed by a sorted set", t.name)));
             }
+            if self.dialect == Dialect::LedisDb
+                && let Some(&c) = t.indexed.iter().find(|&&c| t.columns[c].ty == ColumnType::Float)
+            {
+                return Err(Error::runtime(format!(
+                    "ledisdb: table {}: column {} holds floats, and LedisDB's sorted-set scores are integers, so it cannot be indexed there",
+                    t.name, t.columns[c].name
+                )));
+            }
         }
         let mut conn = self.admin().await?;
         self.probe(&mut conn).await;
@@ -816,7 +826,7 @@ impl Target for Redis {
         while rows.peek().is_some() {
             let mut pipe = redis::pipe();
             let mut pk_pairs = Vec::with_capacity(LOAD_CHUNK * 2);
-            let mut index_pairs: Vec<Vec<(f64, i64)>> = vec![Vec::new(); t.index_sets.len()];
+            let mut index_pairs: Vec<Vec<(String, i64)>> = vec![Vec::new(); t.index_sets.len()];
             for row in rows.by_ref().take(LOAD_CHUNK) {
                 let pk = key_of(&row).map_err(|e| Error::runtime(e.message))?;
                 pipe.add_command(hset_row(self.dialect, t, &t.row_key(pk), &row)).ignore();

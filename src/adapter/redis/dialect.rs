@@ -229,7 +229,7 @@ mod tests {
     fn ledis_rows_are_removed_with_hclear_and_written_with_hmset() {
         let cmd = Dialect::LedisDb.row_delete("dbsweep:kv1");
         assert_eq!(cmd.args_iter().count(), 2);
-        assert!(format!("{:?}", cmd.get_packed_command()).contains("HCLEAR"));
+        assert!(String::from_utf8_lossy(&cmd.get_packed_command()).contains("HCLEAR"));
         assert_eq!(Dialect::LedisDb.hash_write(), "HMSET");
         assert_eq!(Dialect::Redis.hash_write(), "HSET");
     }

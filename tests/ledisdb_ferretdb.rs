@@ -115,7 +115,11 @@ async fn ledisdb_stores_the_rows_keeps_foreign_keys_and_refuses_an_unmarked_name
     assert!(matches!(target.cleanup().await, Err(Error::NotOwned { .. })));
     let marker: Option<String> = redis::cmd("GET").arg("dbsweep:owner").query_async(&mut other).await.unwrap();
     assert_eq!(marker, None, "a refused prepare must not plant the marker");
-    let multi = adapter::open("l", &TargetUrl::parse("ledis://127.0.0.1:1/0?batch=multi").unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() });
+    let multi = adapter::open(
+        "l",
+        &TargetUrl::parse("ledis://127.0.0.1:1/0?batch=multi").unwrap(),
+        &OpenContext { scratch_dir: std::env::temp_dir() },
+    );
     assert_eq!(multi.err().expect("LedisDB has no MULTI").exit_code(), 2);
 
     stop_and_check_gone(server).await;

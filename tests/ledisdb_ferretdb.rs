@@ -3,11 +3,12 @@
 //! dbsweep), data dbsweep did not create survives prepare, load and cleanup, an unmarked
 //! `dbsweep` namespace is refused, and the server leaves nothing behind when stopped.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::base::op::Op;
 use dbsweep::data::kv::{self, KvGen};
 use dbsweep::error::Error;
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
-use dbsweep::workload::op::Op;
 use mongodb::bson::{Bson, Document, doc};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 const ROWS: i64 = 200;
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap()
 }
 
 /// Prepares the `kv` table and loads ROWS generated rows.
@@ -115,7 +116,7 @@ async fn ledisdb_stores_the_rows_keeps_foreign_keys_and_refuses_an_unmarked_name
     assert!(matches!(target.cleanup().await, Err(Error::NotOwned { .. })));
     let marker: Option<String> = redis::cmd("GET").arg("dbsweep:owner").query_async(&mut other).await.unwrap();
     assert_eq!(marker, None, "a refused prepare must not plant the marker");
-    let multi = adapter::open(
+    let multi = registry::open(
         "l",
         &TargetUrl::parse("ledis://127.0.0.1:1/0?batch=multi").unwrap(),
         &OpenContext { scratch_dir: std::env::temp_dir() },

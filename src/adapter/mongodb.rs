@@ -36,9 +36,9 @@
 //! there is no `dropDatabase`.
 
 use super::{Capabilities, Connection, EngineMemory, Execution, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, DateTime, Document, doc};

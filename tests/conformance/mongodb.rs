@@ -1,11 +1,12 @@
 //! The MongoDB adapter against FerretDB (SQLite backend) started by dbsweep's spawn code.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 async fn open() -> (Arc<dyn Target>, ()) {
     let url = crate::support::url(dbsweep::servers::ServerKind::FerretDb);
-    let target = adapter::open("ferretdb", &TargetUrl::parse(&url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap();
+    let target = registry::open("ferretdb", &TargetUrl::parse(&url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap();
     (target, ())
 }
 

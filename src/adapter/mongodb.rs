@@ -79,9 +79,7 @@ pub struct MongoDb {
 
 impl MongoDb {
     pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
-        let host = url
-            .host()
-            .ok_or_else(|| Error::usage(format!("target '{name}': the MongoDB URL needs a host, e.g. mongodb://127.0.0.1:27017/")))?;
+        let host = url.host().unwrap_or("127.0.0.1");
         let database = url.database().unwrap_or_else(|| DEFAULT_DATABASE.to_string());
         if database.contains(['/', '\\', '.', ' ', '"', '$']) {
             return Err(Error::usage(format!(

@@ -124,7 +124,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "mongodb://",
         system: "mongodb",
-        description: "MongoDB wire protocol (official driver): a document per row, indexes for ranges; a real MongoDB you run, or FerretDB 1.24 (--spawn ferretdb: SQLite backend, ferretdb-pg: PostgreSQL)",
+        description: "MongoDB wire protocol (official driver): a document per row, indexes for ranges; a real MongoDB you run, or FerretDB 1.24 (--spawn ferretdb, on SQLite)",
         unavailable: None,
     },
     SystemEntry {
@@ -154,7 +154,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
         system: "mongod",
         description: "MongoDB's own server, started by dbsweep",
         unavailable: Some(
-            "mongod has no public package for Debian, PyPI, npm or Maven, so dbsweep cannot start one; use --spawn ferretdb (FerretDB: the MongoDB protocol on SQLite or PostgreSQL), or point mongodb:// at a MongoDB you run",
+            "mongod has no public package for Debian, PyPI, npm or Maven, so dbsweep cannot start one; use --spawn ferretdb (FerretDB: the MongoDB protocol on SQLite), or point mongodb:// at a MongoDB you run",
         ),
     },
 ];

@@ -7,7 +7,7 @@
 
 use crate::data::Dataset;
 use crate::data::table::TableId;
-use crate::workload::op::{Op, OpKind, QueryId, RangeAgg};
+use crate::workload::op::{Op, OpKind, PlannedOp, QueryId, RangeAgg};
 use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
 
 /// A YCSB workload by core letter (`a`..`f`) or from a YCSB workload file.
@@ -267,6 +267,12 @@ impl OpStream {
 
     pub fn table(&self) -> TableId {
         self.table
+    }
+
+    /// The op with sequence number `seq` and the rows it must return or affect (see
+    /// `PlannedOp`); no expectations yet: 0 rows.
+    pub fn planned(&self, point: &Point, point_index: usize, run: u32, seq: u64) -> PlannedOp {
+        PlannedOp { op: self.op(point, point_index, run, seq), expected_rows: 0 }
     }
 
     /// The op with sequence number `seq` (`0..ops`) in run `run` of point `point_index`.

@@ -126,7 +126,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     report::write_all(&out_dir, &report)?;
 
     let streams: Vec<Arc<OpStream>> =
-        plan.experiments.iter().enumerate().map(|(ei, e)| Arc::new(OpStream::new(e, ei, &dataset, plan.seed, e.warmup + e.runs))).collect();
+        crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
     let total_ops: u64 = plan
         .experiments
         .iter()

@@ -8,10 +8,10 @@
 //! OS thread per client). Must not print or decide flags.
 
 use crate::adapter::{Execution, Target};
-use crate::report::model::RunMeasurement;
+use crate::base::measurement::RunMeasurement;
+use crate::base::op::{ErrorClass, OpError, Outcome};
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
-use crate::workload::op::{ErrorClass, OpError, Outcome};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -132,7 +132,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         }
     };
     let kind = job.stream.kind();
-    let mixed = kind == crate::workload::op::OpKind::Mixed;
+    let mixed = kind == crate::base::op::OpKind::Mixed;
     let batch = job.point.batch.max(1) as u64;
     let timed = job.target.info().execution == Execution::Async;
     let mut consecutive_failures = 0u32;
@@ -258,14 +258,14 @@ where
 mod tests {
     use super::*;
     use crate::adapter::{OpenContext, TargetUrl};
+    use crate::base::op::OpKind;
     use crate::data::{DataSpec, Dataset};
     use crate::workload::experiment::{Experiment, ExperimentOp};
-    use crate::workload::op::OpKind;
 
     /// One run of `get` on a mock whose every `fail_every`-th request fails.
     async fn run_on_flaky_mock(fail_every: u64, batch: usize, ops: u64) -> RunMeasurement {
         let url = TargetUrl::parse(&format!("mock:?fail_every={fail_every}")).unwrap();
-        let target = crate::adapter::open("flaky", &url, &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap();
+        let target = crate::adapter::registry::open("flaky", &url, &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap();
         let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
         target.prepare(&dataset.tables).await.unwrap();
         target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();

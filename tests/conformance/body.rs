@@ -2,13 +2,13 @@
 //! against the generator, so an adapter that drops, duplicates or misreads rows fails.
 
 use dbsweep::adapter::Target;
+use dbsweep::base::measurement::RunMeasurement;
+use dbsweep::base::op::{Answer, Op, OpKind, RangeAgg};
+use dbsweep::base::table::{TableDef, Value};
 use dbsweep::data::kv::{self, KvGen};
-use dbsweep::data::table::{TableDef, Value};
 use dbsweep::data::{DataSpec, Dataset};
-use dbsweep::report::model::RunMeasurement;
 use dbsweep::runner::client::{RunJob, run_once};
 use dbsweep::workload::experiment::{Experiment, ExperimentOp, OpStream, Point};
-use dbsweep::workload::op::{Answer, Op, OpKind, RangeAgg};
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -47,7 +47,7 @@ pub enum Fault {
     Custom(fn(String, i64) -> BoxFuture<'static, ()>),
 }
 
-fn scalar(outcome: dbsweep::workload::op::Outcome) -> Value {
+fn scalar(outcome: dbsweep::base::op::Outcome) -> Value {
     match outcome.answer {
         Some(Answer::Scalar(v)) => v,
         other => panic!("expected a scalar answer, got {other:?}"),

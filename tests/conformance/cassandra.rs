@@ -3,7 +3,8 @@
 //! keyspace on the one server.
 
 use crate::body::Fault;
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ fn server_url() -> String {
 async fn open(keyspace: &str, params: &str) -> (Arc<dyn Target>, ()) {
     let url = format!("{}/{keyspace}{params}", server_url());
     let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
-    let target = adapter::open("cassandra", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
+    let target = registry::open("cassandra", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 

@@ -2,7 +2,8 @@
 
 use crate::body::Fault;
 use crate::support::faults::redis_key_set_string;
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 /// The server under test, started by dbsweep's spawn code.
@@ -16,7 +17,7 @@ async fn open(db: u32, params: &str) -> (Arc<dyn Target>, ()) {
     url.set_path(&format!("/{db}"));
     let url = format!("{url}{params}");
     let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
-    let target = adapter::open("redis", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
+    let target = registry::open("redis", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 

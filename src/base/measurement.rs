@@ -1,0 +1,156 @@
+//! The measured result of one run, as `report.json` saves it: counts, time, errors,
+//! answers, latency summaries (with their HDR histograms) and memory readings.
+//!
+//! Owns the shape of a run's measurement, which `stats` fills and `report` saves. Must
+//! not record, compute or render anything.
+
+use crate::base::op::{Answer, OpKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One warm-up or measured run.
+///
+/// Accounting: every op sent is in `ops`, and `ops = ok_ops + failed_ops + short_ops`.
+/// Throughput, rows and latency are made of the ok requests only; a run with a failed or a
+/// short request has no throughput at all (see [`RunMeasurement::is_void`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunMeasurement {
+    /// 0-based; warm-up runs come first.
+    pub run: u32,
+    pub warmup: bool,
+    pub complete: bool,
+    /// Ops sent, whatever their outcome.
+    pub ops: u64,
+    /// Ops of requests that succeeded and returned or affected every row the plan expects.
+    #[serde(default)]
+    pub ok_ops: u64,
+    /// Ops of requests that failed (a server error, a broken connection, a timeout); a
+    /// failed batch fails all of its ops.
+    #[serde(default)]
+    pub failed_ops: u64,
+    /// Ops of requests that succeeded but returned or affected fewer rows than the plan
+    /// expects (a key that should exist was not found).
+    #[serde(default)]
+    pub short_ops: u64,
+    /// Rows the plan expects that those short requests did not return or affect.
+    #[serde(default)]
+    pub missing_rows: u64,
+    /// Requests sent (one per op, or one per batch).
+    pub requests: u64,
+    /// Rows written, deleted, found or returned by the ok requests.
+    pub rows: u64,
+    /// Wall time of the run, from the first client's start to the last client's end.
+    pub seconds: f64,
+    /// CPU time of the dbsweep process during the run (for embedded engines this includes
+    /// the engine itself).
+    pub client_cpu_seconds: f64,
+    /// Failed requests by error class.
+    pub errors: BTreeMap<String, u64>,
+    pub error_samples: Vec<String>,
+    /// Fixed-rate runs: ops that started more than 1 ms after their intended start (the
+    /// schedule was missed; their response time includes the wait).
+    #[serde(default)]
+    pub late_ops: u64,
+    /// Digest of the answers of COUNT/MAX/query ops, to compare systems.
+    pub answer_digest: Option<String>,
+    /// The first query result of the run, whole (query experiments only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_answer: Option<Answer>,
+    /// Service time per request, by op kind.
+    pub service: BTreeMap<OpKind, LatencySummary>,
+    /// Response time from the intended start (fixed-rate runs), by op kind.
+    pub response: BTreeMap<OpKind, LatencySummary>,
+    /// Memory read just before and just after the run (studies that measure memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryMeasurement>,
+}
+
+/// Memory at one moment, read between runs (never while ops are timed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryReading {
+    /// As the engine reports it (`Target::engine_memory`); `None` when it has no figure.
+    pub engine_bytes: Option<u64>,
+    /// Proportional set size (PSS) of the server's whole process group, from
+    /// /proc/PID/smaps_rollup; only for servers dbsweep spawned.
+    pub server_bytes: Option<u64>,
+    /// Resident set size of the dbsweep process (the client side; for embedded engines
+    /// it includes the engine).
+    pub client_bytes: u64,
+}
+
+/// Memory before and after one run, and what the engine's figure means.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryMeasurement {
+    /// What `engine_bytes` is, e.g. `INFO memory used_memory`.
+    pub engine_source: Option<String>,
+    pub before: MemoryReading,
+    pub after: MemoryReading,
+}
+
+impl MemoryMeasurement {
+    pub fn engine_delta(&self) -> Option<i64> {
+        Some(self.after.engine_bytes? as i64 - self.before.engine_bytes? as i64)
+    }
+
+    pub fn server_delta(&self) -> Option<i64> {
+        Some(self.after.server_bytes? as i64 - self.before.server_bytes? as i64)
+    }
+
+    pub fn client_delta(&self) -> i64 {
+        self.after.client_bytes as i64 - self.before.client_bytes as i64
+    }
+}
+
+impl RunMeasurement {
+    /// Failed requests, of every class.
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// True when a request of this run failed or came back short: its timing counts
+    /// something that did not happen, so the run (and its point) has no throughput.
+    pub fn is_void(&self) -> bool {
+        self.failed_ops > 0 || self.short_ops > 0 || self.missing_rows > 0 || self.error_count() > 0
+    }
+
+    fn per_sec(&self, n: u64) -> Option<f64> {
+        (!self.is_void() && self.seconds > 0.0).then(|| n as f64 / self.seconds)
+    }
+
+    /// Ok ops per second; `None` for a void run.
+    pub fn ops_per_sec(&self) -> Option<f64> {
+        self.per_sec(self.ok_ops)
+    }
+
+    /// Rows per second; `None` for a void run.
+    pub fn rows_per_sec(&self) -> Option<f64> {
+        self.per_sec(self.rows)
+    }
+
+    /// Requests per second; `None` for a void run (where every request was ok).
+    pub fn requests_per_sec(&self) -> Option<f64> {
+        self.per_sec(self.requests)
+    }
+
+    /// Fills the accounting fields of a run saved in report format 1, which counted failed
+    /// ops in `ops` and had no `ok_ops`: each failed request is taken as one failed op (the
+    /// run is void either way).
+    pub fn upgrade_from_v1(&mut self) {
+        self.failed_ops = self.error_count().min(self.ops);
+        self.ok_ops = self.ops - self.failed_ops;
+    }
+}
+
+/// Latency of one op kind in one run (or merged over runs), in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    /// The HDR histogram (V2 + deflate, base64), so latencies can be merged later.
+    pub histogram: String,
+}

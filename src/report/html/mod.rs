@@ -484,6 +484,36 @@ fn table_open(out: &mut String, rows: usize) {
         write!(out, "<details class=\"data\"{}><summary>data ({rows} rows)</summary>\n<table>\n", if rows <= 40 { " open" } else { "" });
 }
 
+/// One line per target through its `points`: `value` (median, min, max) at `x`, drawn
+/// `hollow` (not joined) where asked; void points have no value and mark a gap.
+fn line_series(
+    colors: &Colors,
+    targets: &[String],
+    points: &[&PointResult],
+    x: &dyn Fn(&PointResult) -> f64,
+    value: &ValueOf,
+    hollow: &dyn Fn(&PointResult) -> bool,
+) -> Vec<Series> {
+    targets
+        .iter()
+        .map(|t| {
+            let mine: Vec<&PointResult> = points.iter().copied().filter(|p| &p.target == t).collect();
+            Series {
+                name: t.clone(),
+                color: colors.of(t),
+                points: mine
+                    .iter()
+                    .filter_map(|p| {
+                        let (y, lo, hi) = value(p)?;
+                        Some(Pt { x: x(p), y, lo, hi, hollow: hollow(p), flagged: is_flagged(p) })
+                    })
+                    .collect(),
+                voids: mine.iter().filter(|p| p.is_void()).map(|p| x(p)).collect(),
+            }
+        })
+        .collect()
+}
+
 fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x: XAxis, log_x: bool) {
     let all = points_of(r, experiment);
     let batch_clients = all.iter().find(|p| p.point.batched && p.point.param.is_none()).map(|p| p.point.clients);
@@ -496,24 +526,7 @@ fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x
         })
         .collect();
     let targets = targets_of(colors, &points);
-    let series: Vec<Series> = targets
-        .iter()
-        .map(|t| {
-            let mine: Vec<&&PointResult> = points.iter().filter(|p| &p.target == t).collect();
-            Series {
-                name: t.clone(),
-                color: colors.of(t),
-                points: mine
-                    .iter()
-                    .filter_map(|p| {
-                        let (y, lo, hi) = ops_spread(p)?;
-                        Some(Pt { x: x.value(&p.point), y, lo, hi, hollow: x == XAxis::Batch && !p.point.batched, flagged: is_flagged(p) })
-                    })
-                    .collect(),
-                voids: mine.iter().filter(|p| p.is_void()).map(|p| x.value(&p.point)).collect(),
-            }
-        })
-        .collect();
+    let series = line_series(colors, &targets, &points, &|p| x.value(&p.point), &ops_spread, &|p| x == XAxis::Batch && !p.point.batched);
     let xs: Vec<f64> = points.iter().map(|p| x.value(&p.point)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
     let y_scale = if figures::wants_log(&ys) { Scale::Log } else { Scale::Linear };
@@ -606,31 +619,8 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
     let targets = targets_of(colors, &points);
     let max = points.iter().filter_map(|p| run_seconds(p)).map(|(_, _, hi)| hi).fold(0.0, f64::max);
     let (div, unit) = secs_unit(max);
-    let series: Vec<Series> = targets
-        .iter()
-        .map(|t| {
-            let mine: Vec<&&PointResult> = points.iter().filter(|p| &p.target == t).collect();
-            Series {
-                name: t.clone(),
-                color: colors.of(t),
-                points: mine
-                    .iter()
-                    .filter_map(|p| {
-                        let (m, lo, hi) = run_seconds(p)?;
-                        Some(Pt {
-                            x: p.point.param.unwrap_or(0) as f64,
-                            y: m / div,
-                            lo: lo / div,
-                            hi: hi / div,
-                            hollow: false,
-                            flagged: is_flagged(p),
-                        })
-                    })
-                    .collect(),
-                voids: mine.iter().filter(|p| p.is_void()).map(|p| p.point.param.unwrap_or(0) as f64).collect(),
-            }
-        })
-        .collect();
+    let per_run = move |p: &PointResult| run_seconds(p).map(|(m, lo, hi)| (m / div, lo / div, hi / div));
+    let series = line_series(colors, &targets, &points, &|p| p.point.param.unwrap_or(0) as f64, &per_run, &|_| false);
     let xs: Vec<f64> = points.iter().filter_map(|p| p.point.param.map(|v| v as f64)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
     legend(out, colors, &targets);

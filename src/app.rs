@@ -159,6 +159,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         for server in &servers {
             for (name, url) in server.targets() {
                 let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
+                let url = plan.spawned_target_url(server.kind(), &url);
                 plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
                 let mut settings: BTreeMap<String, String> =
                     server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();

@@ -141,6 +141,13 @@ pub trait Target: Send + Sync {
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
         Ok(None)
     }
+
+    /// True when a delete's reply cannot say whether the key existed (a plain Cassandra
+    /// `DELETE`): the adapter then reports one row per key sent, and the runner reads the
+    /// deleted keys back after the run, untimed, counting any still stored as missing rows.
+    fn blind_deletes(&self) -> bool {
+        false
+    }
 }
 
 /// One client's session with a target.

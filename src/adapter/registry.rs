@@ -118,7 +118,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "cassandra://",
         system: "cassandra",
-        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write); no scans",
+        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
         unavailable: None,
     },
     SystemEntry {

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
 use crate::workload::experiment::{Experiment, ExperimentOp, Point};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Built-in studies: (name, TOML text). Each file is also an example of the format.
@@ -74,6 +75,11 @@ pub struct StudyFile {
     /// before and after each (see `Experiment::lifecycle`).
     #[serde(default)]
     pub lifecycle: bool,
+    /// URL options appended to the targets of spawned servers, by server name (`--spawn`
+    /// names): what the study's paper sent where it differs from the adapter's default,
+    /// e.g. `cassandra = "affected=plain"` for plain DELETEs.
+    #[serde(default)]
+    pub spawn_target_options: BTreeMap<String, String>,
     /// Overrides applied by `--quick`.
     #[serde(default)]
     pub quick: Option<QuickOverrides>,
@@ -248,6 +254,8 @@ pub struct Plan {
     pub spawn_options: SpawnOptions,
     /// See `StudyFile::lifecycle`.
     pub lifecycle: bool,
+    /// See `StudyFile::spawn_target_options`.
+    pub spawn_target_options: BTreeMap<String, String>,
 }
 
 impl Plan {
@@ -268,7 +276,16 @@ impl Plan {
             "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
             "data_root": self.spawn_options.data_root,
             "lifecycle": self.lifecycle,
+            "spawn_target_options": self.spawn_target_options,
         })
+    }
+
+    /// The URL of a spawned server's target with the study's options for that server.
+    pub fn spawned_target_url(&self, server: ServerKind, url: &str) -> String {
+        match self.spawn_target_options.get(server.name()) {
+            Some(options) => format!("{url}{}{options}", if url.contains('?') { '&' } else { '?' }),
+            None => url.to_string(),
+        }
     }
 }
 
@@ -424,6 +441,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
 
+    for name in study.spawn_target_options.keys() {
+        name.parse::<ServerKind>().map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
+    }
     let all_kinds: Vec<ServerKind> = match &study.spawn_all {
         None => ServerKind::ALL.to_vec(),
         Some(names) => names
@@ -671,6 +691,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         spawn_options: SpawnOptions { data_root: opts.data_root.clone() },
         unavailable,
         lifecycle: study.lifecycle,
+        spawn_target_options: study.spawn_target_options,
     })
 }
 
@@ -707,6 +728,21 @@ mod tests {
             assert!(!plan.experiments.is_empty());
             assert_eq!(plan.targets[0].name, "nodb");
         }
+    }
+
+    #[test]
+    fn in_memory_sends_plain_cassandra_deletes_to_spawned_servers_only() {
+        let plan = resolve(&RunOptions { study: Some("in-memory".into()), ..Default::default() }).unwrap();
+        assert_eq!(plan.spawned_target_url(ServerKind::Cassandra, "cassandra://127.0.0.1:9"), "cassandra://127.0.0.1:9?affected=plain");
+        assert_eq!(plan.spawned_target_url(ServerKind::Redis, "redis://127.0.0.1:9"), "redis://127.0.0.1:9");
+        let kv = resolve(&RunOptions { study: Some("kv-vs-relational".into()), ..Default::default() }).unwrap();
+        assert_eq!(kv.spawned_target_url(ServerKind::Cassandra, "cassandra://h:9/ks?x=1"), "cassandra://h:9/ks?x=1");
+        let with = |options: &str| {
+            let mut plan = plan.clone();
+            plan.spawn_target_options.insert("postgres".into(), options.into());
+            plan.spawned_target_url(ServerKind::Postgres, "postgres://h:9/db?layout=hstore")
+        };
+        assert_eq!(with("a=b"), "postgres://h:9/db?layout=hstore&a=b");
     }
 
     #[test]

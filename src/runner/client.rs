@@ -110,7 +110,11 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         _ => 0.0,
     };
     let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && merged.ops == job.ops;
-    merged.into_measurement(job.run, job.warmup, seconds, cpu, complete)
+    let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
+    if job.check_rows && job.stream.kind() == crate::base::op::OpKind::Delete && job.target.blind_deletes() {
+        super::verify::blind_deletes(&job, &mut m).await;
+    }
+    m
 }
 
 enum ClientHandle {
@@ -264,15 +268,20 @@ mod tests {
 
     /// One run of `get` on a mock whose every `fail_every`-th request fails.
     async fn run_on_flaky_mock(fail_every: u64, batch: usize, ops: u64) -> RunMeasurement {
-        let url = TargetUrl::parse(&format!("mock:?fail_every={fail_every}")).unwrap();
+        run_on_mock(&format!("fail_every={fail_every}"), ExperimentOp::Get, batch, ops).await
+    }
+
+    /// One run of `op` on a mock with these URL options and 1,000 loaded rows.
+    async fn run_on_mock(options: &str, op: ExperimentOp, batch: usize, ops: u64) -> RunMeasurement {
+        let url = TargetUrl::parse(&if options.is_empty() { "mock:".to_string() } else { format!("mock:?{options}") }).unwrap();
         let target = crate::adapter::registry::open("flaky", &url, &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap();
         let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
         target.prepare(&dataset.tables).await.unwrap();
         target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();
         let point = Point { clients: 1, batch, batched: batch > 1, param: None };
         let experiment = Experiment {
-            name: "get".into(),
-            op: ExperimentOp::Get,
+            name: "run".into(),
+            op,
             workload: None,
             table: 0,
             column: 0,
@@ -284,9 +293,14 @@ mod tests {
             warmup: 0,
             points: vec![point],
         };
+        let stream = Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1));
+        // As the runner does: a delete run's keys are loaded before it starts.
+        if let Some(keys) = stream.rows_to_preload(0, 0) {
+            target.load(&dataset.tables[0], dataset.new_rows(0, keys)).await.unwrap();
+        }
         let job = RunJob {
             target,
-            stream: Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1)),
+            stream,
             point,
             point_index: 0,
             run: 0,
@@ -318,6 +332,24 @@ mod tests {
         assert_eq!((m.requests, m.ok_ops, m.failed_ops), (10, 70, 30));
         assert_eq!(m.errors["server"], 3);
         assert_eq!((m.rows, m.service[&OpKind::Get].count), (70, 7));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blind_deletes_are_read_back_and_a_key_still_there_is_a_missing_row() {
+        // Every delete replies "1 row"; the read-back after the run confirms them all.
+        let m = run_on_mock("blind_deletes=1", ExperimentOp::Delete, 1, 100).await;
+        assert_eq!((m.ok_ops, m.short_ops, m.missing_rows, m.rows), (100, 0, 0, 100));
+        assert!(!m.is_void());
+        // Without blind deletes the same run needs no read-back and counts the same.
+        let m = run_on_mock("", ExperimentOp::Delete, 1, 100).await;
+        assert_eq!((m.ok_ops, m.short_ops, m.rows), (100, 0, 100));
+        // Every 10th delete is silently skipped: 10 keys are still there, the run is void.
+        let m = run_on_mock("lose_deletes_every=10", ExperimentOp::Delete, 1, 100).await;
+        assert_eq!((m.ok_ops, m.short_ops, m.missing_rows, m.rows), (90, 10, 10, 90));
+        assert!(m.is_void() && m.ops_per_sec().is_none());
+        // The same in batches of 10 (one request each).
+        let m = run_on_mock("lose_deletes_every=25", ExperimentOp::Delete, 10, 100).await;
+        assert_eq!((m.requests, m.short_ops, m.missing_rows), (10, 4, 4));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,7 @@ pub mod client;
 mod lifecycle;
 pub mod memory;
 pub mod progress;
+mod verify;
 
 use crate::adapter::registry;
 use crate::adapter::{OpenContext, Target};

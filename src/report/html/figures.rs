@@ -461,6 +461,9 @@ mod tests {
             server_bytes_per_row: None,
             engine_after_bytes: None,
             server_after_bytes: None,
+            engine_delta_range: None,
+            server_delta_range: None,
+            client_delta_range: None,
         });
         let floor = point("echo-floor", OpKind::Echo, "a", 1, 1, false, None);
         let r = report(vec![floor, write, point("fetch-all", OpKind::FetchAll, "a", 1, 1, false, Some(1000))], true);

@@ -10,7 +10,7 @@
 pub mod chart;
 pub mod figures;
 
-use super::model::{Flag, PointResult, PointStatus, Report};
+use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
 use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::base::op::OpKind;
 use chart::{Axis, BarSeries, Pt, Scale, Series};
@@ -110,33 +110,22 @@ type ValueOf = dyn Fn(&PointResult) -> Option<(f64, f64, f64)>;
 type KindStats = Vec<(OpKind, LatencySummary, f64)>;
 
 fn measured(p: &PointResult) -> Vec<&RunMeasurement> {
-    p.runs.iter().filter(|r| !r.warmup).collect()
+    p.measured_runs()
 }
 
 /// (median, min, max) of non-empty values.
 fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
-    if values.is_empty() {
-        return None;
-    }
-    let lo = values.iter().copied().fold(f64::MAX, f64::min);
-    let hi = values.iter().copied().fold(f64::MIN, f64::max);
-    Some((crate::stats::median(values), lo, hi))
+    Spread::of(values).map(Spread::tuple)
 }
 
-/// Seconds per measured run: (median, min, max).
+/// Seconds per measured run: (median, min, max); the console prints the same statistic.
 fn run_seconds(p: &PointResult) -> Option<(f64, f64, f64)> {
-    if p.is_void() {
-        return None;
-    }
-    spread(&measured(p).iter().map(|r| r.seconds).collect::<Vec<_>>())
+    p.run_seconds().map(Spread::tuple)
 }
 
 /// Seconds per op (per query) over the measured runs.
 fn seconds_per_op(p: &PointResult) -> Option<(f64, f64, f64)> {
-    if p.is_void() {
-        return None;
-    }
-    spread(&measured(p).iter().filter(|r| r.ops > 0).map(|r| r.seconds / r.ops as f64).collect::<Vec<_>>())
+    p.seconds_per_op().map(Spread::tuple)
 }
 
 pub fn fmt_secs(s: f64) -> String {
@@ -1061,34 +1050,18 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
         None => format!("<td>{}</td>", flags_html(p)),
     });
     out.push_str("</table>\n");
-    head(out, "lifecycle-memory", "Memory per operation (change over the operation, median of the measured runs)");
+    head(out, "lifecycle-memory", "Memory per operation (MiB: change over the whole operation, median of the measured runs)");
     let mut sources = BTreeSet::new();
     lifecycle_rows(out, r, colors, &experiments, &counts, &mut |t, p| match p.summary.as_ref().and_then(|s| s.memory.as_ref()) {
         Some(m) => {
             if let Some(src) = &m.engine_source {
                 sources.insert(format!("{t}: {src}"));
             }
-            let mut parts = Vec::new();
-            if let Some(d) = m.engine_delta_bytes {
-                parts.push(format!(
-                    "engine Δ {}{}",
-                    fmt_bytes(d),
-                    m.engine_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
-                ));
-            }
-            if let Some(d) = m.server_delta_bytes {
-                parts.push(format!(
-                    "server Δ {}{}",
-                    fmt_bytes(d),
-                    m.server_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
-                ));
-            }
-            parts.push(format!("client Δ {}", fmt_bytes(m.client_delta_bytes)));
-            if let Some((b, src)) = bytes_per_record(p)
-                && src == "client RSS"
-            {
-                parts.push(format!("{b:.0} B/row (client)"));
-            }
+            let parts = [("client", m.client()), ("server", m.server()), ("engine", m.engine())]
+                .into_iter()
+                .filter(|(_, d)| *d != MemoryDelta::Missing)
+                .map(|(what, d)| format!("{what} {}", memory_delta_html(d)))
+                .collect::<Vec<_>>();
             format!("<td class=\"num\">{} {}</td>", parts.join("<br>"), flags_html(p))
         }
         None => {
@@ -1098,13 +1071,23 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     out.push_str("</table>\n");
     let _ = writeln!(
         out,
-        "<p class=\"note\">engine: memory as the engine reports it ({}); server: PSS of the spawned server's process group (/proc/PID/smaps_rollup); client: dbsweep's own resident memory, which for embedded engines includes the engine. Δ = after − before the operation; B/row = Δ / rows the operation touched.</p>",
+        "<p class=\"note\">client: dbsweep's own resident memory, the paper's metric (its Java client's heap change over each operation); for embedded engines it includes the engine. server: PSS of the spawned server's process group (/proc/PID/smaps_rollup). engine: memory as the engine reports it ({}). Each cell is after − before the whole operation, as the paper's tables, in MiB. &lt; noise: the change is not above the noise floor (one 4 KiB page, or half the min–max spread of the measured runs' changes if larger) or the runs disagree in sign, e.g. a garbage collection gave memory back during the operation.</p>",
         if sources.is_empty() {
             "no engine figure in this run".to_string()
         } else {
             esc(&sources.into_iter().collect::<Vec<_>>().join("; "))
         }
     );
+}
+
+/// A memory change in MiB, or `< noise` with the floor in its title.
+fn memory_delta_html(d: MemoryDelta) -> String {
+    match d {
+        MemoryDelta::BelowNoise { floor } => {
+            format!("<span class=\"noise\" title=\"noise floor {}\">&lt; noise</span>", fmt_bytes(floor))
+        }
+        other => esc(&super::console::memory_delta(other)),
+    }
 }
 
 #[cfg(test)]

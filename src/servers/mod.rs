@@ -143,6 +143,19 @@ impl FromStr for ServerKind {
     }
 }
 
+/// The names of the targets a spawned server of `kind` adds, with its command-line client
+/// targets when `clients` (see `Server::targets` and `Server::client_targets`).
+pub fn target_names(kind: ServerKind, clients: bool) -> Vec<String> {
+    let mut names: Vec<String> = match kind {
+        ServerKind::Postgres => vec!["pg-row".into(), "pg-hstore".into(), "pg-jsonb".into()],
+        other => vec![other.name().into()],
+    };
+    if clients && matches!(kind, ServerKind::Mariadb | ServerKind::Redis) {
+        names.push(format!("{}-cli", kind.name()));
+    }
+    names
+}
+
 /// Where and how throwaway servers are started.
 #[derive(Debug, Default, Clone)]
 pub struct SpawnOptions {
@@ -218,17 +231,27 @@ impl Server {
     /// three layouts, every other system once.
     pub fn targets(&self) -> Vec<(String, String)> {
         let url = self.url();
+        let names = target_names(self.kind, false);
         match self.kind {
             ServerKind::Postgres => {
-                ["row", "hstore", "jsonb"].iter().map(|layout| (format!("pg-{layout}"), format!("{url}?layout={layout}"))).collect()
+                names.into_iter().zip(["row", "hstore", "jsonb"]).map(|(name, layout)| (name, format!("{url}?layout={layout}"))).collect()
             }
-            ServerKind::Mariadb => vec![("mariadb".into(), url)],
-            ServerKind::Redis => vec![("redis".into(), url)],
-            ServerKind::Memcached => vec![("memcached".into(), url)],
-            ServerKind::Hyper => vec![("hyper".into(), url)],
-            ServerKind::H2 => vec![("h2".into(), url)],
-            ServerKind::Cassandra => vec![("cassandra".into(), url)],
+            _ => names.into_iter().map(|name| (name, url.clone())).collect(),
         }
+    }
+
+    /// The same server through its command-line client, as (name, URL): `mariadb-cli`
+    /// (`mysql-cli://`) and `redis-cli`; none for the other systems.
+    pub fn client_targets(&self) -> Vec<(String, String)> {
+        let url = self.url();
+        let names = target_names(self.kind, true).into_iter().skip(target_names(self.kind, false).len());
+        let scheme = match self.kind {
+            ServerKind::Mariadb => "mysql-cli",
+            ServerKind::Redis => "redis-cli",
+            _ => return Vec::new(),
+        };
+        let (_, rest) = url.split_once("://").expect("server URLs have a scheme");
+        names.map(|name| (name, format!("{scheme}://{rest}"))).collect()
     }
 
     /// The pid of the server process itself (never a wrapper), e.g. for SIGSTOP in tests.
@@ -414,6 +437,9 @@ async fn spawn_inner(
                 server.version = ready.version;
                 server.settings = ready.settings;
                 server.settings.insert("data_dir".into(), ctx.dir.display().to_string());
+                if let Some(fs) = filesystem_of(&ctx.dir) {
+                    server.settings.insert("data_fs".into(), fs);
+                }
                 return Ok(server);
             }
             Err(Failure::PortTaken) => {
@@ -427,6 +453,24 @@ async fn spawn_inner(
         }
     }
     Err(last_error.unwrap_or_else(|| Error::runtime(format!("{kind}: no free port found"))))
+}
+
+/// The file system type and mount point holding `path` (`tmpfs on /dev/shm`), from the
+/// longest matching mount point in `/proc/self/mounts`.
+fn filesystem_of(path: &Path) -> Option<String> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    let path = path.canonicalize().ok()?;
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (device, point, fs) = (fields.next()?, fields.next()?, fields.next()?);
+            // Mount points escape spaces and tabs as octal.
+            let point = point.replace("\\040", " ").replace("\\011", "\t");
+            path.starts_with(&point).then(|| (point.len(), format!("{fs} on {point} ({device})")))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, text)| text)
 }
 
 /// What the per-system steps share.

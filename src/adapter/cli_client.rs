@@ -332,7 +332,7 @@ enum Parse {
     RedisHashes,
     /// DEL replies inside EXEC: lines `1) (integer) N`.
     RedisFirstInts,
-    /// GET or MGET replies: the lines that are not `(nil)`.
+    /// GET or MGET replies: the lines holding a (quoted) value, not `(nil)`.
     RedisNonNil,
     /// Top-level integer replies: lines `(integer) N`, added up.
     RedisInts,
@@ -438,7 +438,7 @@ impl CliConn {
             Parse::RedisFirstInts => {
                 lines.iter().filter_map(|l| l.strip_prefix("1) (integer) ")).map(int).sum::<Result<i64, _>>()?.max(0) as u64
             }
-            Parse::RedisNonNil => lines.iter().filter(|l| redis_reply_value(l).is_some_and(|v| v != "(nil)")).count() as u64,
+            Parse::RedisNonNil => lines.iter().filter(|l| redis_reply_value(l).is_some_and(|v| v.starts_with('"'))).count() as u64,
             Parse::RedisInts => lines.iter().filter_map(|l| l.strip_prefix("(integer) ")).map(int).sum::<Result<i64, _>>()?.max(0) as u64,
         };
         Ok(Outcome::rows(rows))
@@ -693,14 +693,16 @@ fn is_error_line(kind: Kind, l: &str) -> bool {
 }
 
 /// The value of one reply line: `"v"`, `(nil)` or `(integer) 3` at top level, or the same
-/// after an array index (`  12) "v"`); `None` for other lines.
+/// after an array index (`  12) "v"`); `None` for other lines — `OK`, and the `(0.51s)`
+/// redis-cli prints after a command that took longer than half a second.
 fn redis_reply_value(line: &str) -> Option<&str> {
     let l = line.trim_start();
     let rest = match l.split_once(") ") {
         Some((n, rest)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => rest,
         _ => l,
     };
-    (rest.starts_with('"') || rest.starts_with('(')).then_some(rest)
+    let value = rest.starts_with('"') || rest == "(nil)" || rest.starts_with("(integer) ") || rest.starts_with("(error)");
+    value.then_some(rest)
 }
 
 fn select_keys(def: &TableDef, verb: &str, keys: &[i64]) -> String {
@@ -762,6 +764,7 @@ mod tests {
         assert_eq!(redis_reply_value("   12) (nil)"), Some("(nil)"));
         assert_eq!(redis_reply_value("1) \"(nil)\""), Some("\"(nil)\""));
         assert_eq!(redis_reply_value("OK"), None);
+        assert_eq!(redis_reply_value("(0.51s)"), None, "the client's timing line");
     }
 
     #[test]

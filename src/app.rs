@@ -1,7 +1,8 @@
 //! Command dispatch: parses arguments, runs the chosen command, prints results and the
 //! one-line error, and maps every outcome to an exit code. The only place that prints.
 
-use crate::adapter::{self, OpenContext, SYSTEMS, TargetUrl};
+use crate::adapter::registry::{self, SYSTEMS};
+use crate::adapter::{OpenContext, TargetUrl};
 use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
@@ -43,7 +44,7 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,scylla=error")),
         )
         .try_init();
-    let command_line: Vec<String> = args.iter().map(|a| adapter::url::redact_text(&a.to_string_lossy())).collect();
+    let command_line: Vec<String> = args.iter().map(|a| crate::adapter::url::redact_text(&a.to_string_lossy())).collect();
     match dispatch(cli.command, command_line) {
         Ok(()) => 0,
         Err(e) => {
@@ -211,7 +212,8 @@ fn print_budget(plan: &plan::Plan) {
     let mut names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
     for (label, _) in plan.spawn_rounds().iter().filter(|_| !plan.spawn.is_empty()) {
         for kind in &plan.spawn {
-            for name in servers::target_names(*kind, plan.cli_clients) {
+            let clients = kind.client_target_name().filter(|_| plan.cli_clients);
+            for name in kind.target_names().into_iter().chain(clients) {
                 names.push(match label {
                     Some(label) => format!("{name}-{label}"),
                     None => name,
@@ -252,7 +254,7 @@ fn targets() {
         }
         let probe_url = s.scheme.replace("[PATH]", "");
         if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url))
-            && let Ok(t) = adapter::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() })
+            && let Ok(t) = registry::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() })
         {
             let caps = &t.info().capabilities;
             let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();

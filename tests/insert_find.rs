@@ -7,12 +7,13 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use dbsweep::adapter::{self, Connection, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{Connection, OpenContext, Target, TargetUrl};
+use dbsweep::base::op::Op;
 use dbsweep::data::Dataset;
 use dbsweep::plan::{self, RunOptions};
 use dbsweep::servers::ServerKind;
 use dbsweep::workload::experiment::OpStream;
-use dbsweep::workload::op::Op;
 use mysql_async::prelude::Queryable;
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -38,7 +39,7 @@ fn request(plan: &plan::Plan, data: &Dataset, name: &str) -> Vec<Op> {
 }
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap()
 }
 
 /// The spawned server's URL with another scheme.
@@ -102,7 +103,7 @@ async fn redis_gets_one_mset_per_insert_all_and_one_mget_per_find() {
         let settings = &target.info().settings;
         assert!(settings["request.insert_batch"].contains("MSET"), "{settings:?}");
         assert!(settings["request.multi_get"].contains("MGET"), "{settings:?}");
-        assert!(!target.info().capabilities.ops.contains(&dbsweep::workload::op::OpKind::Scan), "no scans on plain string keys");
+        assert!(!target.info().capabilities.ops.contains(&dbsweep::base::op::OpKind::Scan), "no scans on plain string keys");
         drop(conn);
         target.cleanup().await.unwrap();
     }

@@ -7,8 +7,8 @@
 //! the Fisher-Yates order of [`super::keys::shuffled`], what `dbsweep gen keys` writes).
 //! Must not decide which keys an experiment touches.
 
-use super::table::{Column, ColumnType, Row, TableDef, Value};
-use crate::workload::rng::Stream;
+use crate::base::rng::Stream;
+use crate::base::table::{Column, ColumnType, Row, TableDef, Value};
 use serde::{Deserialize, Serialize};
 
 /// The type of the value column.

@@ -5,9 +5,9 @@
 //! multi-get of all of them.
 
 use dbsweep::adapter::Target;
+use dbsweep::base::op::{Answer, Op, OpKind, RangeAgg};
+use dbsweep::base::table::{TableDef, Value};
 use dbsweep::data::kv::{self, KvGen};
-use dbsweep::data::table::{TableDef, Value};
-use dbsweep::workload::op::{Answer, Op, OpKind, RangeAgg};
 use std::sync::Arc;
 
 pub const ROWS: u64 = 1_000;
@@ -31,7 +31,7 @@ macro_rules! conformance {
     };
 }
 
-fn scalar(outcome: dbsweep::workload::op::Outcome) -> Value {
+fn scalar(outcome: dbsweep::base::op::Outcome) -> Value {
     match outcome.answer {
         Some(Answer::Scalar(v)) => v,
         other => panic!("expected a scalar answer, got {other:?}"),

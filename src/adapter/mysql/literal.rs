@@ -8,8 +8,8 @@
 //! literal early) and the split of a long list into statements that each
 //! fit `max_allowed_packet`. Must not send anything.
 
-use crate::data::table::Value;
-use crate::workload::op::OpError;
+use crate::base::op::OpError;
+use crate::base::table::Value;
 use std::fmt::Write;
 
 /// The most `?` placeholders one prepared statement may have.
@@ -92,7 +92,7 @@ pub fn statements(prefix: &str, suffix: &str, items: impl IntoIterator<Item = St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::{Date, Decimal};
+    use crate::base::table::{Date, Decimal};
 
     #[test]
     fn literals_are_numbers_or_hex_strings_that_no_value_can_escape() {

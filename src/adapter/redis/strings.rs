@@ -11,8 +11,8 @@
 //! Owns the command text of this mapping only; the connection, batching and ownership rules
 //! are the Redis adapter's. Must not write anything outside the table's keys.
 
-use crate::data::table::{Row, TableDef, Value};
-use crate::workload::op::{OpError, OpKind};
+use crate::base::op::{OpError, OpKind};
+use crate::base::table::{Row, TableDef, Value};
 use redis::Cmd;
 
 /// The op kinds this mapping executes.

@@ -328,8 +328,9 @@ impl Cassandra {
             }
             .into(),
         );
-        settings.insert("insert".into(), "plain INSERT (an upsert: a duplicate key overwrites)".into());
-        settings.insert("multi_get".into(), "one SELECT ... WHERE key IN ? request".into());
+        settings.insert("request.insert".into(), "plain INSERT (an upsert: a duplicate key overwrites)".into());
+        settings.insert("request.insert_batch".into(), "UNLOGGED BATCHes of INSERTs, see batch".into());
+        settings.insert("request.multi_get".into(), "one SELECT ... WHERE key IN ? request".into());
         settings.insert(
             "batch".into(),
             format!(

@@ -136,6 +136,15 @@ impl H2 {
         settings.insert("load".into(), format!("multi-row INSERT ... VALUES, {MAX_PARAMS} parameters per statement (no COPY in H2)"));
         settings.insert("text_on_the_wire".into(), "STRINGTOUTF8 (bytea): H2's PG server has no binary text output".into());
         settings.insert("queries".into(), "TPC-H in PostgreSQL syntax, simple (text) protocol".into());
+        settings.insert("request.insert".into(), "INSERT INTO <table> VALUES ($1, …), prepared".into());
+        settings.insert(
+            "request.insert_batch".into(),
+            format!("multi-row INSERT … VALUES of up to {MAX_PARAMS} parameters per statement; several in one transaction"),
+        );
+        settings.insert(
+            "request.multi_get".into(),
+            format!("SELECT … WHERE <key> IN ($1, …): up to {MAX_IN_KEYS} distinct keys per statement, padded to a power of two"),
+        );
         let ops = OpKind::ALL.to_vec();
         Ok(H2 {
             initial: TargetInfo {

@@ -1,5 +1,6 @@
 //! Redis adapter: the studies' row mappings on the `redis` crate (async, one multiplexed
-//! connection per client).
+//! connection per client), for Redis and for LedisDB (`ledis://`, a Redis-protocol server
+//! on LevelDB); what differs between the two is in [`dialect`].
 //!
 //! A two-column table without secondary indexes (`pairs`) is stored as plain string keys,
 //! one per row, with SET/GET/MSET/MGET (see [`strings`]; the insert-find and in-memory
@@ -20,6 +21,11 @@
 //! from the URL, else from `REDISCLI_AUTH`. Batches go in one MULTI/EXEC by default (as the
 //! study did) or one plain pipeline with `batch=pipeline`.
 //!
+//! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
+//! transaction goes in one pipeline, not atomically, and batches are pipelines; rows are
+//! written with HMSET and removed with HCLEAR; there is no engine memory figure. Every op
+//! kind still runs (its Lua scripts are gopher-lua's, run one at a time).
+//!
 //! Safety: only keys under the `dbsweep:` prefix in the URL's DB index are touched, and
 //! only once the marker key `dbsweep:owner` (= "dbsweep") says they are ours. This module
 //! must never send FLUSHDB or FLUSHALL, and must never show the password.
@@ -35,8 +41,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
+mod dialect;
 pub(crate) mod strings;
 mod tpch;
+
+use dialect::Dialect;
 
 /// Every key dbsweep writes starts with this.
 const PREFIX: &str = "dbsweep:";
@@ -45,8 +54,6 @@ const MARKER_KEY: &str = "dbsweep:owner";
 const MARKER_VALUE: &str = "dbsweep";
 /// Rows per round trip when bulk loading.
 const LOAD_CHUNK: usize = 1000;
-/// Keys per SCAN page (and per UNLINK) when clearing our namespace.
-const SCAN_COUNT: usize = 1000;
 /// Rows per pipeline of a fetch-all.
 const FETCH_ALL_CHUNK: usize = 1000;
 
@@ -54,7 +61,7 @@ const FETCH_ALL_CHUNK: usize = 1000;
 /// KEYS[1] row hash, KEYS[2] (optional) the column's index set; ARGV: field, text value,
 /// pk (index member), score, '1' when the new value is NULL.
 const UPDATE_LUA: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HLEN', KEYS[1]) == 0 then return 0 end
 if ARGV[5] == '1' then
   redis.call('HDEL', KEYS[1], ARGV[1])
   if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[3]) end
@@ -123,6 +130,8 @@ pub struct Redis {
     /// What is known before the server was asked.
     base: TargetInfo,
     client: redis::Client,
+    /// Redis or LedisDB.
+    dialect: Dialect,
     /// `host:port/db` for messages (never the password).
     address: String,
     batch: BatchMode,
@@ -134,6 +143,9 @@ pub struct Redis {
 
 impl Redis {
     pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+        let dialect = Dialect::from_scheme(url.scheme())
+            .ok_or_else(|| Error::usage(format!("target '{name}': '{}:' is not a Redis-protocol URL", url.scheme())))?;
+        let label = dialect.label();
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(6379);
         let db = match url.database() {
@@ -142,11 +154,14 @@ impl Redis {
                 .parse::<i64>()
                 .ok()
                 .filter(|d| *d >= 0)
-                .ok_or_else(|| Error::usage(format!("target '{name}': the Redis URL path must be a DB index like /0, got '/{d}'")))?,
+                .ok_or_else(|| Error::usage(format!("target '{name}': the {label} URL path must be a DB index like /0, got '/{d}'")))?,
         };
         let batch = match url.param("batch").as_deref() {
-            None | Some("multi") => BatchMode::Multi,
-            Some("pipeline") => BatchMode::Pipeline,
+            None | Some("multi") if dialect.has_multi() => BatchMode::Multi,
+            None | Some("pipeline") => BatchMode::Pipeline,
+            Some("multi") => {
+                return Err(Error::usage(format!("target '{name}': {label} has no MULTI/EXEC; use batch=pipeline or leave batch out")));
+            }
             Some(other) => {
                 return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
             }
@@ -160,11 +175,11 @@ impl Redis {
         }
         let info = ConnectionAddr::Tcp(host.clone(), port)
             .into_connection_info()
-            .map_err(|e| Error::usage(format!("target '{name}': bad Redis address: {e}")))?
+            .map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?
             .set_redis_settings(settings);
-        let client = redis::Client::open(info).map_err(|e| Error::usage(format!("target '{name}': bad Redis address: {e}")))?;
+        let client = redis::Client::open(info).map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?;
 
-        let mut settings = BTreeMap::new();
+        let mut settings = dialect.fixed_settings();
         settings.insert("db".to_string(), db.to_string());
         settings.insert(
             "batch".to_string(),
@@ -177,7 +192,7 @@ impl Redis {
         settings.insert("layout".to_string(), "hash per row; sorted sets for pk and indexed columns".to_string());
         let base = TargetInfo {
             name: name.to_string(),
-            system: "redis".into(),
+            system: dialect.system().into(),
             url: url.redacted(),
             execution: Execution::Async,
             capabilities: Capabilities {
@@ -206,6 +221,7 @@ impl Redis {
             probed: OnceLock::new(),
             base,
             client,
+            dialect,
             address: format!("{host}:{port}/{db}"),
             batch,
             tables: RwLock::new(Arc::new(Vec::new())),
@@ -226,16 +242,16 @@ impl Redis {
             Error::unreachable(
                 self.name(),
                 format!(
-                    "cannot connect to Redis at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)",
+                    "cannot connect to {} at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)",
+                    self.dialect.label(),
                     self.address
                 ),
             )
         })?;
         // A successful connect can still hide a refused login on some servers: ask once.
-        redis::cmd("PING")
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(|e| Error::unreachable(self.name(), format!("Redis at {} refused us: {e}; check the password", self.address)))?;
+        redis::cmd("PING").query_async::<()>(&mut conn).await.map_err(|e| {
+            Error::unreachable(self.name(), format!("{} at {} refused us: {e}; check the password", self.dialect.label(), self.address))
+        })?;
         Ok(conn)
     }
 
@@ -246,15 +262,27 @@ impl Redis {
             return;
         }
         let mut info = self.base.clone();
-        describe_mappings(&mut info, tables);
+        describe_mappings(self.dialect, &mut info, tables);
         if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await
-            && let Some(v) = info_field(&text, "redis_version")
+            && let Some(v) = info_field(&text, self.dialect.version_field())
         {
             info.version = v.to_string();
         }
         // lua-time-limit (busy-reply-threshold since 7.0): how long a script (the TPC-H
         // queries) runs before other clients get BUSY replies.
-        for key in ["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy", "lua-time-limit"] {
+        let config_keys: &[&str] = match self.dialect {
+            Dialect::Redis => &["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy", "lua-time-limit"],
+            // LedisDB's CONFIG GET knows only `databases`; INFO names the storage engine.
+            Dialect::LedisDb => {
+                if let Ok(text) = redis::cmd("INFO").query_async::<String>(conn).await
+                    && let Some(store) = info_field(&text, "name")
+                {
+                    info.settings.insert("storage".into(), format!("{store} (LevelDB files in the server's data_dir)"));
+                }
+                &[]
+            }
+        };
+        for &key in config_keys {
             if let Ok(pairs) = redis::cmd("CONFIG").arg("GET").arg(key).query_async::<Vec<String>>(conn).await
                 && let [_, value] = pairs.as_slice()
             {
@@ -265,50 +293,14 @@ impl Redis {
         let _ = self.probed.set(info);
     }
 
-    /// One SCAN page of the keys matching `pattern`: the next cursor (0 at the end) and
-    /// the keys.
-    async fn scan_page(&self, conn: &mut MultiplexedConnection, cursor: u64, pattern: &str) -> Result<(u64, Vec<String>)> {
-        redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(SCAN_COUNT)
-            .query_async(conn)
-            .await
-            .map_err(|e| self.setup_error("SCAN", e))
-    }
-
-    /// Deletes every key under our prefix (the marker too), in SCAN pages.
+    /// Deletes every key under our prefix (the marker too), page by page.
     async fn clear_namespace(&self, conn: &mut MultiplexedConnection) -> Result<()> {
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys) = self.scan_page(conn, cursor, &format!("{PREFIX}*")).await?;
-            // SCAN MATCH is a glob; keep the check exact anyway.
-            let ours: Vec<&String> = keys.iter().filter(|k| k.starts_with(PREFIX)).collect();
-            if !ours.is_empty() {
-                redis::cmd("UNLINK").arg(ours).query_async::<()>(conn).await.map_err(|e| self.setup_error("UNLINK", e))?;
-            }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
-        }
+        self.dialect.delete_all(conn, PREFIX).await.map_err(|e| self.setup_error("clearing the dbsweep: keys", e))
     }
 
     /// The first key under our prefix, if any.
     async fn any_prefixed_key(&self, conn: &mut MultiplexedConnection) -> Result<Option<String>> {
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys) = self.scan_page(conn, cursor, &format!("{PREFIX}*")).await?;
-            if let Some(k) = keys.into_iter().find(|k| k.starts_with(PREFIX)) {
-                return Ok(Some(k));
-            }
-            if next == 0 {
-                return Ok(None);
-            }
-            cursor = next;
-        }
+        self.dialect.any_key(conn, PREFIX).await.map_err(|e| self.setup_error("listing the dbsweep: keys", e))
     }
 
     /// Whether the marker says the `dbsweep:` keys are ours; `Err(NotOwned)` when keys with
@@ -316,7 +308,7 @@ impl Redis {
     async fn check_owned(&self, conn: &mut MultiplexedConnection) -> Result<bool> {
         let marker: Option<String> = redis::cmd("GET").arg(MARKER_KEY).query_async(conn).await.map_err(|e| {
             if e.kind() == redis::ErrorKind::UnexpectedReturnType || e.code() == Some("WRONGTYPE") {
-                Error::not_owned(self.name(), format!("key '{MARKER_KEY}' in Redis {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index", self.address))
+                Error::not_owned(self.name(), format!("key '{MARKER_KEY}' in {} {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index", self.dialect.label(), self.address))
             } else {
                 self.setup_error("GET", e)
             }
@@ -326,7 +318,8 @@ impl Redis {
             Some(_) => Err(Error::not_owned(
                 self.name(),
                 format!(
-                    "key '{MARKER_KEY}' in Redis {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index",
+                    "key '{MARKER_KEY}' in {} {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index",
+                    self.dialect.label(),
                     self.address
                 ),
             )),
@@ -334,7 +327,8 @@ impl Redis {
                 Some(key) => Err(Error::not_owned(
                     self.name(),
                     format!(
-                        "key '{key}' in Redis {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' keys yourself or use another DB index",
+                        "key '{key}' in {} {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' keys yourself or use another DB index",
+                        self.dialect.label(),
                         self.address
                     ),
                 )),
@@ -345,9 +339,12 @@ impl Redis {
 
     fn setup_error(&self, what: &str, e: RedisError) -> Error {
         if is_connection_error(&e) {
-            Error::unreachable(self.name(), format!("lost the connection to Redis at {} during {what}: {e}", self.address))
+            Error::unreachable(
+                self.name(),
+                format!("lost the connection to {} at {} during {what}: {e}", self.dialect.label(), self.address),
+            )
         } else {
-            Error::runtime(format!("target '{}': Redis {what} failed: {e}", self.name()))
+            Error::runtime(format!("target '{}': {} {what} failed: {e}", self.name(), self.dialect.label()))
         }
     }
 
@@ -361,31 +358,40 @@ impl Redis {
     }
 }
 
-/// The requests of the hash mapping, for the target's settings.
-const HASH_REQUESTS: [(&str, &str); 4] = [
-    ("request.insert", "hash rows: MULTI, DEL, HSET of every column, ZADD to the key set and each index set, EXEC"),
-    ("request.insert_batch", "hash rows: every row's commands in one MULTI/EXEC (batch=pipeline: one pipeline)"),
-    ("request.multi_get", "hash rows: one pipeline of HGETALL per key"),
-    ("request.delete", "hash rows: MULTI, DEL, ZREM from the key set and each index set, EXEC"),
-];
+/// The requests of the hash mapping on `dialect`'s server, for the target's settings.
+fn hash_requests(dialect: Dialect) -> [(&'static str, String); 4] {
+    let (open, close) = if dialect.has_multi() { ("MULTI, ", ", EXEC") } else { ("one pipeline (no transactions): ", "") };
+    let (remove, write) = (dialect.row_delete_name(), dialect.hash_write());
+    let batch = if dialect.has_multi() {
+        "every row's commands in one MULTI/EXEC (batch=pipeline: one pipeline)"
+    } else {
+        "every row's commands in one pipeline"
+    };
+    [
+        ("request.insert", format!("hash rows: {open}{remove}, {write} of every column, ZADD to the key set and each index set{close}")),
+        ("request.insert_batch", format!("hash rows: {batch}")),
+        ("request.multi_get", "hash rows: one pipeline of HGETALL per key".into()),
+        ("request.delete", format!("hash rows: {open}{remove}, ZREM from the key set and each index set{close}")),
+    ]
+}
 
 /// Capabilities, layout and requests of the mappings the prepared tables use. The
 /// plain-string mapping offers fewer ops; a target holding a pairs table declares only
 /// those (capabilities are per target, and must never promise what one table cannot do).
-fn describe_mappings(info: &mut TargetInfo, tables: &[Arc<TableDef>]) {
+fn describe_mappings(dialect: Dialect, info: &mut TargetInfo, tables: &[Arc<TableDef>]) {
     let strings = tables.iter().any(|t| strings::applies_to(t));
     let hashes = tables.iter().any(|t| !strings::applies_to(t));
     let mut layouts = Vec::new();
-    let mut requests: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut requests: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     if hashes {
         layouts.push(info.settings.get("layout").cloned().unwrap_or_default());
-        HASH_REQUESTS.iter().for_each(|(k, v)| requests.entry(k).or_default().push(v));
+        hash_requests(dialect).into_iter().for_each(|(k, v)| requests.entry(k).or_default().push(v));
     }
     if strings {
         info.capabilities.ops.retain(|k| strings::OPS.contains(k));
         info.capabilities.secondary_indexes = hashes;
         layouts.push(strings::LAYOUT.to_string());
-        strings::REQUESTS.iter().for_each(|(k, v)| requests.entry(k).or_default().push(v));
+        strings::REQUESTS.into_iter().chain(dialect.string_requests()).for_each(|(k, v)| requests.entry(k).or_default().push(v.into()));
     }
     info.settings.insert("layout".into(), layouts.join("; "));
     for (k, v) in requests {
@@ -402,7 +408,7 @@ fn is_connection_error(e: &RedisError) -> bool {
 }
 
 /// The class of a failed op: broken connections and time-outs apart from server errors.
-fn op_error(e: RedisError) -> OpError {
+fn op_error(dialect: Dialect, e: RedisError) -> OpError {
     let class = if e.is_timeout() {
         ErrorClass::Timeout
     } else if is_connection_error(&e) {
@@ -410,7 +416,7 @@ fn op_error(e: RedisError) -> OpError {
     } else {
         ErrorClass::Server
     };
-    OpError::new(class, format!("redis: {e}"))
+    OpError::new(class, format!("{}: {e}", dialect.system()))
 }
 
 /// A value as stored in a hash field; `None` for NULL (the field is left out).
@@ -449,13 +455,15 @@ fn parse_decimal(text: &str) -> Option<Decimal> {
     Some(Decimal(if negative { -abs } else { abs }))
 }
 
-/// The sorted-set score of an indexed value, in the units of `Op::Range` bounds.
-fn score(v: &Value) -> Option<f64> {
+/// The sorted-set score of an indexed value, in the units of `Op::Range` bounds, as the
+/// text sent to the server: whole numbers without a fraction (LedisDB's scores are
+/// integers and refuse `3.0`), floats in their shortest exact form.
+fn score(v: &Value) -> Option<String> {
     match v {
-        Value::Int(i) => Some(*i as f64),
-        Value::Float(f) => Some(*f),
-        Value::Decimal(d) => Some(d.0 as f64),
-        Value::Date(d) => Some(f64::from(d.0)),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        Value::Decimal(d) => Some(d.0.to_string()),
+        Value::Date(d) => Some(d.0.to_string()),
         Value::Null | Value::Text(_) => None,
     }
 }
@@ -465,11 +473,11 @@ fn key_of(row: &Row) -> Result<i64, OpError> {
 }
 
 /// The commands that store one row (after clearing any previous version of it).
-fn insert_commands(t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), OpError> {
+fn insert_commands(dialect: Dialect, t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), OpError> {
     let pk = key_of(row)?;
     let key = t.row_key(pk);
-    out.push(redis::cmd("DEL").arg(&key).clone());
-    out.push(hset_row(t, &key, row));
+    out.push(dialect.row_delete(&key));
+    out.push(hset_row(dialect, t, &key, row));
     out.push(redis::cmd("ZADD").arg(&t.pk_set).arg(pk).arg(pk).clone());
     for (c, set) in t.index_sets.iter().enumerate() {
         if let Some(set) = set {
@@ -482,8 +490,8 @@ fn insert_commands(t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), O
     Ok(())
 }
 
-fn hset_row(t: &TableKeys, key: &str, row: &Row) -> Cmd {
-    let mut cmd = redis::cmd("HSET");
+fn hset_row(dialect: Dialect, t: &TableKeys, key: &str, row: &Row) -> Cmd {
+    let mut cmd = redis::cmd(dialect.hash_write());
     cmd.arg(key);
     for (c, v) in row.iter().enumerate() {
         if let Some(text) = value_text(v) {
@@ -498,8 +506,10 @@ fn hset_row(t: &TableKeys, key: &str, row: &Row) -> Cmd {
 enum Reduce {
     /// A fixed row count (inserts: 1, echo: 0).
     Fixed(u64),
-    /// The first reply is the row count (DEL, the update script).
+    /// The first reply is the row count (the update script).
     FirstInt,
+    /// The first reply is > 0 when the row existed (DEL, HCLEAR: removed fields): 1 or 0.
+    Existed,
     /// Every reply is an HGETALL; rows = the non-empty ones.
     NonEmptyHashes,
     /// A GET or MGET reply; rows = the non-nil values.
@@ -524,6 +534,7 @@ struct Planned {
 
 pub struct RedisConnection {
     conn: MultiplexedConnection,
+    dialect: Dialect,
     tables: Arc<Vec<TableKeys>>,
     batch: BatchMode,
     update_script: Arc<Script>,
@@ -555,10 +566,10 @@ impl RedisConnection {
             Op::MultiGet { keys, .. } => {
                 one(redis::cmd("MGET").arg(keys.iter().map(|k| t.row_key(*k)).collect::<Vec<_>>()).clone(), Reduce::NonNil)
             }
-            Op::Delete { key, .. } => one(redis::cmd("DEL").arg(t.row_key(*key)).clone(), Reduce::FirstInt),
+            Op::Delete { key, .. } => one(self.dialect.string_delete(vec![t.row_key(*key)]), Reduce::FirstInt),
             Op::Update { key, column: 1, value, .. } => {
                 let text = value_text(value).ok_or_else(|| OpError::client("redis: a pairs value cannot be NULL"))?;
-                one(redis::cmd("SET").arg(t.row_key(*key)).arg(text).arg("XX").clone(), Reduce::Written)
+                one(self.dialect.string_update(t.row_key(*key), text), Reduce::Written)
             }
             Op::FetchAll { .. } => None,
             other => {
@@ -598,7 +609,7 @@ impl RedisConnection {
             }
             OpKind::Delete => {
                 let keys = keys(&|op| if let Op::Delete { key, .. } = op { vec![*key] } else { Vec::new() });
-                planned(redis::cmd("DEL").arg(keys).clone(), Reduce::FirstInt)
+                planned(self.dialect.string_delete(keys), Reduce::FirstInt)
             }
             _ => None,
         })
@@ -617,7 +628,7 @@ impl RedisConnection {
             Op::Echo => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
             Op::Insert { table, row } => {
                 let mut cmds = Vec::new();
-                insert_commands(self.table(*table)?, row, &mut cmds)?;
+                insert_commands(self.dialect, self.table(*table)?, row, &mut cmds)?;
                 Some(Planned { cmds, atomic: true, reduce: Reduce::Fixed(1) })
             }
             Op::Get { table, key } => one(redis::cmd("HGETALL").arg(self.table(*table)?.row_key(*key)).clone(), Reduce::NonEmptyHashes),
@@ -628,12 +639,12 @@ impl RedisConnection {
             }
             Op::Delete { table, key } => {
                 let t = self.table(*table)?;
-                let mut cmds = vec![redis::cmd("DEL").arg(t.row_key(*key)).clone(), redis::cmd("ZREM").arg(&t.pk_set).arg(*key).clone()];
+                let mut cmds = vec![self.dialect.row_delete(&t.row_key(*key)), redis::cmd("ZREM").arg(&t.pk_set).arg(*key).clone()];
                 // Index members are pks, so removing needs no read of the old values.
                 for set in t.index_sets.iter().flatten() {
                     cmds.push(redis::cmd("ZREM").arg(set).arg(*key).clone());
                 }
-                Some(Planned { cmds, atomic: true, reduce: Reduce::FirstInt })
+                Some(Planned { cmds, atomic: true, reduce: Reduce::Existed })
             }
             Op::Update { table, key, column, value } => {
                 let t = self.table(*table)?;
@@ -651,7 +662,7 @@ impl RedisConnection {
                 cmd.arg(&t.def.columns[*column].name)
                     .arg(text.as_deref().unwrap_or(""))
                     .arg(*key)
-                    .arg(score(value).unwrap_or(0.0))
+                    .arg(score(value).unwrap_or_else(|| "0".into()))
                     .arg(if text.is_none() { "1" } else { "0" });
                 one(cmd, Reduce::FirstInt)
             }
@@ -693,8 +704,10 @@ impl RedisConnection {
 
     /// Sends commands in one round trip and returns one reply per command.
     async fn send(&mut self, cmds: Vec<Cmd>, atomic: bool) -> Result<Vec<redis::Value>, OpError> {
+        // Without MULTI/EXEC (LedisDB) the commands still share one round trip.
+        let atomic = atomic && self.dialect.has_multi();
         let replies = if cmds.len() == 1 && !atomic {
-            vec![cmds[0].query_async::<redis::Value>(&mut self.conn).await.map_err(op_error)?]
+            vec![cmds[0].query_async::<redis::Value>(&mut self.conn).await.map_err(|e| op_error(self.dialect, e))?]
         } else {
             let mut pipe = Pipeline::with_capacity(cmds.len());
             if atomic {
@@ -703,9 +716,9 @@ impl RedisConnection {
             for cmd in cmds {
                 pipe.add_command(cmd);
             }
-            pipe.query_async::<Vec<redis::Value>>(&mut self.conn).await.map_err(op_error)?
+            pipe.query_async::<Vec<redis::Value>>(&mut self.conn).await.map_err(|e| op_error(self.dialect, e))?
         };
-        replies.into_iter().map(|r| r.extract_error().map_err(op_error)).collect()
+        replies.into_iter().map(|r| r.extract_error().map_err(|e| op_error(self.dialect, e))).collect()
     }
 
     /// Fetches row hashes in one pipeline; returns how many exist.
@@ -721,40 +734,35 @@ impl RedisConnection {
     async fn two_step(&mut self, op: &Op) -> Result<Outcome, OpError> {
         match op {
             Op::FetchAll { table } if self.table(*table)?.strings => {
-                // SCAN the table's keys a page at a time, MGET each page's row keys not seen
-                // before (SCAN may return a key twice while the keyspace is rehashed).
+                // The table's keys a page at a time, one MGET per page of keys not seen yet.
                 let prefix = self.table(*table)?.row_prefix.clone();
-                let pattern = strings::pattern(&prefix);
-                let (mut cursor, mut rows) = (0u64, 0u64);
-                let mut seen = std::collections::HashSet::new();
-                loop {
-                    let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .arg("COUNT")
-                        .arg(FETCH_ALL_CHUNK)
-                        .query_async(&mut self.conn)
-                        .await
-                        .map_err(op_error)?;
+                let (mut rows, mut seen) = (0u64, std::collections::HashSet::new());
+                let mut cursor = Some(self.dialect.first_cursor().to_string());
+                while let Some(at) = cursor {
+                    let (next, keys) =
+                        self.dialect.string_key_page(&mut self.conn, &prefix, &at).await.map_err(|e| op_error(self.dialect, e))?;
                     let ours: Vec<String> =
                         keys.into_iter().filter(|k| strings::is_row_key(&prefix, k) && seen.insert(k.clone())).collect();
                     if !ours.is_empty() {
-                        let reply = redis::cmd("MGET").arg(ours).query_async::<redis::Value>(&mut self.conn).await.map_err(op_error)?;
-                        rows += strings::non_nil(&reply);
-                    }
-                    if next == 0 {
-                        return Ok(Outcome::rows(rows));
+                        let reply = redis::cmd("MGET").arg(ours).query_async::<redis::Value>(&mut self.conn).await;
+                        rows += strings::non_nil(&reply.map_err(|e| op_error(self.dialect, e))?);
                     }
                     cursor = next;
                 }
+                Ok(Outcome::rows(rows))
             }
             Op::FetchAll { table } => {
                 // Every pk from the table's key set, then the hashes in pipelines of
                 // FETCH_ALL_CHUNK, so the client never holds more than one chunk of rows.
                 let t = self.table(*table)?;
                 let (set, prefix) = (t.pk_set.clone(), t.row_prefix.clone());
-                let pks: Vec<i64> = redis::cmd("ZRANGE").arg(set).arg(0).arg(-1).query_async(&mut self.conn).await.map_err(op_error)?;
+                let pks: Vec<i64> = redis::cmd("ZRANGE")
+                    .arg(set)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
                 let mut rows = 0;
                 for chunk in pks.chunks(FETCH_ALL_CHUNK) {
                     rows += self.fetch_rows(&prefix, chunk).await?;
@@ -773,15 +781,20 @@ impl RedisConnection {
                     .arg(*count)
                     .query_async(&mut self.conn)
                     .await
-                    .map_err(op_error)?;
+                    .map_err(|e| op_error(self.dialect, e))?;
                 Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
             }
             Op::Range { table, column, lo, hi, agg: RangeAgg::Rows } => {
                 let t = self.table(*table)?;
                 let set = self.index_set(t, *column)?.to_string();
                 let prefix = t.row_prefix.clone();
-                let pks: Vec<i64> =
-                    redis::cmd("ZRANGEBYSCORE").arg(set).arg(*lo).arg(*hi).query_async(&mut self.conn).await.map_err(op_error)?;
+                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
+                    .arg(set)
+                    .arg(*lo)
+                    .arg(*hi)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
                 Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
             }
             Op::ReadModifyWrite { table, key, column, value } => {
@@ -792,7 +805,11 @@ impl RedisConnection {
                 let row_key = t.row_key(*key);
                 let field = t.def.columns[*column].name.clone();
                 let index = t.index_sets[*column].clone();
-                let current = redis::cmd("HGETALL").arg(&row_key).query_async::<redis::Value>(&mut self.conn).await.map_err(op_error)?;
+                let current = redis::cmd("HGETALL")
+                    .arg(&row_key)
+                    .query_async::<redis::Value>(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
                 if !is_non_empty(&current) {
                     return Ok(Outcome::rows(0));
                 }
@@ -835,6 +852,7 @@ fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> 
     Ok(match reduce {
         Reduce::Fixed(n) => Outcome::rows(n),
         Reduce::FirstInt => Outcome::rows(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?.max(0) as u64),
+        Reduce::Existed => Outcome::rows(u64::from(reply_int(replies.first().unwrap_or(&redis::Value::Nil))? > 0)),
         Reduce::NonEmptyHashes => Outcome::rows(replies.iter().filter(|r| is_non_empty(r)).count() as u64),
         Reduce::NonNil => Outcome::rows(replies.iter().map(strings::non_nil).sum()),
         Reduce::Written => Outcome::rows(replies.iter().filter(|r| !matches!(r, redis::Value::Nil)).count() as u64),
@@ -924,6 +942,14 @@ impl Target for Redis {
             if let Some(&c) = t.indexed.iter().find(|&&c| t.columns.get(c).is_none_or(|col| col.ty == ColumnType::Text)) {
                 return Err(Error::runtime(format!("redis: table {}: column #{c} cannot be indexed by a sorted set", t.name)));
             }
+            if self.dialect == Dialect::LedisDb
+                && let Some(&c) = t.indexed.iter().find(|&&c| t.columns[c].ty == ColumnType::Float)
+            {
+                return Err(Error::runtime(format!(
+                    "ledisdb: table {}: column {} holds floats, and LedisDB's sorted-set scores are integers, so it cannot be indexed there",
+                    t.name, t.columns[c].name
+                )));
+            }
         }
         let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
         if let Some((a, b)) = strings::ambiguous_names(&names) {
@@ -960,10 +986,10 @@ impl Target for Redis {
         while rows.peek().is_some() {
             let mut pipe = redis::pipe();
             let mut pk_pairs = Vec::with_capacity(LOAD_CHUNK * 2);
-            let mut index_pairs: Vec<Vec<(f64, i64)>> = vec![Vec::new(); t.index_sets.len()];
+            let mut index_pairs: Vec<Vec<(String, i64)>> = vec![Vec::new(); t.index_sets.len()];
             for row in rows.by_ref().take(LOAD_CHUNK) {
                 let pk = key_of(&row).map_err(|e| Error::runtime(e.message))?;
-                pipe.add_command(hset_row(t, &t.row_key(pk), &row)).ignore();
+                pipe.add_command(hset_row(self.dialect, t, &t.row_key(pk), &row)).ignore();
                 pk_pairs.push((pk, pk));
                 for (c, set) in t.index_sets.iter().enumerate() {
                     if set.is_some()
@@ -995,6 +1021,7 @@ impl Target for Redis {
         }
         Ok(Box::new(RedisConnection {
             conn,
+            dialect: self.dialect,
             tables: self.tables.read().unwrap().clone(),
             batch: self.batch,
             update_script: self.update_script.clone(),
@@ -1009,16 +1036,15 @@ impl Target for Redis {
         let mut conn = self.admin().await?;
         if t.strings {
             // Plain string keys have no key set: count the table's row keys, each once.
-            let pattern = strings::pattern(&t.row_prefix);
-            let (mut cursor, mut seen) = (0u64, std::collections::HashSet::new());
-            loop {
-                let (next, keys) = self.scan_page(&mut conn, cursor, &pattern).await?;
+            let mut seen = std::collections::HashSet::new();
+            let mut cursor = Some(self.dialect.first_cursor().to_string());
+            while let Some(at) = cursor {
+                let (next, keys) =
+                    self.dialect.string_key_page(&mut conn, &t.row_prefix, &at).await.map_err(|e| self.setup_error("listing keys", e))?;
                 seen.extend(keys.into_iter().filter(|k| strings::is_row_key(&t.row_prefix, k)));
-                if next == 0 {
-                    return Ok(seen.len() as u64);
-                }
                 cursor = next;
             }
+            return Ok(seen.len() as u64);
         }
         redis::cmd("ZCARD").arg(&t.pk_set).query_async::<u64>(&mut conn).await.map_err(|e| self.setup_error("ZCARD", e))
     }
@@ -1026,6 +1052,10 @@ impl Target for Redis {
     /// `INFO memory` `used_memory`: everything the allocator holds for the dataset and
     /// the server's own structures (the whole server; deltas isolate dbsweep's data).
     async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+        if self.dialect == Dialect::LedisDb {
+            // Its INFO `Mem` section is the Go heap, not the data, which lives in LevelDB.
+            return Ok(None);
+        }
         let mut conn = self.admin().await?;
         let info: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await.map_err(|e| self.setup_error("INFO memory", e))?;
         let used = info.lines().find_map(|line| line.trim_end().strip_prefix("used_memory:")).and_then(|v| v.parse().ok());

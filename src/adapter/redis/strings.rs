@@ -6,7 +6,8 @@
 //! batch of gets) one `MGET`, a delete one `DEL` (a batch one `DEL` of every key), an
 //! update `SET … XX` (only an existing key). Scans and ranges need ordered keys, which this
 //! mapping does not keep: they are not offered. Counting and fetch-all walk the table's
-//! keys with `SCAN`, keeping only keys whose rest after `dbsweep:<table>` is an integer.
+//! keys (Redis `SCAN`, LedisDB `XSCAN KV`: [`super::dialect`]), keeping only keys whose rest
+//! after `dbsweep:<table>` is an integer.
 //!
 //! Owns the command text of this mapping only; the connection, batching and ownership rules
 //! are the Redis adapter's. Must not write anything outside the table's keys.
@@ -23,11 +24,11 @@ pub const OPS: [OpKind; 7] =
 pub const LAYOUT: &str = "two-column tables without indexes (pairs): a plain string key per row";
 
 /// The requests of this mapping, for the target's settings.
-pub const REQUESTS: [(&str, &str); 4] = [
+/// (The delete and update requests differ by server: see [`super::dialect`].)
+pub const REQUESTS: [(&str, &str); 3] = [
     ("request.insert", "pairs: SET dbsweep:<table><key> <value>"),
     ("request.insert_batch", "pairs: one MSET <key> <value> <key> <value> …"),
     ("request.multi_get", "pairs: one MGET <key> <key> …"),
-    ("request.delete", "pairs: DEL <key> (a batch: one DEL of every key)"),
 ];
 
 /// True for the tables this mapping stores: a key and one value, no secondary index.
@@ -50,19 +51,6 @@ pub fn mset<'a>(row_key: impl Fn(i64) -> String, rows: impl Iterator<Item = &'a 
         cmd.arg(row_key(super::key_of(row)?)).arg(value_text(row)?);
     }
     Ok(cmd)
-}
-
-/// The SCAN pattern of a table's row keys, glob characters escaped.
-pub fn pattern(row_prefix: &str) -> String {
-    let mut out = String::with_capacity(row_prefix.len() + 1);
-    for c in row_prefix.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('*');
-    out
 }
 
 /// Whether `key` is a row key of the table with `row_prefix` (the rest is an integer), so a
@@ -110,7 +98,6 @@ mod tests {
         assert!(is_row_key("dbsweep:pairs", "dbsweep:pairs-3"));
         assert!(!is_row_key("dbsweep:pairs", "dbsweep:pairs_new17"));
         assert!(!is_row_key("dbsweep:pairs", "dbsweep:pairs"));
-        assert_eq!(pattern("dbsweep:a*b"), "dbsweep:a\\*b*");
         assert_eq!(ambiguous_names(&["pairs", "pairs_new"]), None);
         assert_eq!(ambiguous_names(&["t", "t1"]), Some(("t".into(), "t1".into())));
     }

@@ -303,8 +303,10 @@ impl Connection {
         }
         // SAFETY: reads the client's transaction flag (no stack check involved).
         let lost = !self.handle.is_null() && unsafe { sys::monetdbe_in_transaction(self.handle) } != 0;
+        // The new client first: closing the only one would shut the database down.
+        let fresh = open_handle(self.claim.url.as_ref(), self.claim.options)?;
         self.close();
-        self.handle = open_handle(self.claim.url.as_ref(), self.claim.options)?;
+        self.handle = fresh;
         self.thread = here;
         if lost {
             return Err(MonetError::new(

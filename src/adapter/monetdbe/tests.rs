@@ -218,3 +218,19 @@ fn connections_on_many_threads_run_at_once() {
     assert_eq!(total, expected);
     assert!(library_version().starts_with("2."), "{}", library_version());
 }
+
+#[test]
+fn a_lone_connection_that_moves_keeps_its_in_memory_database() {
+    let _serial = exclusive();
+    let mut conn = memory();
+    conn.execute("CREATE TABLE lone (k BIGINT)").unwrap();
+    conn.execute("INSERT INTO lone VALUES (3)").unwrap();
+    // Reopened on each thread, never closed down to zero clients in between.
+    let mut conn = std::thread::spawn(move || {
+        assert_eq!(scalar(&mut conn, "SELECT SUM(k) FROM lone"), int(3));
+        conn
+    })
+    .join()
+    .unwrap();
+    assert_eq!(scalar(&mut conn, "SELECT SUM(k) FROM lone"), int(3));
+}

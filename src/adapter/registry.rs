@@ -4,8 +4,10 @@
 //! The only module that names every adapter; adapters never import it. Must not connect
 //! to anything: adapters connect in `prepare`/`connect`.
 
+use super::embedded::{duckdb, redb, sqlite};
+use super::pgwire::{h2, hyper, postgres};
 use super::{OpenContext, Target, TargetUrl};
-use super::{cassandra, cli_client, duckdb, h2, hyper, memcached, mock, mysql, nodb, postgres, redb, redis, sqlite};
+use super::{cassandra, cli_client, memcached, mock, mysql, nodb, redis};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 

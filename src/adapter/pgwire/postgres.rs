@@ -8,22 +8,42 @@
 //! schema, and never drops a schema or table it did not create. Passwords come from the
 //! URL, `PGPASSWORD` or `~/.pgpass` and are never shown.
 
-pub(crate) mod conn;
-mod pgpass;
-pub(crate) mod sql;
-
-use self::sql::{Layout, MARKER, PgTable, SCHEMA, quote_ident, quote_literal};
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
-use crate::base::op::{OpKind, QueryId};
-use crate::base::table::TableDef;
+use super::encode::Wire;
+use super::session::{PgSession, QUERIES};
+use super::{Commit, Flavor, MARKER, copy_columns, copy_in, count_rows, describe, pgpass, prepared_table};
+use crate::adapter::sql::connection::SqlConnection;
+use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, SCHEMA, quote_literal};
+use crate::adapter::{Capabilities, Connection, Execution, Target, TargetInfo, TargetUrl};
+use crate::base::op::OpKind;
+use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures_util::SinkExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls};
+
+/// The three layouts' sessions: PostgreSQL aborts a transaction at its first error, so a
+/// batch is one pipeline; parameter types come from the statements' casts.
+static FLAVORS: [Flavor; 3] = [
+    Flavor { dialect: &PG_ROW, layout: Layout::Row, typed_parameters: false, commit: Commit::Pipelined, text_answers: false },
+    Flavor { dialect: &PG_HSTORE, layout: Layout::Hstore, typed_parameters: false, commit: Commit::Pipelined, text_answers: false },
+    Flavor { dialect: &PG_JSONB, layout: Layout::Jsonb, typed_parameters: false, commit: Commit::Pipelined, text_answers: false },
+];
+
+fn flavor(layout: Layout) -> &'static Flavor {
+    &FLAVORS[layout as usize]
+}
+
+/// The system name of a layout's target.
+fn system(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Row => "pg-row",
+        Layout::Hstore => "pg-hstore",
+        Layout::Jsonb => "pg-jsonb",
+    }
+}
 
 /// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
 /// different layouts can prepare and clean up concurrently.
@@ -41,7 +61,7 @@ pub struct Postgres {
     endpoint: String,
     user: String,
     /// Tables of the last `prepare`, by `TableId`.
-    tables: Mutex<Arc<Vec<PgTable>>>,
+    tables: Mutex<Arc<Vec<SqlTable>>>,
     /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
     hstore_schema: Mutex<Option<String>>,
 }
@@ -71,15 +91,10 @@ impl Postgres {
         Ok(Postgres {
             initial: TargetInfo {
                 name: name.to_string(),
-                system: layout.system().to_string(),
+                system: system(layout).to_string(),
                 url: url.redacted(),
                 execution: Execution::Async,
-                capabilities: Capabilities {
-                    ops,
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
-                    native_batch: true,
-                    secondary_indexes: true,
-                },
+                capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
                 version: "unknown (not connected yet)".into(),
                 settings,
             },
@@ -106,14 +121,14 @@ impl Postgres {
                     db.message()
                 ),
                 Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
-                None if e.to_string().contains("password") || conn::describe(&e).contains("password missing") => format!(
+                None if e.to_string().contains("password") || describe(&e).contains("password missing") => format!(
                     "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
                     self.endpoint, self.user
                 ),
                 None => format!(
                     "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
                     self.endpoint,
-                    conn::describe(&e)
+                    describe(&e)
                 ),
             };
             Error::unreachable(name, detail)
@@ -150,7 +165,7 @@ impl Postgres {
     }
 
     fn runtime(&self, what: &str, e: &tokio_postgres::Error) -> Error {
-        Error::runtime(format!("target '{}': {what}: {}", self.initial.name, conn::describe(e)))
+        super::runtime(&self.initial.name, what, e)
     }
 
     /// Takes the DDL lock and checks the schema marker inside an open transaction.
@@ -177,7 +192,7 @@ impl Postgres {
         }
     }
 
-    async fn prepare_in_tx(&self, client: &Client, tables: &[PgTable]) -> Result<Option<String>> {
+    async fn prepare_in_tx(&self, client: &Client, tables: &[SqlTable]) -> Result<Option<String>> {
         let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) };
         if !self.lock_and_check(client).await? {
             run(format!("CREATE SCHEMA {SCHEMA}")).await?;
@@ -200,11 +215,12 @@ impl Postgres {
                     SCHEMA.to_string()
                 }
             });
-            run(format!("SET LOCAL search_path TO {SCHEMA}, {}", hstore_schema.as_deref().map(quote_ident).unwrap())).await?;
+            let extension = self.dialect().quote(hstore_schema.as_deref().unwrap_or(SCHEMA));
+            run(format!("SET LOCAL search_path TO {SCHEMA}, {extension}")).await?;
         }
         for table in tables {
-            run(table.drop_sql()).await?;
-            for statement in table.create_sql() {
+            run(table.drop()).await?;
+            for statement in table.create(self.dialect()) {
                 run(statement).await?;
             }
         }
@@ -216,19 +232,20 @@ impl Postgres {
         let client = self.open_client().await?;
         let extension = self.hstore_schema.lock().unwrap().clone();
         if let Some(schema) = extension {
-            let sql = format!("SET search_path TO {SCHEMA}, {}", quote_ident(&schema));
+            let sql = format!("SET search_path TO {SCHEMA}, {}", self.dialect().quote(&schema));
             client.batch_execute(&sql).await.map_err(|e| self.runtime("setting search_path", &e))?;
         }
         Ok(client)
     }
 
-    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<PgTable>>, usize)> {
+    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<SqlTable>>, usize)> {
         let tables = self.tables.lock().unwrap().clone();
-        let index = tables
-            .iter()
-            .position(|t| t.def.name == def.name)
-            .ok_or_else(|| Error::runtime(format!("target '{}': table {} was not prepared", self.initial.name, def.name)))?;
+        let index = prepared_table(&self.initial.name, &tables, def)?;
         Ok((tables, index))
+    }
+
+    fn dialect(&self) -> &'static dyn Dialect {
+        self.layout.dialect()
     }
 }
 
@@ -240,7 +257,7 @@ impl Target for Postgres {
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.open_client().await?;
-        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::new(t.clone(), self.layout)).collect();
+        let tables: Vec<SqlTable> = tables.iter().map(|t| SqlTable::new(self.dialect(), t.clone())).collect();
         client.batch_execute("BEGIN").await.map_err(|e| self.runtime("BEGIN", &e))?;
         match self.prepare_in_tx(&client, &tables).await {
             Ok(hstore_schema) => {
@@ -260,63 +277,44 @@ impl Target for Postgres {
         let (tables, index) = self.table(def)?;
         let table = &tables[index];
         let client = self.session().await?;
-        let sink = client.copy_in::<_, Bytes>(&table.copy_sql()).await.map_err(|e| self.runtime("COPY", &e))?;
-        futures_util::pin_mut!(sink);
-        // Text COPY, sent in chunks of about 256 KiB.
-        let mut chunk = String::with_capacity(300 * 1024);
-        let mut sent = 0u64;
-        for row in rows {
-            table
-                .copy_row(&row, &mut chunk)
-                .map_err(|e| Error::runtime(format!("target '{}': loading {}: {e}", self.initial.name, def.name)))?;
-            sent += 1;
-            if chunk.len() >= 256 * 1024 {
-                let bytes = Bytes::from(std::mem::replace(&mut chunk, String::with_capacity(300 * 1024)));
-                sink.send(bytes).await.map_err(|e| self.runtime("COPY", &e))?;
-            }
-        }
-        if !chunk.is_empty() {
-            sink.send(Bytes::from(chunk)).await.map_err(|e| self.runtime("COPY", &e))?;
-        }
-        let loaded = sink.finish().await.map_err(|e| self.runtime("COPY", &e))?;
-        if loaded != sent {
-            return Err(Error::runtime(format!("target '{}': COPY stored {loaded} of {sent} rows", self.initial.name)));
-        }
+        let copy = format!("COPY {} ({}) FROM STDIN", table.name, copy_columns(self.dialect(), table));
+        let loaded = copy_in(&self.initial.name, &client, &copy, Wire { def: &table.def, layout: self.layout }, rows).await?;
         // Fresh statistics (also for the expression indexes), so the first measured run
         // gets the same plans as later ones.
-        client.batch_execute(&format!("ANALYZE {}", table.qualified)).await.map_err(|e| self.runtime("ANALYZE", &e))?;
+        client.batch_execute(&format!("ANALYZE {}", table.name)).await.map_err(|e| self.runtime("ANALYZE", &e))?;
         Ok(loaded)
     }
 
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         let client = self.session().await?;
         let tables = self.tables.lock().unwrap().clone();
-        Ok(Box::new(conn::PgConnection::new(client, tables, self.layout).await.map_err(|e| self.runtime("connect", &e))?))
+        let session = PgSession::new(client, flavor(self.layout), tables.clone())
+            .await
+            .map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
+        Ok(Box::new(SqlConnection::new(self.dialect(), tables, session)))
     }
 
     async fn count_rows(&self, def: &TableDef) -> Result<u64> {
         let (tables, index) = self.table(def)?;
         let client = self.session().await?;
-        let row = client.query_one(&tables[index].count_sql(), &[]).await.map_err(|e| self.runtime("count", &e))?;
-        let n: i64 = row.try_get(0).map_err(|e| self.runtime("count", &e))?;
-        Ok(n as u64)
+        count_rows(&self.initial.name, &client, &tables[index]).await
     }
 
     /// The on-disk size of dbsweep's tables with their indexes and TOAST
     /// (`pg_total_relation_size`); PostgreSQL keeps no per-table figure for memory.
-    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+    async fn engine_memory(&self) -> Result<Option<crate::adapter::EngineMemory>> {
         let tables = self.tables.lock().unwrap().clone();
         if tables.is_empty() {
             return Ok(None);
         }
-        let names: Vec<String> = tables.iter().map(|t| t.qualified.clone()).collect();
+        let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
         let client = self.session().await?;
         let row = client
             .query_one("SELECT COALESCE(SUM(pg_total_relation_size(t::regclass)), 0)::int8 FROM unnest($1::text[]) AS t", &[&names])
             .await
             .map_err(|e| self.runtime("pg_total_relation_size", &e))?;
         let bytes: i64 = row.try_get(0).map_err(|e| self.runtime("pg_total_relation_size", &e))?;
-        Ok(Some(super::EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
+        Ok(Some(crate::adapter::EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
     }
 
     async fn cleanup(&self) -> Result<()> {
@@ -338,7 +336,7 @@ impl Target for Postgres {
         };
         if owned {
             for table in tables.iter() {
-                run(table.drop_sql()).await?;
+                run(table.drop()).await?;
             }
             // Drop the schema (and an hstore extension dbsweep installed into it) only when
             // no table is left in it; other layouts' targets may still use it.
@@ -364,7 +362,7 @@ impl Target for Postgres {
                 };
                 if let Err(e) = dropped {
                     // Something else now depends on the schema: keep it.
-                    tracing::info!("keeping schema {SCHEMA}: {}", conn::describe(&e));
+                    tracing::info!("keeping schema {SCHEMA}: {}", describe(&e));
                     run("ROLLBACK TO SAVEPOINT drop_schema".into()).await?;
                 }
             }

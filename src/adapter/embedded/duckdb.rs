@@ -1,0 +1,318 @@
+//! DuckDB adapter: the embedded column store (the MonetDB/HyPer family), linked against
+//! the prebuilt libduckdb that `scripts/setup-embedded` installs (see `build.rs`).
+//!
+//! `duckdb:` uses a throwaway file in the run's scratch directory; `duckdb:/path` the user's
+//! file. One `duckdb::Connection` is opened on the file and every client gets its own
+//! `try_clone()` of it (`Execution::Blocking`). dbsweep's tables are `dbsweep_<table>`,
+//! registered in the marker table `dbsweep_owner`; `prepare` replaces only registered
+//! tables and refuses with `NotOwned` when a same-named table is not registered.
+//!
+//! Tables get a `PRIMARY KEY` and an index on each indexed column; both are ART indexes,
+//! which DuckDB uses for point lookups and highly selective filters (otherwise it scans
+//! with zone maps). Bulk loads use the Appender inside one transaction; ops use cached
+//! prepared statements of the `duckdb` dialect; a batch is one transaction, and so is a
+//! read-modify-write.
+//! Types: Int `BIGINT`, Float `DOUBLE`, Decimal `DECIMAL(15,2)`, Text `VARCHAR`, Date
+//! `DATE` (converted exactly to and from dbsweep's hundredths and days). Must not time
+//! anything.
+
+use super::{EmbeddedSession, Engine, QUERIES, clip, count_rows, create_tables, drop_tables, in_transaction, sql_tables, throwaway_dir};
+use crate::adapter::sql::connection::SqlConnection;
+use crate::adapter::sql::dialect::Dialect;
+use crate::adapter::sql::dialects::DUCKDB;
+use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::base::op::{OpError, OpKind};
+use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
+use crate::error::{Error, Result};
+use ::duckdb::types::{ToSqlOutput, ValueRef};
+use ::duckdb::{appender_params_from_iter, params_from_iter};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Prepared statements kept per connection (multi-gets add one per batch size).
+const STATEMENT_CACHE: usize = 256;
+
+pub struct DuckDb {
+    info: TargetInfo,
+    path: PathBuf,
+    /// The connection clients are cloned from, also used by `prepare`, `load`,
+    /// `count_rows` and `cleanup`; `None` after cleanup.
+    base: Mutex<Option<DuckDbEngine>>,
+    /// Tables by `TableId`, as given to `prepare`.
+    tables: Mutex<Vec<Arc<TableDef>>>,
+    /// The throwaway directory holding the file for `duckdb:`; dropped last.
+    scratch: Mutex<Option<tempfile::TempDir>>,
+}
+
+fn runtime(e: ::duckdb::Error) -> Error {
+    Error::runtime(format!("duckdb: {e}"))
+}
+
+fn op_error(e: ::duckdb::Error) -> OpError {
+    OpError::server(clip(format!("duckdb: {e}")))
+}
+
+impl DuckDb {
+    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
+        let (path, scratch) = match url.file_path() {
+            Some(path) => (path, None),
+            None => {
+                let dir = throwaway_dir(ctx, "duckdb")?;
+                (dir.path().join("dbsweep.duckdb"), Some(dir))
+            }
+        };
+        let base = ::duckdb::Connection::open(&path).map_err(|e| {
+            Error::usage(format!("target '{name}': cannot open DuckDB file {}: {e}; check the path in the URL", path.display()))
+        })?;
+        let version = base.version().map_err(runtime)?;
+        let setting = |name: &str| -> Result<String> {
+            base.query_row(&format!("SELECT current_setting('{name}')::VARCHAR"), [], |r| r.get(0)).map_err(runtime)
+        };
+        let settings = BTreeMap::from([
+            ("threads".to_string(), setting("threads")?),
+            ("memory_limit".to_string(), setting("memory_limit")?),
+            ("checkpoint_threshold".to_string(), setting("checkpoint_threshold")?),
+            ("durability".to_string(), "WAL written and synced at each commit (DuckDB's fixed behaviour)".to_string()),
+            ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
+            (
+                "indexes".to_string(),
+                "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
+            ),
+            ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
+            ("date".to_string(), "DATE".to_string()),
+            ("bulk_load".to_string(), "Appender in one transaction".to_string()),
+            ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
+            ("batch".to_string(), "one transaction per batch".to_string()),
+            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
+            ("multi_get".to_string(), "IN list of bound keys up to 100, else one BIGINT[] list parameter".to_string()),
+        ]);
+        Ok(DuckDb {
+            info: TargetInfo {
+                name: name.to_string(),
+                system: "duckdb".into(),
+                url: url.redacted(),
+                execution: Execution::Blocking,
+                capabilities: Capabilities {
+                    ops: OpKind::ALL.to_vec(),
+                    queries: QUERIES.to_vec(),
+                    native_batch: true,
+                    secondary_indexes: true,
+                },
+                version,
+                settings,
+            },
+            path,
+            base: Mutex::new(Some(DuckDbEngine(base))),
+            tables: Mutex::new(Vec::new()),
+            scratch: Mutex::new(scratch),
+        })
+    }
+
+    fn with_base<T>(&self, f: impl FnOnce(&mut DuckDbEngine) -> Result<T>) -> Result<T> {
+        let mut guard = self.base.lock().unwrap();
+        f(guard.as_mut().ok_or_else(|| Error::runtime("duckdb: target already cleaned up"))?)
+    }
+}
+
+#[async_trait]
+impl Target for DuckDb {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
+        let (target, file) = (&self.info.name, self.path.display().to_string());
+        // The check inside the transaction comes before any change: a refusal leaves the file as it was.
+        self.with_base(|engine| in_transaction(engine, &DUCKDB, |engine| create_tables(engine, &DUCKDB, tables, target, &file)))?;
+        *self.tables.lock().unwrap() = tables.to_vec();
+        Ok(())
+    }
+
+    /// The Appender, in one transaction.
+    async fn load(&self, table: &TableDef, rows: RowSource) -> Result<u64> {
+        let name = DUCKDB.bare_name(&table.name);
+        self.with_base(|engine| {
+            in_transaction(engine, &DUCKDB, |engine| {
+                let conn = &engine.0;
+                let mut appender = conn.appender(&name).map_err(runtime)?;
+                let mut n = 0;
+                for row in rows {
+                    appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
+                    n += 1;
+                }
+                appender.flush().map_err(runtime)?;
+                Ok(n)
+            })
+        })
+    }
+
+    async fn connect(&self) -> Result<Box<dyn Connection>> {
+        let conn = self.with_base(|engine| engine.0.try_clone().map_err(runtime))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        let tables = sql_tables(&DUCKDB, &self.tables.lock().unwrap());
+        Ok(Box::new(SqlConnection::new(&DUCKDB, tables.clone(), EmbeddedSession::new(DuckDbEngine(conn), &DUCKDB, tables))))
+    }
+
+    async fn count_rows(&self, table: &TableDef) -> Result<u64> {
+        self.with_base(|engine| count_rows(engine, &DUCKDB, table))
+    }
+
+    /// The buffer manager's memory (`duckdb_memory()`, summed over its tags): what DuckDB
+    /// holds in memory for the database, its indexes and its work areas.
+    async fn engine_memory(&self) -> Result<Option<crate::adapter::EngineMemory>> {
+        let sql = "SELECT COALESCE(SUM(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()";
+        let bytes = self.with_base(|engine| engine.0.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime))?;
+        Ok(Some(crate::adapter::EngineMemory { bytes: bytes as u64, source: "duckdb_memory() memory_usage_bytes".into() }))
+    }
+
+    async fn cleanup(&self) -> Result<()> {
+        let Some(mut engine) = self.base.lock().unwrap().take() else {
+            return Ok(());
+        };
+        if let Some(dir) = self.scratch.lock().unwrap().take() {
+            drop(engine);
+            return dir.close().map_err(|e| Error::runtime(format!("duckdb: cannot remove the throwaway file: {e}")));
+        }
+        in_transaction(&mut engine, &DUCKDB, |engine| drop_tables(engine, &DUCKDB))
+    }
+}
+
+/// DuckDB's calls on one `duckdb::Connection`.
+pub struct DuckDbEngine(::duckdb::Connection);
+
+impl Engine for DuckDbEngine {
+    fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
+        let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
+        let mut rows = stmt.query(params_from_iter(params.iter().map(Bind))).map_err(op_error)?;
+        let mut n = 0;
+        while let Some(r) = rows.next().map_err(op_error)? {
+            row(types.iter().enumerate().map(|(i, ty)| decode(r.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError> {
+        let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
+        stmt.execute(params_from_iter(params.iter().map(Bind))).map(|n| n as u64).map_err(op_error)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), OpError> {
+        self.0.execute_batch(sql).map_err(op_error)
+    }
+
+    /// DuckDB transactions are optimistic (conflicts fail at write time), so reads and
+    /// writes begin the same way.
+    fn begin(&self, _writes: bool) -> &'static str {
+        "BEGIN TRANSACTION"
+    }
+
+    fn table_exists(&mut self, name: &str) -> Result<bool, OpError> {
+        let query =
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = $1";
+        Ok(self.query(query, &[Value::Text(name.into())], &[], &mut drop)? > 0)
+    }
+}
+
+/// Binds a dbsweep value as a DuckDB value of the matching column type.
+struct Bind<'a>(&'a Value);
+
+impl ::duckdb::ToSql for Bind<'_> {
+    fn to_sql(&self) -> ::duckdb::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self.0 {
+            Value::Null => ValueRef::Null,
+            Value::Int(v) => ValueRef::BigInt(*v),
+            Value::Float(v) => ValueRef::Double(*v),
+            Value::Decimal(d) => ValueRef::Decimal(decimal(*d)?),
+            Value::Date(d) => ValueRef::Date32(d.0),
+            Value::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+/// Hundredths as a DuckDB decimal with scale 2.
+fn decimal(d: Decimal) -> ::duckdb::Result<::duckdb::types::Decimal> {
+    let width = if d.0.unsigned_abs() < 10u64.pow(18) { 18 } else { 38 };
+    ::duckdb::types::Decimal::new(width, 2, i128::from(d.0)).map_err(|e| ::duckdb::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// Reads a DuckDB value back as dbsweep's value of the column's type.
+fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
+    Ok(match (value, ty) {
+        (ValueRef::Null, _) => Value::Null,
+        (ValueRef::BigInt(v), ColumnType::Int) => Value::Int(v),
+        (ValueRef::Int(v), ColumnType::Int) => Value::Int(v.into()),
+        (ValueRef::Double(v), ColumnType::Float) => Value::Float(v),
+        (ValueRef::BigInt(v), ColumnType::Float) => Value::Float(v as f64),
+        (ValueRef::Decimal(d), ColumnType::Decimal) => {
+            let scale = u32::from(d.scale());
+            let hundredths = if scale >= 2 { d.value() / 10i128.pow(scale - 2) } else { d.value() * 10i128.pow(2 - scale) };
+            Value::Decimal(Decimal(i64::try_from(hundredths).map_err(|_| OpError::client("duckdb: decimal out of range"))?))
+        }
+        (ValueRef::Date32(d), ColumnType::Date) => Value::Date(Date(d)),
+        (ValueRef::Text(s), ColumnType::Text) => Value::Text(String::from_utf8_lossy(s).into()),
+        (other, ty) => return Err(OpError::client(format!("duckdb: a {ty:?} column returned {:?}", other.data_type()))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::op::{Answer, Op, RangeAgg};
+    use crate::base::table::Column;
+    use std::path::Path;
+
+    fn open_at(path: &Path) -> DuckDb {
+        let url = TargetUrl::parse(&format!("duckdb:{}", path.display())).unwrap();
+        DuckDb::open("t", &url, &OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() }).unwrap()
+    }
+
+    #[tokio::test]
+    async fn reports_the_library_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = open_at(&dir.path().join("v.duckdb"));
+        assert_eq!(target.info().version, "v1.5.6");
+        assert!(target.info().settings["threads"].parse::<u32>().unwrap() >= 1);
+    }
+
+    #[tokio::test]
+    async fn decimals_and_dates_round_trip_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = open_at(&dir.path().join("types.duckdb"));
+        let def = Arc::new(TableDef {
+            name: "typed".into(),
+            columns: vec![
+                Column { name: "k".into(), ty: ColumnType::Int },
+                Column { name: "price".into(), ty: ColumnType::Decimal },
+                Column { name: "day".into(), ty: ColumnType::Date },
+            ],
+            indexed: vec![2],
+        });
+        target.prepare(std::slice::from_ref(&def)).await.unwrap();
+        let rows = vec![
+            vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
+            vec![Value::Int(2), Value::Decimal(Decimal(-5)), Value::Date(Date(10_591))],
+        ];
+        target.load(&def, Box::new(rows.into_iter())).await.unwrap();
+        let mut conn = target.connect().await.unwrap();
+        // DuckDB itself sees the right values, not just a round trip of dbsweep's numbers.
+        let text: String = target
+            .with_base(|c| {
+                c.0.query_row("SELECT string_agg(price::VARCHAR || ' ' || day::VARCHAR, ',' ORDER BY k) FROM dbsweep_typed", [], |r| {
+                    r.get(0)
+                })
+                .map_err(runtime)
+            })
+            .unwrap();
+        assert_eq!(text, "12.34 1992-01-01,-0.05 1998-12-31");
+        let insert = Op::Insert { table: 0, row: vec![Value::Int(3), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(9000))] };
+        assert_eq!(conn.execute(&insert).await.unwrap().rows, 1);
+        // A range over the date column (days), MAX of the decimal column (hundredths).
+        let max = Op::Range { table: 0, column: 2, lo: 8035, hi: 9000, agg: RangeAgg::Max { column: 1 } };
+        assert_eq!(conn.execute(&max).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
+        let max_day = Op::Range { table: 0, column: 2, lo: 0, hi: 20_000, agg: RangeAgg::Max { column: 2 } };
+        assert_eq!(conn.execute(&max_day).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));
+    }
+}

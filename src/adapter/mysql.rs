@@ -452,19 +452,10 @@ impl MySession {
         let tables = self.statements.tables().clone();
         common.extend(QUERIES.into_iter().filter(|q| Statement::Query(*q).text(&MYSQL, &tables).is_ok()).map(Statement::Query));
         for statement in common {
-            let text = self.text(statement)?;
+            let text = self.statements.cached_text(statement)?;
             self.conn.prep(&*text).await.map_err(op_error)?;
         }
         Ok(())
-    }
-
-    fn text(&mut self, statement: Statement) -> Result<Arc<str>, OpError> {
-        if let Some(text) = self.statements.get(&statement) {
-            return Ok(text);
-        }
-        let text: Arc<str> = self.statements.text(statement)?.into();
-        self.statements.insert(statement, text.clone());
-        Ok(text)
     }
 
     /// The parameters of a step.
@@ -492,7 +483,7 @@ impl MySession {
 #[async_trait]
 impl Executor for MySession {
     async fn run(&mut self, step: &Step<'_>) -> Result<Answered, OpError> {
-        let (text, params) = (self.text(step.statement)?, Params::Positional(self.params(step)?));
+        let (text, params) = (self.statements.cached_text(step.statement)?, Params::Positional(self.params(step)?));
         Ok(match step.reply {
             Reply::Affected | Reply::Inserted(_) => {
                 self.conn.exec_drop(&*text, params).await.map_err(op_error)?;
@@ -535,16 +526,12 @@ impl Executor for MySession {
         })
     }
 
-    async fn begin(&mut self, _writes: bool) -> Result<(), OpError> {
-        self.conn.query_drop("START TRANSACTION").await.map_err(op_error)
+    async fn control(&mut self, sql: &str) -> Result<(), OpError> {
+        self.conn.query_drop(sql).await.map_err(op_error)
     }
 
-    async fn commit(&mut self) -> Result<(), OpError> {
-        self.conn.query_drop("COMMIT").await.map_err(op_error)
-    }
-
-    async fn rollback(&mut self) {
-        let _ = self.conn.query_drop("ROLLBACK").await;
+    fn begin_statement(&self, _writes: bool) -> &'static str {
+        "START TRANSACTION"
     }
 }
 

@@ -5,7 +5,7 @@
 //! to anything: adapters connect in `prepare`/`connect`.
 
 use super::embedded::{duckdb, redb, sqlite};
-use super::pgwire::{h2, hyper, postgres};
+use super::pgwire::{PgWire, h2, hyper, postgres};
 use super::{OpenContext, Target, TargetUrl};
 use super::{cassandra, cli_client, memcached, mock, mysql, nodb, redis};
 use crate::error::{Error, Result};
@@ -153,9 +153,9 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
         "redis" => Ok(Arc::new(redis::Redis::new(name, url)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
-        "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
-        "h2" => Ok(Arc::new(h2::H2::new(name, url)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(PgWire(postgres::Postgres::new(name, url)?))),
+        "hyper" => Ok(Arc::new(PgWire(hyper::Hyper::new(name, url, ctx)?))),
+        "h2" => Ok(Arc::new(PgWire(h2::H2::new(name, url)?))),
         "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
         "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url)?)),

@@ -24,8 +24,8 @@ use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, T
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
+use ::duckdb::appender_params_from_iter;
 use ::duckdb::types::{ToSqlOutput, ValueRef};
-use ::duckdb::{appender_params_from_iter, params_from_iter};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -183,25 +183,7 @@ impl Target for DuckDb {
 pub struct DuckDbEngine(::duckdb::Connection);
 
 impl Engine for DuckDbEngine {
-    fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
-        let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
-        let mut rows = stmt.query(params_from_iter(params.iter().map(Bind))).map_err(op_error)?;
-        let mut n = 0;
-        while let Some(r) = rows.next().map_err(op_error)? {
-            row(types.iter().enumerate().map(|(i, ty)| decode(r.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError> {
-        let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
-        stmt.execute(params_from_iter(params.iter().map(Bind))).map(|n| n as u64).map_err(op_error)
-    }
-
-    fn batch(&mut self, sql: &str) -> Result<(), OpError> {
-        self.0.execute_batch(sql).map_err(op_error)
-    }
+    super::binding_calls!(duckdb);
 
     /// DuckDB transactions are optimistic (conflicts fail at write time), so reads and
     /// writes begin the same way.

@@ -54,6 +54,35 @@ pub trait Engine: Send {
     fn table_exists(&mut self, name: &str) -> Result<bool, OpError>;
 }
 
+/// `Engine::query`, `execute` and `batch` over a connection of a rusqlite-style binding
+/// (rusqlite; duckdb-rs follows its API): one implementation over each binding's types.
+/// The caller has `Bind` (a `ToSql` of `&Value`), `decode` (a cell as a `ColumnType`) and
+/// `op_error` in scope, and the connection in field `0`.
+macro_rules! binding_calls {
+    ($binding:ident) => {
+        fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
+            let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
+            let mut rows = stmt.query($binding::params_from_iter(params.iter().map(Bind))).map_err(op_error)?;
+            let mut n = 0;
+            while let Some(r) = rows.next().map_err(op_error)? {
+                row(types.iter().enumerate().map(|(i, ty)| decode(r.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
+                n += 1;
+            }
+            Ok(n)
+        }
+
+        fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError> {
+            let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
+            stmt.execute($binding::params_from_iter(params.iter().map(Bind))).map(|n| n as u64).map_err(op_error)
+        }
+
+        fn batch(&mut self, sql: &str) -> Result<(), OpError> {
+            self.0.execute_batch(sql).map_err(op_error)
+        }
+    };
+}
+use binding_calls;
+
 /// A client session of an embedded SQL engine.
 pub struct EmbeddedSession<E> {
     engine: E,
@@ -63,15 +92,6 @@ pub struct EmbeddedSession<E> {
 impl<E: Engine> EmbeddedSession<E> {
     pub fn new(engine: E, dialect: &'static dyn Dialect, tables: Arc<Vec<SqlTable>>) -> Self {
         EmbeddedSession { engine, statements: StatementCache::new(dialect, tables) }
-    }
-
-    fn text(&mut self, statement: Statement) -> Result<Arc<str>, OpError> {
-        if let Some(text) = self.statements.get(&statement) {
-            return Ok(text);
-        }
-        let text: Arc<str> = self.statements.text(statement)?.into();
-        self.statements.insert(statement, text.clone());
-        Ok(text)
     }
 
     /// The parameters of a step as dbsweep values (the engine binds them natively).
@@ -127,7 +147,7 @@ fn list_literal(keys: &[i64]) -> String {
 #[async_trait]
 impl<E: Engine> Executor for EmbeddedSession<E> {
     async fn run(&mut self, step: &Step<'_>) -> Result<Answered, OpError> {
-        let (text, params) = (self.text(step.statement)?, self.values(step)?);
+        let (text, params) = (self.statements.cached_text(step.statement)?, self.values(step)?);
         let table_types = |this: &Self| -> Result<Vec<ColumnType>, OpError> {
             let table = this.statements.table(step.statement.table().unwrap_or_default())?;
             Ok(table.def.columns.iter().map(|c| c.ty).collect())
@@ -158,21 +178,12 @@ impl<E: Engine> Executor for EmbeddedSession<E> {
         })
     }
 
-    async fn begin(&mut self, writes: bool) -> Result<(), OpError> {
-        let begin = self.engine.begin(writes);
-        self.engine.batch(begin)
+    async fn control(&mut self, sql: &str) -> Result<(), OpError> {
+        self.engine.batch(sql)
     }
 
-    async fn commit(&mut self) -> Result<(), OpError> {
-        if let Err(e) = self.engine.batch("COMMIT") {
-            let _ = self.engine.batch("ROLLBACK");
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    async fn rollback(&mut self) {
-        let _ = self.engine.batch("ROLLBACK");
+    fn begin_statement(&self, writes: bool) -> &'static str {
+        self.engine.begin(writes)
     }
 
     /// A read-modify-write or a split key list is one transaction.

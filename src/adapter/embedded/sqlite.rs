@@ -258,25 +258,7 @@ impl Target for Sqlite {
 pub struct SqliteEngine(rusqlite::Connection);
 
 impl Engine for SqliteEngine {
-    fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
-        let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
-        let mut rows = stmt.query(params_from_iter(params.iter().map(Bind))).map_err(op_error)?;
-        let mut n = 0;
-        while let Some(r) = rows.next().map_err(op_error)? {
-            row(types.iter().enumerate().map(|(i, ty)| decode(r.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError> {
-        let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
-        stmt.execute(params_from_iter(params.iter().map(Bind))).map(|n| n as u64).map_err(op_error)
-    }
-
-    fn batch(&mut self, sql: &str) -> Result<(), OpError> {
-        self.0.execute_batch(sql).map_err(op_error)
-    }
+    super::binding_calls!(rusqlite);
 
     /// A reading transaction takes no lock until it reads; a writing one takes the write
     /// lock at once (no deadlock between two readers upgrading).

@@ -166,60 +166,34 @@ impl Wire<'_> {
 
     /// A row-layout array parameter holding column `column` of every row.
     fn row_array(&self, column: usize, rows: &[&Row]) -> Result<Param, OpError> {
-        let fail = |v: &Value| self.mismatch(column, v);
         Ok(match self.ty(column) {
-            ColumnType::Int => Box::new(
-                rows.iter()
-                    .map(|r| &r[column])
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Int(x) => Ok(Some(*x)),
-                        v => Err(fail(v)),
-                    })
-                    .collect::<Result<Vec<Option<i64>>, _>>()?,
-            ),
-            ColumnType::Decimal => Box::new(
-                rows.iter()
-                    .map(|r| &r[column])
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Decimal(d) => Ok(Some(d.0)),
-                        v => Err(fail(v)),
-                    })
-                    .collect::<Result<Vec<Option<i64>>, _>>()?,
-            ),
-            ColumnType::Float => Box::new(
-                rows.iter()
-                    .map(|r| &r[column])
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Float(x) => Ok(Some(*x)),
-                        Value::Int(x) => Ok(Some(*x as f64)),
-                        v => Err(fail(v)),
-                    })
-                    .collect::<Result<Vec<Option<f64>>, _>>()?,
-            ),
-            ColumnType::Text => Box::new(
-                rows.iter()
-                    .map(|r| &r[column])
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Text(s) => Ok(Some(s.to_string())),
-                        v => Err(fail(v)),
-                    })
-                    .collect::<Result<Vec<Option<String>>, _>>()?,
-            ),
-            ColumnType::Date => Box::new(
-                rows.iter()
-                    .map(|r| &r[column])
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Date(d) => Ok(Some(d.0)),
-                        v => Err(fail(v)),
-                    })
-                    .collect::<Result<Vec<Option<i32>>, _>>()?,
-            ),
+            ColumnType::Int => self.array(column, rows, |v| if let Value::Int(x) = v { Some(*x) } else { None })?,
+            ColumnType::Decimal => self.array(column, rows, |v| if let Value::Decimal(d) = v { Some(d.0) } else { None })?,
+            ColumnType::Float => self.array(column, rows, |v| match v {
+                Value::Float(x) => Some(*x),
+                Value::Int(x) => Some(*x as f64),
+                _ => None,
+            })?,
+            ColumnType::Text => self.array(column, rows, |v| if let Value::Text(s) = v { Some(s.to_string()) } else { None })?,
+            ColumnType::Date => self.array(column, rows, |v| if let Value::Date(d) = v { Some(d.0) } else { None })?,
         })
+    }
+
+    /// Column `column` of every row as one array of `T` (NULLs kept); `wire` reads a value
+    /// of the column's type, `None` for one of another type.
+    fn array<T: ToSql + Send + Sync + 'static>(
+        &self,
+        column: usize,
+        rows: &[&Row],
+        wire: impl Fn(&Value) -> Option<T>,
+    ) -> Result<Param, OpError> {
+        let values = (rows.iter().map(|r| &r[column]))
+            .map(|v| match v {
+                Value::Null => Ok(None),
+                v => wire(v).map(Some).ok_or_else(|| self.mismatch(column, v)),
+            })
+            .collect::<Result<Vec<Option<T>>, _>>()?;
+        Ok(Box::new(values))
     }
 
     /// The value as the text PostgreSQL parses back to the column's type (for COPY and

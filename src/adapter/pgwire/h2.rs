@@ -59,19 +59,18 @@
 //! not time anything.
 
 use super::encode::{Param, Wire, pg_type};
-use super::session::{PgSession, QUERIES};
-use super::{Commit, Flavor, MARKER, count_rows, describe, prepared_table};
-use crate::adapter::sql::connection::SqlConnection;
-use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use super::session::QUERIES;
+use super::{Commit, Flavor, MARKER, PgServer, PgTarget, describe, drive};
+use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{H2_SQL, Layout, SCHEMA, quote_literal};
 use crate::adapter::sql::statement::Statement;
-use crate::adapter::{Capabilities, Connection, EngineMemory, Execution, Target, TargetInfo, TargetUrl};
+use crate::adapter::{Capabilities, EngineMemory, Execution, TargetInfo, TargetUrl};
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls};
@@ -89,8 +88,8 @@ pub const DEFAULT_USER: &str = "sa";
 pub const DEFAULT_DATABASE: &str = "mem:dbsweep";
 
 pub struct H2 {
-    initial: TargetInfo,
-    described: OnceLock<TargetInfo>,
+    /// Description, flavor and prepared tables.
+    pg: PgTarget,
     /// Connection parameters, password included (never printed).
     config: tokio_postgres::Config,
     /// `host:port`, for messages.
@@ -98,8 +97,6 @@ pub struct H2 {
     /// Where to connect (the socket is opened by the adapter, see `QuickAck`).
     host: String,
     port: u16,
-    /// Tables of the last `prepare`, by `TableId`.
-    tables: Mutex<Arc<Vec<SqlTable>>>,
 }
 
 /// The database name sent to H2: an in-memory database is kept until the server stops.
@@ -140,35 +137,28 @@ impl H2 {
         settings.insert("queries".into(), "TPC-H in PostgreSQL syntax, simple (text) protocol".into());
         let ops = OpKind::ALL.to_vec();
         Ok(H2 {
-            initial: TargetInfo {
-                name: name.to_string(),
-                system: "h2".into(),
-                url: url.redacted(),
-                execution: Execution::Async,
-                capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
-                version: "unknown (not connected yet)".into(),
-                settings,
-            },
-            described: OnceLock::new(),
+            pg: PgTarget::new(
+                TargetInfo {
+                    name: name.to_string(),
+                    system: "h2".into(),
+                    url: url.redacted(),
+                    execution: Execution::Async,
+                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
+                    version: "unknown (not connected yet)".into(),
+                    settings,
+                },
+                &FLAVOR,
+            ),
             config,
             endpoint: format!("{host}:{port}"),
             host,
             port,
-            tables: Mutex::new(Arc::new(Vec::new())),
         })
-    }
-
-    fn name(&self) -> &str {
-        &self.initial.name
-    }
-
-    fn runtime(&self, what: &str, e: &tokio_postgres::Error) -> Error {
-        super::runtime(self.name(), what, e)
     }
 
     fn unreachable(&self, detail: &str) -> Error {
         Error::unreachable(
-            self.name(),
+            self.pg.name(),
             format!(
                 "cannot log in to H2's PG server at {} ({detail}); start it (java -cp h2.jar org.h2.tools.Server -pg -ifNotExists), \
                  fix host/port/user/password in the URL, or use --spawn h2",
@@ -177,40 +167,16 @@ impl H2 {
         )
     }
 
-    /// Opens one session over a [`QuickAck`] socket; failures are `Unreachable` with the
-    /// fix in the message.
-    async fn open_client(&self) -> Result<Client> {
-        let connect = async {
-            let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await.map_err(|e| e.to_string())?;
-            stream.set_nodelay(true).map_err(|e| e.to_string())?;
-            quick_ack(&stream);
-            self.config.connect_raw(QuickAck(stream), NoTls).await.map_err(|e| describe(&e))
-        };
-        let (client, connection) = match tokio::time::timeout(Duration::from_secs(5), connect).await {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(detail)) => return Err(self.unreachable(&detail)),
-            Err(_) => return Err(self.unreachable("no answer within 5 s")),
-        };
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        if self.described.get().is_none() {
-            let info = self.describe(&client).await?;
-            let _ = self.described.set(info);
-        }
-        Ok(client)
-    }
-
     /// Version and isolation level, through the simple (text) protocol.
     async fn describe(&self, client: &Client) -> Result<TargetInfo> {
-        let mut info = self.initial.clone();
+        let mut info = self.pg.initial.clone();
         let version = first_cell(client, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'info.VERSION'")
             .await
-            .map_err(|e| self.runtime("reading H2's version", &e))?;
+            .map_err(|e| self.pg.runtime("reading H2's version", &e))?;
         info.version = format!("H2 {}", version.unwrap_or_else(|| "(unknown version)".into()));
         let isolation = first_cell(client, "SELECT ISOLATION_LEVEL FROM INFORMATION_SCHEMA.SESSIONS WHERE SESSION_ID = SESSION_ID()")
             .await
-            .map_err(|e| self.runtime("reading the isolation level", &e))?;
+            .map_err(|e| self.pg.runtime("reading the isolation level", &e))?;
         if let Some(isolation) = isolation {
             info.settings.insert("isolation".into(), isolation);
         }
@@ -225,16 +191,16 @@ impl H2 {
             quote_literal(MARKER),
             quote_literal(SCHEMA)
         );
-        let rows = client.query(&sql, &[]).await.map_err(|e| self.runtime("checking schema", &e))?;
+        let rows = client.query(&sql, &[]).await.map_err(|e| self.pg.runtime("checking schema", &e))?;
         match rows.first() {
             None => Ok(None),
-            Some(row) => Ok(Some(row.try_get::<_, i32>(0).map_err(|e| self.runtime("checking schema", &e))? == 1)),
+            Some(row) => Ok(Some(row.try_get::<_, i32>(0).map_err(|e| self.pg.runtime("checking schema", &e))? == 1)),
         }
     }
 
     fn not_owned(&self) -> Error {
         Error::not_owned(
-            self.name(),
+            self.pg.name(),
             format!(
                 "schema {SCHEMA} in H2 at {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                  drop or rename it, or point the target at another database",
@@ -259,13 +225,7 @@ impl H2 {
             };
         }
         let comment = format!("COMMENT ON SCHEMA {} IS {}", H2_SQL.quote(SCHEMA), quote_literal(MARKER));
-        client.batch_execute(&comment).await.map_err(|e| self.runtime(&comment, &e))
-    }
-
-    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<SqlTable>>, usize)> {
-        let tables = self.tables.lock().unwrap().clone();
-        let index = prepared_table(self.name(), &tables, def)?;
-        Ok((tables, index))
+        client.batch_execute(&comment).await.map_err(|e| self.pg.runtime(&comment, &e))
     }
 }
 
@@ -362,28 +322,42 @@ fn max_params() -> usize {
 }
 
 #[async_trait]
-impl Target for H2 {
-    fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.initial)
+impl PgServer for H2 {
+    fn pg(&self) -> &PgTarget {
+        &self.pg
+    }
+
+    /// Opens one session over a [`QuickAck`] socket; failures are `Unreachable` with the
+    /// fix in the message.
+    async fn session(&self) -> Result<Client> {
+        let connect = async {
+            let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await.map_err(|e| e.to_string())?;
+            stream.set_nodelay(true).map_err(|e| e.to_string())?;
+            quick_ack(&stream);
+            self.config.connect_raw(QuickAck(stream), NoTls).await.map_err(|e| describe(&e))
+        };
+        let (client, connection) = match tokio::time::timeout(Duration::from_secs(5), connect).await {
+            Ok(Ok(pair)) => pair,
+            Ok(Err(detail)) => return Err(self.unreachable(&detail)),
+            Err(_) => return Err(self.unreachable("no answer within 5 s")),
+        };
+        drive(connection);
+        self.pg.describe_once(|| self.describe(&client)).await?;
+        Ok(client)
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
-        let client = self.open_client().await?;
+        let client = self.session().await?;
         self.ensure_schema(&client).await?;
-        let tables: Vec<SqlTable> = tables.iter().map(|t| SqlTable::new(&H2_SQL, t.clone())).collect();
-        for t in &tables {
-            for sql in std::iter::once(t.drop()).chain(t.create(&H2_SQL)) {
-                client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
-            }
-        }
-        *self.tables.lock().unwrap() = Arc::new(tables);
+        let tables = self.pg.create_tables(&client, tables).await?;
+        self.pg.set_tables(tables);
         Ok(())
     }
 
     async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
+        let (tables, index) = self.pg.table(def)?;
         let t = &tables[index];
-        let client = self.open_client().await?;
+        let client = self.session().await?;
         let width = t.def.columns.len();
         let chunk = t.rows_per_statement(&H2_SQL, max_params());
         let types: Vec<Type> = t.def.columns.iter().map(|c| pg_type(c.ty, Layout::Row, false)).collect();
@@ -394,8 +368,8 @@ impl Target for H2 {
             let client = &client;
             async move { client.prepare_typed(&sql, &types).await }
         };
-        let full = prepare(chunk).await.map_err(|e| self.runtime("preparing the load", &e))?;
-        let fail = |e: OpError| Error::runtime(format!("target '{}': loading {}: {}", self.name(), def.name, e.message));
+        let full = prepare(chunk).await.map_err(|e| self.pg.runtime("preparing the load", &e))?;
+        let fail = |e: OpError| Error::runtime(format!("target '{}': loading {}: {}", self.pg.name(), def.name, e.message));
         let mut loaded = 0u64;
         let mut params: Vec<Param> = Vec::with_capacity(chunk * width);
         let mut pending = 0;
@@ -405,69 +379,54 @@ impl Target for H2 {
             pending += 1;
             if pending == chunk || rows.peek().is_none() {
                 let statement =
-                    if pending == chunk { full.clone() } else { prepare(pending).await.map_err(|e| self.runtime("INSERT", &e))? };
+                    if pending == chunk { full.clone() } else { prepare(pending).await.map_err(|e| self.pg.runtime("INSERT", &e))? };
                 let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
-                loaded += client.execute(&statement, &refs).await.map_err(|e| self.runtime("INSERT", &e))?;
+                loaded += client.execute(&statement, &refs).await.map_err(|e| self.pg.runtime("INSERT", &e))?;
                 params.clear();
                 pending = 0;
             }
         }
         // Fresh statistics, as the PostgreSQL adapter does after COPY.
         let analyze = format!("ANALYZE TABLE {}", t.name);
-        client.batch_execute(&analyze).await.map_err(|e| self.runtime(&analyze, &e))?;
+        client.batch_execute(&analyze).await.map_err(|e| self.pg.runtime(&analyze, &e))?;
         Ok(loaded)
     }
 
-    async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let client = self.open_client().await?;
-        let tables = self.tables.lock().unwrap().clone();
-        let session = PgSession::new(client, &FLAVOR, tables.clone())
-            .await
-            .map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.name())))?;
-        Ok(Box::new(SqlConnection::new(&H2_SQL, tables, session)))
-    }
-
-    async fn count_rows(&self, def: &TableDef) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
-        let client = self.open_client().await?;
-        count_rows(self.name(), &client, &tables[index]).await
-    }
-
     async fn cleanup(&self) -> Result<()> {
-        let client = self.open_client().await?;
+        let client = self.session().await?;
         if self.schema_owned(&client).await? != Some(true) {
             // Absent or someone else's: nothing of ours can be there.
-            *self.tables.lock().unwrap() = Arc::new(Vec::new());
+            self.pg.set_tables(Vec::new());
             return Ok(());
         }
-        let tables = self.tables.lock().unwrap().clone();
+        let tables = self.pg.tables();
         for t in tables.iter() {
             let sql = t.drop();
-            client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e))?;
         }
         let left: i64 = client
             .query_one(&format!("SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = {}", quote_literal(SCHEMA)), &[])
             .await
             .and_then(|r| r.try_get(0))
-            .map_err(|e| self.runtime("cleanup", &e))?;
+            .map_err(|e| self.pg.runtime("cleanup", &e))?;
         if left == 0 {
             // RESTRICT: fails (and the schema stays) if anything was put in it meanwhile.
             if let Err(e) = client.batch_execute(&format!("DROP SCHEMA {} RESTRICT", H2_SQL.quote(SCHEMA))).await {
                 tracing::info!("keeping schema {SCHEMA}: {}", describe(&e));
             }
         }
-        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        self.pg.set_tables(Vec::new());
         Ok(())
     }
 
     /// `MEMORY_USED()`: the H2 server's JVM heap in use after a full GC (see the module doc).
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
-        let client = self.open_client().await?;
+        let client = self.session().await?;
         let kib: i64 = client
             .query_one("SELECT MEMORY_USED()", &[])
             .await
             .and_then(|r| r.try_get(0))
-            .map_err(|e| self.runtime("MEMORY_USED()", &e))?;
+            .map_err(|e| self.pg.runtime("MEMORY_USED()", &e))?;
         Ok(Some(EngineMemory {
             bytes: kib.max(0) as u64 * 1024,
             source: "H2 MEMORY_USED(): JVM heap in use after a forced full GC, whole server (not per table)".into(),
@@ -492,8 +451,8 @@ mod tests {
         assert_eq!(h.endpoint, "127.0.0.1:5435");
         assert_eq!(h.config.get_user(), Some("sa"));
         assert_eq!(h.config.get_dbname(), Some("mem:dbsweep;DB_CLOSE_DELAY=-1"));
-        assert_eq!(h.info().system, "h2");
-        assert!(h.info().capabilities.queries.contains(&crate::base::op::QueryId::TpchQ14));
-        assert!(h.info().capabilities.ops.contains(&OpKind::FetchAll));
+        assert_eq!(h.pg().info().system, "h2");
+        assert!(h.pg().info().capabilities.queries.contains(&crate::base::op::QueryId::TpchQ14));
+        assert!(h.pg().info().capabilities.ops.contains(&OpKind::FetchAll));
     }
 }

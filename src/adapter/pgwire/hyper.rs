@@ -28,19 +28,18 @@
 //! `tableau_internal_user`. Must not time anything.
 
 use super::encode::Wire;
-use super::session::{PgSession, QUERIES};
-use super::{Commit, Flavor, MARKER, copy_columns, copy_in, count_rows, describe, prepared_table};
-use crate::adapter::sql::connection::SqlConnection;
-use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use super::session::QUERIES;
+use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive};
+use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{HYPER, Layout, SCHEMA, quote_literal};
-use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls};
 
@@ -55,8 +54,8 @@ pub const DEFAULT_USER: &str = "tableau_internal_user";
 const OWNER_TABLE: &str = "dbsweep.dbsweep_owner";
 
 pub struct Hyper {
-    initial: TargetInfo,
-    described: OnceLock<TargetInfo>,
+    /// Description, flavor and prepared tables.
+    pg: PgTarget,
     /// The database file (absolute, as hyperd sees it).
     path: String,
     /// Login without a database (for CREATE/DROP DATABASE).
@@ -64,7 +63,6 @@ pub struct Hyper {
     /// Login into the database file.
     config: tokio_postgres::Config,
     endpoint: String,
-    tables: Mutex<Arc<Vec<SqlTable>>>,
 }
 
 impl Hyper {
@@ -99,43 +97,34 @@ impl Hyper {
         settings.insert("load".into(), "COPY FROM STDIN WITH (FORMAT text)".into());
         let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
         Ok(Hyper {
-            initial: TargetInfo {
-                name: name.to_string(),
-                system: "hyper".into(),
-                url: url.redacted(),
-                execution: Execution::Async,
-                capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: false },
-                version: "unknown (not connected yet)".into(),
-                settings,
-            },
-            described: OnceLock::new(),
+            pg: PgTarget::new(
+                TargetInfo {
+                    name: name.to_string(),
+                    system: "hyper".into(),
+                    url: url.redacted(),
+                    execution: Execution::Async,
+                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: false },
+                    version: "unknown (not connected yet)".into(),
+                    settings,
+                },
+                &FLAVOR,
+            ),
             path,
             admin,
             config,
             endpoint: format!("{host}:{port}"),
-            tables: Mutex::new(Arc::new(Vec::new())),
         })
-    }
-
-    fn name(&self) -> &str {
-        &self.initial.name
-    }
-
-    fn runtime(&self, what: &str, e: &tokio_postgres::Error) -> Error {
-        super::runtime(self.name(), what, e)
     }
 
     async fn login(&self, config: &tokio_postgres::Config) -> std::result::Result<Client, tokio_postgres::Error> {
         let (client, connection) = config.connect(NoTls).await?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        drive(connection);
         Ok(client)
     }
 
     fn unreachable(&self, e: &tokio_postgres::Error) -> Error {
         Error::unreachable(
-            self.name(),
+            self.pg.name(),
             format!(
                 "cannot log in to HyPer at {} ({}); start hyperd, fix host/port/user in the URL, or use --spawn hyper",
                 self.endpoint,
@@ -147,31 +136,20 @@ impl Hyper {
     /// A session without a database.
     async fn admin_session(&self) -> Result<Client> {
         let client = self.login(&self.admin).await.map_err(|e| self.unreachable(&e))?;
-        if self.described.get().is_none() {
-            let version: String = client
-                .query_one("SELECT version()", &[])
-                .await
-                .and_then(|r| r.try_get(0))
-                .map_err(|e| self.runtime("SELECT version()", &e))?;
-            let mut info = self.initial.clone();
-            info.version = version.split("hyper version ").nth(1).map_or(version.clone(), |v| format!("hyper {v}"));
-            let _ = self.described.set(info);
-        }
+        self.pg.describe_once(|| self.describe(&client)).await?;
         Ok(client)
     }
 
-    /// A session on the database file (which must exist).
-    async fn session(&self) -> Result<Client> {
-        match self.login(&self.config).await {
-            Ok(client) => Ok(client),
-            Err(e) if e.as_db_error().is_some() => Err(Error::runtime(format!(
-                "target '{}': cannot open the database file {} ({}); run prepare first",
-                self.name(),
-                self.path,
-                describe(&e)
-            ))),
-            Err(e) => Err(self.unreachable(&e)),
-        }
+    /// The server's version.
+    async fn describe(&self, client: &Client) -> Result<TargetInfo> {
+        let version: String = client
+            .query_one("SELECT version()", &[])
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| self.pg.runtime("SELECT version()", &e))?;
+        let mut info = self.pg.initial.clone();
+        info.version = version.split("hyper version ").nth(1).map_or(version.clone(), |v| format!("hyper {v}"));
+        Ok(info)
     }
 
     /// Whether the open database file carries dbsweep's marker.
@@ -179,13 +157,13 @@ impl Hyper {
         match client.query(&format!("SELECT marker FROM {OWNER_TABLE}"), &[]).await {
             Ok(rows) => Ok(rows.iter().any(|r| r.try_get::<_, String>(0).is_ok_and(|m| m == MARKER))),
             Err(e) if e.as_db_error().is_some_and(|db| db.code().code() == "42P01" || db.code().code() == "3F000") => Ok(false),
-            Err(e) => Err(self.runtime("checking the dbsweep_owner marker", &e)),
+            Err(e) => Err(self.pg.runtime("checking the dbsweep_owner marker", &e)),
         }
     }
 
     fn not_owned(&self) -> Error {
         Error::not_owned(
-            self.name(),
+            self.pg.name(),
             format!(
                 "the HyPer database file {} exists but was not created by dbsweep (no {OWNER_TABLE} marker); \
                  remove it or point the URL at another path",
@@ -196,7 +174,7 @@ impl Hyper {
 
     /// Creates the database file with its marker, or checks the marker of an existing one.
     async fn ensure_database(&self) -> Result<Client> {
-        if self.described.get().is_none() {
+        if !self.pg.is_described() {
             drop(self.admin_session().await?);
         }
         // An existing file (hyperd refuses CREATE DATABASE of a file in use, so look first).
@@ -208,7 +186,7 @@ impl Hyper {
             Ok(()) => true,
             // Created by someone else in the meantime: its marker decides.
             Err(e) if e.as_db_error().is_some_and(|db| db.code().code() == "42P04" || db.code().code() == "55006") => false,
-            Err(e) => return Err(self.runtime(&format!("CREATE DATABASE {}", self.path), &e)),
+            Err(e) => return Err(self.pg.runtime(&format!("CREATE DATABASE {}", self.path), &e)),
         };
         drop(admin);
         let client = self.session().await?;
@@ -220,57 +198,45 @@ impl Hyper {
             format!("CREATE TABLE {OWNER_TABLE} (marker TEXT NOT NULL)"),
             format!("INSERT INTO {OWNER_TABLE} VALUES ({})", quote_literal(MARKER)),
         ] {
-            client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e))?;
         }
         Ok(client)
-    }
-
-    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<SqlTable>>, usize)> {
-        let tables = self.tables.lock().unwrap().clone();
-        let index = prepared_table(self.name(), &tables, def)?;
-        Ok((tables, index))
     }
 }
 
 #[async_trait]
-impl Target for Hyper {
-    fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.initial)
+impl PgServer for Hyper {
+    fn pg(&self) -> &PgTarget {
+        &self.pg
+    }
+
+    /// A session on the database file (which must exist).
+    async fn session(&self) -> Result<Client> {
+        match self.login(&self.config).await {
+            Ok(client) => Ok(client),
+            Err(e) if e.as_db_error().is_some() => Err(Error::runtime(format!(
+                "target '{}': cannot open the database file {} ({}); run prepare first",
+                self.pg.name(),
+                self.path,
+                describe(&e)
+            ))),
+            Err(e) => Err(self.unreachable(&e)),
+        }
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.ensure_database().await?;
-        let tables: Vec<SqlTable> = tables.iter().map(|t| SqlTable::new(&HYPER, t.clone())).collect();
-        for t in &tables {
-            for sql in std::iter::once(t.drop()).chain(t.create(&HYPER)) {
-                client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
-            }
-        }
-        *self.tables.lock().unwrap() = Arc::new(tables);
+        let tables = self.pg.create_tables(&client, tables).await?;
+        self.pg.set_tables(tables);
         Ok(())
     }
 
     async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
+        let (tables, index) = self.pg.table(def)?;
         let table = &tables[index];
         let client = self.session().await?;
         let copy = format!("COPY {} ({}) FROM STDIN WITH (FORMAT text)", table.name, copy_columns(&HYPER, table));
-        copy_in(self.name(), &client, &copy, Wire { def: &table.def, layout: Layout::Row }, rows).await
-    }
-
-    async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let client = self.session().await?;
-        let tables = self.tables.lock().unwrap().clone();
-        let session = PgSession::new(client, &FLAVOR, tables.clone())
-            .await
-            .map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.name())))?;
-        Ok(Box::new(SqlConnection::new(&HYPER, tables, session)))
-    }
-
-    async fn count_rows(&self, def: &TableDef) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
-        let client = self.session().await?;
-        count_rows(self.name(), &client, &tables[index]).await
+        copy_in(&self.pg, &client, &copy, Wire { def: &table.def, layout: Layout::Row }, rows).await
     }
 
     async fn cleanup(&self) -> Result<()> {
@@ -283,13 +249,13 @@ impl Target for Hyper {
         if !self.owned(&client).await? {
             return Ok(());
         }
-        let tables = self.tables.lock().unwrap().clone();
+        let tables = self.pg.tables();
         for t in tables.iter() {
             let sql = t.drop();
-            client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e))?;
         }
         drop(client);
-        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        self.pg.set_tables(Vec::new());
         // The file is dbsweep's (marked): remove it. Sessions that just closed may still
         // hold it for a while (seconds on a loaded machine); if it stays busy for 10 s the
         // (now table-less) file is kept.
@@ -319,8 +285,8 @@ mod tests {
         let h = Hyper::new("h", &url, &ctx).unwrap();
         assert_eq!(h.path, "/tmp/x/db.hyper");
         assert_eq!(h.endpoint, "127.0.0.1:7000");
-        assert!(!h.info().capabilities.secondary_indexes);
-        assert_eq!(h.info().settings["indexes"], "none (HyPer has none)");
+        assert!(!h.pg().info().capabilities.secondary_indexes);
+        assert_eq!(h.pg().info().settings["indexes"], "none (HyPer has none)");
         let bare = Hyper::new("h2", &TargetUrl::parse("hyper://127.0.0.1:7000").unwrap(), &ctx).unwrap();
         assert_eq!(bare.path, "/scratch/dbsweep-h2.hyper");
     }

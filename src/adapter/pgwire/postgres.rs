@@ -9,18 +9,17 @@
 //! URL, `PGPASSWORD` or `~/.pgpass` and are never shown.
 
 use super::encode::Wire;
-use super::session::{PgSession, QUERIES};
-use super::{Commit, Flavor, MARKER, copy_columns, copy_in, count_rows, describe, pgpass, prepared_table};
-use crate::adapter::sql::connection::SqlConnection;
+use super::session::QUERIES;
+use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive, pgpass};
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, SCHEMA, quote_literal};
-use crate::adapter::{Capabilities, Connection, Execution, Target, TargetInfo, TargetUrl};
+use crate::adapter::{Capabilities, EngineMemory, Execution, TargetInfo, TargetUrl};
 use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls};
 
@@ -50,18 +49,14 @@ fn system(layout: Layout) -> &'static str {
 const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
 
 pub struct Postgres {
-    /// Description before the server was asked for its version and settings.
-    initial: TargetInfo,
-    /// The full description, filled at the first successful connection.
-    described: OnceLock<TargetInfo>,
+    /// Description, flavor and prepared tables.
+    pg: PgTarget,
     layout: Layout,
     /// Connection parameters, password included (never printed).
     config: tokio_postgres::Config,
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
-    /// Tables of the last `prepare`, by `TableId`.
-    tables: Mutex<Arc<Vec<SqlTable>>>,
     /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
     hstore_schema: Mutex<Option<String>>,
 }
@@ -89,21 +84,22 @@ impl Postgres {
         settings.insert("layout".to_string(), layout.name().to_string());
         let ops = OpKind::ALL.to_vec();
         Ok(Postgres {
-            initial: TargetInfo {
-                name: name.to_string(),
-                system: system(layout).to_string(),
-                url: url.redacted(),
-                execution: Execution::Async,
-                capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
-                version: "unknown (not connected yet)".into(),
-                settings,
-            },
-            described: OnceLock::new(),
+            pg: PgTarget::new(
+                TargetInfo {
+                    name: name.to_string(),
+                    system: system(layout).to_string(),
+                    url: url.redacted(),
+                    execution: Execution::Async,
+                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
+                    version: "unknown (not connected yet)".into(),
+                    settings,
+                },
+                flavor(layout),
+            ),
             layout,
             config,
             endpoint: format!("{host}:{port}"),
             user,
-            tables: Mutex::new(Arc::new(Vec::new())),
             hstore_schema: Mutex::new(None),
         })
     }
@@ -111,7 +107,7 @@ impl Postgres {
     /// Opens one session and spawns its connection driver. Failures are `Unreachable`
     /// with the fix in the message.
     async fn open_client(&self) -> Result<Client> {
-        let name = &self.initial.name;
+        let name = self.pg.name();
         let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
             let detail = match e.as_db_error() {
                 Some(db) if db.code().code().starts_with("28") => format!(
@@ -133,24 +129,17 @@ impl Postgres {
             };
             Error::unreachable(name, detail)
         })?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped or the server goes away; errors surface on
-            // the client's next request.
-            let _ = connection.await;
-        });
-        if self.described.get().is_none() {
-            let info = self.describe(&client).await?;
-            let _ = self.described.set(info);
-        }
+        drive(connection);
+        self.pg.describe_once(|| self.describe(&client)).await?;
         Ok(client)
     }
 
     /// Asks the server for its version and the settings that change results.
     async fn describe(&self, client: &Client) -> Result<TargetInfo> {
-        let mut info = self.initial.clone();
+        let mut info = self.pg.initial.clone();
         let show = |name: &'static str| async move {
-            let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.runtime("SHOW", &e))?;
-            row.try_get::<_, String>(0).map_err(|e| self.runtime("SHOW", &e))
+            let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.pg.runtime("SHOW", &e))?;
+            row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("SHOW", &e))
         };
         info.version = show("server_version").await?;
         for (key, setting) in [
@@ -164,24 +153,20 @@ impl Postgres {
         Ok(info)
     }
 
-    fn runtime(&self, what: &str, e: &tokio_postgres::Error) -> Error {
-        super::runtime(&self.initial.name, what, e)
-    }
-
     /// Takes the DDL lock and checks the schema marker inside an open transaction.
     /// Returns whether the schema exists (and is owned); `NotOwned` if it is someone else's.
     async fn lock_and_check(&self, client: &Client) -> Result<bool> {
-        client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.runtime("lock", &e))?;
+        client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.pg.runtime("lock", &e))?;
         let rows = client
             .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&SCHEMA])
             .await
-            .map_err(|e| self.runtime("checking schema", &e))?;
+            .map_err(|e| self.pg.runtime("checking schema", &e))?;
         match rows.first() {
             None => Ok(false),
-            Some(row) => match row.try_get::<_, Option<String>>(0).map_err(|e| self.runtime("checking schema", &e))? {
+            Some(row) => match row.try_get::<_, Option<String>>(0).map_err(|e| self.pg.runtime("checking schema", &e))? {
                 Some(comment) if comment == MARKER => Ok(true),
                 _ => Err(Error::not_owned(
-                    &self.initial.name,
+                    self.pg.name(),
                     format!(
                         "schema {SCHEMA} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                          drop or rename it, or point the target at another database",
@@ -192,8 +177,8 @@ impl Postgres {
         }
     }
 
-    async fn prepare_in_tx(&self, client: &Client, tables: &[SqlTable]) -> Result<Option<String>> {
-        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) };
+    async fn prepare_in_tx(&self, client: &Client, defs: &[Arc<TableDef>]) -> Result<(Vec<SqlTable>, Option<String>)> {
+        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e)) };
         if !self.lock_and_check(client).await? {
             run(format!("CREATE SCHEMA {SCHEMA}")).await?;
             run(format!("COMMENT ON SCHEMA {SCHEMA} IS {}", quote_literal(MARKER))).await?;
@@ -201,9 +186,9 @@ impl Postgres {
         let mut hstore_schema = None;
         if self.layout == Layout::Hstore {
             let query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'hstore'";
-            let rows = client.query(query, &[]).await.map_err(|e| self.runtime("checking hstore", &e))?;
+            let rows = client.query(query, &[]).await.map_err(|e| self.pg.runtime("checking hstore", &e))?;
             hstore_schema = Some(match rows.first() {
-                Some(row) => row.try_get::<_, String>(0).map_err(|e| self.runtime("checking hstore", &e))?,
+                Some(row) => row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("checking hstore", &e))?,
                 None => {
                     // Installed into dbsweep's own schema so cleanup can remove it again.
                     run(format!("CREATE EXTENSION hstore WITH SCHEMA {SCHEMA}")).await.map_err(|e| {
@@ -218,30 +203,7 @@ impl Postgres {
             let extension = self.dialect().quote(hstore_schema.as_deref().unwrap_or(SCHEMA));
             run(format!("SET LOCAL search_path TO {SCHEMA}, {extension}")).await?;
         }
-        for table in tables {
-            run(table.drop()).await?;
-            for statement in table.create(self.dialect()) {
-                run(statement).await?;
-            }
-        }
-        Ok(hstore_schema)
-    }
-
-    /// A session with the search path the layout needs.
-    async fn session(&self) -> Result<Client> {
-        let client = self.open_client().await?;
-        let extension = self.hstore_schema.lock().unwrap().clone();
-        if let Some(schema) = extension {
-            let sql = format!("SET search_path TO {SCHEMA}, {}", self.dialect().quote(&schema));
-            client.batch_execute(&sql).await.map_err(|e| self.runtime("setting search_path", &e))?;
-        }
-        Ok(client)
-    }
-
-    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<SqlTable>>, usize)> {
-        let tables = self.tables.lock().unwrap().clone();
-        let index = prepared_table(&self.initial.name, &tables, def)?;
-        Ok((tables, index))
+        Ok((self.pg.create_tables(client, defs).await?, hstore_schema))
     }
 
     fn dialect(&self) -> &'static dyn Dialect {
@@ -250,20 +212,30 @@ impl Postgres {
 }
 
 #[async_trait]
-impl Target for Postgres {
-    fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.initial)
+impl PgServer for Postgres {
+    fn pg(&self) -> &PgTarget {
+        &self.pg
+    }
+
+    /// A session with the search path the layout needs.
+    async fn session(&self) -> Result<Client> {
+        let client = self.open_client().await?;
+        let extension = self.hstore_schema.lock().unwrap().clone();
+        if let Some(schema) = extension {
+            let sql = format!("SET search_path TO {SCHEMA}, {}", self.dialect().quote(&schema));
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime("setting search_path", &e))?;
+        }
+        Ok(client)
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.open_client().await?;
-        let tables: Vec<SqlTable> = tables.iter().map(|t| SqlTable::new(self.dialect(), t.clone())).collect();
-        client.batch_execute("BEGIN").await.map_err(|e| self.runtime("BEGIN", &e))?;
-        match self.prepare_in_tx(&client, &tables).await {
-            Ok(hstore_schema) => {
-                client.batch_execute("COMMIT").await.map_err(|e| self.runtime("COMMIT", &e))?;
+        client.batch_execute("BEGIN").await.map_err(|e| self.pg.runtime("BEGIN", &e))?;
+        match self.prepare_in_tx(&client, tables).await {
+            Ok((tables, hstore_schema)) => {
+                client.batch_execute("COMMIT").await.map_err(|e| self.pg.runtime("COMMIT", &e))?;
                 *self.hstore_schema.lock().unwrap() = hstore_schema;
-                *self.tables.lock().unwrap() = Arc::new(tables);
+                self.pg.set_tables(tables);
                 Ok(())
             }
             Err(e) => {
@@ -274,36 +246,21 @@ impl Target for Postgres {
     }
 
     async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
+        let (tables, index) = self.pg.table(def)?;
         let table = &tables[index];
         let client = self.session().await?;
         let copy = format!("COPY {} ({}) FROM STDIN", table.name, copy_columns(self.dialect(), table));
-        let loaded = copy_in(&self.initial.name, &client, &copy, Wire { def: &table.def, layout: self.layout }, rows).await?;
+        let loaded = copy_in(&self.pg, &client, &copy, Wire { def: &table.def, layout: self.layout }, rows).await?;
         // Fresh statistics (also for the expression indexes), so the first measured run
         // gets the same plans as later ones.
-        client.batch_execute(&format!("ANALYZE {}", table.name)).await.map_err(|e| self.runtime("ANALYZE", &e))?;
+        client.batch_execute(&format!("ANALYZE {}", table.name)).await.map_err(|e| self.pg.runtime("ANALYZE", &e))?;
         Ok(loaded)
-    }
-
-    async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let client = self.session().await?;
-        let tables = self.tables.lock().unwrap().clone();
-        let session = PgSession::new(client, flavor(self.layout), tables.clone())
-            .await
-            .map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
-        Ok(Box::new(SqlConnection::new(self.dialect(), tables, session)))
-    }
-
-    async fn count_rows(&self, def: &TableDef) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
-        let client = self.session().await?;
-        count_rows(&self.initial.name, &client, &tables[index]).await
     }
 
     /// The on-disk size of dbsweep's tables with their indexes and TOAST
     /// (`pg_total_relation_size`); PostgreSQL keeps no per-table figure for memory.
-    async fn engine_memory(&self) -> Result<Option<crate::adapter::EngineMemory>> {
-        let tables = self.tables.lock().unwrap().clone();
+    async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
+        let tables = self.pg.tables();
         if tables.is_empty() {
             return Ok(None);
         }
@@ -312,17 +269,17 @@ impl Target for Postgres {
         let row = client
             .query_one("SELECT COALESCE(SUM(pg_total_relation_size(t::regclass)), 0)::int8 FROM unnest($1::text[]) AS t", &[&names])
             .await
-            .map_err(|e| self.runtime("pg_total_relation_size", &e))?;
-        let bytes: i64 = row.try_get(0).map_err(|e| self.runtime("pg_total_relation_size", &e))?;
-        Ok(Some(crate::adapter::EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
+            .map_err(|e| self.pg.runtime("pg_total_relation_size", &e))?;
+        let bytes: i64 = row.try_get(0).map_err(|e| self.pg.runtime("pg_total_relation_size", &e))?;
+        Ok(Some(EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
     }
 
     async fn cleanup(&self) -> Result<()> {
         let client = self.open_client().await?;
-        let tables = self.tables.lock().unwrap().clone();
+        let tables = self.pg.tables();
         let run = |sql: String| {
             let client = &client;
-            async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) }
+            async move { client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e)) }
         };
         run("BEGIN".into()).await?;
         let owned = match self.lock_and_check(&client).await {
@@ -344,7 +301,7 @@ impl Target for Postgres {
                 .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", &[&SCHEMA])
                 .await
                 .and_then(|r| r.try_get(0))
-                .map_err(|e| self.runtime("cleanup", &e))?;
+                .map_err(|e| self.pg.runtime("cleanup", &e))?;
             if left == 0 {
                 run("SAVEPOINT drop_schema".into()).await?;
                 let ext_here = client
@@ -368,7 +325,7 @@ impl Target for Postgres {
             }
         }
         run("COMMIT".into()).await?;
-        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        self.pg.set_tables(Vec::new());
         Ok(())
     }
 }

@@ -280,16 +280,8 @@ impl Executor for PgSession {
         steps.iter().zip(replies).map(|(step, raw)| self.answer(step, raw.map_err(op_error)?)).collect()
     }
 
-    async fn begin(&mut self, _writes: bool) -> Result<(), OpError> {
-        self.client.batch_execute("BEGIN").await.map_err(op_error)
-    }
-
-    async fn commit(&mut self) -> Result<(), OpError> {
-        self.client.batch_execute("COMMIT").await.map_err(op_error)
-    }
-
-    async fn rollback(&mut self) {
-        let _ = self.client.batch_execute("ROLLBACK").await;
+    async fn control(&mut self, sql: &str) -> Result<(), OpError> {
+        self.client.batch_execute(sql).await.map_err(op_error)
     }
 
     async fn transaction(&mut self, steps: &[Step<'_>], writes: bool) -> Result<Vec<Answered>, OpError> {

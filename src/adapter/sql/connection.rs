@@ -34,10 +34,32 @@ pub trait Executor: Send {
         Ok(answers)
     }
 
+    /// Runs a statement without parameters or results (transaction control).
+    async fn control(&mut self, sql: &str) -> Result<(), OpError>;
+
+    /// The statement that opens a transaction that will (or will not) write.
+    fn begin_statement(&self, _writes: bool) -> &'static str {
+        "BEGIN"
+    }
+
     /// Opens a transaction (`writes`: it will write).
-    async fn begin(&mut self, writes: bool) -> Result<(), OpError>;
-    async fn commit(&mut self) -> Result<(), OpError>;
-    async fn rollback(&mut self);
+    async fn begin(&mut self, writes: bool) -> Result<(), OpError> {
+        let begin = self.begin_statement(writes);
+        self.control(begin).await
+    }
+
+    /// Commits; if that fails, rolls back so the session is usable again.
+    async fn commit(&mut self) -> Result<(), OpError> {
+        if let Err(e) = self.control("COMMIT").await {
+            self.rollback().await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    async fn rollback(&mut self) {
+        let _ = self.control("ROLLBACK").await;
+    }
 
     /// Runs statements in one transaction, committed only if all succeeded.
     async fn transaction(&mut self, steps: &[Step<'_>], writes: bool) -> Result<Vec<Answered>, OpError> {
@@ -88,6 +110,19 @@ impl<S: Clone> StatementCache<S> {
 
     pub fn dialect(&self) -> &'static dyn Dialect {
         self.dialect
+    }
+}
+
+impl StatementCache<Arc<str>> {
+    /// The text of a statement, written once per session (for drivers that prepare and
+    /// cache statements by their text).
+    pub fn cached_text(&mut self, statement: super::statement::Statement) -> Result<Arc<str>, OpError> {
+        if let Some(text) = self.get(&statement) {
+            return Ok(text);
+        }
+        let text: Arc<str> = self.text(statement)?.into();
+        self.insert(statement, text.clone());
+        Ok(text)
     }
 }
 

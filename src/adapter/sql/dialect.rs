@@ -8,6 +8,7 @@
 //! lists and row batches travel, and the layout's stored columns. Must not open
 //! connections, bind values or decide when statements run.
 
+use super::dialects::TABLE_PREFIX;
 use super::statement::Statement;
 use crate::base::op::RangeAgg;
 use crate::base::table::{ColumnType, TableDef};
@@ -45,14 +46,11 @@ pub enum Storage {
     Document { arrow: &'static str },
 }
 
-/// What differs between the SQL engines dbsweep drives. Every method but the first four
+/// What differs between the SQL engines dbsweep drives. Every method but the first three
 /// has the default most engines share.
 pub trait Dialect: Send + Sync {
     /// The dialect's name in the statement listing (`tests/golden/statements.txt`).
     fn name(&self) -> &'static str;
-
-    /// dbsweep's quoted, qualified name of a table (`bare` is `bare_name`'s answer).
-    fn table_name(&self, bare: &str) -> String;
 
     /// The SQL type of a column; `indexed` when it is the key or has an index.
     fn sql_type(&self, ty: ColumnType, indexed: bool) -> &'static str;
@@ -66,9 +64,15 @@ pub trait Dialect: Send + Sync {
         format!("\"{}\"", ident.replace('"', "\"\""))
     }
 
-    /// The unquoted name of dbsweep's table for a logical table (prefixes, suffixes).
+    /// The unquoted name of dbsweep's table for a logical table: without a schema of
+    /// dbsweep's own (the embedded engines' files), the name carries `dbsweep_`.
     fn bare_name(&self, table: &str) -> String {
-        table.to_string()
+        format!("{TABLE_PREFIX}{table}")
+    }
+
+    /// dbsweep's quoted, qualified name of a table (`bare` is `bare_name`'s answer).
+    fn table_name(&self, bare: &str) -> String {
+        self.quote(bare)
     }
 
     /// An expression of the column's comparable type turned into what the client decodes

@@ -260,6 +260,11 @@ impl Dialect for H2 {
         format!("{SCHEMA}.{}", self.quote(bare))
     }
 
+    /// In dbsweep's schema.
+    fn bare_name(&self, table: &str) -> String {
+        table.to_string()
+    }
+
     fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
         typed_sql_type(ty, "VARCHAR")
     }
@@ -322,6 +327,11 @@ impl Dialect for MySql {
         format!("{}.{}", self.quote(SCHEMA), self.quote(bare))
     }
 
+    /// In dbsweep's database.
+    fn bare_name(&self, table: &str) -> String {
+        table.to_string()
+    }
+
     fn sql_type(&self, ty: ColumnType, indexed: bool) -> &'static str {
         match ty {
             ColumnType::Float => "DOUBLE",
@@ -379,14 +389,6 @@ impl Dialect for Sqlite {
         "sqlite"
     }
 
-    fn table_name(&self, bare: &str) -> String {
-        self.quote(bare)
-    }
-
-    fn bare_name(&self, table: &str) -> String {
-        format!("{TABLE_PREFIX}{table}")
-    }
-
     fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
         match ty {
             ColumnType::Int | ColumnType::Decimal | ColumnType::Date => "INTEGER",
@@ -425,14 +427,6 @@ const DUCKDB_IN_LIST_MAX: usize = 100;
 impl Dialect for DuckDb {
     fn name(&self) -> &'static str {
         "duckdb"
-    }
-
-    fn table_name(&self, bare: &str) -> String {
-        self.quote(bare)
-    }
-
-    fn bare_name(&self, table: &str) -> String {
-        format!("{TABLE_PREFIX}{table}")
     }
 
     fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {

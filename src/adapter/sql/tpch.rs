@@ -31,7 +31,7 @@ fn date_lit(dialect: &dyn Dialect, iso: &str) -> String {
 /// The FROM item for a table: its name, or for hstore/jsonb a derived table that exposes
 /// the needed attributes as typed columns under their TPC-H names. `key` is the table's
 /// column 0 (stored as `pk` in the document layouts).
-fn from(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String, name: &str, key: &str, cols: &[(&str, ColumnType)]) -> String {
+fn from_item(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String, name: &str, key: &str, cols: &[(&str, ColumnType)]) -> String {
     let Storage::Document { arrow } = dialect.storage() else {
         return table(name);
     };
@@ -60,11 +60,10 @@ pub fn sql(query: QueryId, dialect: &dyn Dialect, table: &mut dyn FnMut(&str) ->
     use ColumnType::{Date as D, Decimal as M, Int as I, Text as T};
     let dbl = dialect.double();
     let integers = dialect.storage() == Storage::Integers;
+    let mut from = |name: &str, key: &str, cols: &[(&str, ColumnType)]| from_item(dialect, table, name, key, cols);
     match query {
         QueryId::TpchQ1 => {
             let lineitem = from(
-                dialect,
-                table,
                 "lineitem",
                 "l_pk",
                 &[
@@ -107,21 +106,9 @@ pub fn sql(query: QueryId, dialect: &dyn Dialect, table: &mut dyn FnMut(&str) ->
             )
         }
         QueryId::TpchQ3 => {
-            let customer = from(dialect, table, "customer", "c_custkey", &[("c_custkey", I), ("c_mktsegment", T)]);
-            let orders = from(
-                dialect,
-                table,
-                "orders",
-                "o_orderkey",
-                &[("o_orderkey", I), ("o_custkey", I), ("o_orderdate", D), ("o_shippriority", I)],
-            );
-            let lineitem = from(
-                dialect,
-                table,
-                "lineitem",
-                "l_pk",
-                &[("l_orderkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)],
-            );
+            let customer = from("customer", "c_custkey", &[("c_custkey", I), ("c_mktsegment", T)]);
+            let orders = from("orders", "o_orderkey", &[("o_orderkey", I), ("o_custkey", I), ("o_orderdate", D), ("o_shippriority", I)]);
+            let lineitem = from("lineitem", "l_pk", &[("l_orderkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
             let revenue = if integers {
                 "sum(l_extendedprice * (100 - l_discount)) / 10000.0".to_string()
             } else {
@@ -139,13 +126,7 @@ pub fn sql(query: QueryId, dialect: &dyn Dialect, table: &mut dyn FnMut(&str) ->
             )
         }
         QueryId::TpchQ6 => {
-            let lineitem = from(
-                dialect,
-                table,
-                "lineitem",
-                "l_pk",
-                &[("l_quantity", M), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)],
-            );
+            let lineitem = from("lineitem", "l_pk", &[("l_quantity", M), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
             let (lo, hi) = (Q6_DISCOUNT - 1, Q6_DISCOUNT + 1);
             let (revenue, discount, quantity) = if integers {
                 ("sum(l_extendedprice * l_discount) / 10000.0".to_string(), format!("{lo} AND {hi}"), (Q6_QUANTITY * 100).to_string())
@@ -161,9 +142,8 @@ pub fn sql(query: QueryId, dialect: &dyn Dialect, table: &mut dyn FnMut(&str) ->
             )
         }
         QueryId::TpchQ14 => {
-            let lineitem =
-                from(dialect, table, "lineitem", "l_pk", &[("l_partkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
-            let part = from(dialect, table, "part", "p_partkey", &[("p_partkey", I), ("p_type", T)]);
+            let lineitem = from("lineitem", "l_pk", &[("l_partkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
+            let part = from("part", "p_partkey", &[("p_partkey", I), ("p_type", T)]);
             let promo = format!("p_type LIKE '{Q14_TYPE_PREFIX}%'");
             let promo_revenue = if integers {
                 format!(

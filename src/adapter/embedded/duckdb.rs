@@ -16,34 +16,25 @@
 //! `DATE` (converted exactly to and from dbsweep's hundredths and days). Must not time
 //! anything.
 
-use super::{EmbeddedSession, Engine, QUERIES, clip, count_rows, create_tables, drop_tables, in_transaction, sql_tables, throwaway_dir};
-use crate::adapter::sql::connection::SqlConnection;
+use super::session::{Engine, binding_calls};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
+use super::{Embedded, clip};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::DUCKDB;
-use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
-use crate::base::op::{OpError, OpKind};
+use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::op::OpError;
 use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
 use ::duckdb::appender_params_from_iter;
 use ::duckdb::types::{ToSqlOutput, ValueRef};
-use async_trait::async_trait;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 /// Prepared statements kept per connection (multi-gets add one per batch size).
 const STATEMENT_CACHE: usize = 256;
 
 pub struct DuckDb {
-    info: TargetInfo,
-    path: PathBuf,
-    /// The connection clients are cloned from, also used by `prepare`, `load`,
-    /// `count_rows` and `cleanup`; `None` after cleanup.
-    base: Mutex<Option<DuckDbEngine>>,
-    /// Tables by `TableId`, as given to `prepare`.
-    tables: Mutex<Vec<Arc<TableDef>>>,
-    /// The throwaway directory holding the file for `duckdb:`; dropped last.
-    scratch: Mutex<Option<tempfile::TempDir>>,
+    /// The admin connection is the one clients are cloned from.
+    file: EmbeddedFile<DuckDbEngine>,
 }
 
 fn runtime(e: ::duckdb::Error) -> Error {
@@ -55,16 +46,10 @@ fn op_error(e: ::duckdb::Error) -> OpError {
 }
 
 impl DuckDb {
-    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let (path, scratch) = match url.file_path() {
-            Some(path) => (path, None),
-            None => {
-                let dir = throwaway_dir(ctx, "duckdb")?;
-                (dir.path().join("dbsweep.duckdb"), Some(dir))
-            }
-        };
-        let base = ::duckdb::Connection::open(&path).map_err(|e| {
-            Error::usage(format!("target '{name}': cannot open DuckDB file {}: {e}; check the path in the URL", path.display()))
+    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
+        let file = DatabaseFile::of(url, ctx, "duckdb", "dbsweep.duckdb")?;
+        let base = ::duckdb::Connection::open(&file.path).map_err(|e| {
+            Error::usage(format!("target '{name}': cannot open DuckDB file {}: {e}; check the path in the URL", file.path.display()))
         })?;
         let version = base.version().map_err(runtime)?;
         let setting = |name: &str| -> Result<String> {
@@ -75,7 +60,6 @@ impl DuckDb {
             ("memory_limit".to_string(), setting("memory_limit")?),
             ("checkpoint_threshold".to_string(), setting("checkpoint_threshold")?),
             ("durability".to_string(), "WAL written and synced at each commit (DuckDB's fixed behaviour)".to_string()),
-            ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             (
                 "indexes".to_string(),
                 "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
@@ -88,94 +72,46 @@ impl DuckDb {
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("multi_get".to_string(), "IN list of bound keys up to 100, else one BIGINT[] list parameter".to_string()),
         ]);
-        Ok(DuckDb {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "duckdb".into(),
-                url: url.redacted(),
-                execution: Execution::Blocking,
-                capabilities: Capabilities {
-                    ops: OpKind::ALL.to_vec(),
-                    queries: QUERIES.to_vec(),
-                    native_batch: true,
-                    secondary_indexes: true,
-                },
-                version,
-                settings,
-            },
-            path,
-            base: Mutex::new(Some(DuckDbEngine(base))),
-            tables: Mutex::new(Vec::new()),
-            scratch: Mutex::new(scratch),
-        })
-    }
-
-    fn with_base<T>(&self, f: impl FnOnce(&mut DuckDbEngine) -> Result<T>) -> Result<T> {
-        let mut guard = self.base.lock().unwrap();
-        f(guard.as_mut().ok_or_else(|| Error::runtime("duckdb: target already cleaned up"))?)
+        let info = sql_target_info(name, url, "duckdb", version, &file, settings);
+        Ok(Embedded(DuckDb { file: EmbeddedFile::new(info, &DUCKDB, file, DuckDbEngine(base)) }))
     }
 }
 
-#[async_trait]
-impl Target for DuckDb {
-    fn info(&self) -> &TargetInfo {
-        &self.info
+impl EmbeddedSql for DuckDb {
+    type Engine = DuckDbEngine;
+
+    fn file(&self) -> &EmbeddedFile<DuckDbEngine> {
+        &self.file
     }
 
-    async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
-        let (target, file) = (&self.info.name, self.path.display().to_string());
-        // The check inside the transaction comes before any change: a refusal leaves the file as it was.
-        self.with_base(|engine| in_transaction(engine, &DUCKDB, |engine| create_tables(engine, &DUCKDB, tables, target, &file)))?;
-        *self.tables.lock().unwrap() = tables.to_vec();
-        Ok(())
+    /// Every client gets its own `try_clone()` of the admin connection.
+    fn client(&self, admin: &mut DuckDbEngine) -> Result<DuckDbEngine> {
+        let conn = admin.0.try_clone().map_err(runtime)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Ok(DuckDbEngine(conn))
     }
 
     /// The Appender, in one transaction.
-    async fn load(&self, table: &TableDef, rows: RowSource) -> Result<u64> {
+    fn load(&self, admin: &mut DuckDbEngine, table: &TableDef, rows: RowSource) -> Result<u64> {
         let name = DUCKDB.bare_name(&table.name);
-        self.with_base(|engine| {
-            in_transaction(engine, &DUCKDB, |engine| {
-                let conn = &engine.0;
-                let mut appender = conn.appender(&name).map_err(runtime)?;
-                let mut n = 0;
-                for row in rows {
-                    appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
-                    n += 1;
-                }
-                appender.flush().map_err(runtime)?;
-                Ok(n)
-            })
+        in_transaction(admin, &DUCKDB, |engine| {
+            let mut appender = engine.0.appender(&name).map_err(runtime)?;
+            let mut n = 0;
+            for row in rows {
+                appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
+                n += 1;
+            }
+            appender.flush().map_err(runtime)?;
+            Ok(n)
         })
-    }
-
-    async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let conn = self.with_base(|engine| engine.0.try_clone().map_err(runtime))?;
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let tables = sql_tables(&DUCKDB, &self.tables.lock().unwrap());
-        Ok(Box::new(SqlConnection::new(&DUCKDB, tables.clone(), EmbeddedSession::new(DuckDbEngine(conn), &DUCKDB, tables))))
-    }
-
-    async fn count_rows(&self, table: &TableDef) -> Result<u64> {
-        self.with_base(|engine| count_rows(engine, &DUCKDB, table))
     }
 
     /// The buffer manager's memory (`duckdb_memory()`, summed over its tags): what DuckDB
     /// holds in memory for the database, its indexes and its work areas.
-    async fn engine_memory(&self) -> Result<Option<crate::adapter::EngineMemory>> {
+    fn engine_memory(&self, admin: &mut DuckDbEngine) -> Result<EngineMemory> {
         let sql = "SELECT COALESCE(SUM(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()";
-        let bytes = self.with_base(|engine| engine.0.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime))?;
-        Ok(Some(crate::adapter::EngineMemory { bytes: bytes as u64, source: "duckdb_memory() memory_usage_bytes".into() }))
-    }
-
-    async fn cleanup(&self) -> Result<()> {
-        let Some(mut engine) = self.base.lock().unwrap().take() else {
-            return Ok(());
-        };
-        if let Some(dir) = self.scratch.lock().unwrap().take() {
-            drop(engine);
-            return dir.close().map_err(|e| Error::runtime(format!("duckdb: cannot remove the throwaway file: {e}")));
-        }
-        in_transaction(&mut engine, &DUCKDB, |engine| drop_tables(engine, &DUCKDB))
+        let bytes = admin.0.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime)?;
+        Ok(EngineMemory { bytes: bytes as u64, source: "duckdb_memory() memory_usage_bytes".into() })
     }
 }
 
@@ -183,7 +119,7 @@ impl Target for DuckDb {
 pub struct DuckDbEngine(::duckdb::Connection);
 
 impl Engine for DuckDbEngine {
-    super::binding_calls!(duckdb);
+    binding_calls!(duckdb);
 
     /// DuckDB transactions are optimistic (conflicts fail at write time), so reads and
     /// writes begin the same way.
@@ -242,11 +178,11 @@ fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::Target;
     use crate::base::op::{Answer, Op, RangeAgg};
-    use crate::base::table::Column;
     use std::path::Path;
 
-    fn open_at(path: &Path) -> DuckDb {
+    fn open_at(path: &Path) -> Embedded<DuckDb> {
         let url = TargetUrl::parse(&format!("duckdb:{}", path.display())).unwrap();
         DuckDb::open("t", &url, &OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() }).unwrap()
     }
@@ -263,15 +199,7 @@ mod tests {
     async fn decimals_and_dates_round_trip_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let target = open_at(&dir.path().join("types.duckdb"));
-        let def = Arc::new(TableDef {
-            name: "typed".into(),
-            columns: vec![
-                Column { name: "k".into(), ty: ColumnType::Int },
-                Column { name: "price".into(), ty: ColumnType::Decimal },
-                Column { name: "day".into(), ty: ColumnType::Date },
-            ],
-            indexed: vec![2],
-        });
+        let def = crate::adapter::embedded::typed_table(vec![2]);
         target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let rows = vec![
             vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
@@ -281,7 +209,9 @@ mod tests {
         let mut conn = target.connect().await.unwrap();
         // DuckDB itself sees the right values, not just a round trip of dbsweep's numbers.
         let text: String = target
-            .with_base(|c| {
+            .0
+            .file
+            .with_admin(|c| {
                 c.0.query_row("SELECT string_agg(price::VARCHAR || ' ' || day::VARCHAR, ',' ORDER BY k) FROM dbsweep_typed", [], |r| {
                     r.get(0)
                 })

@@ -23,24 +23,21 @@
 //! Statements are the `sqlite` dialect's; this module is SQLite's `Engine` (binding and
 //! reading values) and its target (file, settings, bulk load). Must not time anything.
 
-use super::{
-    EmbeddedSession, Engine, QUERIES, clip, count_rows, create_tables, drop_tables, in_transaction, refuse_foreign, sql_tables,
-    throwaway_dir,
-};
-use crate::adapter::sql::connection::SqlConnection;
+use super::session::{Engine, binding_calls};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, sql_target_info};
+use super::{Embedded, clip};
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::SQLITE;
 use crate::adapter::sql::statement::Statement;
-use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
-use crate::base::op::{OpError, OpKind};
+use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::op::OpError;
 use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
-use async_trait::async_trait;
 use rusqlite::params_from_iter;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a connection waits for another connection's write lock before failing.
@@ -49,30 +46,18 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 const STATEMENT_CACHE: usize = 256;
 
 pub struct Sqlite {
-    info: TargetInfo,
-    path: PathBuf,
+    file: EmbeddedFile<SqliteEngine>,
     /// The journal mode a user's file had before dbsweep switched it to WAL, restored by
     /// `cleanup`; `None` when there is nothing to restore.
     original_journal: Option<String>,
     /// `PRAGMA synchronous` for every connection: `NORMAL` unless the URL says otherwise.
     synchronous: &'static str,
-    /// The connection `prepare`, `load`, `count_rows` and `cleanup` use; `None` after cleanup.
-    admin: Mutex<Option<SqliteEngine>>,
-    /// Tables by `TableId`, as given to `prepare`.
-    tables: Mutex<Vec<Arc<TableDef>>>,
-    /// The throwaway directory holding the file for `sqlite:`; dropped last.
-    scratch: Mutex<Option<tempfile::TempDir>>,
 }
 
 impl Sqlite {
-    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let (path, scratch) = match url.file_path() {
-            Some(path) => (path, None),
-            None => {
-                let dir = throwaway_dir(ctx, "sqlite")?;
-                (dir.path().join("dbsweep.sqlite"), Some(dir))
-            }
-        };
+    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
+        let file = DatabaseFile::of(url, ctx, "sqlite", "dbsweep.sqlite")?;
+        let path = &file.path;
         let synchronous = match url.param("synchronous").map(|v| v.to_ascii_uppercase()).as_deref() {
             None | Some("NORMAL") => "NORMAL",
             Some("FULL") => "FULL",
@@ -82,7 +67,7 @@ impl Sqlite {
                 return Err(Error::usage(format!("target '{name}': synchronous must be off, normal, full or extra, got '{other}'")));
             }
         };
-        let admin = open_connection(&path, synchronous).map_err(|e| {
+        let admin = open_connection(path, synchronous).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open SQLite file {}: {e}; check the path in the URL", path.display()))
         })?;
         let journal_mode: String = admin
@@ -91,7 +76,7 @@ impl Sqlite {
         // A user's file is switched to WAL only once `prepare` has found nothing foreign in
         // it, and switched back by `cleanup`; a throwaway file is switched now.
         let original_journal = journal_mode.to_lowercase();
-        if scratch.is_some() {
+        if file.is_throwaway() {
             switch_to_wal(&admin).map_err(|e| Error::runtime(format!("sqlite: {e}")))?;
         }
         let level: i64 = admin.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(runtime)?;
@@ -107,7 +92,6 @@ impl Sqlite {
             ("synchronous".to_string(), level.to_string()),
             ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
             ("durability".to_string(), durability("wal", level)),
-            ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
             ("decimal".to_string(), "INTEGER hundredths".to_string()),
             ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
@@ -115,33 +99,9 @@ impl Sqlite {
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("multi_get".to_string(), format!("IN list of bound keys, {} per statement, one read transaction", SQLITE.max_keys())),
         ]);
-        Ok(Sqlite {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "sqlite".into(),
-                url: url.redacted(),
-                execution: Execution::Blocking,
-                capabilities: Capabilities {
-                    ops: OpKind::ALL.to_vec(),
-                    queries: QUERIES.to_vec(),
-                    native_batch: true,
-                    secondary_indexes: true,
-                },
-                version: rusqlite::version().to_string(),
-                settings,
-            },
-            original_journal: (scratch.is_none() && original_journal != "wal").then_some(original_journal),
-            path,
-            synchronous,
-            admin: Mutex::new(Some(SqliteEngine(admin))),
-            tables: Mutex::new(Vec::new()),
-            scratch: Mutex::new(scratch),
-        })
-    }
-
-    fn with_admin<T>(&self, f: impl FnOnce(&mut SqliteEngine) -> Result<T>) -> Result<T> {
-        let mut guard = self.admin.lock().unwrap();
-        f(guard.as_mut().ok_or_else(|| Error::runtime("sqlite: target already cleaned up"))?)
+        let info = sql_target_info(name, url, "sqlite", rusqlite::version().to_string(), &file, settings);
+        let original_journal = (!file.is_throwaway() && original_journal != "wal").then_some(original_journal);
+        Ok(Embedded(Sqlite { file: EmbeddedFile::new(info, &SQLITE, file, SqliteEngine(admin)), original_journal, synchronous }))
     }
 }
 
@@ -174,80 +134,56 @@ fn durability(journal_mode: &str, synchronous: &str) -> String {
     }
 }
 
-#[async_trait]
-impl Target for Sqlite {
-    fn info(&self) -> &TargetInfo {
-        &self.info
+impl EmbeddedSql for Sqlite {
+    type Engine = SqliteEngine;
+
+    fn file(&self) -> &EmbeddedFile<SqliteEngine> {
+        &self.file
     }
 
-    async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
-        let (target, file) = (&self.info.name, self.path.display().to_string());
-        self.with_admin(|engine| {
-            // Check every table before changing anything, so a refusal leaves the file as it was.
-            refuse_foreign(engine, &SQLITE, tables, target, &file)?;
-            // The journal mode cannot change inside a transaction: switch first, check again inside.
-            switch_to_wal(&engine.0).map_err(|e| Error::runtime(format!("sqlite: {e}")))?;
-            in_transaction(engine, &SQLITE, |engine| create_tables(engine, &SQLITE, tables, target, &file))
-        })?;
-        *self.tables.lock().unwrap() = tables.to_vec();
-        Ok(())
+    /// Every client opens its own connection on the file.
+    fn client(&self, _admin: &mut SqliteEngine) -> Result<SqliteEngine> {
+        Ok(SqliteEngine(open_connection(&self.file.path, self.synchronous).map_err(runtime)?))
     }
 
     /// One transaction of single-row inserts through one prepared statement.
-    async fn load(&self, table: &TableDef, rows: RowSource) -> Result<u64> {
+    fn load(&self, admin: &mut SqliteEngine, table: &TableDef, rows: RowSource) -> Result<u64> {
         let insert = SqlTable::new(&SQLITE, Arc::new(table.clone())).text(&SQLITE, Statement::Insert { table: 0, rows: 1 });
-        self.with_admin(|engine| {
-            let tx = engine.0.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(runtime)?;
-            let mut n = 0;
-            {
-                let mut insert = tx.prepare(&insert).map_err(runtime)?;
-                for row in rows {
-                    insert.execute(params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
-                    n += 1;
-                }
+        let tx = admin.0.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(runtime)?;
+        let mut n = 0;
+        {
+            let mut insert = tx.prepare(&insert).map_err(runtime)?;
+            for row in rows {
+                insert.execute(params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
+                n += 1;
             }
-            tx.commit().map_err(runtime)?;
-            Ok(n)
-        })
-    }
-
-    async fn connect(&self) -> Result<Box<dyn Connection>> {
-        if self.admin.lock().unwrap().is_none() {
-            return Err(Error::runtime("sqlite: target already cleaned up"));
         }
-        let engine = SqliteEngine(open_connection(&self.path, self.synchronous).map_err(runtime)?);
-        let tables = sql_tables(&SQLITE, &self.tables.lock().unwrap());
-        Ok(Box::new(SqlConnection::new(&SQLITE, tables.clone(), EmbeddedSession::new(engine, &SQLITE, tables))))
-    }
-
-    async fn count_rows(&self, table: &TableDef) -> Result<u64> {
-        self.with_admin(|engine| count_rows(engine, &SQLITE, table))
+        tx.commit().map_err(runtime)?;
+        Ok(n)
     }
 
     /// The database's pages in use (`(page_count − freelist_count) × page_size`): SQLite
     /// keeps the data in its file and a bounded page cache, so this is the storage the data
     /// takes (free pages left by dropped tables are not counted).
-    async fn engine_memory(&self) -> Result<Option<crate::adapter::EngineMemory>> {
+    fn engine_memory(&self, admin: &mut SqliteEngine) -> Result<EngineMemory> {
         let sql = "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()";
-        let bytes = self.with_admin(|engine| engine.0.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime))?;
-        Ok(Some(crate::adapter::EngineMemory { bytes: bytes as u64, source: "pages in use × page_size (database file)".into() }))
+        let bytes = admin.0.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime)?;
+        Ok(EngineMemory { bytes: bytes as u64, source: "pages in use × page_size (database file)".into() })
     }
 
-    async fn cleanup(&self) -> Result<()> {
-        let engine = self.admin.lock().unwrap().take();
-        if let Some(mut engine) = engine {
-            if let Some(dir) = self.scratch.lock().unwrap().take() {
-                drop(engine);
-                return dir.close().map_err(|e| Error::runtime(format!("sqlite: cannot remove the throwaway file: {e}")));
-            }
-            in_transaction(&mut engine, &SQLITE, |engine| drop_tables(engine, &SQLITE))?;
-            if let Some(mode) = &self.original_journal {
-                let now: String = engine.0.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0)).map_err(runtime)?;
-                if !now.eq_ignore_ascii_case(mode) {
-                    return Err(Error::runtime(format!(
-                        "sqlite: could not restore journal_mode={mode} (still {now}); is another program using the file?"
-                    )));
-                }
+    /// The journal mode cannot change inside a transaction: WAL now, checked again inside.
+    fn before_create(&self, admin: &mut SqliteEngine) -> Result<()> {
+        switch_to_wal(&admin.0).map_err(|e| Error::runtime(format!("sqlite: {e}")))
+    }
+
+    /// A user's file gets its journal mode back.
+    fn after_drop(&self, admin: &mut SqliteEngine) -> Result<()> {
+        if let Some(mode) = &self.original_journal {
+            let now: String = admin.0.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0)).map_err(runtime)?;
+            if !now.eq_ignore_ascii_case(mode) {
+                return Err(Error::runtime(format!(
+                    "sqlite: could not restore journal_mode={mode} (still {now}); is another program using the file?"
+                )));
             }
         }
         Ok(())
@@ -258,7 +194,7 @@ impl Target for Sqlite {
 pub struct SqliteEngine(rusqlite::Connection);
 
 impl Engine for SqliteEngine {
-    super::binding_calls!(rusqlite);
+    binding_calls!(rusqlite);
 
     /// A reading transaction takes no lock until it reads; a writing one takes the write
     /// lock at once (no deadlock between two readers upgrading).
@@ -309,10 +245,11 @@ fn op_error(e: rusqlite::Error) -> OpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::Target;
     use crate::base::op::{Answer, Op, RangeAgg};
     use crate::data::kv;
 
-    fn open_at(path: &Path) -> Sqlite {
+    fn open_at(path: &Path) -> Embedded<Sqlite> {
         let url = TargetUrl::parse(&format!("sqlite:{}", path.display())).unwrap();
         Sqlite::open("t", &url, &OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() }).unwrap()
     }
@@ -327,7 +264,7 @@ mod tests {
         assert!(target.info().version.starts_with('3'), "{}", target.info().version);
         // What the settings say is what a client connection gets.
         target.prepare(&[kv::shared_def()]).await.unwrap();
-        let conn = open_connection(&target.path, target.synchronous).unwrap();
+        let conn = open_connection(&target.0.file.path, target.0.synchronous).unwrap();
         assert_eq!(conn.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0)).unwrap(), "wal");
         assert_eq!(conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0)).unwrap(), 1);
         assert_eq!(conn.query_row("PRAGMA busy_timeout", [], |r| r.get::<_, i64>(0)).unwrap(), BUSY_TIMEOUT.as_millis() as i64);
@@ -369,18 +306,9 @@ mod tests {
 
     #[tokio::test]
     async fn decimals_and_dates_round_trip_exactly() {
-        use crate::base::table::Column;
         let dir = tempfile::tempdir().unwrap();
         let target = open_at(&dir.path().join("types.db"));
-        let def = Arc::new(TableDef {
-            name: "typed".into(),
-            columns: vec![
-                Column { name: "k".into(), ty: ColumnType::Int },
-                Column { name: "price".into(), ty: ColumnType::Decimal },
-                Column { name: "day".into(), ty: ColumnType::Date },
-            ],
-            indexed: vec![0],
-        });
+        let def = crate::adapter::embedded::typed_table(vec![0]);
         target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let rows = vec![
             vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
@@ -416,9 +344,9 @@ mod tests {
         let ctx = OpenContext { scratch_dir: dir.path().join("scratch") };
         let target = Sqlite::open("t", &TargetUrl::parse("sqlite:").unwrap(), &ctx).unwrap();
         target.prepare(&[kv::shared_def()]).await.unwrap();
-        assert!(target.path.exists());
+        assert!(target.0.file.path.exists());
         target.cleanup().await.unwrap();
-        assert!(!target.path.exists());
+        assert!(!target.0.file.path.exists());
         assert_eq!(std::fs::read_dir(&ctx.scratch_dir).unwrap().count(), 0);
     }
 }

@@ -77,8 +77,14 @@ use tokio_postgres::{Client, NoTls};
 
 /// H2's session: typed parameters, a batch commits only once every statement succeeded
 /// (a failed statement does not abort an H2 transaction), query answers as text.
-static FLAVOR: Flavor =
-    Flavor { dialect: &H2_SQL, layout: Layout::Row, typed_parameters: true, commit: Commit::WhenAllSucceeded, text_answers: true };
+static FLAVOR: Flavor = Flavor {
+    dialect: &H2_SQL,
+    layout: Layout::Row,
+    typed_parameters: true,
+    commit: Commit::WhenAllSucceeded,
+    text_answers: true,
+    prepare_on_connect: false,
+};
 
 /// H2's PG server port when the URL names none.
 pub const DEFAULT_PORT: u16 = 5435;

@@ -45,8 +45,14 @@ use tokio_postgres::{Client, NoTls};
 
 /// HyPer's session: every statement prepared with its parameter types, a batch sent after
 /// its `BEGIN` and committed once every statement succeeded.
-static FLAVOR: Flavor =
-    Flavor { dialect: &HYPER, layout: Layout::Row, typed_parameters: true, commit: Commit::WhenAllSucceeded, text_answers: false };
+static FLAVOR: Flavor = Flavor {
+    dialect: &HYPER,
+    layout: Layout::Row,
+    typed_parameters: true,
+    commit: Commit::WhenAllSucceeded,
+    text_answers: false,
+    prepare_on_connect: false,
+};
 
 /// The user hyperd's `--init-user` creates; the default when the URL names none.
 pub const DEFAULT_USER: &str = "tableau_internal_user";

@@ -57,6 +57,11 @@ pub struct Flavor {
     /// Analytic queries run over the simple (text) protocol (H2's server has no binary
     /// output for text), each cell parsed into its answer type.
     pub text_answers: bool,
+    /// The statements every workload uses are prepared when a session opens, so the first
+    /// measured ops do not pay for preparing (PostgreSQL). Otherwise each is prepared at its
+    /// first use (HyPer, H2): a table dropped before the run then fails the requests that
+    /// use it, not the connection.
+    pub prepare_on_connect: bool,
 }
 
 /// What the three PostgreSQL-protocol targets keep alike: their description (completed

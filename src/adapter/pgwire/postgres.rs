@@ -26,9 +26,30 @@ use tokio_postgres::{Client, NoTls};
 /// The three layouts' sessions: PostgreSQL aborts a transaction at its first error, so a
 /// batch is one pipeline; parameter types come from the statements' casts.
 static FLAVORS: [Flavor; 3] = [
-    Flavor { dialect: &PG_ROW, layout: Layout::Row, typed_parameters: false, commit: Commit::Pipelined, text_answers: false },
-    Flavor { dialect: &PG_HSTORE, layout: Layout::Hstore, typed_parameters: false, commit: Commit::Pipelined, text_answers: false },
-    Flavor { dialect: &PG_JSONB, layout: Layout::Jsonb, typed_parameters: false, commit: Commit::Pipelined, text_answers: false },
+    Flavor {
+        dialect: &PG_ROW,
+        layout: Layout::Row,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+    Flavor {
+        dialect: &PG_HSTORE,
+        layout: Layout::Hstore,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+    Flavor {
+        dialect: &PG_JSONB,
+        layout: Layout::Jsonb,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
 ];
 
 fn flavor(layout: Layout) -> &'static Flavor {

@@ -39,11 +39,13 @@ pub struct PgSession {
 }
 
 impl PgSession {
-    /// A session with the statements every workload uses prepared.
+    /// A session with the echo statement prepared, and the statements every workload uses
+    /// where the flavor prepares them on connecting.
     pub async fn new(client: Client, flavor: &'static Flavor, tables: Arc<Vec<SqlTable>>) -> Result<Self, OpError> {
         let mut session = PgSession { client, flavor, statements: StatementCache::new(flavor.dialect, tables) };
         let mut common = vec![Statement::Echo];
-        for (table, t) in session.statements.tables().iter().enumerate() {
+        let tables = if flavor.prepare_on_connect { session.statements.tables().clone() } else { Arc::default() };
+        for (table, t) in tables.iter().enumerate() {
             common.extend([Statement::Insert { table, rows: 1 }, Statement::Get { table }, Statement::Delete { table }]);
             if flavor.dialect.row_batch() == RowBatch::Arrays {
                 common.push(Statement::Insert { table, rows: 0 });
@@ -58,9 +60,8 @@ impl PgSession {
                 common.extend([RangeAgg::Rows, RangeAgg::Count].map(|agg| Statement::Range { table, column, agg }));
             }
         }
-        if !flavor.text_answers {
+        if !flavor.text_answers && flavor.prepare_on_connect {
             // The analytic queries whose tables this run prepared.
-            let tables = session.statements.tables().clone();
             common.extend(QUERIES.into_iter().filter(|q| Statement::Query(*q).text(flavor.dialect, &tables).is_ok()).map(Statement::Query));
         }
         let texts = common.iter().map(|s| session.statements.text(*s)).collect::<Result<Vec<_>, _>>()?;

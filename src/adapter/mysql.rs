@@ -11,10 +11,15 @@
 //! statement). Batches: inserts are one multi-row `INSERT`, gets and deletes one
 //! `... IN (...)` statement; other batches run as one transaction of statements sent one
 //! after another (the protocol has no pipelining).
+//! A prepared statement has at most 65,535 placeholders: a multi-row `INSERT` or `IN` list
+//! that needs more is sent as the same statement with literal values over the text
+//! protocol (what the `mariadb` client sends, see [`literal`]), split into several
+//! statements (in one transaction when they write) only where one would exceed the
+//! server's `max_allowed_packet`. The target's `request.*` settings say so.
 //! Bulk loads are multi-row prepared `INSERT`s of 1000 rows; `LOAD DATA LOCAL INFILE`
 //! needs `local_infile` enabled on the server, so it is not used.
 
-use super::sql::connection::{Executor, SqlConnection, StatementCache};
+use super::sql::connection::{Executor, SqlConnection, StatementCache, returns_rows};
 use super::sql::dialect::{Dialect, SqlTable};
 use super::sql::dialects::{MYSQL, SCHEMA as DATABASE};
 use super::sql::plan::{Answered, Args, Reply, Step};
@@ -30,6 +35,8 @@ use mysql_async::{Conn, Params, Value as MyValue};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+pub(crate) mod literal;
 
 /// The analytic queries MariaDB runs.
 const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
@@ -132,6 +139,28 @@ fn parse_hundredths(text: &str) -> Option<Decimal> {
     Some(Decimal(if negative { -value } else { value }))
 }
 
+/// What an insert, a batch of inserts, a multi-get and a delete send (the target's
+/// `request.*` settings).
+fn requests(max_packet: &str) -> [(&'static str, String); 4] {
+    let split = format!("split into several statements only where one would exceed max_allowed_packet ({max_packet} bytes)");
+    [
+        ("request.insert", "INSERT INTO <table> (<columns>) VALUES (?, …), prepared".into()),
+        (
+            "request.insert_batch",
+            format!(
+                "one multi-row INSERT, prepared with ? placeholders while it needs at most 65,535; beyond that the same INSERT                  with literal values (text protocol, as the mariadb client sends it); {split}, in one transaction"
+            ),
+        ),
+        (
+            "request.multi_get",
+            format!(
+                "one SELECT * FROM <table> WHERE <key> IN (?, …), prepared up to 65,535 keys; beyond that with literal keys                  (text protocol); {split}"
+            ),
+        ),
+        ("request.delete", "DELETE FROM <table> WHERE <key> = ?, prepared (a batch: one DELETE … IN (…), as a multi-get)".into()),
+    ]
+}
+
 fn op_error(e: mysql_async::Error) -> OpError {
     let class = match &e {
         mysql_async::Error::Server(_) => ErrorClass::Server,
@@ -229,10 +258,15 @@ impl MySql {
         let vars: Vec<(String, String)> = conn
             .query(
                 "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
-                 ('innodb_flush_log_at_trx_commit', 'tx_isolation', 'transaction_isolation', 'log_bin', 'sync_binlog')",
+                 ('innodb_flush_log_at_trx_commit', 'tx_isolation', 'transaction_isolation', 'log_bin', 'sync_binlog', \
+                 'max_allowed_packet')",
             )
             .await
             .map_err(|e| self.runtime("SHOW VARIABLES", &e))?;
+        let max_packet = vars.iter().find(|(n, _)| n == "max_allowed_packet").map(|(_, v)| v.clone()).unwrap_or_default();
+        for (key, text) in requests(&max_packet) {
+            info.settings.insert(key.to_string(), text);
+        }
         for (name, value) in vars {
             let key = match name.as_str() {
                 "tx_isolation" | "transaction_isolation" => "isolation".to_string(),
@@ -391,7 +425,11 @@ impl Target for MySql {
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         let conn = self.open_conn().await?;
         let tables = self.tables.lock().unwrap().clone();
-        let mut session = MySession { conn, statements: StatementCache::new(&MYSQL, tables.clone()) };
+        let mut conn = conn;
+        let max_packet: Option<u64> =
+            conn.query_first("SELECT @@max_allowed_packet").await.map_err(|e| self.runtime("SELECT @@max_allowed_packet", &e))?;
+        let max_packet = max_packet.unwrap_or(4 << 20) as usize;
+        let mut session = MySession { conn, max_packet, statements: StatementCache::new(&MYSQL, tables.clone()) };
         session.warm().await.map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
         Ok(Box::new(SqlConnection::new(&MYSQL, tables, session)))
     }
@@ -428,6 +466,8 @@ fn push_row(def: &TableDef, row: &Row, out: &mut Vec<MyValue>) -> Result<(), OpE
 /// One MariaDB session: the `Executor` of `sql::SqlConnection`.
 struct MySession {
     conn: Conn,
+    /// The server's `max_allowed_packet`: the longest statement it accepts.
+    max_packet: usize,
     /// Statement texts; the driver prepares and caches them by text.
     statements: StatementCache<Arc<str>>,
 }
@@ -480,9 +520,81 @@ impl MySession {
     }
 }
 
+impl MySession {
+    /// The step as statements with literal values when it needs more placeholders than a
+    /// prepared statement has (see [`literal`]): the one-row (one-key) statement's text with
+    /// its placeholder group repeated as literals, split only where `max_allowed_packet`
+    /// requires. `None` for every other step.
+    fn literal_statements(&self, step: &Step<'_>) -> Result<Option<Vec<String>>, OpError> {
+        let table = step.statement.table().unwrap_or_default();
+        let (one, items): (Statement, Vec<String>) = match (&step.args, step.statement) {
+            (Args::Rows(rows), Statement::Insert { .. })
+                if rows.len() * rows.first().map_or(0, |r| r.len()) > literal::MAX_PLACEHOLDERS =>
+            {
+                let def = &self.statements.table(table)?.def;
+                let mut tuples = Vec::with_capacity(rows.len());
+                for row in rows {
+                    if row.len() != def.columns.len() {
+                        let (name, have, want) = (&def.name, row.len(), def.columns.len());
+                        return Err(OpError::client(format!("{name}: row has {have} values, table has {want} columns")));
+                    }
+                    tuples.push(literal::row_tuple(row)?);
+                }
+                (Statement::Insert { table, rows: 1 }, tuples)
+            }
+            (Args::Keys(keys), Statement::GetMany { .. } | Statement::DeleteMany { .. }) if keys.len() > literal::MAX_PLACEHOLDERS => {
+                let one = if matches!(step.statement, Statement::GetMany { .. }) {
+                    Statement::GetMany { table, keys: 1 }
+                } else {
+                    Statement::DeleteMany { table, keys: 1 }
+                };
+                (one, keys.iter().map(i64::to_string).collect())
+            }
+            _ => return Ok(None),
+        };
+        let text = self.statements.text(one)?;
+        // The placeholder group: a row's `(?, …)` tuple, or the one key's `?`.
+        let group = if matches!(one, Statement::Insert { .. }) { text.rfind("(?") } else { text.rfind('?') };
+        let start = group.ok_or_else(|| OpError::client(format!("no placeholder in {text}")))?;
+        let end = if matches!(one, Statement::Insert { .. }) { text[start..].find(')').map(|i| start + i + 1) } else { Some(start + 1) };
+        let end = end.ok_or_else(|| OpError::client(format!("no placeholder group in {text}")))?;
+        Ok(Some(literal::statements(&text[..start], &text[end..], items, self.max_packet)))
+    }
+
+    /// Sends literal statements over the text protocol: the rows returned, else the
+    /// affected rows of writes (in one transaction when there are several).
+    async fn run_literal(&mut self, statements: Vec<String>, returns_rows: bool) -> Result<u64, OpError> {
+        if returns_rows {
+            let mut rows = 0;
+            for sql in statements {
+                rows += self.conn.query_fold(sql, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?;
+            }
+            return Ok(rows);
+        }
+        if let [sql] = statements.as_slice() {
+            self.conn.query_drop(sql).await.map_err(op_error)?;
+            return Ok(self.conn.affected_rows());
+        }
+        self.begin(true).await?;
+        let mut rows = 0;
+        for sql in statements {
+            if let Err(e) = self.conn.query_drop(sql).await {
+                self.rollback().await;
+                return Err(op_error(e));
+            }
+            rows += self.conn.affected_rows();
+        }
+        self.commit().await?;
+        Ok(rows)
+    }
+}
+
 #[async_trait]
 impl Executor for MySession {
     async fn run(&mut self, step: &Step<'_>) -> Result<Answered, OpError> {
+        if let Some(statements) = self.literal_statements(step)? {
+            return self.run_literal(statements, returns_rows(step.reply)).await.map(Answered::Rows);
+        }
         let (text, params) = (self.statements.cached_text(step.statement)?, Params::Positional(self.params(step)?));
         Ok(match step.reply {
             Reply::Affected | Reply::Inserted(_) => {

@@ -20,7 +20,7 @@ use super::session::{Engine, binding_calls};
 use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
 use super::{Embedded, clip};
 use crate::adapter::sql::dialect::Dialect;
-use crate::adapter::sql::dialects::DUCKDB;
+use crate::adapter::sql::dialects::{DUCKDB, DUCKDB_IN_LIST_MAX};
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
 use crate::base::op::OpError;
 use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
@@ -70,7 +70,14 @@ impl DuckDb {
             ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("multi_get".to_string(), "IN list of bound keys up to 100, else one BIGINT[] list parameter".to_string()),
+            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
+            ("request.insert_batch".to_string(), "one transaction of single-row prepared INSERTs".to_string()),
+            (
+                "request.multi_get".to_string(),
+                format!(
+                    "SELECT … WHERE <key> IN (?, …) of bound keys up to {DUCKDB_IN_LIST_MAX}, else IN (SELECT unnest(one BIGINT[] parameter))"
+                ),
+            ),
         ]);
         let info = sql_target_info(name, url, "duckdb", version, &file, settings);
         Ok(Embedded(DuckDb { file: EmbeddedFile::new(info, &DUCKDB, file, DuckDbEngine(base)) }))

@@ -97,7 +97,12 @@ impl Sqlite {
             ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("multi_get".to_string(), format!("IN list of bound keys, {} per statement, one read transaction", SQLITE.max_keys())),
+            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
+            ("request.insert_batch".to_string(), "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs".to_string()),
+            (
+                "request.multi_get".to_string(),
+                format!("SELECT … WHERE <key> IN (?, …) of bound keys, {} per statement, in one read transaction", SQLITE.max_keys()),
+            ),
         ]);
         let info = sql_target_info(name, url, "sqlite", rusqlite::version().to_string(), &file, settings);
         let original_journal = (!file.is_throwaway() && original_journal != "wal").then_some(original_journal);

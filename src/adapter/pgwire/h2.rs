@@ -24,8 +24,8 @@
 //!   value undecodable); statements are prepared with explicit types instead and use
 //!   `CAST`-free `$n`, with `DATEADD`/`DATEDIFF` for the day-number encoding of dates.
 //! - **No arrays on the wire** (H2 reads a binary int8[] parameter as a string) and no
-//!   `type[]` syntax: `= ANY($1)` becomes `IN ($1, ..., $n)` with the key list
-//!   deduplicated and padded (with its last key) to a power of two, so a handful of
+//!   `type[]` syntax: `= ANY($1)` becomes `IN ($1, ..., $n)` lists of at most 1,024
+//!   distinct keys, each padded (with its own last key) to a power of two, so a handful of
 //!   statements per table serve every list length; `INSERT ... SELECT FROM UNNEST(arrays)`
 //!   becomes a multi-row `INSERT ... VALUES (...), (...)`.
 //! - **No COPY**: bulk load is multi-row `INSERT ... VALUES` of up to [`MAX_PARAMS`]
@@ -141,6 +141,15 @@ impl H2 {
         settings.insert("load".into(), format!("multi-row INSERT ... VALUES, {} parameters per statement (no COPY in H2)", max_params()));
         settings.insert("text_on_the_wire".into(), "STRINGTOUTF8 (bytea): H2's PG server has no binary text output".into());
         settings.insert("queries".into(), "TPC-H in PostgreSQL syntax, simple (text) protocol".into());
+        settings.insert("request.insert".into(), "INSERT INTO <table> VALUES ($1, …), prepared".into());
+        settings.insert(
+            "request.insert_batch".into(),
+            format!("multi-row INSERT … VALUES of up to {} parameters per statement; several in one transaction", max_params()),
+        );
+        settings.insert(
+            "request.multi_get".into(),
+            format!("SELECT … WHERE <key> IN ($1, …): up to {} distinct keys per statement, padded to a power of two", H2_SQL.max_keys()),
+        );
         let ops = OpKind::ALL.to_vec();
         Ok(H2 {
             pg: PgTarget::new(

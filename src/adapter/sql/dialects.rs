@@ -363,21 +363,21 @@ impl Dialect for MySql {
         None
     }
 
+    /// One list, however long: the session sends a list beyond 65,535 keys with literal keys.
     fn max_keys(&self) -> usize {
-        MYSQL_MAX_PARAMS
+        usize::MAX
     }
 
+    /// One statement, however many rows: the session sends one beyond 65,535 placeholders
+    /// with literal values.
     fn row_batch(&self) -> RowBatch {
-        RowBatch::Values { max_params: MYSQL_MAX_PARAMS }
+        RowBatch::Values { max_params: usize::MAX }
     }
 
     fn double(&self) -> &'static str {
         "DOUBLE"
     }
 }
-
-/// The most placeholders one MariaDB/MySQL prepared statement takes.
-const MYSQL_MAX_PARAMS: usize = 65_535;
 
 /// SQLite: numbered `?N` parameters; decimals as INTEGER hundredths and dates as INTEGER
 /// days (exact, compact, ordered); a batch is one transaction of single statements.
@@ -422,7 +422,7 @@ pub struct DuckDb;
 pub static DUCKDB: DuckDb = DuckDb;
 
 /// Most keys DuckDB gets as an `IN ($1, ...)` list.
-const DUCKDB_IN_LIST_MAX: usize = 100;
+pub const DUCKDB_IN_LIST_MAX: usize = 100;
 
 impl Dialect for DuckDb {
     fn name(&self) -> &'static str {

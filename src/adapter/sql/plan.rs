@@ -211,23 +211,26 @@ impl<'t> Planner<'t> {
         if self.dialect.key_list(keys.len()) == KeyList::Array {
             return Ok(vec![Step { statement: statement(0), args: Args::Keys(keys.to_vec()), reply }]);
         }
-        let keys = if self.dialect.pad_keys() { padded(keys) } else { keys.to_vec() };
-        Ok(keys
-            .chunks(self.dialect.max_keys())
-            .map(|chunk| Step { statement: statement(chunk.len()), args: Args::Keys(chunk.to_vec()), reply })
-            .collect())
+        let max = self.dialect.max_keys();
+        let lists = if self.dialect.pad_keys() { padded_lists(keys, max) } else { keys.chunks(max).map(<[i64]>::to_vec).collect() };
+        Ok(lists.into_iter().map(|list| Step { statement: statement(list.len()), args: Args::Keys(list), reply }).collect())
     }
 }
 
-/// The keys of a list: distinct, then padded with the last one to a power of two.
-fn padded(keys: &[i64]) -> Vec<i64> {
+/// The lists for `keys`: distinct keys, at most `max` per list, each list padded with its
+/// own last key to a power of two (a repeated key matches its row once within one
+/// statement, so results do not change and few statement shapes are prepared).
+fn padded_lists(keys: &[i64], max: usize) -> Vec<Vec<i64>> {
     let mut keys = keys.to_vec();
     keys.sort_unstable();
     keys.dedup();
-    if let Some(&last) = keys.last() {
-        keys.resize(keys.len().next_power_of_two(), last);
-    }
-    keys
+    keys.chunks(max)
+        .map(|chunk| {
+            let mut list = chunk.to_vec();
+            list.resize(chunk.len().next_power_of_two(), chunk[chunk.len() - 1]);
+            list
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -236,10 +239,15 @@ mod tests {
 
     #[test]
     fn key_lists_are_distinct_and_padded_to_a_power_of_two() {
-        assert_eq!(padded(&[5, 1, 5, 3, 9]), vec![1, 3, 5, 9]);
-        assert_eq!(padded(&[4, 2, 7]), vec![2, 4, 7, 7]);
-        assert_eq!(padded(&[1, 2, 3, 4, 5]), vec![1, 2, 3, 4, 5, 5, 5, 5]);
-        assert_eq!(padded(&[]), Vec::<i64>::new());
+        assert_eq!(padded_lists(&[5, 1, 5, 3, 9], 1024), vec![vec![1, 3, 5, 9]]);
+        assert_eq!(padded_lists(&[4, 2, 7], 1024), vec![vec![2, 4, 7, 7]]);
+        assert_eq!(padded_lists(&[1, 2, 3, 4, 5], 1024), vec![vec![1, 2, 3, 4, 5, 5, 5, 5]]);
+        assert!(padded_lists(&[], 1024).is_empty());
+        // Beyond one list, every list pads with its own keys: no key is counted twice.
+        let many: Vec<i64> = (0..1024 * 2 + 3).collect();
+        let lists = padded_lists(&many, 1024);
+        assert_eq!(lists.iter().map(Vec::len).collect::<Vec<_>>(), [1024, 1024, 4]);
+        assert_eq!(lists[2], vec![2048, 2049, 2050, 2050]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! every engine returns a double.
 //! No text ends in a semicolon (HyPer takes one statement per query string).
 
+use super::dialect::{Dialect, Storage};
 use crate::base::op::QueryId;
 use crate::base::table::ColumnType;
 use crate::data::tpch_queries::{
@@ -19,58 +20,21 @@ use crate::data::tpch_queries::{
     Q14_TYPE_PREFIX, days,
 };
 
-/// How an adapter stores TPC-H tables and which SQL it speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// PostgreSQL, one column per attribute (NUMERIC(15,2), DATE).
-    Postgres,
-    /// PostgreSQL `(pk bigint primary key, v hstore)`: attributes as text in `v`.
-    PgHstore,
-    /// PostgreSQL `(pk bigint primary key, v jsonb)`: numbers as JSON numbers, dates and
-    /// text as JSON strings.
-    PgJsonb,
-    /// MySQL / MariaDB (DECIMAL(15,2), DATE).
-    MySql,
-    /// SQLite: Decimal as INTEGER hundredths, Date as INTEGER days since 1970-01-01.
-    Sqlite,
-    /// DuckDB (DECIMAL(15,2), DATE).
-    DuckDb,
-    /// HyPer / Tableau Hyper (NUMERIC(15,2), DATE), PostgreSQL syntax.
-    Hyper,
-}
-
-impl Dialect {
-    pub const ALL: [Dialect; 7] =
-        [Dialect::Postgres, Dialect::PgHstore, Dialect::PgJsonb, Dialect::MySql, Dialect::Sqlite, Dialect::DuckDb, Dialect::Hyper];
-
-    fn double(self) -> &'static str {
-        match self {
-            Dialect::MySql | Dialect::DuckDb => "DOUBLE",
-            _ => "DOUBLE PRECISION",
-        }
-    }
-
-    fn is_document(self) -> bool {
-        matches!(self, Dialect::PgHstore | Dialect::PgJsonb)
-    }
-}
-
 /// A date constant as the dialect compares it.
-fn date_lit(dialect: Dialect, iso: &str) -> String {
-    match dialect {
-        Dialect::Sqlite => days(iso).to_string(),
-        _ => format!("DATE '{iso}'"),
+fn date_lit(dialect: &dyn Dialect, iso: &str) -> String {
+    match dialect.storage() {
+        Storage::Integers => days(iso).to_string(),
+        Storage::Typed | Storage::Document { .. } => format!("DATE '{iso}'"),
     }
 }
 
 /// The FROM item for a table: its name, or for hstore/jsonb a derived table that exposes
 /// the needed attributes as typed columns under their TPC-H names. `key` is the table's
 /// column 0 (stored as `pk` in the document layouts).
-fn from(dialect: Dialect, table: &dyn Fn(&str) -> String, name: &str, key: &str, cols: &[(&str, ColumnType)]) -> String {
-    if !dialect.is_document() {
+fn from_item(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String, name: &str, key: &str, cols: &[(&str, ColumnType)]) -> String {
+    let Storage::Document { arrow } = dialect.storage() else {
         return table(name);
-    }
-    let arrow = if dialect == Dialect::PgHstore { "->" } else { "->>" };
+    };
     let items: Vec<String> = cols
         .iter()
         .map(|(c, ty)| {
@@ -92,15 +56,14 @@ fn from(dialect: Dialect, table: &dyn Fn(&str) -> String, name: &str, key: &str,
 
 /// The SQL of `query` for `dialect`; `table("lineitem")` gives the adapter's qualified
 /// table name. See the module docs for result types.
-pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> String {
+pub fn sql(query: QueryId, dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String) -> String {
     use ColumnType::{Date as D, Decimal as M, Int as I, Text as T};
     let dbl = dialect.double();
-    let sqlite = dialect == Dialect::Sqlite;
+    let integers = dialect.storage() == Storage::Integers;
+    let mut from = |name: &str, key: &str, cols: &[(&str, ColumnType)]| from_item(dialect, table, name, key, cols);
     match query {
         QueryId::TpchQ1 => {
             let lineitem = from(
-                dialect,
-                table,
                 "lineitem",
                 "l_pk",
                 &[
@@ -113,7 +76,7 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
                     ("l_shipdate", D),
                 ],
             );
-            let aggregates = if sqlite {
+            let aggregates = if integers {
                 "sum(l_quantity) / 100.0 AS sum_qty, \
                  sum(l_extendedprice) / 100.0 AS sum_base_price, \
                  sum(l_extendedprice * (100 - l_discount)) / 10000.0 AS sum_disc_price, \
@@ -143,22 +106,10 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
             )
         }
         QueryId::TpchQ3 => {
-            let customer = from(dialect, table, "customer", "c_custkey", &[("c_custkey", I), ("c_mktsegment", T)]);
-            let orders = from(
-                dialect,
-                table,
-                "orders",
-                "o_orderkey",
-                &[("o_orderkey", I), ("o_custkey", I), ("o_orderdate", D), ("o_shippriority", I)],
-            );
-            let lineitem = from(
-                dialect,
-                table,
-                "lineitem",
-                "l_pk",
-                &[("l_orderkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)],
-            );
-            let revenue = if sqlite {
+            let customer = from("customer", "c_custkey", &[("c_custkey", I), ("c_mktsegment", T)]);
+            let orders = from("orders", "o_orderkey", &[("o_orderkey", I), ("o_custkey", I), ("o_orderdate", D), ("o_shippriority", I)]);
+            let lineitem = from("lineitem", "l_pk", &[("l_orderkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
+            let revenue = if integers {
                 "sum(l_extendedprice * (100 - l_discount)) / 10000.0".to_string()
             } else {
                 format!("CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl})")
@@ -175,15 +126,9 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
             )
         }
         QueryId::TpchQ6 => {
-            let lineitem = from(
-                dialect,
-                table,
-                "lineitem",
-                "l_pk",
-                &[("l_quantity", M), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)],
-            );
+            let lineitem = from("lineitem", "l_pk", &[("l_quantity", M), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
             let (lo, hi) = (Q6_DISCOUNT - 1, Q6_DISCOUNT + 1);
-            let (revenue, discount, quantity) = if sqlite {
+            let (revenue, discount, quantity) = if integers {
                 ("sum(l_extendedprice * l_discount) / 10000.0".to_string(), format!("{lo} AND {hi}"), (Q6_QUANTITY * 100).to_string())
             } else {
                 (format!("CAST(sum(l_extendedprice * l_discount) AS {dbl})"), format!("0.{lo:02} AND 0.{hi:02}"), Q6_QUANTITY.to_string())
@@ -197,11 +142,10 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
             )
         }
         QueryId::TpchQ14 => {
-            let lineitem =
-                from(dialect, table, "lineitem", "l_pk", &[("l_partkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
-            let part = from(dialect, table, "part", "p_partkey", &[("p_partkey", I), ("p_type", T)]);
+            let lineitem = from("lineitem", "l_pk", &[("l_partkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
+            let part = from("part", "p_partkey", &[("p_partkey", I), ("p_type", T)]);
             let promo = format!("p_type LIKE '{Q14_TYPE_PREFIX}%'");
-            let promo_revenue = if sqlite {
+            let promo_revenue = if integers {
                 format!(
                     "100.0 * sum(CASE WHEN {promo} THEN l_extendedprice * (100 - l_discount) ELSE 0 END) \
                      / sum(l_extendedprice * (100 - l_discount))"
@@ -226,19 +170,20 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::sql::dialects::{self, DUCKDB, HYPER, MYSQL, PG_HSTORE, PG_JSONB, PG_ROW, SQLITE};
     use crate::data::tpch_queries::answer_columns;
 
-    fn plain(name: &str) -> String {
-        name.to_string()
+    fn plain(query: QueryId, dialect: &dyn Dialect) -> String {
+        sql(query, dialect, &mut |name: &str| name.to_string())
     }
 
     #[test]
     fn every_dialect_has_every_query_without_semicolons() {
-        for d in Dialect::ALL {
+        for d in dialects::all() {
             for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
-                let text = sql(q, d, &plain);
-                assert!(text.starts_with("SELECT "), "{d:?} {q:?}: {text}");
-                assert!(!text.contains(';'), "{d:?} {q:?}");
+                let text = plain(q, d);
+                assert!(text.starts_with("SELECT "), "{} {q:?}: {text}", d.name());
+                assert!(!text.contains(';'), "{} {q:?}", d.name());
                 assert!(text.contains("lineitem"));
             }
         }
@@ -246,12 +191,12 @@ mod tests {
 
     #[test]
     fn sqlite_uses_days_and_hundredths() {
-        let q6 = sql(QueryId::TpchQ6, Dialect::Sqlite, &plain);
+        let q6 = plain(QueryId::TpchQ6, &SQLITE);
         assert!(q6.contains("l_shipdate >= 8766 AND l_shipdate < 9131"), "{q6}");
         assert!(q6.contains("BETWEEN 5 AND 7 AND l_quantity < 2400"), "{q6}");
-        let q1 = sql(QueryId::TpchQ1, Dialect::Sqlite, &plain);
+        let q1 = plain(QueryId::TpchQ1, &SQLITE);
         assert!(q1.contains("l_shipdate <= 10471"), "{q1}");
-        let pg = sql(QueryId::TpchQ6, Dialect::Postgres, &plain);
+        let pg = plain(QueryId::TpchQ6, &PG_ROW);
         assert!(pg.contains("BETWEEN 0.05 AND 0.07 AND l_quantity < 24"), "{pg}");
         assert!(pg.contains("DATE '1994-01-01'"));
     }
@@ -259,18 +204,18 @@ mod tests {
     #[test]
     fn q14_joins_part_over_one_month_in_every_dialect() {
         assert_eq!(days(Q14_DATE_END) - days(Q14_DATE), 30, "September has 30 days");
-        let lite = sql(QueryId::TpchQ14, Dialect::Sqlite, &plain);
+        let lite = plain(QueryId::TpchQ14, &SQLITE);
         assert!(lite.contains("l_shipdate >= 9374 AND l_shipdate < 9404"), "{lite}");
         assert!(lite.contains("THEN l_extendedprice * (100 - l_discount) ELSE 0"), "{lite}");
         assert!(lite.starts_with("SELECT 100.0 * sum("), "{lite}");
-        for d in [Dialect::Postgres, Dialect::MySql, Dialect::DuckDb, Dialect::Hyper] {
-            let text = sql(QueryId::TpchQ14, d, &plain);
-            assert!(text.contains("FROM lineitem, part WHERE l_partkey = p_partkey"), "{d:?}: {text}");
-            assert!(text.contains("l_shipdate >= DATE '1995-09-01' AND l_shipdate < DATE '1995-10-01'"), "{d:?}: {text}");
-            assert!(text.contains("CASE WHEN p_type LIKE 'PROMO%' THEN l_extendedprice * (1 - l_discount) ELSE 0 END"), "{d:?}");
+        for d in [&PG_ROW as &dyn Dialect, &MYSQL, &DUCKDB, &HYPER] {
+            let text = plain(QueryId::TpchQ14, d);
+            assert!(text.contains("FROM lineitem, part WHERE l_partkey = p_partkey"), "{}: {text}", d.name());
+            assert!(text.contains("l_shipdate >= DATE '1995-09-01' AND l_shipdate < DATE '1995-10-01'"), "{}: {text}", d.name());
+            assert!(text.contains("CASE WHEN p_type LIKE 'PROMO%' THEN l_extendedprice * (1 - l_discount) ELSE 0 END"), "{}", d.name());
         }
-        assert!(sql(QueryId::TpchQ14, Dialect::MySql, &plain).contains("AS DOUBLE)"));
-        let j = sql(QueryId::TpchQ14, Dialect::PgJsonb, &plain);
+        assert!(plain(QueryId::TpchQ14, &MYSQL).contains("AS DOUBLE)"));
+        let j = plain(QueryId::TpchQ14, &PG_JSONB);
         assert!(j.contains("(SELECT pk AS p_partkey, (v ->> 'p_type') AS p_type FROM part) AS part"), "{j}");
         assert!(j.contains("(v ->> 'l_partkey')::int8 AS l_partkey"), "{j}");
         assert_eq!(answer_columns(QueryId::TpchQ14), vec![ColumnType::Float]);
@@ -278,12 +223,12 @@ mod tests {
 
     #[test]
     fn document_layouts_extract_typed_attributes_and_keys() {
-        let q = |d| sql(QueryId::TpchQ3, d, &|t: &str| format!("dbsweep.\"{t}_x\""));
-        let h = q(Dialect::PgHstore);
+        let q = |d: &dyn Dialect| sql(QueryId::TpchQ3, d, &mut |t: &str| format!("dbsweep.\"{t}_x\""));
+        let h = q(&PG_HSTORE);
         assert!(h.contains("(v -> 'l_shipdate')::date AS l_shipdate"), "{h}");
         assert!(h.contains("pk AS o_orderkey"), "{h}");
         assert!(h.contains("FROM dbsweep.\"customer_x\") AS customer"), "{h}");
-        let j = q(Dialect::PgJsonb);
+        let j = q(&PG_JSONB);
         assert!(j.contains("(v ->> 'l_discount')::numeric AS l_discount"), "{j}");
         assert_eq!(answer_columns(QueryId::TpchQ1).len(), 10);
     }

@@ -57,114 +57,138 @@ fn from_item(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String, name:
 /// The SQL of `query` for `dialect`; `table("lineitem")` gives the adapter's qualified
 /// table name. See the module docs for result types.
 pub fn sql(query: QueryId, dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String) -> String {
+    match query {
+        QueryId::TpchQ1 => q1(dialect, table),
+        QueryId::TpchQ3 => q3(dialect, table),
+        QueryId::TpchQ6 => q6(dialect, table),
+        QueryId::TpchQ14 => q14(dialect, table),
+    }
+}
+
+/// TPC-H Q1. Pricing summary: lineitem aggregates by return flag and line status.
+fn q1(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String) -> String {
+    use ColumnType::{Date as D, Decimal as M, Text as T};
+    let dbl = dialect.double();
+    let integers = dialect.storage() == Storage::Integers;
+    let mut from = |name: &str, key: &str, cols: &[(&str, ColumnType)]| from_item(dialect, table, name, key, cols);
+    let lineitem = from(
+        "lineitem",
+        "l_pk",
+        &[
+            ("l_returnflag", T),
+            ("l_linestatus", T),
+            ("l_quantity", M),
+            ("l_extendedprice", M),
+            ("l_discount", M),
+            ("l_tax", M),
+            ("l_shipdate", D),
+        ],
+    );
+    let aggregates = if integers {
+        "sum(l_quantity) / 100.0 AS sum_qty, \
+         sum(l_extendedprice) / 100.0 AS sum_base_price, \
+         sum(l_extendedprice * (100 - l_discount)) / 10000.0 AS sum_disc_price, \
+         sum(l_extendedprice * (100 - l_discount) * (100 + l_tax)) / 1000000.0 AS sum_charge, \
+         avg(l_quantity) / 100.0 AS avg_qty, \
+         avg(l_extendedprice) / 100.0 AS avg_price, \
+         avg(l_discount) / 100.0 AS avg_disc"
+            .to_string()
+    } else {
+        format!(
+            "CAST(sum(l_quantity) AS {dbl}) AS sum_qty, \
+             CAST(sum(l_extendedprice) AS {dbl}) AS sum_base_price, \
+             CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl}) AS sum_disc_price, \
+             CAST(sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS {dbl}) AS sum_charge, \
+             CAST(avg(l_quantity) AS {dbl}) AS avg_qty, \
+             CAST(avg(l_extendedprice) AS {dbl}) AS avg_price, \
+             CAST(avg(l_discount) AS {dbl}) AS avg_disc"
+        )
+    };
+    format!(
+        "SELECT l_returnflag, l_linestatus, {aggregates}, count(*) AS count_order \
+         FROM {lineitem} \
+         WHERE l_shipdate <= {} \
+         GROUP BY l_returnflag, l_linestatus \
+         ORDER BY l_returnflag, l_linestatus",
+        date_lit(dialect, Q1_SHIPDATE_MAX)
+    )
+}
+
+/// TPC-H Q3. Shipping priority: the top unshipped orders of one market segment by revenue.
+fn q3(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String) -> String {
     use ColumnType::{Date as D, Decimal as M, Int as I, Text as T};
     let dbl = dialect.double();
     let integers = dialect.storage() == Storage::Integers;
     let mut from = |name: &str, key: &str, cols: &[(&str, ColumnType)]| from_item(dialect, table, name, key, cols);
-    match query {
-        QueryId::TpchQ1 => {
-            let lineitem = from(
-                "lineitem",
-                "l_pk",
-                &[
-                    ("l_returnflag", T),
-                    ("l_linestatus", T),
-                    ("l_quantity", M),
-                    ("l_extendedprice", M),
-                    ("l_discount", M),
-                    ("l_tax", M),
-                    ("l_shipdate", D),
-                ],
-            );
-            let aggregates = if integers {
-                "sum(l_quantity) / 100.0 AS sum_qty, \
-                 sum(l_extendedprice) / 100.0 AS sum_base_price, \
-                 sum(l_extendedprice * (100 - l_discount)) / 10000.0 AS sum_disc_price, \
-                 sum(l_extendedprice * (100 - l_discount) * (100 + l_tax)) / 1000000.0 AS sum_charge, \
-                 avg(l_quantity) / 100.0 AS avg_qty, \
-                 avg(l_extendedprice) / 100.0 AS avg_price, \
-                 avg(l_discount) / 100.0 AS avg_disc"
-                    .to_string()
-            } else {
-                format!(
-                    "CAST(sum(l_quantity) AS {dbl}) AS sum_qty, \
-                     CAST(sum(l_extendedprice) AS {dbl}) AS sum_base_price, \
-                     CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl}) AS sum_disc_price, \
-                     CAST(sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS {dbl}) AS sum_charge, \
-                     CAST(avg(l_quantity) AS {dbl}) AS avg_qty, \
-                     CAST(avg(l_extendedprice) AS {dbl}) AS avg_price, \
-                     CAST(avg(l_discount) AS {dbl}) AS avg_disc"
-                )
-            };
-            format!(
-                "SELECT l_returnflag, l_linestatus, {aggregates}, count(*) AS count_order \
-                 FROM {lineitem} \
-                 WHERE l_shipdate <= {} \
-                 GROUP BY l_returnflag, l_linestatus \
-                 ORDER BY l_returnflag, l_linestatus",
-                date_lit(dialect, Q1_SHIPDATE_MAX)
-            )
-        }
-        QueryId::TpchQ3 => {
-            let customer = from("customer", "c_custkey", &[("c_custkey", I), ("c_mktsegment", T)]);
-            let orders = from("orders", "o_orderkey", &[("o_orderkey", I), ("o_custkey", I), ("o_orderdate", D), ("o_shippriority", I)]);
-            let lineitem = from("lineitem", "l_pk", &[("l_orderkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
-            let revenue = if integers {
-                "sum(l_extendedprice * (100 - l_discount)) / 10000.0".to_string()
-            } else {
-                format!("CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl})")
-            };
-            let day = date_lit(dialect, Q3_DATE);
-            format!(
-                "SELECT l_orderkey, {revenue} AS revenue, o_orderdate, o_shippriority \
-                 FROM {customer}, {orders}, {lineitem} \
-                 WHERE c_mktsegment = '{Q3_SEGMENT}' AND c_custkey = o_custkey AND l_orderkey = o_orderkey \
-                 AND o_orderdate < {day} AND l_shipdate > {day} \
-                 GROUP BY l_orderkey, o_orderdate, o_shippriority \
-                 ORDER BY revenue DESC, o_orderdate, l_orderkey \
-                 LIMIT {Q3_LIMIT}"
-            )
-        }
-        QueryId::TpchQ6 => {
-            let lineitem = from("lineitem", "l_pk", &[("l_quantity", M), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
-            let (lo, hi) = (Q6_DISCOUNT - 1, Q6_DISCOUNT + 1);
-            let (revenue, discount, quantity) = if integers {
-                ("sum(l_extendedprice * l_discount) / 10000.0".to_string(), format!("{lo} AND {hi}"), (Q6_QUANTITY * 100).to_string())
-            } else {
-                (format!("CAST(sum(l_extendedprice * l_discount) AS {dbl})"), format!("0.{lo:02} AND 0.{hi:02}"), Q6_QUANTITY.to_string())
-            };
-            format!(
-                "SELECT {revenue} AS revenue FROM {lineitem} \
-                 WHERE l_shipdate >= {} AND l_shipdate < {} \
-                 AND l_discount BETWEEN {discount} AND l_quantity < {quantity}",
-                date_lit(dialect, Q6_DATE),
-                date_lit(dialect, Q6_DATE_END)
-            )
-        }
-        QueryId::TpchQ14 => {
-            let lineitem = from("lineitem", "l_pk", &[("l_partkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
-            let part = from("part", "p_partkey", &[("p_partkey", I), ("p_type", T)]);
-            let promo = format!("p_type LIKE '{Q14_TYPE_PREFIX}%'");
-            let promo_revenue = if integers {
-                format!(
-                    "100.0 * sum(CASE WHEN {promo} THEN l_extendedprice * (100 - l_discount) ELSE 0 END) \
-                     / sum(l_extendedprice * (100 - l_discount))"
-                )
-            } else {
-                format!(
-                    "CAST(100.00 * CAST(sum(CASE WHEN {promo} THEN l_extendedprice * (1 - l_discount) ELSE 0 END) AS {dbl}) \
-                     / CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl}) AS {dbl})"
-                )
-            };
-            format!(
-                "SELECT {promo_revenue} AS promo_revenue \
-                 FROM {lineitem}, {part} \
-                 WHERE l_partkey = p_partkey AND l_shipdate >= {} AND l_shipdate < {}",
-                date_lit(dialect, Q14_DATE),
-                date_lit(dialect, Q14_DATE_END)
-            )
-        }
-    }
+    let customer = from("customer", "c_custkey", &[("c_custkey", I), ("c_mktsegment", T)]);
+    let orders = from("orders", "o_orderkey", &[("o_orderkey", I), ("o_custkey", I), ("o_orderdate", D), ("o_shippriority", I)]);
+    let lineitem = from("lineitem", "l_pk", &[("l_orderkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
+    let revenue = if integers {
+        "sum(l_extendedprice * (100 - l_discount)) / 10000.0".to_string()
+    } else {
+        format!("CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl})")
+    };
+    let day = date_lit(dialect, Q3_DATE);
+    format!(
+        "SELECT l_orderkey, {revenue} AS revenue, o_orderdate, o_shippriority \
+         FROM {customer}, {orders}, {lineitem} \
+         WHERE c_mktsegment = '{Q3_SEGMENT}' AND c_custkey = o_custkey AND l_orderkey = o_orderkey \
+         AND o_orderdate < {day} AND l_shipdate > {day} \
+         GROUP BY l_orderkey, o_orderdate, o_shippriority \
+         ORDER BY revenue DESC, o_orderdate, l_orderkey \
+         LIMIT {Q3_LIMIT}"
+    )
+}
+
+/// TPC-H Q6. Forecasting revenue change: one year of discounted lineitems.
+fn q6(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String) -> String {
+    use ColumnType::{Date as D, Decimal as M};
+    let dbl = dialect.double();
+    let integers = dialect.storage() == Storage::Integers;
+    let mut from = |name: &str, key: &str, cols: &[(&str, ColumnType)]| from_item(dialect, table, name, key, cols);
+    let lineitem = from("lineitem", "l_pk", &[("l_quantity", M), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
+    let (lo, hi) = (Q6_DISCOUNT - 1, Q6_DISCOUNT + 1);
+    let (revenue, discount, quantity) = if integers {
+        ("sum(l_extendedprice * l_discount) / 10000.0".to_string(), format!("{lo} AND {hi}"), (Q6_QUANTITY * 100).to_string())
+    } else {
+        (format!("CAST(sum(l_extendedprice * l_discount) AS {dbl})"), format!("0.{lo:02} AND 0.{hi:02}"), Q6_QUANTITY.to_string())
+    };
+    format!(
+        "SELECT {revenue} AS revenue FROM {lineitem} \
+         WHERE l_shipdate >= {} AND l_shipdate < {} \
+         AND l_discount BETWEEN {discount} AND l_quantity < {quantity}",
+        date_lit(dialect, Q6_DATE),
+        date_lit(dialect, Q6_DATE_END)
+    )
+}
+
+/// TPC-H Q14. Promotion effect: the share of promotional parts in one month's revenue.
+fn q14(dialect: &dyn Dialect, table: &mut dyn FnMut(&str) -> String) -> String {
+    use ColumnType::{Date as D, Decimal as M, Int as I, Text as T};
+    let dbl = dialect.double();
+    let integers = dialect.storage() == Storage::Integers;
+    let mut from = |name: &str, key: &str, cols: &[(&str, ColumnType)]| from_item(dialect, table, name, key, cols);
+    let lineitem = from("lineitem", "l_pk", &[("l_partkey", I), ("l_extendedprice", M), ("l_discount", M), ("l_shipdate", D)]);
+    let part = from("part", "p_partkey", &[("p_partkey", I), ("p_type", T)]);
+    let promo = format!("p_type LIKE '{Q14_TYPE_PREFIX}%'");
+    let promo_revenue = if integers {
+        format!(
+            "100.0 * sum(CASE WHEN {promo} THEN l_extendedprice * (100 - l_discount) ELSE 0 END) \
+             / sum(l_extendedprice * (100 - l_discount))"
+        )
+    } else {
+        format!(
+            "CAST(100.00 * CAST(sum(CASE WHEN {promo} THEN l_extendedprice * (1 - l_discount) ELSE 0 END) AS {dbl}) \
+             / CAST(sum(l_extendedprice * (1 - l_discount)) AS {dbl}) AS {dbl})"
+        )
+    };
+    format!(
+        "SELECT {promo_revenue} AS promo_revenue \
+         FROM {lineitem}, {part} \
+         WHERE l_partkey = p_partkey AND l_shipdate >= {} AND l_shipdate < {}",
+        date_lit(dialect, Q14_DATE),
+        date_lit(dialect, Q14_DATE_END)
+    )
 }
 
 #[cfg(test)]

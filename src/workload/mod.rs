@@ -9,3 +9,6 @@ pub mod op;
 pub mod queries;
 pub mod rng;
 pub mod ycsb;
+
+#[cfg(test)]
+mod ycsb_pinned;

@@ -229,6 +229,21 @@ pub struct PointSummary {
     /// Studies that measure memory: the change per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
+    /// A YCSB workload (a mixed point): each operation type's own throughput and latency,
+    /// as YCSB reports them per operation type.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_kind: BTreeMap<OpKind, KindSummary>,
+}
+
+/// One operation type of a mixed point over its measured runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KindSummary {
+    /// Ops of this type completed per second of the run: median, min and max over the runs.
+    pub median_ops_per_sec: f64,
+    pub min_ops_per_sec: f64,
+    pub max_ops_per_sec: f64,
+    /// Service latency of this type, merged over the measured runs.
+    pub latency: LatencySummary,
 }
 
 /// A qualification shown next to the number it qualifies.

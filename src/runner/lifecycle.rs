@@ -193,6 +193,7 @@ async fn run_target(
                 cancel: shared.ctx.cancel.clone(),
                 progress: progress.counter(),
                 rate: None,
+                time_limit: None,
             });
             let mut m = client::run_once(job).await;
             let (after, source) = memory::read(target.as_ref(), server_pid).await;

@@ -8,22 +8,8 @@
 use crate::data::Dataset;
 use crate::data::table::TableId;
 use crate::workload::op::{Op, OpKind, QueryId, RangeAgg};
-use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
-
-/// A YCSB workload by core letter (`a`..`f`) or from a YCSB workload file.
-pub fn load_ycsb_workload(spec: &str) -> Result<Workload, String> {
-    let mut letters = spec.chars();
-    match (letters.next(), letters.next()) {
-        (Some(c), None) => Workload::core(c),
-        _ => {
-            let text = std::fs::read_to_string(spec).map_err(|e| format!("cannot read workload file {spec}: {e}"))?;
-            let w = Workload::parse(&text).map_err(|e| format!("{spec}: {e}"))?;
-            w.validate().map_err(|e| format!("{spec}: {e}"))?;
-            Ok(w)
-        }
-    }
-}
 use crate::workload::rng::{Permutation, Stream, hash_str};
+use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
 use serde::{Deserialize, Serialize};
 
 /// The operation an experiment measures.
@@ -127,8 +113,14 @@ pub struct Point {
 pub struct Experiment {
     pub name: String,
     pub op: ExperimentOp,
-    /// YCSB experiments: the core workload letter or workload file.
+    /// YCSB experiments: the core workload letter or workload file, as given.
     pub workload: Option<String>,
+    /// YCSB experiments: the workload as resolved (file, `-P`, `-p` and the data's shape).
+    #[serde(default)]
+    pub ycsb: Option<Workload>,
+    /// YCSB's `maxexecutiontime`: a run stops after this many seconds even if ops remain.
+    #[serde(default)]
+    pub time_limit_secs: Option<f64>,
     /// The table the ops touch.
     pub table: TableId,
     /// Range experiments: the indexed column of `lo <= column <= hi`.
@@ -178,6 +170,9 @@ pub struct OpStream {
     dataset: Dataset,
     /// YCSB experiments: the workload's op generator.
     ycsb: Option<YcsbGen>,
+    /// YCSB experiments: each point's index among the points at its record count (each
+    /// record count is loaded afresh, so its workload sequence starts at 0).
+    ycsb_point: Vec<usize>,
     sized: bool,
     lifecycle: bool,
 }
@@ -202,17 +197,19 @@ impl OpStream {
             sized: experiment.sized,
             lifecycle: experiment.lifecycle,
             dataset: dataset.clone(),
-            ycsb: experiment.workload.as_deref().map(|w| {
-                let mut workload = load_ycsb_workload(w).expect("workloads are validated in the plan");
-                if let crate::data::DataSpec::Ycsb { recordcount, fieldcount, fieldlength, insertorder } = &dataset.spec {
-                    workload.recordcount = *recordcount;
-                    workload.fieldcount = *fieldcount;
-                    workload.fieldlength = *fieldlength;
-                    workload.insertorder = crate::data::ycsb::InsertOrder::parse(insertorder).unwrap_or_default();
-                }
-                workload.operationcount = experiment.ops * runs_per_point as u64 * experiment.points.len().max(1) as u64;
+            ycsb: experiment.ycsb.as_ref().map(|w| {
+                let mut workload = w.clone();
+                workload.recordcount = dataset.initial_rows(table);
+                let points_per_count = experiment.points.iter().filter(|p| p.param == experiment.points[0].param).count();
+                workload.operationcount = experiment.ops * runs_per_point as u64 * points_per_count.max(1) as u64;
                 YcsbGen::new(&workload, seed, table).expect("workloads are validated in the plan")
             }),
+            ycsb_point: experiment
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| experiment.points[..i].iter().filter(|q| q.param == p.param).count())
+                .collect(),
         }
     }
 
@@ -242,6 +239,33 @@ impl OpStream {
             ExperimentOp::FetchAll => Op::FetchAll { table },
             ExperimentOp::MultiGet => Op::MultiGet { table, keys: vec![self.stream.below(seq, 0, records) as i64] },
             _ => Op::Get { table, key: self.stream.below(seq, 0, records) as i64 },
+        }
+    }
+
+    /// The workload sequence number of a YCSB op: every run of every point at one record
+    /// count continues the sequence, so inserted keys never repeat across runs.
+    fn ycsb_seq(&self, point_index: usize, run: u32, seq: u64) -> u64 {
+        let index = self.ycsb_point.get(point_index).copied().unwrap_or(point_index) as u64;
+        (index * self.runs_per_point + run as u64) * self.ops + seq
+    }
+
+    /// The keys one run of one point inserts (insert experiments, YCSB workloads with
+    /// inserts), in sequence order; empty for experiments that insert nothing.
+    pub fn inserted_keys(&self, point: &Point, point_index: usize, run: u32) -> Vec<i64> {
+        let ops = self.ops_at(point);
+        match &self.ycsb {
+            Some(g) if g.workload().insertproportion > 0.0 => (0..ops)
+                .map(|seq| self.ycsb_seq(point_index, run, seq))
+                .filter(|&s| g.kind(s) == OpKind::Insert)
+                .map(|s| g.key_of(g.workload().recordcount + s))
+                .collect(),
+            Some(_) => Vec::new(),
+            None => (0..ops)
+                .filter_map(|seq| match self.op(point, point_index, run, seq) {
+                    Op::Insert { row, .. } => row[0].as_int(),
+                    _ => None,
+                })
+                .collect(),
         }
     }
 
@@ -287,12 +311,7 @@ impl OpStream {
                 let keys = (first..first + count).map(|i| self.dataset.key_at(table, self.read_order.apply(i % self.preloaded))).collect();
                 Op::MultiGet { table, keys }
             }
-            ExperimentOp::Ycsb => {
-                // Every run of every point continues the workload's sequence, so inserted
-                // keys never repeat across runs.
-                let global = (point_index as u64 * self.runs_per_point + run as u64) * self.ops + seq;
-                self.ycsb.as_ref().expect("ycsb experiments have a generator").op(global)
-            }
+            ExperimentOp::Ycsb => self.ycsb.as_ref().expect("ycsb experiments have a generator").op(self.ycsb_seq(point_index, run, seq)),
             ExperimentOp::Get => Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) },
             ExperimentOp::Insert => {
                 let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
@@ -328,6 +347,8 @@ mod tests {
             name: format!("{op:?}"),
             op,
             workload: None,
+            ycsb: None,
+            time_limit_secs: None,
             sized: false,
             lifecycle: false,
             table: 0,

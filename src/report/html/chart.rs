@@ -63,6 +63,9 @@ pub struct Series {
     pub name: String,
     pub color: RGBColor,
     pub points: Vec<Pt>,
+    /// Dashed line (dash length, gap, in pixels) to tell apart series of one colour; `None`
+    /// is solid.
+    pub dash: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,7 +256,10 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
         for s in series {
             let tp = |p: &Pt| (t(x.scale, p.x), clamp(t(y.scale, p.y)));
             let joined: Vec<(f64, f64)> = s.points.iter().filter(|p| !p.hollow).map(tp).collect();
-            chart.draw_series(LineSeries::new(joined, s.color.stroke_width(2))).map_err(err)?;
+            match s.dash {
+                Some((dash, gap)) => chart.draw_series(DashedLineSeries::new(joined, dash, gap, s.color.stroke_width(2))).map_err(err)?,
+                None => chart.draw_series(LineSeries::new(joined, s.color.stroke_width(2))).map_err(err)?,
+            };
             if !markers {
                 continue;
             }
@@ -394,6 +400,7 @@ mod tests {
                 Pt { x: 1.0, y: 10.0, lo: 9.0, hi: 11.0, hollow: false, flagged: false },
                 Pt { x: 4.0, y: 30.0, lo: 30.0, hi: 30.0, hollow: false, flagged: true },
             ],
+            dash: None,
         };
         let svg = lines(
             &Axis::at(Scale::Linear, &[1.0, 4.0]),

@@ -259,6 +259,70 @@ pub fn client_overrides(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{RunOptions, resolve};
+    use crate::workload::experiment::Point;
+
+    fn with_props(props: &[&str]) -> RunOptions {
+        RunOptions { study: Some("ycsb".into()), ycsb_properties: props.iter().map(|p| p.to_string()).collect(), ..Default::default() }
+    }
+
+    #[test]
+    fn the_papers_record_counts_are_a_sweep_of_every_experiment() {
+        let plan = resolve(&RunOptions { study: Some("ycsb".into()), ..Default::default() }).unwrap();
+        assert_eq!(plan.data.record_counts(), [1000, 5000, 10000]);
+        let a = plan.experiments.iter().find(|e| e.name == "workload-a").unwrap();
+        let grid: Vec<(usize, Option<u64>)> = a.points.iter().map(|p| (p.clients, p.param)).collect();
+        assert_eq!(grid.len(), 12);
+        assert_eq!(grid[..5], [(1, Some(1000)), (2, Some(1000)), (4, Some(1000)), (8, Some(1000)), (1, Some(5000))]);
+        assert_eq!(a.ycsb.as_ref().unwrap().readproportion, 0.5);
+        assert_eq!(a.ops, 1000, "YCSB's operationcount of the paper");
+        let floor = &plan.experiments[0];
+        assert_eq!(floor.points, [Point { clients: 1, batch: 1, batched: false, param: None }], "the echo floor runs once");
+        let quick = resolve(&RunOptions { study: Some("ycsb".into()), quick: true, ..Default::default() }).unwrap();
+        assert_eq!(quick.data.record_counts(), [1000]);
+    }
+
+    #[test]
+    fn client_properties_map_onto_dbsweep_settings() {
+        let plan = resolve(&with_props(&["threadcount=3", "target=2000", "operationcount=250", "maxexecutiontime=60", "recordcount=700"]))
+            .unwrap();
+        let a = plan.experiments.iter().find(|e| e.name == "workload-a").unwrap();
+        assert_eq!(a.points, [Point { clients: 3, batch: 1, batched: false, param: Some(700) }]);
+        assert_eq!((plan.rate, a.ops, a.time_limit_secs), (Some(2000.0), 250, Some(60.0)));
+        assert_eq!(plan.data.record_counts(), [700]);
+        let plan = resolve(&with_props(&["fieldcount=3", "fieldlength=40", "requestdistribution=uniform"])).unwrap();
+        let a = plan.experiments.iter().find(|e| e.name == "workload-a").unwrap().ycsb.clone().unwrap();
+        assert_eq!((a.fieldcount, a.fieldlength), (3, 40));
+        assert_eq!(a.requestdistribution, crate::workload::ycsb::RequestDistribution::Uniform, "-p overrides the core workload");
+        assert!(matches!(plan.data, DataSpec::Ycsb { fieldcount: 3, fieldlength: 40, .. }));
+        let err = resolve(&RunOptions { study: Some("embedded".into()), rows: Some(vec![10, 20]), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("--rows"), "{err}");
+    }
+
+    #[test]
+    fn a_study_workload_file_must_describe_the_studys_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("w");
+        std::fs::write(&file, "readproportion=1\nfieldlength=200\nthreadcount=4\n").unwrap();
+        let study = dir.path().join("s.toml");
+        let toml = |file: &Path| {
+            format!(
+                "name = \"s\"\n[data]\nkind = \"ycsb\"\nrecordcount = 100\n[[experiments]]\nname = \"w\"\nop = \"ycsb\"\nworkload = \"{}\"\nsweep = [\"clients\"]\n",
+                file.display()
+            )
+        };
+        std::fs::write(&study, toml(&file)).unwrap();
+        let opts = RunOptions { study: Some(study.display().to_string()), ..Default::default() };
+        let err = resolve(&opts).unwrap_err();
+        assert!(err.to_string().contains("w line 2: fieldlength=200 differs from the study's data (fieldlength = 100)"), "{err}");
+        // Given for the whole run, the file is consistent again; its threadcount is a warning.
+        let plan = resolve(&RunOptions { ycsb_properties: vec!["fieldlength=200".into()], ..opts }).unwrap();
+        assert!(
+            plan.warnings.iter().any(|w| w.starts_with("w line 3: threadcount=4: ignored in a study's workload file")),
+            "{:?}",
+            plan.warnings
+        );
+    }
 
     #[test]
     fn a_workload_file_as_the_study_is_the_ycsb_study_with_p() {

@@ -191,17 +191,8 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
 
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.
 fn print_budget(plan: &plan::Plan) {
-    let spawned: usize = plan.spawn.iter().map(|k| if *k == servers::ServerKind::Postgres { 3 } else { 1 }).sum();
-    let targets = plan.targets.len() + spawned;
-    let names: Vec<String> = plan
-        .targets
-        .iter()
-        .map(|t| t.name.clone())
-        .chain(plan.spawn.iter().flat_map(|k| match k {
-            servers::ServerKind::Postgres => vec!["pg-row".to_string(), "pg-hstore".into(), "pg-jsonb".into()],
-            other => vec![other.name().to_string()],
-        }))
-        .collect();
+    let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).chain(plan.spawn.iter().flat_map(|k| k.target_names())).collect();
+    let targets = names.len();
     println!(
         "study {} ({}), seed {}, data {}",
         plan.study,

@@ -5,9 +5,9 @@
 //! (YCSB's `fieldlengthdistribution`) and the content of a row, a pure function of (seed,
 //! key). Must not decide which records an operation touches (that is `workload::ycsb`).
 
-use super::table::{Column, ColumnType, Row, TableDef, Value};
-use crate::workload::distribution::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
-use crate::workload::rng::{Stream, mix};
+use crate::base::rng::{Stream, mix};
+use crate::base::table::{Column, ColumnType, Row, TableDef, Value};
+use crate::base::zipfian::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
 use serde::{Deserialize, Serialize};
 
 /// Name of the table, as in YCSB.

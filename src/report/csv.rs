@@ -3,9 +3,10 @@
 //! pandas and spreadsheets. Rendered only from the saved model, so `dbsweep report DIR`
 //! reproduces it byte for byte. Must not compute anything the model does not hold.
 
-use super::model::{LatencySummary, PointStatus, Report, RunMeasurement};
+use super::model::{PointStatus, Report};
+use crate::base::measurement::{LatencySummary, RunMeasurement};
+use crate::base::op::OpKind;
 use crate::stats::merge_summaries;
-use crate::workload::op::OpKind;
 
 pub const COLUMNS: &[&str] = &[
     "study",

@@ -11,10 +11,11 @@
 //! are the loaded ones plus `recordcount + s` for every insert sequence `s < q`. A keynum
 //! becomes a key through `insertorder` (see `data::ycsb`).
 
-use super::distribution::{Distribution, ZIPFIAN_CONSTANT, Zeta, Zipfian};
-use super::op::{Op, OpKind};
-use super::rng::{Stream, hash_str};
-use crate::data::table::{Row, TableDef, TableId, Value};
+use super::distribution::Distribution;
+use crate::base::op::{Op, OpKind};
+use crate::base::rng::{Stream, hash_str};
+use crate::base::table::{Row, TableDef, TableId, Value};
+use crate::base::zipfian::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
 use crate::data::ycsb::{self as data, FieldLengths, InsertOrder, Shape};
 use serde::{Deserialize, Serialize};
 

@@ -3,9 +3,9 @@
 //! A change here means different operations for the same seed, i.e. results that are no
 //! longer comparable with earlier runs: only ever update these numbers deliberately.
 
-use super::op::Op;
 use super::ycsb::{OpGen, Workload};
-use crate::data::table::Value;
+use crate::base::op::Op;
+use crate::base::table::Value;
 
 /// FNV-1a 64 over a byte stream: stable across platforms and Rust versions.
 struct Fnv(u64);

@@ -1,6 +1,7 @@
 //! Redis adapter against a real server: MULTI/EXEC batches and plain-pipeline batches.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 /// The server under test, started by dbsweep's spawn code.
@@ -14,7 +15,7 @@ async fn open(db: u32, params: &str) -> (Arc<dyn Target>, ()) {
     url.set_path(&format!("/{db}"));
     let url = format!("{url}{params}");
     let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
-    let target = adapter::open("redis", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
+    let target = registry::open("redis", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 

@@ -9,8 +9,9 @@
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{self, points_of};
 use super::{Colors, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_spread, table_open, targets_of, us, value_table};
-use crate::report::model::{LatencySummary, PointResult, Report};
-use crate::workload::op::OpKind;
+use crate::base::measurement::LatencySummary;
+use crate::base::op::OpKind;
+use crate::report::model::{PointResult, Report};
 use std::fmt::Write as _;
 
 /// What an operation-type figure plots.

@@ -44,6 +44,10 @@ pub const COLUMNS: &[&str] = &[
     "client_mem_delta_bytes",
     "engine_mem_after_bytes",
     "server_mem_after_bytes",
+    "ok_ops",
+    "failed_ops",
+    "short_ops",
+    "missing_rows",
 ];
 
 /// One CSV row of a measured run.
@@ -113,7 +117,7 @@ pub fn render(report: &Report) -> String {
             let mut row: Vec<String> = head.to_vec();
             row.extend(std::iter::repeat_n(String::new(), 14));
             row.extend([share.clone(), rate.clone(), String::new(), String::new(), String::new(), field(&flags), complete.to_string()]);
-            row.extend(std::iter::repeat_n(String::new(), 5));
+            row.extend(std::iter::repeat_n(String::new(), 9));
             out.push_str(&row.join(","));
             out.push('\n');
             continue;
@@ -122,7 +126,13 @@ pub fn render(report: &Report) -> String {
             for line in run_lines(p.op, r) {
                 let us = |f: fn(&LatencySummary) -> f64| line.latency.as_ref().map(|l| format!("{:.1}", f(l))).unwrap_or_default();
                 let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
-                let ops_per_sec = if r.seconds > 0.0 { line.ops as f64 / r.seconds } else { 0.0 };
+                // A void point publishes no throughput, in any of its rows.
+                let void = p.is_void();
+                let per_sec = |v: Option<f64>| v.filter(|_| !void).map(|v| format!("{v:.1}")).unwrap_or_default();
+                let ops_per_sec = match line.whole_run {
+                    true => per_sec(r.ops_per_sec()),
+                    false => per_sec(r.ops_per_sec().map(|_| line.ops as f64 / r.seconds)),
+                };
                 let whole_run = |v: String| if line.whole_run { v } else { String::new() };
                 let mut row: Vec<String> = head.to_vec();
                 row[2] = line.op.to_string();
@@ -132,8 +142,8 @@ pub fn render(report: &Report) -> String {
                     if line.whole_run { r.requests } else { line.ops }.to_string(),
                     whole_run(r.rows.to_string()),
                     format!("{:.6}", r.seconds),
-                    format!("{ops_per_sec:.1}"),
-                    whole_run(format!("{:.1}", r.rows_per_sec())),
+                    ops_per_sec,
+                    whole_run(per_sec(r.rows_per_sec())),
                     us(|l| l.p50_us),
                     us(|l| l.p90_us),
                     us(|l| l.p99_us),
@@ -160,6 +170,7 @@ pub fn render(report: &Report) -> String {
                     ]),
                     None => row.extend(std::iter::repeat_n(String::new(), 5)),
                 }
+                row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows].map(|n| whole_run(n.to_string())));
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

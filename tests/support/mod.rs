@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod faults;
+
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::collections::HashMap;
 use std::path::Path;

@@ -35,7 +35,8 @@ pub(super) fn workloads(out: &mut String, r: &Report, colors: &Colors, experimen
 struct KindAtPoint {
     kind: OpKind,
     latency: LatencySummary,
-    rate: (f64, f64, f64),
+    /// Median, min and max ops/s; `None` for a void point (errors, missing rows).
+    rate: Option<(f64, f64, f64)>,
 }
 
 fn per_kind(p: &PointResult) -> Vec<KindAtPoint> {
@@ -44,7 +45,11 @@ fn per_kind(p: &PointResult) -> Vec<KindAtPoint> {
         .into_iter()
         .filter_map(|kind| {
             let k = by_kind?.get(&kind)?;
-            Some(KindAtPoint { kind, latency: k.latency.clone(), rate: (k.median_ops_per_sec, k.min_ops_per_sec, k.max_ops_per_sec) })
+            let rate = match (k.median_ops_per_sec, k.min_ops_per_sec, k.max_ops_per_sec) {
+                (Some(m), Some(lo), Some(hi)) if !p.is_void() => Some((m, lo, hi)),
+                _ => None,
+            };
+            Some(KindAtPoint { kind, latency: k.latency.clone(), rate })
         })
         .collect()
 }
@@ -90,26 +95,27 @@ pub(super) fn op_lines(out: &mut String, r: &Report, colors: &Colors, experiment
     let mut names = Vec::new();
     for target in targets_of(colors, &points) {
         for kind in OpKind::YCSB {
-            let pts: Vec<Pt> = stats
+            let mine: Vec<(&PointResult, &KindAtPoint)> = stats
                 .iter()
                 .filter(|(p, _)| p.target == target)
-                .filter_map(|(p, kinds)| {
-                    let k = kinds.iter().find(|k| k.kind == kind)?;
+                .filter_map(|(p, kinds)| Some((*p, kinds.iter().find(|k| k.kind == kind)?)))
+                .collect();
+            // A void point has no value: the line breaks there and a red × marks it.
+            let pts: Vec<Pt> = mine
+                .iter()
+                .filter_map(|(p, k)| {
                     let (y, lo, hi) = match measure {
-                        Measure::Throughput => k.rate,
-                        Measure::Latency => (k.latency.p50_us, k.latency.p50_us, k.latency.p99_us),
+                        Measure::Throughput => k.rate?,
+                        Measure::Latency => k.rate.map(|_| (k.latency.p50_us, k.latency.p50_us, k.latency.p99_us))?,
                     };
                     Some(Pt { x: p.point.clients as f64, y, lo, hi, hollow: false, flagged: is_flagged(p) })
                 })
                 .collect();
-            if !pts.is_empty() {
+            let voids: Vec<f64> = mine.iter().filter(|(_, k)| k.rate.is_none()).map(|(p, _)| p.point.clients as f64).collect();
+            if !mine.is_empty() {
                 names.push((target.clone(), kind));
-                series.push(Series {
-                    name: format!("{target} {}", kind_name(kind)),
-                    color: colors.of(&target),
-                    points: pts,
-                    dash: dash(kind),
-                });
+                let name = format!("{target} {}", kind_name(kind));
+                series.push(Series { name, color: colors.of(&target), points: pts, voids, dash: dash(kind) });
             }
         }
     }
@@ -144,17 +150,18 @@ fn op_table(out: &mut String, colors: &Colors, stats: &[(&PointResult, Vec<KindA
         for (p, kinds) in stats {
             let Some(k) = kinds.iter().find(|k| k.kind == kind) else { continue };
             let l = &k.latency;
+            let (rate, spread) = match k.rate {
+                Some((m, lo, hi)) => (chart::short(m), format!("{} – {}", chart::short(lo), chart::short(hi))),
+                None => ("VOID".to_string(), String::new()),
+            };
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{rate}</td><td class=\"num\">{spread}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                 kind_name(kind),
                 css(colors.of(&p.target)),
                 esc(&p.target),
                 p.point.clients,
                 flags_html(p),
-                chart::short(k.rate.0),
-                chart::short(k.rate.1),
-                chart::short(k.rate.2),
                 l.count,
                 us(l.mean_us),
                 us(l.p50_us),

@@ -393,3 +393,80 @@ fn each_workload_starts_from_exactly_the_loaded_records() {
     let n: i64 = conn.query_row("SELECT count(*) FROM dbsweep_usertable", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 500);
 }
+
+/// The paper's comparison: Redis beside the SSDB-class store (LedisDB stands in for SSDB,
+/// which has no package), each operation type's line for both in the same figures.
+#[test]
+fn ledisdb_runs_beside_redis_in_the_papers_per_operation_type_figures() {
+    let ledis_url = support::url(ServerKind::LedisDb);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run",
+        "ycsb",
+        "--spawn",
+        "redis",
+        "--target",
+        "nodb=nodb:",
+        "--target",
+        &format!("ledisdb={ledis_url}"),
+        "--experiments",
+        "workload-a,workload-f",
+        "--rows",
+        "1000",
+        "--clients",
+        "1,2",
+        "--ops",
+        "300",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--keep-data",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out);
+    let types = [("workload-a", ["READ", "UPDATE"]), ("workload-f", ["READ", "READ-MODIFY-WRITE"])];
+    for target in ["redis", "ledisdb"] {
+        for (experiment, ops) in types {
+            for clients in ["1", "2"] {
+                let at = |op: &str| {
+                    rows.iter()
+                        .find(|r| r["target"] == target && r["experiment"] == experiment && r["clients"] == clients && r["op"] == op)
+                        .unwrap_or_else(|| panic!("no {op} row for {target} {experiment} c={clients}"))
+                };
+                let overall = at("OVERALL");
+                // Every op found its record (the run's counters are on its OVERALL row).
+                let counters = ["param", "ops", "rows", "errors"].map(|c| overall[c].as_str());
+                assert_eq!(counters, ["1000", "300", "300", "0"], "{overall:?}");
+                let sum: u64 = ops.iter().map(|op| at(op)["ops"].parse::<u64>().unwrap()).sum();
+                assert_eq!(sum, 300, "{target} {experiment} c={clients}: the types add up to operationcount");
+            }
+        }
+    }
+    // LedisDB holds exactly the 1,000 records (kept with --keep-data), each a hash of the
+    // key and YCSB's 10 fields.
+    let client = redis::Client::open(ledis_url.replacen("ledis://", "redis://", 1)).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let records: u64 = redis::cmd("ZCARD").arg("dbsweep:usertable:pk").query(&mut conn).unwrap();
+    assert_eq!(records, 1000);
+    let first: Vec<i64> = redis::cmd("ZRANGE").arg("dbsweep:usertable:pk").arg(0).arg(0).query(&mut conn).unwrap();
+    let fields: u64 = redis::cmd("HLEN").arg(format!("dbsweep:usertable{}", first[0])).query(&mut conn).unwrap();
+    assert_eq!(fields, 11);
+    // One figure per workload: a line per (target, operation type), Redis and LedisDB side by side.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for (experiment, ops) in types {
+        let id = format!("data-figure=\"fig-{experiment}-n1000-ops\"");
+        let start = html.find(&id).unwrap_or_else(|| panic!("no {id}"));
+        let figure = &html[start..];
+        let figure = &figure[..figure[id.len()..].find("data-figure=").map_or(figure.len(), |end| end + id.len())];
+        for target in ["redis", "ledisdb"] {
+            for op in ops {
+                assert!(figure.contains(&format!("{target} {op}")), "{id}: no line '{target} {op}'");
+            }
+        }
+    }
+}

@@ -72,7 +72,12 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
             if n == 0 {
                 return Err(Error::usage("gen keys: N must be at least 1"));
             }
-            let text = crate::data::keys::to_csv(n, seed, value_bytes);
+            use crate::data::pairs::{PairGen, PairValue};
+            let values = match value_bytes {
+                Some(bytes) => PairGen::new(seed, PairValue::Text, bytes),
+                None => PairGen::new(seed, PairValue::Int, 0),
+            };
+            let text = crate::data::keys::to_csv(n, seed, &values);
             match out {
                 Some(path) => {
                     let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
@@ -122,7 +127,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         timeout_secs: args.timeout,
         rate: args.rate,
         spawn: args.spawn,
-        data_root: args.data_root,
+        data_roots: args.data_roots,
         ycsb_files: args.ycsb_files,
         ycsb_properties: args.ycsb_properties,
     };
@@ -159,10 +164,27 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
                 cancel.store(true, Ordering::Relaxed);
             }
         });
-        let servers = servers::spawn_all(&plan.spawn, &plan.spawn_options).await?;
+        let mut servers = Vec::new();
+        for (label, options) in plan.spawn_rounds() {
+            if plan.spawn.is_empty() {
+                break;
+            }
+            // Each round's servers are up before the next round starts; an error drops (and
+            // so kills) the ones already running.
+            let round = servers::spawn_all(&plan.spawn, &options).await?;
+            servers.extend(round.into_iter().map(|s| (label.clone(), s)));
+        }
         let mut ctx = ctx;
-        for server in &servers {
-            for (name, url) in server.targets() {
+        for (label, server) in &servers {
+            let mut targets = server.targets();
+            if plan.cli_clients {
+                targets.extend(server.client_targets());
+            }
+            for (name, url) in targets {
+                let name = match label {
+                    Some(label) => format!("{name}-{label}"),
+                    None => name,
+                };
                 let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
                 plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
                 let mut settings: BTreeMap<String, String> =
@@ -175,7 +197,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         }
         let result = runner::execute(&plan, &ctx).await;
         watcher.abort();
-        for server in servers {
+        for (_, server) in servers {
             if let Err(e) = server.stop().await {
                 tracing::warn!("stopping a spawned server: {e}");
             }
@@ -220,7 +242,18 @@ fn voided_points(report: &report::model::Report) -> Option<String> {
 
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.
 fn print_budget(plan: &plan::Plan) {
-    let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).chain(plan.spawn.iter().flat_map(|k| k.target_names())).collect();
+    let mut names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
+    for (label, _) in plan.spawn_rounds().iter().filter(|_| !plan.spawn.is_empty()) {
+        for kind in &plan.spawn {
+            let clients = kind.client_target_name().filter(|_| plan.cli_clients);
+            for name in kind.target_names().into_iter().chain(clients) {
+                names.push(match label {
+                    Some(label) => format!("{name}-{label}"),
+                    None => name,
+                });
+            }
+        }
+    }
     let targets = names.len();
     println!(
         "study {} ({}), seed {}, data {}",

@@ -15,6 +15,7 @@ pub mod h2;
 pub mod hyper;
 pub mod memcached;
 pub mod mock;
+pub mod monetdbe;
 pub mod mongodb;
 pub mod mysql;
 pub mod nodb;

@@ -10,21 +10,17 @@
 
 pub mod cassandra;
 pub mod cli_client;
-pub mod duckdb;
-pub mod h2;
-pub mod hyper;
+pub mod embedded;
 pub mod memcached;
 pub mod mock;
 pub mod monetdbe;
 pub mod mongodb;
 pub mod mysql;
 pub mod nodb;
-pub mod postgres;
-pub mod redb;
+pub mod pgwire;
 pub mod redis;
 pub mod registry;
 pub mod sql;
-pub mod sqlite;
 pub mod url;
 
 use crate::base::op::{Needs, Op, OpError, OpKind, Outcome, QueryId};

@@ -4,8 +4,10 @@
 //! The only module that names every adapter; adapters never import it. Must not connect
 //! to anything: adapters connect in `prepare`/`connect`.
 
+use super::embedded::{duckdb, redb, sqlite};
+use super::pgwire::{PgWire, h2, hyper, postgres};
 use super::{OpenContext, Target, TargetUrl};
-use super::{cassandra, cli_client, duckdb, h2, hyper, memcached, mock, mongodb, mysql, nodb, postgres, redb, redis, sqlite};
+use super::{cassandra, cli_client, memcached, mock, mongodb, mysql, nodb, redis};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -169,9 +171,9 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
         "redis" | "ledis" | "ledisdb" => Ok(Arc::new(redis::Redis::new(name, url)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
-        "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
-        "h2" => Ok(Arc::new(h2::H2::new(name, url)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(PgWire(postgres::Postgres::new(name, url)?))),
+        "hyper" => Ok(Arc::new(PgWire(hyper::Hyper::new(name, url, ctx)?))),
+        "h2" => Ok(Arc::new(PgWire(h2::H2::new(name, url)?))),
         "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url)?)),
         "mongodb" => Ok(Arc::new(mongodb::MongoDb::new(name, url)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),

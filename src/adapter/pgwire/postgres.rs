@@ -8,40 +8,76 @@
 //! schema, and never drops a schema or table it did not create. Passwords come from the
 //! URL, `PGPASSWORD` or `~/.pgpass` and are never shown.
 
-pub(crate) mod conn;
-mod pgpass;
-pub(crate) mod sql;
-
-use self::sql::{Layout, MARKER, PgTable, SCHEMA, quote_ident, quote_literal};
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
-use crate::base::op::{OpKind, QueryId};
-use crate::base::table::TableDef;
+use super::encode::Wire;
+use super::session::QUERIES;
+use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive, pgpass};
+use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, SCHEMA, quote_literal};
+use crate::adapter::{Capabilities, EngineMemory, Execution, TargetInfo, TargetUrl};
+use crate::base::op::OpKind;
+use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures_util::SinkExt;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls};
+
+/// The three layouts' sessions: PostgreSQL aborts a transaction at its first error, so a
+/// batch is one pipeline; parameter types come from the statements' casts.
+static FLAVORS: [Flavor; 3] = [
+    Flavor {
+        dialect: &PG_ROW,
+        layout: Layout::Row,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+    Flavor {
+        dialect: &PG_HSTORE,
+        layout: Layout::Hstore,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+    Flavor {
+        dialect: &PG_JSONB,
+        layout: Layout::Jsonb,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+];
+
+fn flavor(layout: Layout) -> &'static Flavor {
+    &FLAVORS[layout as usize]
+}
+
+/// The system name of a layout's target.
+fn system(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Row => "pg-row",
+        Layout::Hstore => "pg-hstore",
+        Layout::Jsonb => "pg-jsonb",
+    }
+}
 
 /// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
 /// different layouts can prepare and clean up concurrently.
 const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
 
 pub struct Postgres {
-    /// Description before the server was asked for its version and settings.
-    initial: TargetInfo,
-    /// The full description, filled at the first successful connection.
-    described: OnceLock<TargetInfo>,
+    /// Description, flavor and prepared tables.
+    pg: PgTarget,
     layout: Layout,
     /// Connection parameters, password included (never printed).
     config: tokio_postgres::Config,
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
-    /// Tables of the last `prepare`, by `TableId`.
-    tables: Mutex<Arc<Vec<PgTable>>>,
     /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
     hstore_schema: Mutex<Option<String>>,
 }
@@ -72,26 +108,22 @@ impl Postgres {
         settings.insert("request.multi_get".to_string(), "one SELECT * … WHERE <key> = ANY($1::int8[]), prepared".to_string());
         let ops = OpKind::ALL.to_vec();
         Ok(Postgres {
-            initial: TargetInfo {
-                name: name.to_string(),
-                system: layout.system().to_string(),
-                url: url.redacted(),
-                execution: Execution::Async,
-                capabilities: Capabilities {
-                    ops,
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
-                    native_batch: true,
-                    secondary_indexes: true,
+            pg: PgTarget::new(
+                TargetInfo {
+                    name: name.to_string(),
+                    system: system(layout).to_string(),
+                    url: url.redacted(),
+                    execution: Execution::Async,
+                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
+                    version: "unknown (not connected yet)".into(),
+                    settings,
                 },
-                version: "unknown (not connected yet)".into(),
-                settings,
-            },
-            described: OnceLock::new(),
+                flavor(layout),
+            ),
             layout,
             config,
             endpoint: format!("{host}:{port}"),
             user,
-            tables: Mutex::new(Arc::new(Vec::new())),
             hstore_schema: Mutex::new(None),
         })
     }
@@ -99,7 +131,7 @@ impl Postgres {
     /// Opens one session and spawns its connection driver. Failures are `Unreachable`
     /// with the fix in the message.
     async fn open_client(&self) -> Result<Client> {
-        let name = &self.initial.name;
+        let name = self.pg.name();
         let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
             let detail = match e.as_db_error() {
                 Some(db) if db.code().code().starts_with("28") => format!(
@@ -109,36 +141,29 @@ impl Postgres {
                     db.message()
                 ),
                 Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
-                None if e.to_string().contains("password") || conn::describe(&e).contains("password missing") => format!(
+                None if e.to_string().contains("password") || describe(&e).contains("password missing") => format!(
                     "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
                     self.endpoint, self.user
                 ),
                 None => format!(
                     "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
                     self.endpoint,
-                    conn::describe(&e)
+                    describe(&e)
                 ),
             };
             Error::unreachable(name, detail)
         })?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped or the server goes away; errors surface on
-            // the client's next request.
-            let _ = connection.await;
-        });
-        if self.described.get().is_none() {
-            let info = self.describe(&client).await?;
-            let _ = self.described.set(info);
-        }
+        drive(connection);
+        self.pg.describe_once(|| self.describe(&client)).await?;
         Ok(client)
     }
 
     /// Asks the server for its version and the settings that change results.
     async fn describe(&self, client: &Client) -> Result<TargetInfo> {
-        let mut info = self.initial.clone();
+        let mut info = self.pg.initial.clone();
         let show = |name: &'static str| async move {
-            let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.runtime("SHOW", &e))?;
-            row.try_get::<_, String>(0).map_err(|e| self.runtime("SHOW", &e))
+            let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.pg.runtime("SHOW", &e))?;
+            row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("SHOW", &e))
         };
         info.version = show("server_version").await?;
         for (key, setting) in [
@@ -152,24 +177,20 @@ impl Postgres {
         Ok(info)
     }
 
-    fn runtime(&self, what: &str, e: &tokio_postgres::Error) -> Error {
-        Error::runtime(format!("target '{}': {what}: {}", self.initial.name, conn::describe(e)))
-    }
-
     /// Takes the DDL lock and checks the schema marker inside an open transaction.
     /// Returns whether the schema exists (and is owned); `NotOwned` if it is someone else's.
     async fn lock_and_check(&self, client: &Client) -> Result<bool> {
-        client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.runtime("lock", &e))?;
+        client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.pg.runtime("lock", &e))?;
         let rows = client
             .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&SCHEMA])
             .await
-            .map_err(|e| self.runtime("checking schema", &e))?;
+            .map_err(|e| self.pg.runtime("checking schema", &e))?;
         match rows.first() {
             None => Ok(false),
-            Some(row) => match row.try_get::<_, Option<String>>(0).map_err(|e| self.runtime("checking schema", &e))? {
+            Some(row) => match row.try_get::<_, Option<String>>(0).map_err(|e| self.pg.runtime("checking schema", &e))? {
                 Some(comment) if comment == MARKER => Ok(true),
                 _ => Err(Error::not_owned(
-                    &self.initial.name,
+                    self.pg.name(),
                     format!(
                         "schema {SCHEMA} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                          drop or rename it, or point the target at another database",
@@ -180,8 +201,8 @@ impl Postgres {
         }
     }
 
-    async fn prepare_in_tx(&self, client: &Client, tables: &[PgTable]) -> Result<Option<String>> {
-        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) };
+    async fn prepare_in_tx(&self, client: &Client, defs: &[Arc<TableDef>]) -> Result<(Vec<SqlTable>, Option<String>)> {
+        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e)) };
         if !self.lock_and_check(client).await? {
             run(format!("CREATE SCHEMA {SCHEMA}")).await?;
             run(format!("COMMENT ON SCHEMA {SCHEMA} IS {}", quote_literal(MARKER))).await?;
@@ -189,9 +210,9 @@ impl Postgres {
         let mut hstore_schema = None;
         if self.layout == Layout::Hstore {
             let query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'hstore'";
-            let rows = client.query(query, &[]).await.map_err(|e| self.runtime("checking hstore", &e))?;
+            let rows = client.query(query, &[]).await.map_err(|e| self.pg.runtime("checking hstore", &e))?;
             hstore_schema = Some(match rows.first() {
-                Some(row) => row.try_get::<_, String>(0).map_err(|e| self.runtime("checking hstore", &e))?,
+                Some(row) => row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("checking hstore", &e))?,
                 None => {
                     // Installed into dbsweep's own schema so cleanup can remove it again.
                     run(format!("CREATE EXTENSION hstore WITH SCHEMA {SCHEMA}")).await.map_err(|e| {
@@ -203,15 +224,21 @@ impl Postgres {
                     SCHEMA.to_string()
                 }
             });
-            run(format!("SET LOCAL search_path TO {SCHEMA}, {}", hstore_schema.as_deref().map(quote_ident).unwrap())).await?;
+            let extension = self.dialect().quote(hstore_schema.as_deref().unwrap_or(SCHEMA));
+            run(format!("SET LOCAL search_path TO {SCHEMA}, {extension}")).await?;
         }
-        for table in tables {
-            run(table.drop_sql()).await?;
-            for statement in table.create_sql() {
-                run(statement).await?;
-            }
-        }
-        Ok(hstore_schema)
+        Ok((self.pg.create_tables(client, defs).await?, hstore_schema))
+    }
+
+    fn dialect(&self) -> &'static dyn Dialect {
+        self.layout.dialect()
+    }
+}
+
+#[async_trait]
+impl PgServer for Postgres {
+    fn pg(&self) -> &PgTarget {
+        &self.pg
     }
 
     /// A session with the search path the layout needs.
@@ -219,37 +246,20 @@ impl Postgres {
         let client = self.open_client().await?;
         let extension = self.hstore_schema.lock().unwrap().clone();
         if let Some(schema) = extension {
-            let sql = format!("SET search_path TO {SCHEMA}, {}", quote_ident(&schema));
-            client.batch_execute(&sql).await.map_err(|e| self.runtime("setting search_path", &e))?;
+            let sql = format!("SET search_path TO {SCHEMA}, {}", self.dialect().quote(&schema));
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime("setting search_path", &e))?;
         }
         Ok(client)
     }
 
-    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<PgTable>>, usize)> {
-        let tables = self.tables.lock().unwrap().clone();
-        let index = tables
-            .iter()
-            .position(|t| t.def.name == def.name)
-            .ok_or_else(|| Error::runtime(format!("target '{}': table {} was not prepared", self.initial.name, def.name)))?;
-        Ok((tables, index))
-    }
-}
-
-#[async_trait]
-impl Target for Postgres {
-    fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.initial)
-    }
-
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.open_client().await?;
-        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::new(t.clone(), self.layout)).collect();
-        client.batch_execute("BEGIN").await.map_err(|e| self.runtime("BEGIN", &e))?;
-        match self.prepare_in_tx(&client, &tables).await {
-            Ok(hstore_schema) => {
-                client.batch_execute("COMMIT").await.map_err(|e| self.runtime("COMMIT", &e))?;
+        client.batch_execute("BEGIN").await.map_err(|e| self.pg.runtime("BEGIN", &e))?;
+        match self.prepare_in_tx(&client, tables).await {
+            Ok((tables, hstore_schema)) => {
+                client.batch_execute("COMMIT").await.map_err(|e| self.pg.runtime("COMMIT", &e))?;
                 *self.hstore_schema.lock().unwrap() = hstore_schema;
-                *self.tables.lock().unwrap() = Arc::new(tables);
+                self.pg.set_tables(tables);
                 Ok(())
             }
             Err(e) => {
@@ -260,74 +270,40 @@ impl Target for Postgres {
     }
 
     async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
+        let (tables, index) = self.pg.table(def)?;
         let table = &tables[index];
         let client = self.session().await?;
-        let sink = client.copy_in::<_, Bytes>(&table.copy_sql()).await.map_err(|e| self.runtime("COPY", &e))?;
-        futures_util::pin_mut!(sink);
-        // Text COPY, sent in chunks of about 256 KiB.
-        let mut chunk = String::with_capacity(300 * 1024);
-        let mut sent = 0u64;
-        for row in rows {
-            table
-                .copy_row(&row, &mut chunk)
-                .map_err(|e| Error::runtime(format!("target '{}': loading {}: {e}", self.initial.name, def.name)))?;
-            sent += 1;
-            if chunk.len() >= 256 * 1024 {
-                let bytes = Bytes::from(std::mem::replace(&mut chunk, String::with_capacity(300 * 1024)));
-                sink.send(bytes).await.map_err(|e| self.runtime("COPY", &e))?;
-            }
-        }
-        if !chunk.is_empty() {
-            sink.send(Bytes::from(chunk)).await.map_err(|e| self.runtime("COPY", &e))?;
-        }
-        let loaded = sink.finish().await.map_err(|e| self.runtime("COPY", &e))?;
-        if loaded != sent {
-            return Err(Error::runtime(format!("target '{}': COPY stored {loaded} of {sent} rows", self.initial.name)));
-        }
+        let copy = format!("COPY {} ({}) FROM STDIN", table.name, copy_columns(self.dialect(), table));
+        let loaded = copy_in(&self.pg, &client, &copy, Wire { def: &table.def, layout: self.layout }, rows).await?;
         // Fresh statistics (also for the expression indexes), so the first measured run
         // gets the same plans as later ones.
-        client.batch_execute(&format!("ANALYZE {}", table.qualified)).await.map_err(|e| self.runtime("ANALYZE", &e))?;
+        client.batch_execute(&format!("ANALYZE {}", table.name)).await.map_err(|e| self.pg.runtime("ANALYZE", &e))?;
         Ok(loaded)
-    }
-
-    async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let client = self.session().await?;
-        let tables = self.tables.lock().unwrap().clone();
-        Ok(Box::new(conn::PgConnection::new(client, tables, self.layout).await.map_err(|e| self.runtime("connect", &e))?))
-    }
-
-    async fn count_rows(&self, def: &TableDef) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
-        let client = self.session().await?;
-        let row = client.query_one(&tables[index].count_sql(), &[]).await.map_err(|e| self.runtime("count", &e))?;
-        let n: i64 = row.try_get(0).map_err(|e| self.runtime("count", &e))?;
-        Ok(n as u64)
     }
 
     /// The on-disk size of dbsweep's tables with their indexes and TOAST
     /// (`pg_total_relation_size`); PostgreSQL keeps no per-table figure for memory.
-    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
-        let tables = self.tables.lock().unwrap().clone();
+    async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
+        let tables = self.pg.tables();
         if tables.is_empty() {
             return Ok(None);
         }
-        let names: Vec<String> = tables.iter().map(|t| t.qualified.clone()).collect();
+        let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
         let client = self.session().await?;
         let row = client
             .query_one("SELECT COALESCE(SUM(pg_total_relation_size(t::regclass)), 0)::int8 FROM unnest($1::text[]) AS t", &[&names])
             .await
-            .map_err(|e| self.runtime("pg_total_relation_size", &e))?;
-        let bytes: i64 = row.try_get(0).map_err(|e| self.runtime("pg_total_relation_size", &e))?;
-        Ok(Some(super::EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
+            .map_err(|e| self.pg.runtime("pg_total_relation_size", &e))?;
+        let bytes: i64 = row.try_get(0).map_err(|e| self.pg.runtime("pg_total_relation_size", &e))?;
+        Ok(Some(EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
     }
 
     async fn cleanup(&self) -> Result<()> {
         let client = self.open_client().await?;
-        let tables = self.tables.lock().unwrap().clone();
+        let tables = self.pg.tables();
         let run = |sql: String| {
             let client = &client;
-            async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) }
+            async move { client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e)) }
         };
         run("BEGIN".into()).await?;
         let owned = match self.lock_and_check(&client).await {
@@ -341,7 +317,7 @@ impl Target for Postgres {
         };
         if owned {
             for table in tables.iter() {
-                run(table.drop_sql()).await?;
+                run(table.drop()).await?;
             }
             // Drop the schema (and an hstore extension dbsweep installed into it) only when
             // no table is left in it; other layouts' targets may still use it.
@@ -349,7 +325,7 @@ impl Target for Postgres {
                 .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", &[&SCHEMA])
                 .await
                 .and_then(|r| r.try_get(0))
-                .map_err(|e| self.runtime("cleanup", &e))?;
+                .map_err(|e| self.pg.runtime("cleanup", &e))?;
             if left == 0 {
                 run("SAVEPOINT drop_schema".into()).await?;
                 let ext_here = client
@@ -367,13 +343,13 @@ impl Target for Postgres {
                 };
                 if let Err(e) = dropped {
                     // Something else now depends on the schema: keep it.
-                    tracing::info!("keeping schema {SCHEMA}: {}", conn::describe(&e));
+                    tracing::info!("keeping schema {SCHEMA}: {}", describe(&e));
                     run("ROLLBACK TO SAVEPOINT drop_schema".into()).await?;
                 }
             }
         }
         run("COMMIT".into()).await?;
-        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        self.pg.set_tables(Vec::new());
         Ok(())
     }
 }

@@ -25,9 +25,11 @@
 //! it back, fix the index. All clients share one `redb::Database` (`Execution::Blocking`);
 //! redb runs one writer at a time and readers concurrently. Must not time anything.
 
-use super::sqlite::{clip, throwaway_dir, writes};
-use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
+use super::{clip, throwaway_dir};
+use crate::adapter::sql::connection::writes;
+use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::base::table::RowSource;
 use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
 use ::redb::{

@@ -128,8 +128,13 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         rate: args.rate,
         spawn: args.spawn,
         data_roots: args.data_roots,
+        ycsb_files: args.ycsb_files,
+        ycsb_properties: args.ycsb_properties,
     };
     let mut plan = plan::resolve(&opts)?;
+    for w in &plan.warnings {
+        eprintln!("dbsweep: warning: {w}");
+    }
     if args.dry_run {
         print_budget(&plan);
         return Ok(());

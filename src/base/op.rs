@@ -156,6 +156,24 @@ impl OpKind {
     }
 }
 
+impl OpKind {
+    /// The operation types of a YCSB workload, in the order YCSB reports them.
+    pub const YCSB: [OpKind; 5] = [OpKind::Get, OpKind::Update, OpKind::Insert, OpKind::Scan, OpKind::ReadModifyWrite];
+
+    /// YCSB's name of an operation type of a workload (`READ`, `UPDATE`, `INSERT`, `SCAN`,
+    /// `READ-MODIFY-WRITE`), as in YCSB's output and the ycsb study's figures.
+    pub fn ycsb_name(self) -> Option<&'static str> {
+        match self {
+            OpKind::Get => Some("READ"),
+            OpKind::Update => Some("UPDATE"),
+            OpKind::Insert => Some("INSERT"),
+            OpKind::Scan => Some("SCAN"),
+            OpKind::ReadModifyWrite => Some("READ-MODIFY-WRITE"),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for OpKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

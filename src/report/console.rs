@@ -133,6 +133,15 @@ fn cell(p: &PointResult) -> String {
     }
 }
 
+/// Rows as left-aligned columns, indented by two spaces.
+fn write_table(out: &mut String, rows: &[Vec<String>]) {
+    let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in rows {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+    }
+}
+
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let targets: Vec<&str> = report.targets.iter().map(|t| t.name.as_str()).collect();
@@ -162,7 +171,6 @@ pub fn render(report: &Report) -> String {
             }
             rows.push(row);
         }
-        let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
         let op = points.first().map(|p| p.op.name()).unwrap_or_default();
         let lifecycle_exp = lifecycle && points.iter().any(|p| p.point.param.is_some());
         if lifecycle_exp {
@@ -170,9 +178,33 @@ pub fn render(report: &Report) -> String {
         } else {
             let _ = writeln!(out, "\n{exp} ({op}; median of measured runs, ± half the min-max spread)");
         }
-        for row in rows {
-            let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-            let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+        write_table(&mut out, &rows);
+        if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| !s.by_kind.is_empty())) {
+            let _ = writeln!(out, "  per operation type (YCSB's names): ops/s of the type, p99");
+            let mut rows: Vec<Vec<String>> =
+                vec![std::iter::once("point".to_string()).chain(targets.iter().map(|t| t.to_string())).collect()];
+            for label in &labels {
+                for kind in OpKind::YCSB {
+                    let at = |t: &&str| {
+                        let p = points.iter().find(|p| p.target == *t && point_label(p) == *label)?;
+                        p.summary.as_ref()?.by_kind.get(&kind)
+                    };
+                    if !targets.iter().any(|t| at(t).is_some()) {
+                        continue;
+                    }
+                    let mut row = vec![format!("{label} {}", kind.ycsb_name().unwrap_or(kind.name()))];
+                    row.extend(targets.iter().map(|t| {
+                        at(t)
+                            .map(|k| match k.median_ops_per_sec {
+                                Some(v) => format!("{}/s p99 {}", rate(v), micros(k.latency.p99_us)),
+                                None => "VOID".into(),
+                            })
+                            .unwrap_or_default()
+                    }));
+                    rows.push(row);
+                }
+            }
+            write_table(&mut out, &rows);
         }
         if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some())) {
             let mut rows: Vec<Vec<String>> =
@@ -189,15 +221,11 @@ pub fn render(report: &Report) -> String {
                 }
                 rows.push(row);
             }
-            let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
             let _ = writeln!(
                 out,
                 "  memory change over the operation (median of the measured runs): client (the paper's metric) / server process (PSS) / engine-reported; <noise: within one page or half the runs' spread, or runs disagree in sign"
             );
-            for row in rows {
-                let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-                let _ = writeln!(out, "  {}", line.join("  ").trim_end());
-            }
+            write_table(&mut out, &rows);
         }
     }
     if !report.unavailable.is_empty() {

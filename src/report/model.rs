@@ -8,6 +8,7 @@ use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::base::op::OpKind;
 use crate::workload::experiment::Point;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// 2: `ops` counts every op sent and throughput counts only `ok_ops`; `failed_ops`,
 /// `short_ops` and `missing_rows` were added; a point with errors or missing rows is void
@@ -271,6 +272,22 @@ pub struct PointSummary {
     /// Studies that measure memory: the change per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
+    /// A YCSB workload (a mixed point): each operation type's own throughput and latency,
+    /// as YCSB reports them per operation type.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_kind: BTreeMap<OpKind, KindSummary>,
+}
+
+/// One operation type of a mixed point over its measured runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KindSummary {
+    /// Ops of this type completed per second of the run: median, min and max over the runs;
+    /// `None` when the point is void (as `PointSummary::median_ops_per_sec`).
+    pub median_ops_per_sec: Option<f64>,
+    pub min_ops_per_sec: Option<f64>,
+    pub max_ops_per_sec: Option<f64>,
+    /// Service latency of this type, merged over the measured runs.
+    pub latency: LatencySummary,
 }
 
 impl PointSummary {

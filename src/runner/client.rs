@@ -36,6 +36,9 @@ pub struct RunJob {
     /// Fixed-rate (open-loop) runs: total ops per second across all clients. `None` is a
     /// closed loop: each client sends its next request when the previous one returns.
     pub rate: Option<f64>,
+    /// YCSB's `maxexecutiontime`: clients stop claiming ops this long after the start; the
+    /// run is complete with the ops done by then.
+    pub time_limit: Option<Duration>,
     /// Compare each request's rows with the rows the plan expects (false for NO-DB, whose
     /// ops do no work and so return no real rows).
     pub check_rows: bool,
@@ -54,6 +57,8 @@ struct ClientResult {
     finished: Instant,
     /// Set when the client gave up on a dead server.
     gave_up: Option<String>,
+    /// The run's time limit stopped this client before the ops ran out.
+    time_limited: bool,
 }
 
 /// Runs one warm-up or measured run and returns its measurement.
@@ -87,6 +92,7 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
     let mut end: Option<Instant> = None;
     let mut merged = Recorder::default();
     let mut gave_up = None;
+    let mut time_limited = false;
     for h in handles {
         let result = match h {
             ClientHandle::Task(t) => t.await.map_err(|e| e.to_string()),
@@ -100,6 +106,7 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
                 end = Some(end.map_or(r.finished, |e| e.max(r.finished)));
                 merged.merge(r.recorder);
                 gave_up = gave_up.or(r.gave_up);
+                time_limited |= r.time_limited;
             }
             Err(e) => merged.record_error(ErrorClass::Client, &format!("client crashed: {e}")),
         }
@@ -109,7 +116,7 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         (Some(s), Some(e)) => e.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
-    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && merged.ops == job.ops;
+    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == job.ops || time_limited);
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
     if job.check_rows && job.stream.kind() == crate::base::op::OpKind::Delete && job.target.blind_deletes() {
         super::verify::blind_deletes(&job, &mut m).await;
@@ -132,7 +139,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         Ok(c) => c,
         Err(e) => {
             recorder.record_error(ErrorClass::Connection, &e.to_string());
-            return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()) };
+            return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
     let kind = job.stream.kind();
@@ -148,8 +155,16 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
     let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
     let mut claimed = 0..0u64;
     let mut unreported = 0u64;
+    let deadline = job.time_limit.map(|limit| started + limit);
+    let mut time_limited = false;
     loop {
         if job.cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(at) = deadline
+            && Instant::now() >= at
+        {
+            time_limited = true;
             break;
         }
         // Sequence numbers are claimed a chunk at a time so clients rarely contend on the
@@ -235,7 +250,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
     drop(conn);
-    ClientResult { recorder, started, finished: Instant::now(), gave_up }
+    ClientResult { recorder, started, finished: Instant::now(), gave_up, time_limited }
 }
 
 /// Applies the per-op timeout to network requests. Embedded calls block the thread, so a
@@ -283,6 +298,8 @@ mod tests {
             name: "run".into(),
             op,
             workload: None,
+            ycsb: None,
+            time_limit_secs: None,
             table: 0,
             column: 0,
             max_column: 0,
@@ -310,6 +327,7 @@ mod tests {
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
             rate: None,
+            time_limit: None,
             check_rows: true,
         };
         run_once(Arc::new(job)).await

@@ -15,6 +15,26 @@ conformance!(mock, open("mock:"));
 conformance!(sqlite, open("sqlite:"));
 conformance!(redb, open("redb:"));
 conformance!(duckdb, open("duckdb:"));
+conformance!(monetdb, monetdb::open());
+
+/// MonetDBe runs one database per process: the MonetDB tests of this binary take turns.
+mod monetdb {
+    use dbsweep::adapter::Target;
+    use std::sync::{Arc, Mutex, MutexGuard};
+
+    pub struct Turn {
+        _dir: tempfile::TempDir,
+        _turn: MutexGuard<'static, ()>,
+    }
+
+    /// A `monetdb:` target (a throwaway database) while no other MonetDB test runs.
+    pub async fn open() -> (Arc<dyn Target>, Turn) {
+        static TURN: Mutex<()> = Mutex::new(());
+        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let (target, dir) = super::open("monetdb:").await;
+        (target, Turn { _dir: dir, _turn: turn })
+    }
+}
 
 // Engine-specific checks on user files: what dbsweep leaves alone, reopening, concurrency.
 
@@ -186,6 +206,15 @@ macro_rules! embedded_file_tests {
 
 embedded_file_tests!(sqlite, redb, duckdb);
 
+/// Four clients inserting distinct keys into one keyed table at once: MonetDB aborts
+/// some of the commits ("concurrency conflicts"); each lost statement runs again, and
+/// every row is stored exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_monetdb_inserts_are_retried_after_conflicts() {
+    let (target, _turn) = monetdb::open().await;
+    concurrent_inserts(target, 4, 250).await;
+}
+
 /// The insert-find study looks up to 100,000 keys in one request: more than SQLite's
 /// 32,766 bound parameters.
 async fn large_multi_get(target: Arc<dyn Target>) {
@@ -204,6 +233,11 @@ async fn large_multi_get(target: Arc<dyn Target>) {
 }
 
 mod large_multi_get {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn monetdb() {
+        let (target, _turn) = super::monetdb::open().await;
+        super::large_multi_get(target).await;
+    }
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite() {
         let (target, _dir) = super::open("sqlite:").await;

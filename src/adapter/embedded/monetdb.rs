@@ -150,7 +150,7 @@ impl EmbeddedSql for MonetDb {
     /// memory figure, so work areas of running queries are not in it.
     fn engine_memory(&self, admin: &mut MonetDbEngine) -> Result<EngineMemory> {
         let sql = "SELECT CAST(COALESCE(SUM(columnsize + heapsize + hashes + imprints + orderidx), 0) AS BIGINT) \
-                   FROM sys.storage() WHERE \"schema\" = 'sys' AND \"table\" LIKE 'dbsweep\\_%' ESCAPE '\\'";
+                   FROM sys.storage() WHERE \"schema\" = 'sys' AND \"table\" LIKE 'dbsweep_%'";
         let mut bytes = 0u64;
         admin
             .query(sql, &[], &[ColumnType::Int], &mut |row| {

@@ -17,22 +17,47 @@ conformance!(redb, open("redb:"));
 conformance!(duckdb, open("duckdb:"));
 conformance!(monetdb, monetdb::open());
 
-/// MonetDBe runs one database per process: the MonetDB tests of this binary take turns.
+/// MonetDBe runs one database per process: the MonetDB tests of this binary take turns. A
+/// test may open a second target once its first is dropped (the conformance body does), so
+/// the turn belongs to the test's thread and is taken again there without waiting.
 mod monetdb {
     use dbsweep::adapter::Target;
-    use std::sync::{Arc, Mutex, MutexGuard};
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::thread::{self, ThreadId};
+
+    /// The thread holding the turn, and how many `Turn`s it holds.
+    static HOLDER: Mutex<Option<(ThreadId, usize)>> = Mutex::new(None);
+    static FREED: Condvar = Condvar::new();
 
     pub struct Turn {
         _dir: tempfile::TempDir,
-        _turn: MutexGuard<'static, ()>,
     }
 
-    /// A `monetdb:` target (a throwaway database) while no other MonetDB test runs.
+    impl Drop for Turn {
+        fn drop(&mut self) {
+            let mut holder = HOLDER.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, n)) = holder.as_mut() {
+                *n -= 1;
+                if *n == 0 {
+                    *holder = None;
+                    FREED.notify_all();
+                }
+            }
+        }
+    }
+
+    /// A `monetdb:` target (a throwaway database) while no other test's MonetDB runs.
     pub async fn open() -> (Arc<dyn Target>, Turn) {
-        static TURN: Mutex<()> = Mutex::new(());
-        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let me = thread::current().id();
+        let mut holder = HOLDER.lock().unwrap_or_else(|e| e.into_inner());
+        while holder.is_some_and(|(owner, _)| owner != me) {
+            holder = FREED.wait(holder).unwrap_or_else(|e| e.into_inner());
+        }
+        let count = holder.map_or(0, |(_, n)| n);
+        *holder = Some((me, count + 1));
+        drop(holder);
         let (target, dir) = super::open("monetdb:").await;
-        (target, Turn { _dir: dir, _turn: turn })
+        (target, Turn { _dir: dir })
     }
 }
 

@@ -56,6 +56,13 @@ fn op_error(e: MonetError) -> OpError {
 
 impl MonetDb {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
+        if url.host().is_some_and(|h| !h.is_empty()) {
+            return Err(Error::usage(format!(
+                "target '{name}': monetdb: is MonetDB embedded (monetdb:/path/to/database-dir, or monetdb: for a throwaway one); \
+                 dbsweep has no client for a MonetDB server at {}",
+                url.redacted()
+            )));
+        }
         let file = DatabaseFile::of(url, ctx, "monetdb", "db")?;
         let admin = monetdbe::Connection::open(Location::Directory(file.path.clone()), Options::default()).map_err(|e| {
             Error::usage(format!(

@@ -4,7 +4,7 @@
 //! The only module that names every adapter; adapters never import it. Must not connect
 //! to anything: adapters connect in `prepare`/`connect`.
 
-use super::embedded::{duckdb, redb, sqlite};
+use super::embedded::{duckdb, monetdb, redb, sqlite};
 use super::pgwire::{PgWire, h2, hyper, postgres};
 use super::{OpenContext, Target, TargetUrl};
 use super::{cassandra, cli_client, memcached, mock, mongodb, mysql, nodb, redis};
@@ -43,6 +43,12 @@ pub const SYSTEMS: &[SystemEntry] = &[
         scheme: "duckdb:[PATH]",
         system: "duckdb",
         description: "DuckDB, embedded column store (prebuilt libduckdb)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "monetdb:[PATH]",
+        system: "monetdb",
+        description: "MonetDB 11.41 embedded (MonetDBe, prebuilt libmonetdbe), column store; a database directory, one per process",
         unavailable: None,
     },
     SystemEntry {
@@ -130,12 +136,6 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
-        scheme: "monetdb://",
-        system: "monetdb",
-        description: "MonetDB column store",
-        unavailable: Some("not supported yet: dbsweep has no MonetDB adapter (its embedded build, MonetDBe, is planned)"),
-    },
-    SystemEntry {
         scheme: "aerospike://",
         system: "aerospike",
         description: "Aerospike key-value store",
@@ -169,6 +169,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
         "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
+        "monetdb" => Ok(Arc::new(monetdb::MonetDb::open(name, url, ctx)?)),
         "redis" | "ledis" | "ledisdb" => Ok(Arc::new(redis::Redis::new(name, url)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
         "postgres" | "postgresql" => Ok(Arc::new(PgWire(postgres::Postgres::new(name, url)?))),

@@ -11,6 +11,7 @@
 //! Must not time anything.
 
 pub mod duckdb;
+pub mod monetdb;
 pub mod redb;
 pub mod session;
 pub mod sqlite;

@@ -245,15 +245,17 @@ pub fn create_tables(engine: &mut dyn Engine, dialect: &dyn Dialect, tables: &[A
         for statement in table.create(dialect) {
             engine.batch(&statement).map_err(runtime(dialect))?;
         }
+        // Delete, then insert: every engine's SQL (MonetDB has no INSERT OR REPLACE).
+        let name = Value::Text(dialect.bare_name(&def.name).into());
+        let unregister = format!("DELETE FROM {OWNER_TABLE} WHERE tbl = {}", dialect.param(1, ColumnType::Text));
+        engine.execute(&unregister, std::slice::from_ref(&name)).map_err(runtime(dialect))?;
         let register = format!(
-            "INSERT OR REPLACE INTO {OWNER_TABLE} (tbl, created_by) VALUES ({}, {})",
+            "INSERT INTO {OWNER_TABLE} (tbl, created_by) VALUES ({}, {})",
             dialect.param(1, ColumnType::Text),
             dialect.param(2, ColumnType::Text)
         );
         let creator = concat!("dbsweep ", env!("CARGO_PKG_VERSION"));
-        engine
-            .execute(&register, &[Value::Text(dialect.bare_name(&def.name).into()), Value::Text(creator.into())])
-            .map_err(runtime(dialect))?;
+        engine.execute(&register, &[name, Value::Text(creator.into())]).map_err(runtime(dialect))?;
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! The SQL dialects dbsweep speaks: PostgreSQL in three layouts, HyPer, H2, MariaDB/MySQL,
-//! SQLite and DuckDB. A new SQL engine starts here: one struct and its `Dialect` impl.
+//! SQLite, DuckDB and MonetDB. A new SQL engine starts here: one struct and its `Dialect` impl.
 //!
 //! Owns each engine's spelling of names, parameters, types and value conversions. Must not
 //! open connections or bind values (the adapters' drivers bind in the encoding the
@@ -15,7 +15,7 @@ pub const TABLE_PREFIX: &str = "dbsweep_";
 
 /// Every dialect, for the statement listing.
 pub fn all() -> Vec<&'static dyn Dialect> {
-    vec![&PG_ROW, &PG_HSTORE, &PG_JSONB, &HYPER, &H2, &MYSQL, &SQLITE, &DUCKDB]
+    vec![&PG_ROW, &PG_HSTORE, &PG_JSONB, &HYPER, &H2, &MYSQL, &SQLITE, &DUCKDB, &MONETDB]
 }
 
 /// How PostgreSQL stores a table's rows.
@@ -457,6 +457,79 @@ impl Dialect for DuckDb {
         "DOUBLE"
     }
 }
+
+/// MonetDB (MonetDBe): `?` parameters, a decimal one written `CAST(? AS DECIMAL(15,2))` so
+/// that its bound hundredths keep their scale; typed columns; a named primary key (bulk
+/// loads drop it and add it back, see `embedded::monetdb`); key lists as `IN` lists of
+/// bound keys, padded to a power of two (every new text is prepared once per connection);
+/// inserts as multi-row `VALUES`.
+pub struct MonetDb;
+pub static MONETDB: MonetDb = MonetDb;
+
+impl MonetDb {
+    /// The name of the primary key constraint of dbsweep's table `bare`.
+    pub fn primary_key_name(&self, bare: &str) -> String {
+        format!("{bare}_pk")
+    }
+}
+
+impl Dialect for MonetDb {
+    fn name(&self) -> &'static str {
+        "monetdb"
+    }
+
+    fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
+        match ty {
+            ColumnType::Float => "DOUBLE",
+            ColumnType::Decimal => "DECIMAL(15,2)",
+            ty => typed_sql_type(ty, "TEXT"),
+        }
+    }
+
+    fn param(&self, _n: usize, ty: ColumnType) -> String {
+        match ty {
+            ColumnType::Decimal => "CAST(? AS DECIMAL(15,2))".into(),
+            _ => "?".into(),
+        }
+    }
+
+    /// The key as a named table constraint, which a bulk load can drop and add back.
+    fn create_table(&self, t: &SqlTable) -> String {
+        let columns: Vec<String> = (t.def.columns.iter().enumerate())
+            .map(|(i, c)| {
+                format!(
+                    "{} {}{}",
+                    self.quote(&c.name),
+                    self.sql_type(c.ty, i == 0 || t.def.indexed.contains(&i)),
+                    if i == 0 { " NOT NULL" } else { "" }
+                )
+            })
+            .collect();
+        let key = self.quote(&self.primary_key_name(&self.bare_name(&t.def.name)));
+        format!("CREATE TABLE {} ({}, CONSTRAINT {key} PRIMARY KEY ({}))", t.name, columns.join(", "), self.quote(&t.def.columns[0].name))
+    }
+
+    fn pad_keys(&self) -> bool {
+        true
+    }
+
+    fn max_keys(&self) -> usize {
+        MONETDB_MAX_KEYS
+    }
+
+    fn row_batch(&self) -> RowBatch {
+        RowBatch::Values { max_params: MONETDB_MAX_PARAMS }
+    }
+
+    fn double(&self) -> &'static str {
+        "DOUBLE"
+    }
+}
+
+/// Most keys in one MonetDB `IN` list (a longer list is split).
+pub const MONETDB_MAX_KEYS: usize = 1024;
+/// Most parameters of one multi-row MonetDB insert.
+const MONETDB_MAX_PARAMS: usize = 4096;
 
 /// The SQL types of the typed engines, with the engine's text type.
 fn typed_sql_type(ty: ColumnType, text: &'static str) -> &'static str {

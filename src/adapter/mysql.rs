@@ -71,13 +71,13 @@ fn requests(max_packet: &str) -> [(&'static str, String); 4] {
         (
             "request.insert_batch",
             format!(
-                "one multi-row INSERT, prepared with ? placeholders while it needs at most 65,535; beyond that the same INSERT                  with literal values (text protocol, as the mariadb client sends it); {split}, in one transaction"
+                "one multi-row INSERT, prepared with ? placeholders while it needs at most 65,535; beyond that the same INSERT with literal values (text protocol, as the mariadb client sends it); {split}, in one transaction"
             ),
         ),
         (
             "request.multi_get",
             format!(
-                "one SELECT * FROM <table> WHERE <key> IN (?, …), prepared up to 65,535 keys; beyond that with literal keys                  (text protocol); {split}"
+                "one SELECT * FROM <table> WHERE <key> IN (?, …), prepared up to 65,535 keys; beyond that with literal keys (text protocol); {split}"
             ),
         ),
         ("request.delete", "DELETE FROM <table> WHERE <key> = ?, prepared (a batch: one DELETE … IN (…), as a multi-get)".into()),

@@ -9,53 +9,9 @@ use dbsweep::servers::ServerKind;
 use support::{csv_rows, dbsweep, report};
 
 /// YCSB's `workloads/workloada` and `workloadc`, as shipped with YCSB.
-const WORKLOADA: &str = "# Yahoo! Cloud System Benchmark
-# Workload A: Update heavy workload
-#   Application example: Session store recording recent actions
-#
-#   Read/update ratio: 50/50
-#   Default data size: 1 KB records (10 fields, 100 bytes each, plus key)
-#   Request distribution: zipfian
+const WORKLOADA: &str = include_str!("fixtures/ycsb/workloada");
 
-recordcount=1000
-operationcount=1000
-workload=site.ycsb.workloads.CoreWorkload
-
-readallfields=true
-
-readproportion=0.5
-updateproportion=0.5
-scanproportion=0
-insertproportion=0
-
-requestdistribution=zipfian
-
-";
-
-const WORKLOADC: &str = "# Yahoo! Cloud System Benchmark
-# Workload C: Read only
-#   Application example: user profile cache, where profiles are constructed elsewhere (e.g., Hadoop)
-#
-#   Read/update ratio: 100/0
-#   Default data size: 1 KB records (10 fields, 100 bytes each, plus key)
-#   Request distribution: zipfian
-
-recordcount=1000
-operationcount=1000
-workload=site.ycsb.workloads.CoreWorkload
-
-readallfields=true
-
-readproportion=1
-updateproportion=0
-scanproportion=0
-insertproportion=0
-
-requestdistribution=zipfian
-
-
-
-";
+const WORKLOADC: &str = include_str!("fixtures/ycsb/workloadc");
 
 fn redis_info(url: &str, section: &str) -> String {
     let client = redis::Client::open(url).unwrap();

@@ -330,27 +330,7 @@ mod tests {
     use super::*;
 
     /// YCSB's `workloads/workloada`, as shipped.
-    pub const WORKLOADA: &str = "# Yahoo! Cloud System Benchmark
-# Workload A: Update heavy workload
-#   Application example: Session store recording recent actions
-#
-#   Read/update ratio: 50/50
-#   Default data size: 1 KB records (10 fields, 100 bytes each, plus key)
-#   Request distribution: zipfian
-
-recordcount=1000
-operationcount=1000
-workload=site.ycsb.workloads.CoreWorkload
-
-readallfields=true
-
-readproportion=0.5
-updateproportion=0.5
-scanproportion=0
-insertproportion=0
-
-requestdistribution=zipfian
-";
+    pub const WORKLOADA: &str = include_str!("../../tests/fixtures/ycsb/workloada");
 
     fn read(text: &str) -> Result<Applied, String> {
         apply(Workload::default(), &Properties::parse(text, "w").unwrap())

@@ -127,7 +127,7 @@ ycsb_warmed() {
     java -cp "$YCSB_LIB/*" site.ycsb.Client -t -db site.ycsb.BasicDB -p basicdb.verbose=false \
         -p basicdb.simulatedelay=0 -P "$wf" -p operationcount="$ops" -threads "$t" \
         -s -p status.interval=1 "$@" >"$log" 2>&1 || { cat "$log" >&2; die "YCSB failed"; }
-    python3 - "$log" "$warm" <<'PY' || { tail -5 "$log" >&2; die "too few status lines or no [OVERALL] Throughput in YCSB's output"; }
+    python3 - "$log" "$warm" <<'PY' || { tail -5 "$log" >&2; die "too few YCSB status lines after WARM_SECS=$warm s (raise YCSB_OPS) or no [OVERALL] Throughput in its output"; }
 import re, sys
 from datetime import datetime
 path, warm = sys.argv[1], float(sys.argv[2])

@@ -31,7 +31,12 @@ fn slurm_array_scripts_run_the_shards_and_merge_them() {
     for i in 0..3 {
         let o = script(
             "shards.sbatch",
-            &[("SLURM_ARRAY_TASK_ID", &i.to_string()), ("SLURM_ARRAY_TASK_COUNT", "3"), ("DBSWEEP_RESULTS", results), ("DBSWEEP_ARGS", args)],
+            &[
+                ("SLURM_ARRAY_TASK_ID", &i.to_string()),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ("DBSWEEP_RESULTS", results),
+                ("DBSWEEP_ARGS", args),
+            ],
         );
         assert!(o.status.success(), "shard {i}: {}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(report(&tmp.path().join(format!("shard-{i}")))["shard"]["index"], i);
@@ -104,7 +109,8 @@ fn kubernetes_indexed_job_and_merge_job_agree() {
     assert_eq!(claim_name, claim["metadata"]["name"].as_str().unwrap());
 
     let args = strings(&container["args"]);
-    let after = |flag: &str| args.iter().position(|a| a == flag).map(|i| args[i + 1].clone()).unwrap_or_else(|| panic!("{flag} in {args:?}"));
+    let after =
+        |flag: &str| args.iter().position(|a| a == flag).map(|i| args[i + 1].clone()).unwrap_or_else(|| panic!("{flag} in {args:?}"));
     assert_eq!(after("--shard"), format!("$(JOB_COMPLETION_INDEX)/{n}"));
     let out = after("--out");
     assert!(out.starts_with(&format!("{mount}/")) && out.contains("$(JOB_COMPLETION_INDEX)"), "{out}");

@@ -13,7 +13,6 @@ pub mod cli_client;
 pub mod embedded;
 pub mod memcached;
 pub mod mock;
-pub mod monetdbe;
 pub mod mongodb;
 pub mod mysql;
 pub mod nodb;

@@ -6,14 +6,12 @@ use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
-use crate::runner::{self, RunContext};
+use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
@@ -122,6 +120,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         rate: args.rate,
         spawn: args.spawn,
         data_root: args.data_root,
+        namespace: args.namespace,
     };
     let mut plan = plan::resolve(&opts)?;
     if args.dry_run {
@@ -132,7 +131,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::default();
     let ctx = RunContext {
         command: command_line,
         cancel: cancel.clone(),
@@ -148,12 +147,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         server_pids: BTreeMap::new(),
     };
     let (report, dir) = runtime.block_on(async {
-        let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.store(true, Ordering::Relaxed);
-            }
-        });
-        let servers = servers::spawn_all(&plan.spawn, &plan.spawn_options).await?;
+        let watcher = tokio::spawn(watch_signals(cancel.clone()));
+        // A signal while servers start drops the half-started ones (killed, directories removed).
+        let servers = tokio::select! {
+            started = servers::spawn_all(&plan.spawn, &plan.spawn_options) => started?,
+            () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
+        };
         let mut ctx = ctx;
         for server in &servers {
             for (name, url) in server.targets() {
@@ -182,6 +181,20 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         return Err(Error::runtime(format!("run incomplete: {}", report.incomplete_reason.unwrap_or_default())));
     }
     Ok(())
+}
+
+/// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause; the run then
+/// ends like any interruption (partial results saved, servers and directories removed).
+async fn watch_signals(cancel: Cancel) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        tracing::warn!("cannot watch for Ctrl-C and SIGTERM; they will end dbsweep without cleanup");
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => cancel.stop(StopCause::CtrlC),
+        _ = term.recv() => cancel.stop(StopCause::Sigterm),
+    }
 }
 
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.
@@ -229,7 +242,7 @@ fn targets() {
         }
         let probe_url = s.scheme.replace("[PATH]", "");
         if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url))
-            && let Ok(t) = adapter::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() })
+            && let Ok(t) = adapter::open("probe", &url, &OpenContext::new(dir.path().to_path_buf()))
         {
             let caps = &t.info().capabilities;
             let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();

@@ -23,7 +23,7 @@ fn my_url() -> String {
 static MARIADB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 

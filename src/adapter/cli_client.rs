@@ -20,7 +20,7 @@
 //! N round trips through the client: that is the client's behaviour, not emulated here. A
 //! dead client is an `ErrorClass::Connection` error; the next request starts a new one.
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{Row, TableDef, Value};
 use crate::error::{Error, Result};
 use crate::workload::op::{ErrorClass, Op, OpError, OpKind, Outcome};
@@ -34,9 +34,6 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
-/// The library adapters' namespace (database `dbsweep` / key prefix `dbsweep:`).
-const MY_DATABASE: &str = "dbsweep";
-const REDIS_PREFIX: &str = "dbsweep:";
 /// How long `connect()` waits for the client's first answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -59,6 +56,10 @@ struct Launch {
     per_op: bool,
     /// The target's name, for messages.
     name: String,
+    /// The library adapters' namespace: MariaDB's database (`dbsweep`) and Redis's key
+    /// prefix (`dbsweep:`).
+    database: String,
+    key_prefix: String,
 }
 
 pub struct CliTarget {
@@ -103,7 +104,7 @@ fn inner_url(url: &TargetUrl, scheme: &str) -> Result<TargetUrl> {
 }
 
 impl CliTarget {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let kind = match url.scheme() {
             "mysql-cli" | "mariadb-cli" => Kind::MySql,
             "redis-cli" => Kind::Redis,
@@ -117,7 +118,7 @@ impl CliTarget {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let (inner, program, args, env, system): Setup = match kind {
             Kind::MySql => {
-                let inner = super::mysql::MySql::new(name, &inner_url(url, "mysql")?)?;
+                let inner = super::mysql::MySql::new(name, &inner_url(url, "mysql")?, ctx)?;
                 let program = find_program(&["mariadb", "mysql"]).ok_or_else(|| {
                     Error::Missing(format!("target '{name}': no `mariadb` or `mysql` client on PATH; install mariadb-client"))
                 })?;
@@ -143,7 +144,7 @@ impl CliTarget {
                 (Arc::new(inner), program, args, env, "mariadb-cli")
             }
             Kind::Redis => {
-                let inner = super::redis::Redis::new(name, &inner_url(url, "redis")?)?;
+                let inner = super::redis::Redis::new(name, &inner_url(url, "redis")?, ctx)?;
                 let program = find_program(&["redis-cli"])
                     .ok_or_else(|| Error::Missing(format!("target '{name}': no `redis-cli` on PATH; install redis-tools")))?;
                 let port = url.port().unwrap_or(6379);
@@ -187,7 +188,16 @@ impl CliTarget {
             version: "unknown (not prepared yet)".into(),
             settings,
         };
-        let launch = Arc::new(Launch { kind, program, args, env, per_op, name: name.to_string() });
+        let launch = Arc::new(Launch {
+            kind,
+            program,
+            args,
+            env,
+            per_op,
+            name: name.to_string(),
+            database: ctx.namespace.name().to_string(),
+            key_prefix: ctx.namespace.key_prefix(),
+        });
         Ok(CliTarget { inner, base, described: OnceLock::new(), launch, tables: RwLock::new(Arc::new(Vec::new())) })
     }
 }
@@ -247,6 +257,11 @@ impl Target for CliTarget {
 
     async fn cleanup(&self) -> Result<()> {
         self.inner.cleanup().await
+    }
+
+    /// The library adapter's lease: the same namespace on the same server.
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        self.inner.clone().lease()
     }
 }
 
@@ -425,7 +440,12 @@ impl CliConn {
                 for (t, rows) in groups {
                     let def = self.table(t)?;
                     let cols: Vec<String> = def.columns.iter().map(|c| sql_ident(&c.name)).collect();
-                    s.push_str(&format!("INSERT INTO {}.{} ({}) VALUES ", sql_ident(MY_DATABASE), sql_ident(&def.name), cols.join(", ")));
+                    s.push_str(&format!(
+                        "INSERT INTO {}.{} ({}) VALUES ",
+                        sql_ident(&self.launch.database),
+                        sql_ident(&def.name),
+                        cols.join(", ")
+                    ));
                     for (i, row) in rows.iter().enumerate() {
                         if row.len() != def.columns.len() {
                             return Err(OpError::client(format!(
@@ -462,7 +482,7 @@ impl CliConn {
                         continue;
                     }
                     let def = self.table(table)?;
-                    s.push_str(&select_keys(def, "SELECT *", &keys));
+                    s.push_str(&select_keys(&self.launch.database, def, "SELECT *", &keys));
                 }
                 Ok((s, Parse::Lines))
             }
@@ -473,7 +493,7 @@ impl CliConn {
                 }
                 for op in ops {
                     if let Op::Delete { table, key } = op {
-                        s.push_str(&select_keys(self.table(*table)?, "DELETE", &[*key]));
+                        s.push_str(&select_keys(&self.launch.database, self.table(*table)?, "DELETE", &[*key]));
                         s.push_str("SELECT ROW_COUNT();\n");
                     }
                 }
@@ -501,7 +521,7 @@ impl CliConn {
                     let Op::Insert { table, row } = op else { unreachable!("checked kind") };
                     let def = self.table(*table)?;
                     let pk = row.first().and_then(Value::as_int).ok_or_else(|| OpError::client("the key column must be an integer"))?;
-                    let prefix = format!("{REDIS_PREFIX}{}", def.name);
+                    let prefix = format!("{}{}", self.launch.key_prefix, def.name);
                     let key = format!("{prefix}{pk}");
                     let pk_text = pk.to_string();
                     line(&mut s, &["DEL", &key]);
@@ -534,7 +554,7 @@ impl CliConn {
                     };
                     let def = self.table(table)?;
                     for k in keys {
-                        line(&mut s, &["HGETALL", &format!("{REDIS_PREFIX}{}{k}", def.name)]);
+                        line(&mut s, &["HGETALL", &format!("{}{}{k}", self.launch.key_prefix, def.name)]);
                     }
                 }
                 Ok((s, Parse::RedisHashes))
@@ -543,7 +563,7 @@ impl CliConn {
                 for op in ops {
                     let Op::Delete { table, key } = op else { unreachable!("checked kind") };
                     let def = self.table(*table)?;
-                    let prefix = format!("{REDIS_PREFIX}{}", def.name);
+                    let prefix = format!("{}{}", self.launch.key_prefix, def.name);
                     let pk = key.to_string();
                     s.push_str("MULTI\n");
                     line(&mut s, &["DEL", &format!("{prefix}{key}")]);
@@ -595,10 +615,10 @@ fn is_error_line(kind: Kind, l: &str) -> bool {
     }
 }
 
-fn select_keys(def: &TableDef, verb: &str, keys: &[i64]) -> String {
+fn select_keys(database: &str, def: &TableDef, verb: &str, keys: &[i64]) -> String {
     let list: Vec<String> = keys.iter().map(i64::to_string).collect();
     let k = sql_ident(&def.key_column().name);
-    let t = format!("{}.{}", sql_ident(MY_DATABASE), sql_ident(&def.name));
+    let t = format!("{}.{}", sql_ident(database), sql_ident(&def.name));
     if keys.len() == 1 {
         format!("{verb} FROM {t} WHERE {k} = {};\n", list[0])
     } else {
@@ -702,7 +722,7 @@ mod tests {
         assert_eq!(inner.scheme(), "mysql");
         assert_eq!(inner.password().as_deref(), Some("s3cr@t"));
         assert_eq!(inner.param("spawn"), None);
-        if let Ok(t) = CliTarget::new("x", &url) {
+        if let Ok(t) = CliTarget::new("x", &url, &OpenContext::new("/tmp")) {
             assert!(t.launch.per_op);
             assert!(!t.launch.args.iter().any(|a| a.contains("s3cr")));
             assert!(!t.info().url.contains("s3cr"));

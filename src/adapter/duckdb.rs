@@ -2,7 +2,7 @@
 //! the prebuilt libduckdb that `scripts/setup-embedded` installs (see `build.rs`).
 //!
 //! `duckdb:` uses a throwaway file in the run's scratch directory; `duckdb:/path` the user's
-//! file. One `duckdb::Connection` is opened on the file and every client gets its own
+//! file, locked for the run by a `lease::FileLease` (see `sqlite::EngineFile`). One `duckdb::Connection` is opened on the file and every client gets its own
 //! `try_clone()` of it (`Execution::Blocking`). dbsweep's tables are `dbsweep_<table>`,
 //! registered in the marker table `dbsweep_owner`; `prepare` replaces only registered
 //! tables and refuses with `NotOwned` when a same-named table is not registered.
@@ -15,7 +15,8 @@
 //! `DATE` (converted exactly to and from dbsweep's hundredths and days). Must not time
 //! anything.
 
-use super::sqlite::{ANALYTIC_QUERIES, OWNER_TABLE, SqlText, TABLE_PREFIX, clip, query_sql, quote, throwaway_dir};
+use super::lease::FileLease;
+use super::sqlite::{ANALYTIC_QUERIES, EngineFile, OWNER_TABLE, SqlText, TABLE_PREFIX, clip, query_sql, quote};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
@@ -45,8 +46,10 @@ pub struct DuckDb {
     base: Mutex<Option<::duckdb::Connection>>,
     /// Tables by `TableId`, as given to `prepare`.
     tables: Mutex<Vec<Arc<TableDef>>>,
-    /// The throwaway directory holding the file for `duckdb:`; dropped last.
+    /// The throwaway directory holding the file for `duckdb:`.
     scratch: Mutex<Option<tempfile::TempDir>>,
+    /// The lease on a user's file; declared last, so it is dropped after the connections.
+    _lease: Option<FileLease>,
 }
 
 fn runtime(e: ::duckdb::Error) -> Error {
@@ -69,13 +72,9 @@ fn sql_type(ty: ColumnType) -> &'static str {
 
 impl DuckDb {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let (path, scratch) = match url.file_path() {
-            Some(path) => (path, None),
-            None => {
-                let dir = throwaway_dir(ctx, "duckdb")?;
-                (dir.path().join("dbsweep.duckdb"), Some(dir))
-            }
-        };
+        let file = EngineFile::new(name, url, ctx, "duckdb", "dbsweep.duckdb")?;
+        let file_settings = file.settings();
+        let EngineFile { path, scratch, lease } = file;
         let base = ::duckdb::Connection::open(&path).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open DuckDB file {}: {e}; check the path in the URL", path.display()))
         })?;
@@ -83,12 +82,11 @@ impl DuckDb {
         let setting = |name: &str| -> Result<String> {
             base.query_row(&format!("SELECT current_setting('{name}')::VARCHAR"), [], |r| r.get(0)).map_err(runtime)
         };
-        let settings = BTreeMap::from([
+        let mut settings = BTreeMap::from([
             ("threads".to_string(), setting("threads")?),
             ("memory_limit".to_string(), setting("memory_limit")?),
             ("checkpoint_threshold".to_string(), setting("checkpoint_threshold")?),
             ("durability".to_string(), "WAL written and synced at each commit (DuckDB's fixed behaviour)".to_string()),
-            ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             (
                 "indexes".to_string(),
                 "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
@@ -101,6 +99,7 @@ impl DuckDb {
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("multi_get".to_string(), format!("IN list of bound keys up to {IN_LIST_MAX}, else one BIGINT[] list parameter")),
         ]);
+        settings.extend(file_settings);
         Ok(DuckDb {
             info: TargetInfo {
                 name: name.to_string(),
@@ -120,6 +119,7 @@ impl DuckDb {
             base: Mutex::new(Some(base)),
             tables: Mutex::new(Vec::new()),
             scratch: Mutex::new(scratch),
+            _lease: lease,
         })
     }
 
@@ -505,7 +505,7 @@ mod tests {
 
     fn open_at(path: &Path) -> DuckDb {
         let url = TargetUrl::parse(&format!("duckdb:{}", path.display())).unwrap();
-        DuckDb::open("t", &url, &OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() }).unwrap()
+        DuckDb::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
     }
 
     #[tokio::test]

@@ -1,11 +1,13 @@
 //! H2 over its PostgreSQL-protocol server (tokio-postgres), as a member of the PostgreSQL
 //! adapter family: `h2://sa@127.0.0.1:5435/mem:dbsweep`.
 //!
-//! Owns the `dbsweep` schema in the database the URL names, marked like PostgreSQL's by
-//! the schema comment `dbsweep-owned` (H2 keeps it in `INFORMATION_SCHEMA.SCHEMATA.REMARKS`);
-//! a `dbsweep` schema without it is refused with `NotOwned`. Tables are one typed column
-//! per attribute, named as in `pg-row`; `cleanup` drops them, and the schema when it is
-//! empty. Must not touch any other schema. The URL's database is passed to H2 verbatim
+//! Owns the namespace's schema (`dbsweep`, or `dbsweep_NAME` with `--namespace NAME`) in
+//! the database the URL names, marked like PostgreSQL's by the schema comment
+//! `dbsweep-owned` (H2 keeps it in `INFORMATION_SCHEMA.SCHEMATA.REMARKS`); such a schema
+//! without it is refused with `NotOwned`. Tables are one typed column per attribute, named
+//! as in `pg-row`; `cleanup` drops them, and the schema when it is empty. The run's lease
+//! record is a row of `<schema>.dbsweep_lease` (see [`lease`]). Must not touch any other
+//! schema. The URL's database is passed to H2 verbatim
 //! (its PG server opens `jdbc:h2:NAME`): `mem:NAME` is an in-memory database, to which the
 //! adapter adds `;DB_CLOSE_DELAY=-1` (else H2 drops it when the last session closes,
 //! i.e. between `prepare` and `load`). Defaults: port 5435 (H2's), user `sa`, empty
@@ -59,8 +61,8 @@
 //! not time anything.
 
 use super::postgres::conn::{count_streamed, describe, op_error, refs};
-use super::postgres::sql::{Layout, MARKER, Param, PgTable, SCHEMA, quote_ident, quote_literal};
-use super::{Capabilities, Connection, EngineMemory, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::postgres::sql::{Layout, MARKER, Param, PgTable, quote_ident, quote_literal};
+use super::{Capabilities, Connection, EngineMemory, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
 use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
@@ -72,6 +74,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls, Statement};
+
+mod lease;
 
 /// H2's PG server port when the URL names none.
 pub const DEFAULT_PORT: u16 = 5435;
@@ -95,6 +99,8 @@ pub struct H2 {
     /// Where to connect (the socket is opened by the adapter, see `QuickAck`).
     host: String,
     port: u16,
+    /// dbsweep's schema: the namespace's name.
+    schema: String,
     /// Tables of the last `prepare`, by `TableId`.
     tables: Mutex<Arc<Vec<PgTable>>>,
 }
@@ -110,7 +116,7 @@ fn database_name(database: &str) -> String {
 }
 
 impl H2 {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(DEFAULT_PORT);
         let user = url.username().unwrap_or_else(|| DEFAULT_USER.into());
@@ -156,6 +162,7 @@ impl H2 {
             endpoint: format!("{host}:{port}"),
             host,
             port,
+            schema: ctx.namespace.name().to_string(),
             tables: Mutex::new(Arc::new(Vec::new())),
         })
     }
@@ -225,7 +232,7 @@ impl H2 {
         let sql = format!(
             "SELECT CASE WHEN REMARKS = {} THEN 1 ELSE 0 END FROM INFORMATION_SCHEMA.SCHEMATA WHERE SCHEMA_NAME = {}",
             quote_literal(MARKER),
-            quote_literal(SCHEMA)
+            quote_literal(&self.schema)
         );
         let rows = client.query(&sql, &[]).await.map_err(|e| self.runtime("checking schema", &e))?;
         match rows.first() {
@@ -238,30 +245,50 @@ impl H2 {
         Error::not_owned(
             self.name(),
             format!(
-                "schema {SCHEMA} in H2 at {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
+                "schema {} in H2 at {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                  drop or rename it, or point the target at another database",
-                self.endpoint
+                self.schema, self.endpoint
             ),
         )
     }
 
     /// Creates the marked schema, or checks the marker of an existing one.
     async fn ensure_schema(&self, client: &Client) -> Result<()> {
-        match self.schema_owned(client).await? {
-            Some(true) => return Ok(()),
-            Some(false) => return Err(self.not_owned()),
-            None => {}
+        // No advisory lock in H2: another dbsweep session may be creating the schema right
+        // now. Its CREATE and COMMENT are two statements, so an unmarked schema gets a
+        // moment to show the marker before it counts as someone else's; a CREATE that
+        // fails means someone else created it first, and the marker decides.
+        for _ in 0..40 {
+            match self.schema_owned(client).await? {
+                Some(true) => return Ok(()),
+                Some(false) => {}
+                None => {
+                    if client.batch_execute(&format!("CREATE SCHEMA {}", quote_ident(&self.schema))).await.is_ok() {
+                        let comment = format!("COMMENT ON SCHEMA {} IS {}", quote_ident(&self.schema), quote_literal(MARKER));
+                        return client.batch_execute(&comment).await.map_err(|e| self.runtime(&comment, &e));
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        // No advisory lock in H2: if another session created the schema since we looked,
-        // CREATE fails and its marker decides.
-        if client.batch_execute(&format!("CREATE SCHEMA {}", quote_ident(SCHEMA))).await.is_err() {
-            return match self.schema_owned(client).await? {
-                Some(true) => Ok(()),
-                _ => Err(self.not_owned()),
-            };
+        Err(self.not_owned())
+    }
+
+    /// The number of tables in dbsweep's schema.
+    async fn tables_in_schema(&self, client: &Client) -> Result<i64> {
+        let sql = format!("SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = {}", quote_literal(&self.schema));
+        client.query_one(&sql, &[]).await.and_then(|r| r.try_get(0)).map_err(|e| self.runtime("cleanup", &e))
+    }
+
+    /// Drops dbsweep's (marked) schema when no table is left in it.
+    async fn drop_schema_if_empty(&self, client: &Client) -> Result<()> {
+        if self.tables_in_schema(client).await? == 0 {
+            // RESTRICT: fails (and the schema stays) if anything was put in it meanwhile.
+            if let Err(e) = client.batch_execute(&format!("DROP SCHEMA {} RESTRICT", quote_ident(&self.schema))).await {
+                tracing::info!("keeping schema {}: {}", self.schema, describe(&e));
+            }
         }
-        let comment = format!("COMMENT ON SCHEMA {} IS {}", quote_ident(SCHEMA), quote_literal(MARKER));
-        client.batch_execute(&comment).await.map_err(|e| self.runtime(&comment, &e))
+        Ok(())
     }
 
     fn table(&self, def: &TableDef) -> Result<(Arc<Vec<PgTable>>, usize)> {
@@ -551,7 +578,7 @@ impl Target for H2 {
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.open_client().await?;
         self.ensure_schema(&client).await?;
-        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::new(t.clone(), Layout::Row)).collect();
+        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::in_schema(t.clone(), Layout::Row, &self.schema)).collect();
         for t in &tables {
             for sql in std::iter::once(t.drop_sql()).chain(create_sql(t)) {
                 client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
@@ -624,19 +651,13 @@ impl Target for H2 {
             let sql = t.drop_sql();
             client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
         }
-        let left: i64 = client
-            .query_one(&format!("SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = {}", quote_literal(SCHEMA)), &[])
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(|e| self.runtime("cleanup", &e))?;
-        if left == 0 {
-            // RESTRICT: fails (and the schema stays) if anything was put in it meanwhile.
-            if let Err(e) = client.batch_execute(&format!("DROP SCHEMA {} RESTRICT", quote_ident(SCHEMA))).await {
-                tracing::info!("keeping schema {SCHEMA}: {}", describe(&e));
-            }
-        }
+        self.drop_schema_if_empty(&client).await?;
         *self.tables.lock().unwrap() = Arc::new(Vec::new());
         Ok(())
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        Some(self)
     }
 
     /// `MEMORY_USED()`: the H2 server's JVM heap in use after a full GC (see the module doc).
@@ -1084,7 +1105,7 @@ mod tests {
 
     #[test]
     fn urls_default_to_sa_on_h2s_port() {
-        let h = H2::new("h", &TargetUrl::parse("h2://127.0.0.1").unwrap()).unwrap();
+        let h = H2::new("h", &TargetUrl::parse("h2://127.0.0.1").unwrap(), &OpenContext::new("/tmp")).unwrap();
         assert_eq!(h.endpoint, "127.0.0.1:5435");
         assert_eq!(h.config.get_user(), Some("sa"));
         assert_eq!(h.config.get_dbname(), Some("mem:dbsweep;DB_CLOSE_DELAY=-1"));

@@ -11,6 +11,7 @@ pub mod cli_client;
 pub mod duckdb;
 pub mod h2;
 pub mod hyper;
+pub mod lease;
 pub mod memcached;
 pub mod mock;
 pub mod mysql;
@@ -125,6 +126,13 @@ pub trait Target: Send + Sync {
     /// Removes everything dbsweep created in this target.
     async fn cleanup(&self) -> Result<()>;
 
+    /// Where this target keeps its run's ownership lease (see [`lease`]); `None` when no
+    /// other run can reach its data (in-process stores, throwaway files, file engines that
+    /// hold a [`lease::FileLease`] from `open` on).
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn lease::LeaseStore>> {
+        None
+    }
+
     /// The memory the engine reports for dbsweep's data (or, where it cannot tell data
     /// apart, for the whole engine), read without changing anything. `None` when the
     /// system has no such figure. Read between runs only, never while ops are timed.
@@ -150,10 +158,22 @@ pub trait Connection: Send {
     }
 }
 
-/// Where embedded engines without an explicit path keep their files.
+/// What every adapter of a run shares.
 #[derive(Debug, Clone)]
 pub struct OpenContext {
+    /// Where embedded engines without an explicit path keep their files.
     pub scratch_dir: PathBuf,
+    /// dbsweep's namespace in shared targets (`--namespace`).
+    pub namespace: lease::Namespace,
+    /// This run, as its leases name it.
+    pub holder: lease::Holder,
+}
+
+impl OpenContext {
+    /// The default namespace and a fresh run identity.
+    pub fn new(scratch_dir: impl Into<PathBuf>) -> Self {
+        OpenContext { scratch_dir: scratch_dir.into(), namespace: lease::Namespace::default(), holder: lease::Holder::this_process() }
+    }
 }
 
 /// Systems dbsweep knows of, runnable here or not, for `dbsweep targets`.
@@ -296,14 +316,14 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
         "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
-        "redis" => Ok(Arc::new(redis::Redis::new(name, url)?)),
-        "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url)?)),
+        "redis" => Ok(Arc::new(redis::Redis::new(name, url, ctx)?)),
+        "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url, ctx)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url, ctx)?)),
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
-        "h2" => Ok(Arc::new(h2::H2::new(name, url)?)),
-        "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url)?)),
-        "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
-        "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url)?)),
+        "h2" => Ok(Arc::new(h2::H2::new(name, url, ctx)?)),
+        "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url, ctx)?)),
+        "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url, ctx)?)),
+        "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url, ctx)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)
         {
             Some(SystemEntry { unavailable: Some(why), .. }) => {

@@ -1,9 +1,10 @@
 //! MariaDB / MySQL (mysql_async): InnoDB tables with proper types and secondary indexes.
 //!
-//! Owns the database `dbsweep`, marked as dbsweep's by the table `dbsweep.dbsweep_owner`;
-//! it refuses to use a `dbsweep` database without that marker, drops only tables it
-//! created, and drops the database itself only when the marker is the last table left.
-//! Must not touch any other database. Passwords come from the URL or `MYSQL_PWD` and are
+//! Owns the namespace's database (`dbsweep`, or `dbsweep_NAME` with `--namespace NAME`),
+//! marked as dbsweep's by its table `dbsweep_owner`; it refuses to use such a database
+//! without that marker, drops only tables it created, and drops the database itself only
+//! when the marker is the last table left. The run's lease record is the one row of its
+//! table `dbsweep_lease` (see [`lease`]). Must not touch any other database. Passwords come from the URL or `MYSQL_PWD` and are
 //! never shown.
 //!
 //! Statements are prepared (the driver's per-connection statement cache, keyed by the SQL
@@ -13,7 +14,7 @@
 //! Bulk loads are multi-row prepared `INSERT`s of 1000 rows; `LOAD DATA LOCAL INFILE`
 //! needs `local_infile` enabled on the server, so it is not used.
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
 use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
@@ -25,9 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// dbsweep's database.
-const DATABASE: &str = "dbsweep";
-/// The table whose presence marks `dbsweep` as created by dbsweep.
+mod lease;
+
+/// The table whose presence marks the namespace's database as created by dbsweep.
 const MARKER: &str = "dbsweep_owner";
 /// Rows per multi-row `INSERT` when bulk loading.
 const LOAD_CHUNK: usize = 1000;
@@ -44,6 +45,8 @@ pub struct MySql {
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
+    /// dbsweep's database: the namespace's name.
+    database: String,
     /// Tables of the last `prepare`, by `TableId`.
     tables: Mutex<Arc<Vec<MyTable>>>,
 }
@@ -73,8 +76,8 @@ struct MyTable {
 }
 
 impl MyTable {
-    fn new(def: Arc<TableDef>) -> Self {
-        let qualified = format!("{}.{}", quote(DATABASE), quote(&def.name));
+    fn new(def: Arc<TableDef>, database: &str) -> Self {
+        let qualified = format!("{}.{}", quote(database), quote(&def.name));
         let key = quote(&def.key_column().name);
         MyTable { def, qualified, key }
     }
@@ -254,7 +257,7 @@ fn describe(e: &mysql_async::Error) -> String {
 }
 
 impl MySql {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(3306);
         let user = url.username().unwrap_or_else(|| "root".into());
@@ -291,6 +294,7 @@ impl MySql {
             opts: opts.into(),
             endpoint: format!("{host}:{port}"),
             user,
+            database: ctx.namespace.name().to_string(),
             tables: Mutex::new(Arc::new(Vec::new())),
         })
     }
@@ -361,24 +365,25 @@ impl MySql {
         conn.query_drop(sql).await.map_err(|e| self.runtime(sql, &e))
     }
 
-    /// Whether database `dbsweep` exists (and is marked); `NotOwned` if it is unmarked.
+    /// Whether dbsweep's database exists (and is marked); `NotOwned` if it is unmarked.
     async fn check_owned(&self, conn: &mut Conn) -> Result<bool> {
+        let database = &self.database;
         let exists: Option<i64> = conn
-            .exec_first("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", (DATABASE,))
+            .exec_first("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", (database,))
             .await
             .map_err(|e| self.runtime("checking database", &e))?;
         if exists.unwrap_or(0) == 0 {
             return Ok(false);
         }
         let marked: Option<i64> = conn
-            .exec_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", (DATABASE, MARKER))
+            .exec_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", (database, MARKER))
             .await
             .map_err(|e| self.runtime("checking database", &e))?;
         if marked.unwrap_or(0) == 0 {
             return Err(Error::not_owned(
                 &self.initial.name,
                 format!(
-                    "database {DATABASE} on {} exists but was not created by dbsweep (no table {DATABASE}.{MARKER}); \
+                    "database {database} on {} exists but was not created by dbsweep (no table {database}.{MARKER}); \
                      drop or rename it, or use another server",
                     self.endpoint
                 ),
@@ -397,14 +402,19 @@ impl MySql {
         }
     }
 
+    /// Creates dbsweep's database with its marker (under the DDL lock).
+    async fn create_database(&self, conn: &mut Conn) -> Result<()> {
+        self.run(conn, &format!("CREATE DATABASE {}", quote(&self.database))).await?;
+        let marker = format!("{}.{}", quote(&self.database), quote(MARKER));
+        self.run(conn, &format!("CREATE TABLE {marker} (note VARCHAR(200)) ENGINE=InnoDB")).await?;
+        self.run(conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')")).await
+    }
+
     async fn prepare_locked(&self, conn: &mut Conn, defs: &[Arc<TableDef>]) -> Result<()> {
         if !self.check_owned(conn).await? {
-            self.run(conn, &format!("CREATE DATABASE {}", quote(DATABASE))).await?;
-            let marker = format!("{}.{}", quote(DATABASE), quote(MARKER));
-            self.run(conn, &format!("CREATE TABLE {marker} (note VARCHAR(200)) ENGINE=InnoDB")).await?;
-            self.run(conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')")).await?;
+            self.create_database(conn).await?;
         }
-        let tables: Vec<MyTable> = defs.iter().map(|d| MyTable::new(d.clone())).collect();
+        let tables: Vec<MyTable> = defs.iter().map(|d| MyTable::new(d.clone(), &self.database)).collect();
         for t in &tables {
             self.run(conn, &format!("DROP TABLE IF EXISTS {}", t.qualified)).await?;
             self.run(conn, &t.create_sql()).await?;
@@ -425,17 +435,36 @@ impl MySql {
             for t in tables.iter() {
                 self.run(conn, &format!("DROP TABLE IF EXISTS {}", t.qualified)).await?;
             }
-            let left: Vec<String> = conn
-                .exec("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (DATABASE,))
-                .await
-                .map_err(|e| self.runtime("cleanup", &e))?;
-            // The marker is there (checked above) and is the only table left.
-            if left.iter().all(|t| t == MARKER) {
-                self.run(conn, &format!("DROP DATABASE {}", quote(DATABASE))).await?;
-            }
+            self.drop_database_if_empty(conn).await?;
         }
         *self.tables.lock().unwrap() = Arc::new(Vec::new());
         Ok(())
+    }
+
+    /// Drops dbsweep's (marked) database when the marker is the only table left in it.
+    async fn drop_database_if_empty(&self, conn: &mut Conn) -> Result<()> {
+        let left: Vec<String> = conn
+            .exec("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (&self.database,))
+            .await
+            .map_err(|e| self.runtime("cleanup", &e))?;
+        if left.iter().all(|t| t == MARKER) {
+            self.run(conn, &format!("DROP DATABASE {}", quote(&self.database))).await?;
+        }
+        Ok(())
+    }
+
+    /// A connection of its own that holds the server-wide DDL lock; give it back to
+    /// `unlock` when done.
+    async fn locked(&self) -> Result<Conn> {
+        let mut conn = self.open_conn().await?;
+        self.lock(&mut conn).await?;
+        Ok(conn)
+    }
+
+    async fn unlock(conn: Conn) {
+        let mut conn = conn;
+        let _ = conn.query_drop(UNLOCK).await;
+        let _ = conn.disconnect().await;
     }
 
     fn table(&self, def: &TableDef) -> Result<(Arc<Vec<MyTable>>, usize)> {
@@ -458,11 +487,9 @@ impl Target for MySql {
         if let Some(t) = defs.iter().find(|t| t.name == MARKER) {
             return Err(Error::usage(format!("target '{}': a table may not be named {}", self.initial.name, t.name)));
         }
-        let mut conn = self.open_conn().await?;
-        self.lock(&mut conn).await?;
+        let mut conn = self.locked().await?;
         let result = self.prepare_locked(&mut conn, defs).await;
-        let _ = conn.query_drop(UNLOCK).await;
-        let _ = conn.disconnect().await;
+        Self::unlock(conn).await;
         result
     }
 
@@ -512,12 +539,14 @@ impl Target for MySql {
     }
 
     async fn cleanup(&self) -> Result<()> {
-        let mut conn = self.open_conn().await?;
-        self.lock(&mut conn).await?;
+        let mut conn = self.locked().await?;
         let result = self.cleanup_locked(&mut conn).await;
-        let _ = conn.query_drop(UNLOCK).await;
-        let _ = conn.disconnect().await;
+        Self::unlock(conn).await;
         result
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        Some(self)
     }
 }
 
@@ -817,7 +846,7 @@ mod tests {
     #[test]
     fn create_table_indexes_and_limits_indexed_text() {
         let def = Arc::new(crate::data::kv::table_def());
-        let sql = MyTable::new(def).create_sql();
+        let sql = MyTable::new(def, "dbsweep").create_sql();
         assert!(sql.starts_with("CREATE TABLE `dbsweep`.`kv` (`k` BIGINT, `grp` BIGINT, `val` DOUBLE, `payload` TEXT"), "{sql}");
         assert!(sql.contains("PRIMARY KEY (`k`), INDEX `grp_idx` (`grp`)"), "{sql}");
     }

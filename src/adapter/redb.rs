@@ -6,7 +6,7 @@
 //! the other pure-Rust candidate, has had no stable release in years.
 //!
 //! `redb:` uses a throwaway file in the run's scratch directory; `redb:/path` the user's
-//! file. Layout, all in dbsweep's namespace:
+//! file, locked for the run by a `lease::FileLease` (see `sqlite::EngineFile`). Layout, all in dbsweep's namespace:
 //! - `dbsweep:<table>`: primary key (i64) → the row in a compact binary encoding
 //!   (see [`encode_row`]);
 //! - `dbsweep:<table>:idx:<column>`: (column value, primary key) → (), one per indexed
@@ -25,7 +25,8 @@
 //! it back, fix the index. All clients share one `redb::Database` (`Execution::Blocking`);
 //! redb runs one writer at a time and readers concurrently. Must not time anything.
 
-use super::sqlite::{clip, throwaway_dir, writes};
+use super::lease::FileLease;
+use super::sqlite::{EngineFile, clip, writes};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
@@ -58,8 +59,10 @@ pub struct Redb {
     db: Mutex<Option<Arc<Database>>>,
     /// Tables by `TableId`, as given to `prepare`.
     tables: Mutex<Vec<Arc<TableDef>>>,
-    /// The throwaway directory holding the file for `redb:`; dropped last.
+    /// The throwaway directory holding the file for `redb:`.
     scratch: Mutex<Option<tempfile::TempDir>>,
+    /// The lease on a user's file; declared last, so it is dropped after the database.
+    _lease: Option<FileLease>,
 }
 
 /// Names of one dbsweep table's redb tables.
@@ -98,19 +101,14 @@ fn op_error(e: impl Into<::redb::Error>) -> OpError {
 
 impl Redb {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let (path, scratch) = match url.file_path() {
-            Some(path) => (path, None),
-            None => {
-                let dir = throwaway_dir(ctx, "redb")?;
-                (dir.path().join("dbsweep.redb"), Some(dir))
-            }
-        };
+        let file = EngineFile::new(name, url, ctx, "redb", "dbsweep.redb")?;
+        let file_settings = file.settings();
+        let EngineFile { path, scratch, lease } = file;
         let db = Database::create(&path).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open redb file {}: {e}; check the path in the URL", path.display()))
         })?;
-        let settings = BTreeMap::from([
+        let mut settings = BTreeMap::from([
             ("durability".to_string(), "Durability::Immediate (redb default): fsync at every commit".to_string()),
-            ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             ("indexes".to_string(), "one (value, key) -> () table per indexed column, maintained in the same transaction".to_string()),
             ("encoding".to_string(), "dbsweep binary row encoding (tag byte + varint/LE f64/length-prefixed text)".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
@@ -119,6 +117,7 @@ impl Redb {
             ("cache_size".to_string(), "1 GiB (redb default)".to_string()),
             ("bulk_load".to_string(), format!("write transactions of {LOAD_CHUNK} rows, Durability::None, then one Immediate commit")),
         ]);
+        settings.extend(file_settings);
         Ok(Redb {
             info: TargetInfo {
                 name: name.to_string(),
@@ -138,6 +137,7 @@ impl Redb {
             db: Mutex::new(Some(Arc::new(db))),
             tables: Mutex::new(Vec::new()),
             scratch: Mutex::new(scratch),
+            _lease: lease,
         })
     }
 
@@ -673,7 +673,7 @@ mod tests {
     #[tokio::test]
     async fn loads_span_several_transactions() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Redb::open("t", &TargetUrl::parse("redb:").unwrap(), &OpenContext { scratch_dir: dir.path().to_path_buf() }).unwrap();
+        let target = Redb::open("t", &TargetUrl::parse("redb:").unwrap(), &OpenContext::new(dir.path().to_path_buf())).unwrap();
         let def = kv::shared_def();
         target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let n = LOAD_CHUNK as i64 + 1;
@@ -688,7 +688,7 @@ mod tests {
     async fn index_follows_updates_and_deletes() {
         let dir = tempfile::tempdir().unwrap();
         let url = TargetUrl::parse(&format!("redb:{}", dir.path().join("i.redb").display())).unwrap();
-        let target = Redb::open("t", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() }).unwrap();
+        let target = Redb::open("t", &url, &OpenContext::new(dir.path().to_path_buf())).unwrap();
         let def = kv::shared_def();
         target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let g = kv::KvGen::new(1, 100, 8);

@@ -17,11 +17,15 @@
 //! from the URL, else from `REDISCLI_AUTH`. Batches go in one MULTI/EXEC by default (as the
 //! study did) or one plain pipeline with `batch=pipeline`.
 //!
-//! Safety: only keys under the `dbsweep:` prefix in the URL's DB index are touched, and
-//! only once the marker key `dbsweep:owner` (= "dbsweep") says they are ours. This module
-//! must never send FLUSHDB or FLUSHALL, and must never show the password.
+//! Safety: only keys under the namespace's prefix (`dbsweep:`, or `dbsweep_NAME:` with
+//! `--namespace NAME`) in the URL's DB index are touched, and only once the marker key
+//! `<prefix>owner` (= "dbsweep") says they are ours. The run's lease record is the key
+//! `<prefix>lease` (taken with `SET NX`, renewed and removed by a compare-and-swap Lua
+//! script); clearing the namespace leaves it to the lease protocol. This module must never
+//! send FLUSHDB or FLUSHALL, and must never show the password.
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::lease::LeaseStore;
+use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
 use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
@@ -34,11 +38,18 @@ use std::time::Duration;
 
 mod tpch;
 
-/// Every key dbsweep writes starts with this.
-const PREFIX: &str = "dbsweep:";
-/// The marker key that proves the `dbsweep:` keys in this DB are dbsweep's own.
-const MARKER_KEY: &str = "dbsweep:owner";
+/// The marker key (after the namespace's prefix) that proves the prefixed keys in this
+/// DB are dbsweep's own, and its value.
+const MARKER_KEY: &str = "owner";
 const MARKER_VALUE: &str = "dbsweep";
+/// The lease record's key, after the prefix.
+const LEASE_KEY: &str = "lease";
+/// Replaces the lease record KEYS[1] by ARGV[2] ('' = delete it) if it is ARGV[1].
+const LEASE_SWAP_LUA: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
+return 1
+";
 /// Rows per round trip when bulk loading.
 const LOAD_CHUNK: usize = 1000;
 /// Keys per SCAN page (and per UNLINK) when clearing our namespace.
@@ -99,8 +110,8 @@ struct TableKeys {
 }
 
 impl TableKeys {
-    fn new(def: &Arc<TableDef>) -> Self {
-        let row_prefix = format!("{PREFIX}{}", def.name);
+    fn new(prefix: &str, def: &Arc<TableDef>) -> Self {
+        let row_prefix = format!("{prefix}{}", def.name);
         let index_sets =
             (0..def.columns.len()).map(|c| def.indexed.contains(&c).then(|| format!("{row_prefix}:idx:{}", def.columns[c].name))).collect();
         TableKeys { def: def.clone(), pk_set: format!("{row_prefix}:pk"), row_prefix, index_sets }
@@ -119,6 +130,11 @@ pub struct Redis {
     client: redis::Client,
     /// `host:port/db` for messages (never the password).
     address: String,
+    /// The namespace's key prefix, e.g. `dbsweep:`; every key starts with it.
+    prefix: String,
+    /// `<prefix>owner` and `<prefix>lease`.
+    marker_key: String,
+    lease_key: String,
     batch: BatchMode,
     tables: RwLock<Arc<Vec<TableKeys>>>,
     update_script: Arc<Script>,
@@ -127,9 +143,10 @@ pub struct Redis {
 }
 
 impl Redis {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(6379);
+        let prefix = ctx.namespace.key_prefix();
         let db = match url.database() {
             None => 0,
             Some(d) => d
@@ -201,6 +218,9 @@ impl Redis {
             base,
             client,
             address: format!("{host}:{port}/{db}"),
+            marker_key: format!("{prefix}{MARKER_KEY}"),
+            lease_key: format!("{prefix}{LEASE_KEY}"),
+            prefix,
             batch,
             tables: RwLock::new(Arc::new(Vec::new())),
             update_script: Arc::new(Script::new(UPDATE_LUA)),
@@ -257,21 +277,22 @@ impl Redis {
         let _ = self.probed.set(info);
     }
 
-    /// Deletes every key under our prefix (the marker too), in SCAN pages.
+    /// Deletes every key under our prefix (the marker too, not the lease record), in SCAN
+    /// pages.
     async fn clear_namespace(&self, conn: &mut MultiplexedConnection) -> Result<()> {
         let mut cursor: u64 = 0;
         loop {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{PREFIX}*"))
+                .arg(format!("{}*", self.prefix))
                 .arg("COUNT")
                 .arg(SCAN_COUNT)
                 .query_async(conn)
                 .await
                 .map_err(|e| self.setup_error("SCAN", e))?;
             // SCAN MATCH is a glob; keep the check exact anyway.
-            let ours: Vec<&String> = keys.iter().filter(|k| k.starts_with(PREFIX)).collect();
+            let ours: Vec<&String> = keys.iter().filter(|k| k.starts_with(&self.prefix) && **k != self.lease_key).collect();
             if !ours.is_empty() {
                 redis::cmd("UNLINK").arg(ours).query_async::<()>(conn).await.map_err(|e| self.setup_error("UNLINK", e))?;
             }
@@ -282,20 +303,20 @@ impl Redis {
         }
     }
 
-    /// The first key under our prefix, if any.
+    /// The first key under our prefix, if any, besides the lease record.
     async fn any_prefixed_key(&self, conn: &mut MultiplexedConnection) -> Result<Option<String>> {
         let mut cursor: u64 = 0;
         loop {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{PREFIX}*"))
+                .arg(format!("{}*", self.prefix))
                 .arg("COUNT")
                 .arg(SCAN_COUNT)
                 .query_async(conn)
                 .await
                 .map_err(|e| self.setup_error("SCAN", e))?;
-            if let Some(k) = keys.into_iter().find(|k| k.starts_with(PREFIX)) {
+            if let Some(k) = keys.into_iter().find(|k| k.starts_with(&self.prefix) && *k != self.lease_key) {
                 return Ok(Some(k));
             }
             if next == 0 {
@@ -305,12 +326,13 @@ impl Redis {
         }
     }
 
-    /// Whether the marker says the `dbsweep:` keys are ours; `Err(NotOwned)` when keys with
+    /// Whether the marker says the prefixed keys are ours; `Err(NotOwned)` when keys with
     /// our prefix exist that dbsweep did not mark.
     async fn check_owned(&self, conn: &mut MultiplexedConnection) -> Result<bool> {
-        let marker: Option<String> = redis::cmd("GET").arg(MARKER_KEY).query_async(conn).await.map_err(|e| {
-            if e.kind() == redis::ErrorKind::UnexpectedReturnType || e.code() == Some("WRONGTYPE") {
-                Error::not_owned(self.name(), format!("key '{MARKER_KEY}' in Redis {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index", self.address))
+        let (marker_key, prefix) = (&self.marker_key, &self.prefix);
+        let marker: Option<String> = redis::cmd("GET").arg(marker_key).query_async(conn).await.map_err(|e| {
+            if is_wrong_type(&e) {
+                Error::not_owned(self.name(), format!("key '{marker_key}' in Redis {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index", self.address))
             } else {
                 self.setup_error("GET", e)
             }
@@ -320,7 +342,7 @@ impl Redis {
             Some(_) => Err(Error::not_owned(
                 self.name(),
                 format!(
-                    "key '{MARKER_KEY}' in Redis {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index",
+                    "key '{marker_key}' in Redis {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index",
                     self.address
                 ),
             )),
@@ -328,7 +350,7 @@ impl Redis {
                 Some(key) => Err(Error::not_owned(
                     self.name(),
                     format!(
-                        "key '{key}' in Redis {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' keys yourself or use another DB index",
+                        "key '{key}' in Redis {} has dbsweep's prefix but no '{marker_key}' marker, so dbsweep did not create it; delete the '{prefix}*' keys yourself or use another DB index",
                         self.address
                     ),
                 )),
@@ -357,6 +379,10 @@ impl Redis {
 
 fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
     text.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
+}
+
+fn is_wrong_type(e: &RedisError) -> bool {
+    e.kind() == redis::ErrorKind::UnexpectedReturnType || e.code() == Some("WRONGTYPE")
 }
 
 fn is_connection_error(e: &RedisError) -> bool {
@@ -784,11 +810,16 @@ impl Target for Redis {
         self.probe(&mut conn).await;
         self.check_owned(&mut conn).await?;
         self.clear_namespace(&mut conn).await?;
-        redis::cmd("SET").arg(MARKER_KEY).arg(MARKER_VALUE).query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("SET", e))?;
+        redis::cmd("SET")
+            .arg(&self.marker_key)
+            .arg(MARKER_VALUE)
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| self.setup_error("SET", e))?;
         for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
             script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
         }
-        *self.tables.write().unwrap() = Arc::new(tables.iter().map(TableKeys::new).collect());
+        *self.tables.write().unwrap() = Arc::new(tables.iter().map(|t| TableKeys::new(&self.prefix, t)).collect());
         Ok(())
     }
 
@@ -868,6 +899,68 @@ impl Target for Redis {
         }
         Ok(())
     }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn LeaseStore>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl LeaseStore for Redis {
+    fn place(&self) -> String {
+        format!("key prefix '{}' in Redis {}", self.prefix, self.address)
+    }
+
+    fn alternatives(&self) -> String {
+        "point the URL at another DB index (redis://host:port/N), or add --namespace NAME to run side by side under another key prefix"
+            .into()
+    }
+
+    async fn read(&self) -> Result<Option<String>> {
+        let mut conn = self.admin().await?;
+        redis::cmd("GET").arg(&self.lease_key).query_async(&mut conn).await.map_err(|e| {
+            if is_wrong_type(&e) {
+                Error::not_owned(
+                    self.name(),
+                    format!(
+                        "key '{}' in Redis {} is not a dbsweep lease; delete it yourself or use another DB index",
+                        self.lease_key, self.address
+                    ),
+                )
+            } else {
+                self.setup_error("GET", e)
+            }
+        })
+    }
+
+    async fn swap(&self, current: Option<&str>, next: Option<&str>) -> Result<bool> {
+        let mut conn = self.admin().await?;
+        match (current, next) {
+            (None, None) => Ok(self.read().await?.is_none()),
+            (None, Some(next)) => {
+                // A namespace with foreign keys is refused before anything is written.
+                self.check_owned(&mut conn).await?;
+                let set: Option<String> = redis::cmd("SET")
+                    .arg(&self.lease_key)
+                    .arg(next)
+                    .arg("NX")
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.setup_error("SET NX", e))?;
+                Ok(set.is_some())
+            }
+            (Some(current), next) => {
+                let swapped: i64 = Script::new(LEASE_SWAP_LUA)
+                    .key(&self.lease_key)
+                    .arg(current)
+                    .arg(next.unwrap_or(""))
+                    .invoke_async(&mut conn)
+                    .await
+                    .map_err(|e| self.setup_error("the lease script", e))?;
+                Ok(swapped == 1)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -891,7 +984,7 @@ mod tests {
     #[test]
     fn keys_follow_the_study_mapping() {
         let def = crate::data::kv::shared_def();
-        let t = TableKeys::new(&def);
+        let t = TableKeys::new("dbsweep:", &def);
         assert_eq!(t.row_key(17), "dbsweep:kv17");
         assert_eq!(t.pk_set, "dbsweep:kv:pk");
         assert_eq!(t.index_sets[crate::data::kv::GROUP].as_deref(), Some("dbsweep:kv:idx:grp"));
@@ -901,10 +994,11 @@ mod tests {
     #[test]
     fn bad_urls_are_usage_errors() {
         for bad in ["redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/0?batch=lots"] {
-            let err = Redis::new("r", &TargetUrl::parse(bad).unwrap()).err().expect(bad);
+            let err = Redis::new("r", &TargetUrl::parse(bad).unwrap(), &OpenContext::new("/tmp")).err().expect(bad);
             assert_eq!(err.exit_code(), 2, "{bad}");
         }
-        let ok = Redis::new("r", &TargetUrl::parse("redis://:pw@127.0.0.1:1/3?batch=pipeline").unwrap()).unwrap();
+        let ok =
+            Redis::new("r", &TargetUrl::parse("redis://:pw@127.0.0.1:1/3?batch=pipeline").unwrap(), &OpenContext::new("/tmp")).unwrap();
         assert_eq!(ok.batch, BatchMode::Pipeline);
         assert_eq!(ok.info().settings["db"], "3");
         assert!(!format!("{:?}", ok.info()).contains("pw@"));

@@ -1,7 +1,8 @@
 //! SQLite adapter (rusqlite, bundled SQLite): the embedded row store.
 //!
 //! `sqlite:` uses a throwaway file in the run's scratch directory; `sqlite:/path/file.db`
-//! uses the user's file. dbsweep's tables are `dbsweep_<table>`, each registered in the
+//! uses the user's file, locked for the run by `EngineFile` (a `lease::FileLease` on
+//! `<file>.dbsweep-lock`: a second run on the same file is refused). dbsweep's tables are `dbsweep_<table>`, each registered in the
 //! marker table `dbsweep_owner`; `prepare` replaces only registered tables and refuses with
 //! `NotOwned` when a same-named table is not registered. Nothing else in the file is read
 //! or written.
@@ -23,6 +24,7 @@
 //! This module also holds the statement texts shared with the DuckDB adapter, whose
 //! dialect agrees on them. It must not time anything.
 
+use super::lease::FileLease;
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
@@ -63,19 +65,17 @@ pub struct Sqlite {
     admin: Mutex<Option<rusqlite::Connection>>,
     /// Tables by `TableId`, as given to `prepare`.
     tables: Mutex<Vec<Arc<TableDef>>>,
-    /// The throwaway directory holding the file for `sqlite:`; dropped last.
+    /// The throwaway directory holding the file for `sqlite:`.
     scratch: Mutex<Option<tempfile::TempDir>>,
+    /// The lease on a user's file; declared last, so it is dropped after the connections.
+    _lease: Option<FileLease>,
 }
 
 impl Sqlite {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let (path, scratch) = match url.file_path() {
-            Some(path) => (path, None),
-            None => {
-                let dir = throwaway_dir(ctx, "sqlite")?;
-                (dir.path().join("dbsweep.sqlite"), Some(dir))
-            }
-        };
+        let file = EngineFile::new(name, url, ctx, "sqlite", "dbsweep.sqlite")?;
+        let file_settings = file.settings();
+        let EngineFile { path, scratch, lease } = file;
         let synchronous = match url.param("synchronous").map(|v| v.to_ascii_uppercase()).as_deref() {
             None | Some("NORMAL") => "NORMAL",
             Some("FULL") => "FULL",
@@ -105,12 +105,11 @@ impl Sqlite {
             3 => "extra",
             _ => "unknown",
         };
-        let settings = BTreeMap::from([
+        let mut settings = BTreeMap::from([
             ("journal_mode".to_string(), "wal".to_string()),
             ("synchronous".to_string(), level.to_string()),
             ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
             ("durability".to_string(), durability("wal", level)),
-            ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
             ("decimal".to_string(), "INTEGER hundredths".to_string()),
             ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
@@ -118,6 +117,7 @@ impl Sqlite {
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("multi_get".to_string(), format!("IN list of bound keys, {IN_LIST_MAX} per statement, one read transaction")),
         ]);
+        settings.extend(file_settings);
         Ok(Sqlite {
             info: TargetInfo {
                 name: name.to_string(),
@@ -139,6 +139,7 @@ impl Sqlite {
             admin: Mutex::new(Some(admin)),
             tables: Mutex::new(Vec::new()),
             scratch: Mutex::new(scratch),
+            _lease: lease,
         })
     }
 
@@ -146,6 +147,42 @@ impl Sqlite {
         let mut guard = self.admin.lock().unwrap();
         let conn = guard.as_mut().ok_or_else(|| Error::runtime("sqlite: target already cleaned up"))?;
         f(conn).map_err(runtime)
+    }
+}
+
+/// Where an embedded engine keeps its data: the URL's file, locked for this run by a
+/// [`FileLease`] (another run on the same file is refused), or a throwaway file named
+/// `file_name` in a fresh directory under the run's scratch directory.
+pub(super) struct EngineFile {
+    pub path: PathBuf,
+    /// The throwaway directory; `None` for a user's file.
+    pub scratch: Option<tempfile::TempDir>,
+    /// The lease on a user's file; hold it until the engine has closed the file.
+    pub lease: Option<FileLease>,
+}
+
+impl EngineFile {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext, system: &str, file_name: &str) -> Result<Self> {
+        match url.file_path() {
+            Some(path) => {
+                let lease = FileLease::acquire(name, &path, &ctx.holder)?;
+                Ok(EngineFile { path, scratch: None, lease: Some(lease) })
+            }
+            None => {
+                let dir = throwaway_dir(ctx, system)?;
+                Ok(EngineFile { path: dir.path().join(file_name), scratch: Some(dir), lease: None })
+            }
+        }
+    }
+
+    /// The `file` setting, and `lease` when a gone run's lock was taken over.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let mut settings =
+            vec![("file".to_string(), if self.scratch.is_some() { "throwaway".to_string() } else { self.path.display().to_string() })];
+        if let Some(note) = self.lease.as_ref().and_then(|l| l.took_over.clone()) {
+            settings.push(("lease".to_string(), note));
+        }
+        settings
     }
 }
 
@@ -682,7 +719,7 @@ mod tests {
 
     fn open_at(path: &Path) -> Sqlite {
         let url = TargetUrl::parse(&format!("sqlite:{}", path.display())).unwrap();
-        Sqlite::open("t", &url, &OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() }).unwrap()
+        Sqlite::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
     }
 
     #[tokio::test]
@@ -735,7 +772,7 @@ mod tests {
     #[test]
     fn synchronous_can_be_chosen_and_is_validated() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = OpenContext { scratch_dir: dir.path().to_path_buf() };
+        let ctx = OpenContext::new(dir.path().to_path_buf());
         let full = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=full").unwrap(), &ctx).unwrap();
         assert_eq!(full.info().settings["synchronous"], "full");
         assert_eq!(full.info().settings["durability"], "fsync at every commit");
@@ -789,7 +826,7 @@ mod tests {
     #[tokio::test]
     async fn throwaway_file_is_removed_by_cleanup() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = OpenContext { scratch_dir: dir.path().join("scratch") };
+        let ctx = OpenContext::new(dir.path().join("scratch"));
         let target = Sqlite::open("t", &TargetUrl::parse("sqlite:").unwrap(), &ctx).unwrap();
         target.prepare(&[kv::shared_def()]).await.unwrap();
         assert!(target.path.exists());

@@ -5,6 +5,7 @@
 //! connections or touch the file system beyond reading the study file.
 
 use crate::adapter::TargetUrl;
+use crate::adapter::lease::Namespace;
 use crate::data::table::{ColumnType, TableId};
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
@@ -211,6 +212,9 @@ pub struct RunOptions {
     pub spawn: Vec<String>,
     /// Where spawned servers keep their data (e.g. a tmpfs or a disk).
     pub data_root: Option<PathBuf>,
+    /// `--namespace NAME`: run in `dbsweep_NAME` instead of `dbsweep`, side by side with
+    /// other runs on the same servers.
+    pub namespace: Option<String>,
 }
 
 /// One target of a plan.
@@ -244,6 +248,8 @@ pub struct Plan {
     pub spawn_options: SpawnOptions,
     /// See `StudyFile::lifecycle`.
     pub lifecycle: bool,
+    /// dbsweep's namespace in every shared target.
+    pub namespace: Namespace,
 }
 
 impl Plan {
@@ -264,6 +270,7 @@ impl Plan {
             "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
             "data_root": self.spawn_options.data_root,
             "lifecycle": self.lifecycle,
+            "namespace": self.namespace.name(),
         })
     }
 }
@@ -660,6 +667,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         spawn_options: SpawnOptions { data_root: opts.data_root.clone() },
         unavailable,
         lifecycle: study.lifecycle,
+        namespace: Namespace::new(opts.namespace.as_deref())?,
     })
 }
 

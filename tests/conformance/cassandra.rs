@@ -12,10 +12,13 @@ fn server_url() -> String {
 
 async fn open(keyspace: &str, params: &str) -> (Arc<dyn Target>, ()) {
     let url = format!("{}/{keyspace}{params}", server_url());
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     let target = adapter::open("cassandra", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
 conformance!(cassandra_lwt, open("dbsweep", ""));
 conformance!(cassandra_read_then_write, open("dbsweep_read", "?affected=read"));
+// No keyspace in the URL: the namespace's (`dbsweep_lease_check`).
+lease_conformance!(cassandra_lease, |ctx: &OpenContext| adapter::open("cassandra", &TargetUrl::parse(&server_url()).unwrap(), ctx)
+    .unwrap());

@@ -2,18 +2,21 @@
 //! `pg-hstore` and `pg-jsonb` (`(pk, document)` key-value tables), chosen with
 //! `?layout=row|hstore|jsonb`.
 //!
-//! Owns the `dbsweep` schema: it is created with the comment `dbsweep-owned` and used only
-//! when that marker is present; tables are named `<table>`, `<table>_hstore` and
-//! `<table>_jsonb` so the three layouts share one server. It must not touch any other
-//! schema, and never drops a schema or table it did not create. Passwords come from the
-//! URL, `PGPASSWORD` or `~/.pgpass` and are never shown.
+//! Owns the namespace's schema (`dbsweep`, or `dbsweep_NAME` with `--namespace NAME`): it
+//! is created with the comment `dbsweep-owned` and used only when that marker is present;
+//! tables are named `<table>`, `<table>_hstore` and `<table>_jsonb` so the three layouts
+//! share one server. The run's lease record is the one row of `<schema>.dbsweep_lease`
+//! (see [`lease`]). It must not touch any other schema, and never drops a schema or table
+//! it did not create. Passwords come from the URL, `PGPASSWORD` or `~/.pgpass` and are
+//! never shown.
 
 pub(crate) mod conn;
+mod lease;
 mod pgpass;
 pub(crate) mod sql;
 
-use self::sql::{Layout, MARKER, PgTable, SCHEMA, quote_ident, quote_literal};
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use self::sql::{Layout, MARKER, PgTable, quote_ident, quote_literal};
+use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::data::table::TableDef;
 use crate::error::{Error, Result};
 use crate::workload::op::{OpKind, QueryId};
@@ -40,6 +43,9 @@ pub struct Postgres {
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
+    database: String,
+    /// dbsweep's schema: the namespace's name.
+    schema: String,
     /// Tables of the last `prepare`, by `TableId`.
     tables: Mutex<Arc<Vec<PgTable>>>,
     /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
@@ -47,7 +53,7 @@ pub struct Postgres {
 }
 
 impl Postgres {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let layout_text = url.param("layout").unwrap_or_else(|| "row".into());
         let layout = Layout::parse(&layout_text).ok_or_else(|| {
             Error::usage(format!("target '{name}': unknown layout '{layout_text}'; use ?layout=row, ?layout=hstore or ?layout=jsonb"))
@@ -88,6 +94,8 @@ impl Postgres {
             config,
             endpoint: format!("{host}:{port}"),
             user,
+            database,
+            schema: ctx.namespace.name().to_string(),
             tables: Mutex::new(Arc::new(Vec::new())),
             hstore_schema: Mutex::new(None),
         })
@@ -157,8 +165,13 @@ impl Postgres {
     /// Returns whether the schema exists (and is owned); `NotOwned` if it is someone else's.
     async fn lock_and_check(&self, client: &Client) -> Result<bool> {
         client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.runtime("lock", &e))?;
+        self.check_schema(client).await
+    }
+
+    /// Whether the schema exists (and is owned); `NotOwned` if it is someone else's.
+    async fn check_schema(&self, client: &Client) -> Result<bool> {
         let rows = client
-            .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&SCHEMA])
+            .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&self.schema])
             .await
             .map_err(|e| self.runtime("checking schema", &e))?;
         match rows.first() {
@@ -168,21 +181,30 @@ impl Postgres {
                 _ => Err(Error::not_owned(
                     &self.initial.name,
                     format!(
-                        "schema {SCHEMA} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
+                        "schema {} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                          drop or rename it, or point the target at another database",
-                        self.endpoint
+                        self.schema, self.endpoint
                     ),
                 )),
             },
         }
     }
 
+    /// Creates the schema with its marker (inside the caller's transaction).
+    async fn create_schema(&self, client: &Client) -> Result<()> {
+        let schema = quote_ident(&self.schema);
+        for sql in [format!("CREATE SCHEMA {schema}"), format!("COMMENT ON SCHEMA {schema} IS {}", quote_literal(MARKER))] {
+            client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
+        }
+        Ok(())
+    }
+
     async fn prepare_in_tx(&self, client: &Client, tables: &[PgTable]) -> Result<Option<String>> {
         let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) };
         if !self.lock_and_check(client).await? {
-            run(format!("CREATE SCHEMA {SCHEMA}")).await?;
-            run(format!("COMMENT ON SCHEMA {SCHEMA} IS {}", quote_literal(MARKER))).await?;
+            self.create_schema(client).await?;
         }
+        let schema = quote_ident(&self.schema);
         let mut hstore_schema = None;
         if self.layout == Layout::Hstore {
             let query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'hstore'";
@@ -191,16 +213,16 @@ impl Postgres {
                 Some(row) => row.try_get::<_, String>(0).map_err(|e| self.runtime("checking hstore", &e))?,
                 None => {
                     // Installed into dbsweep's own schema so cleanup can remove it again.
-                    run(format!("CREATE EXTENSION hstore WITH SCHEMA {SCHEMA}")).await.map_err(|e| {
+                    run(format!("CREATE EXTENSION hstore WITH SCHEMA {schema}")).await.map_err(|e| {
                         Error::Missing(format!(
                             "{e}; the hstore extension is needed for ?layout=hstore: install postgresql-contrib, \
                              or have a superuser run CREATE EXTENSION hstore"
                         ))
                     })?;
-                    SCHEMA.to_string()
+                    self.schema.clone()
                 }
             });
-            run(format!("SET LOCAL search_path TO {SCHEMA}, {}", hstore_schema.as_deref().map(quote_ident).unwrap())).await?;
+            run(format!("SET LOCAL search_path TO {schema}, {}", hstore_schema.as_deref().map(quote_ident).unwrap())).await?;
         }
         for table in tables {
             run(table.drop_sql()).await?;
@@ -216,10 +238,48 @@ impl Postgres {
         let client = self.open_client().await?;
         let extension = self.hstore_schema.lock().unwrap().clone();
         if let Some(schema) = extension {
-            let sql = format!("SET search_path TO {SCHEMA}, {}", quote_ident(&schema));
+            let sql = format!("SET search_path TO {}, {}", quote_ident(&self.schema), quote_ident(&schema));
             client.batch_execute(&sql).await.map_err(|e| self.runtime("setting search_path", &e))?;
         }
         Ok(client)
+    }
+
+    /// Drops the schema (and an hstore extension dbsweep installed into it) when no
+    /// relation is left in it; other layouts' targets or a lease record may still use it.
+    /// Runs inside the caller's transaction, under the DDL lock.
+    async fn drop_schema_if_empty(&self, client: &Client) -> Result<()> {
+        let run = |sql: &'static str| async move { client.batch_execute(sql).await.map_err(|e| self.runtime(sql, &e)) };
+        let left: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1",
+                &[&self.schema],
+            )
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| self.runtime("cleanup", &e))?;
+        if left > 0 {
+            return Ok(());
+        }
+        run("SAVEPOINT drop_schema").await?;
+        let ext_here = client
+            .query("SELECT 1 FROM pg_extension WHERE extname = 'hstore' AND extnamespace = $1::text::regnamespace", &[&self.schema])
+            .await
+            .map(|rows| !rows.is_empty());
+        let dropped = match ext_here {
+            Ok(true) => client.batch_execute("DROP EXTENSION hstore").await,
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
+        let dropped = match dropped {
+            Ok(()) => client.batch_execute(&format!("DROP SCHEMA {}", quote_ident(&self.schema))).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = dropped {
+            // Something else now depends on the schema: keep it.
+            tracing::info!("keeping schema {}: {}", self.schema, conn::describe(&e));
+            run("ROLLBACK TO SAVEPOINT drop_schema").await?;
+        }
+        Ok(())
     }
 
     fn table(&self, def: &TableDef) -> Result<(Arc<Vec<PgTable>>, usize)> {
@@ -240,7 +300,7 @@ impl Target for Postgres {
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.open_client().await?;
-        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::new(t.clone(), self.layout)).collect();
+        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::in_schema(t.clone(), self.layout, &self.schema)).collect();
         client.batch_execute("BEGIN").await.map_err(|e| self.runtime("BEGIN", &e))?;
         match self.prepare_in_tx(&client, &tables).await {
             Ok(hstore_schema) => {
@@ -340,37 +400,17 @@ impl Target for Postgres {
             for table in tables.iter() {
                 run(table.drop_sql()).await?;
             }
-            // Drop the schema (and an hstore extension dbsweep installed into it) only when
-            // no table is left in it; other layouts' targets may still use it.
-            let left: i64 = client
-                .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", &[&SCHEMA])
-                .await
-                .and_then(|r| r.try_get(0))
-                .map_err(|e| self.runtime("cleanup", &e))?;
-            if left == 0 {
-                run("SAVEPOINT drop_schema".into()).await?;
-                let ext_here = client
-                    .query("SELECT 1 FROM pg_extension WHERE extname = 'hstore' AND extnamespace = $1::text::regnamespace", &[&SCHEMA])
-                    .await
-                    .map(|rows| !rows.is_empty());
-                let dropped = match ext_here {
-                    Ok(true) => client.batch_execute("DROP EXTENSION hstore").await,
-                    Ok(false) => Ok(()),
-                    Err(e) => Err(e),
-                };
-                let dropped = match dropped {
-                    Ok(()) => client.batch_execute(&format!("DROP SCHEMA {SCHEMA}")).await,
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = dropped {
-                    // Something else now depends on the schema: keep it.
-                    tracing::info!("keeping schema {SCHEMA}: {}", conn::describe(&e));
-                    run("ROLLBACK TO SAVEPOINT drop_schema".into()).await?;
-                }
+            if let Err(e) = self.drop_schema_if_empty(&client).await {
+                let _ = run("ROLLBACK".into()).await;
+                return Err(e);
             }
         }
         run("COMMIT".into()).await?;
         *self.tables.lock().unwrap() = Arc::new(Vec::new());
         Ok(())
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        Some(self)
     }
 }

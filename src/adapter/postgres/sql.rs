@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
 
-/// dbsweep's schema; everything the adapter creates lives in it.
+/// dbsweep's default schema (the namespace's name); everything the adapter creates lives in it.
 pub const SCHEMA: &str = "dbsweep";
 /// The schema comment that marks `dbsweep` as created by dbsweep.
 pub const MARKER: &str = "dbsweep-owned";
@@ -144,9 +144,15 @@ pub struct PgTable {
 }
 
 impl PgTable {
+    /// The table in the default schema `dbsweep`.
     pub fn new(def: Arc<TableDef>, layout: Layout) -> Self {
+        Self::in_schema(def, layout, SCHEMA)
+    }
+
+    /// The table in `schema` (dbsweep's namespace, see `lease::Namespace`).
+    pub fn in_schema(def: Arc<TableDef>, layout: Layout, schema: &str) -> Self {
         let bare = format!("{}{}", def.name, layout.suffix());
-        let qualified = format!("{SCHEMA}.{}", quote_ident(&bare));
+        let qualified = format!("{schema}.{}", quote_ident(&bare));
         let key = match layout {
             Layout::Row => quote_ident(&def.key_column().name),
             Layout::Hstore | Layout::Jsonb => "pk".to_string(),

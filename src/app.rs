@@ -1,7 +1,8 @@
 //! Command dispatch: parses arguments, runs the chosen command, prints results and the
 //! one-line error, and maps every outcome to an exit code. The only place that prints.
 
-use crate::adapter::{self, OpenContext, SYSTEMS, TargetUrl};
+use crate::adapter::registry::{self, SYSTEMS};
+use crate::adapter::{OpenContext, TargetUrl};
 use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
@@ -41,7 +42,7 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,scylla=error")),
         )
         .try_init();
-    let command_line: Vec<String> = args.iter().map(|a| adapter::url::redact_text(&a.to_string_lossy())).collect();
+    let command_line: Vec<String> = args.iter().map(|a| crate::adapter::url::redact_text(&a.to_string_lossy())).collect();
     match dispatch(cli.command, command_line) {
         Ok(()) => 0,
         Err(e) => {
@@ -199,17 +200,8 @@ async fn watch_signals(cancel: Cancel) {
 
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.
 fn print_budget(plan: &plan::Plan) {
-    let spawned: usize = plan.spawn.iter().map(|k| if *k == servers::ServerKind::Postgres { 3 } else { 1 }).sum();
-    let targets = plan.targets.len() + spawned;
-    let names: Vec<String> = plan
-        .targets
-        .iter()
-        .map(|t| t.name.clone())
-        .chain(plan.spawn.iter().flat_map(|k| match k {
-            servers::ServerKind::Postgres => vec!["pg-row".to_string(), "pg-hstore".into(), "pg-jsonb".into()],
-            other => vec![other.name().to_string()],
-        }))
-        .collect();
+    let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).chain(plan.spawn.iter().flat_map(|k| k.target_names())).collect();
+    let targets = names.len();
     println!(
         "study {} ({}), seed {}, data {}",
         plan.study,
@@ -242,7 +234,7 @@ fn targets() {
         }
         let probe_url = s.scheme.replace("[PATH]", "");
         if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url))
-            && let Ok(t) = adapter::open("probe", &url, &OpenContext::new(dir.path().to_path_buf()))
+            && let Ok(t) = registry::open("probe", &url, &OpenContext::new(dir.path().to_path_buf()))
         {
             let caps = &t.info().capabilities;
             let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();

@@ -2,21 +2,36 @@
 //! generated data and the same operations, and turns the runs into tables and charts.
 //!
 //! # Layout
-//! - `app`: dispatch of commands, printing, exit codes (`dbsweep::main`).
-//! - `cli`: clap commands, no logic.
-//! - `plan`: raw options (CLI + TOML study files) become a validated `Plan`; built-in studies.
-//! - `data`: table definitions and generated rows (pure functions of seed and key).
-//! - `workload`: the `Op` vocabulary, counter-based randomness, experiments -> op streams.
-//! - `adapter`: the `Target`/`Connection` contract and one module per system.
-//! - `runner`: clients, batching, warm-up and measured runs, cancellation; lifecycle
-//!   studies and memory readings.
-//! - `servers`: throwaway local servers for `--spawn` and the end-to-end tests.
-//! - `stats`: HDR recorders and summaries, client CPU.
-//! - `report`: the saved result model and its exporters (console, CSV, JSON, HTML) and run comparison.
-//! - `error`: the error type and the exit-code scheme.
+//! Modules stand on floors; a module imports only from floors below its own (and from its
+//! own children), so data and calls flow one way: plan -> data/workload -> runner ->
+//! adapter -> system, and measurements back up through stats into report.
+//!
+//! ```text
+//! 5  app            dispatch of commands, printing, exit codes (`dbsweep::main`)
+//! 4  runner         clients, batching, warm-up and measured runs, cancellation;
+//!                   lifecycle studies and memory readings
+//! 3  plan   report  plan: raw options (CLI + TOML) -> validated `Plan`, built-in studies;
+//!                   report: the saved result model, exporters, run comparison
+//! 2  adapter  workload  servers
+//!                   adapter: the `Target`/`Connection` contract (mod.rs), the systems, the
+//!                   layers they share (`sql`) and the factory (`registry`, the only module
+//!                   that names every system); workload: experiments -> seeded op streams,
+//!                   YCSB; servers: throwaway local servers (`--spawn`, end-to-end tests)
+//! 1  data   stats   data: generated rows (TPC-H, kv, YCSB records, shuffled keys) and the
+//!                   TPC-H queries' parameters and answer shapes; stats: HDR recorders,
+//!                   client CPU
+//! 0  base   error   cli
+//!                   base: the vocabulary everyone speaks (`Op`, table definitions and
+//!                   values, counter-based randomness, one run's measurement);
+//!                   error: the error type and exit codes; cli: clap commands, no logic
+//! ```
+//!
+//! Siblings on one floor do not import each other (adapter and workload meet only in the
+//! runner). `cargo doc` or a look at the `use crate::` lines of a file shows its floor.
 
 pub mod adapter;
 mod app;
+pub mod base;
 pub mod cli;
 pub mod data;
 pub mod error;

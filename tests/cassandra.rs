@@ -2,9 +2,10 @@
 //! dbsweep did not create is refused with `NotOwned` and survives `prepare` and `cleanup`;
 //! an unreachable server is a setup error.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::base::table::TableDef;
 use dbsweep::data::kv;
-use dbsweep::data::table::TableDef;
 use dbsweep::error::Error;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -18,7 +19,7 @@ fn server_url() -> String {
 
 fn open(url: &str) -> Arc<dyn Target> {
     let ctx = OpenContext::new(std::env::temp_dir());
-    adapter::open("cassandra", &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+    registry::open("cassandra", &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 async fn client(url: &str) -> Session {
@@ -138,10 +139,10 @@ async fn a_spawned_node_answers_cql_and_stops_cleanly() {
 /// `l_orderkey` returns a Decimal and a Date equal to the generator's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tpch_tables_load_and_typed_values_come_back() {
-    use dbsweep::data::table::Value;
+    use dbsweep::base::op::{Answer, Op, RangeAgg};
+    use dbsweep::base::table::Value;
     use dbsweep::data::tpch::{LINEITEM, TABLE_NAMES};
     use dbsweep::data::{DataSpec, Dataset};
-    use dbsweep::workload::op::{Answer, Op, RangeAgg};
     let target = open(&format!("{}/dbsweep_tpch", server_url()));
     let dataset = Dataset::new(&DataSpec::Tpch { scale: 0.001 }, 3);
     target.prepare(&dataset.tables).await.expect("prepare");

@@ -9,16 +9,17 @@ mod body;
 #[path = "support/mod.rs"]
 mod support;
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::base::op::{ErrorClass, Op, OpKind};
+use dbsweep::base::table::Value;
 use dbsweep::data::kv::{self, KvGen};
-use dbsweep::data::table::Value;
 use dbsweep::servers::ServerKind;
-use dbsweep::workload::op::{ErrorClass, Op, OpKind};
 use std::sync::Arc;
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
     let ctx = OpenContext::new(std::env::temp_dir());
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 /// The spawned server's URL with the scheme swapped and an optional query.

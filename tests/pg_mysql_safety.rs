@@ -2,9 +2,10 @@
 //! schemas and databases alone, refuse a `dbsweep` namespace they did not create, never
 //! show a password, and report an unreachable server as a setup error (exit code 2).
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::base::table::TableDef;
 use dbsweep::data::kv::{self, KvGen};
-use dbsweep::data::table::TableDef;
 use dbsweep::error::Error;
 use mysql_async::prelude::Queryable;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ static MARIADB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
     let ctx = OpenContext::new(std::env::temp_dir());
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 fn with_path(base: &str, path: &str) -> String {

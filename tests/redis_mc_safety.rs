@@ -3,7 +3,8 @@
 //! is refused with `NotOwned`; passwords never show; an unreachable server is a setup
 //! error with exit code 2.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::data::kv::{self, KvGen};
 use dbsweep::error::Error;
 use std::io::{BufRead, BufReader, Write};
@@ -28,7 +29,7 @@ fn memcached_url() -> String {
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
     let ctx = OpenContext::new(std::env::temp_dir());
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 async fn raw_redis(db: u32) -> redis::aio::MultiplexedConnection {
@@ -222,15 +223,15 @@ async fn redis_rows_follow_the_study_mapping() {
     assert_eq!(pk_score, 17.0);
 
     // A range over an unindexed column is refused, not emulated.
-    use dbsweep::workload::op::{ErrorClass, Op, RangeAgg};
+    use dbsweep::base::op::{ErrorClass, Op, RangeAgg};
     let mut c = target.connect().await.unwrap();
     let op = Op::Range { table: 0, column: kv::VALUE, lo: 0, hi: 10, agg: RangeAgg::Count };
     assert_eq!(c.execute(&op).await.unwrap_err().class, ErrorClass::Unsupported);
     // Updating the indexed column moves the row in its index, never duplicating it.
-    let op = Op::Update { table: 0, key: 17, column: kv::GROUP, value: dbsweep::data::table::Value::Int(-42) };
+    let op = Op::Update { table: 0, key: 17, column: kv::GROUP, value: dbsweep::base::table::Value::Int(-42) };
     assert_eq!(c.execute(&op).await.unwrap().rows, 1);
     let count = Op::Range { table: 0, column: kv::GROUP, lo: -42, hi: -42, agg: RangeAgg::Count };
-    assert_eq!(c.execute(&count).await.unwrap().answer, Some(dbsweep::workload::op::Answer::Scalar(dbsweep::data::table::Value::Int(1))));
+    assert_eq!(c.execute(&count).await.unwrap().answer, Some(dbsweep::base::op::Answer::Scalar(dbsweep::base::table::Value::Int(1))));
     let members: u64 = redis::cmd("ZCARD").arg("dbsweep:kv:idx:grp").query_async(&mut conn).await.unwrap();
     assert_eq!(members, 200);
     drop(c);

@@ -6,17 +6,18 @@
 //! `redis_tpch_sf01_timings` (ignored: it loads 0.87 M rows) prints load and query times at
 //! SF 0.1: `cargo test --test redis_tpch -- --ignored --nocapture`.
 
-use dbsweep::adapter::{self, Connection, OpenContext, Target, TargetUrl};
-use dbsweep::data::table::Value;
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{Connection, OpenContext, Target, TargetUrl};
+use dbsweep::base::op::{Answer, ErrorClass, Op, QueryId, RangeAgg};
+use dbsweep::base::table::Value;
 use dbsweep::data::{DataSpec, Dataset, tpch_reference};
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
-use dbsweep::workload::op::{Answer, ErrorClass, Op, QueryId, RangeAgg};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn open(url: &str) -> Arc<dyn Target> {
     let ctx = OpenContext::new(std::env::temp_dir());
-    adapter::open("redis", &TargetUrl::parse(url).unwrap(), &ctx).expect("open redis target")
+    registry::open("redis", &TargetUrl::parse(url).unwrap(), &ctx).expect("open redis target")
 }
 
 /// Prepares and loads every table of `dataset`, checking each table's row count.

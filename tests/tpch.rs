@@ -2,12 +2,13 @@
 //! the reference computation against brute force and against TPC-H's SF 1 answers, and
 //! the generated SQL run by a real SQLite (rusqlite) over generated rows.
 
-use dbsweep::data::table::{ColumnType, Row, Value};
+use dbsweep::adapter::sql::tpch::{self as tpch_sql, Dialect};
+use dbsweep::base::op::{Answer, QueryId};
+use dbsweep::base::table::{ColumnType, Row, Value};
 use dbsweep::data::tpch::{self, TpchGen};
+use dbsweep::data::tpch_queries;
 use dbsweep::data::tpch_reference;
 use dbsweep::data::{DataSpec, Dataset};
-use dbsweep::workload::op::{Answer, QueryId};
-use dbsweep::workload::queries::{self, Dialect};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -159,7 +160,7 @@ fn column_domains_equal_min_and_max_of_streamed_values() {
 fn reference_q1_q6_agree_with_brute_force_at_sf_001() {
     let lineitem = &all_rows()[tpch::LINEITEM];
     let (q1, q6) = tpch_reference::q1_q6(SF);
-    let day = |iso| int(&Value::Date(dbsweep::data::table::Date::from_iso(iso).unwrap()));
+    let day = |iso| int(&Value::Date(dbsweep::base::table::Date::from_iso(iso).unwrap()));
 
     let mut revenue = 0f64;
     for r in lineitem {
@@ -191,7 +192,7 @@ fn reference_q1_q6_agree_with_brute_force_at_sf_001() {
 #[test]
 fn reference_q3_agrees_with_brute_force_at_sf_001() {
     let rows = all_rows();
-    let day = dbsweep::data::table::Date::from_iso("1995-03-15").unwrap().0 as i64;
+    let day = dbsweep::base::table::Date::from_iso("1995-03-15").unwrap().0 as i64;
     let building: std::collections::HashSet<i64> =
         rows[tpch::CUSTOMER].iter().filter(|c| c[6].to_string() == "BUILDING").map(|c| int(&c[0])).collect();
     let orders: std::collections::HashMap<i64, i64> = rows[tpch::ORDERS]
@@ -211,7 +212,7 @@ fn reference_q3_agrees_with_brute_force_at_sf_001() {
         .iter()
         .take(10)
         .map(|&(r, d, k)| {
-            vec![Value::Int(k), Value::Float(r as f64 / 1e4), Value::Date(dbsweep::data::table::Date(d as i32)), Value::Int(0)]
+            vec![Value::Int(k), Value::Float(r as f64 / 1e4), Value::Date(dbsweep::base::table::Date(d as i32)), Value::Int(0)]
         })
         .collect();
     assert_eq!(expected.len(), 10);
@@ -221,7 +222,7 @@ fn reference_q3_agrees_with_brute_force_at_sf_001() {
 #[test]
 fn reference_q14_agrees_with_brute_force_at_sf_001() {
     let rows = all_rows();
-    let day = |iso| dbsweep::data::table::Date::from_iso(iso).unwrap().0 as i64;
+    let day = |iso| dbsweep::base::table::Date::from_iso(iso).unwrap().0 as i64;
     let (lo, hi) = (day("1995-09-01"), day("1995-10-01"));
     let promo: std::collections::HashSet<i64> =
         rows[tpch::PART].iter().filter(|p| p[4].to_string().starts_with("PROMO")).map(|p| int(&p[0])).collect();
@@ -306,8 +307,8 @@ fn sqlite_runs_the_generated_queries_with_the_reference_answers() {
     let q3 = tpch_reference::q3(SF);
     let q14 = tpch_reference::q14(SF);
     for (q, reference) in [(QueryId::TpchQ1, q1), (QueryId::TpchQ3, q3), (QueryId::TpchQ6, q6), (QueryId::TpchQ14, q14)] {
-        let text = queries::sql(q, Dialect::Sqlite, &|t| t.to_string());
-        let types = queries::answer_columns(q);
+        let text = tpch_sql::sql(q, Dialect::Sqlite, &|t| t.to_string());
+        let types = tpch_queries::answer_columns(q);
         let mut stmt = db.prepare(&text).unwrap_or_else(|e| panic!("{q:?}: {e}\n{text}"));
         let got: Vec<Row> = stmt
             .query_map([], |r| {
@@ -318,7 +319,7 @@ fn sqlite_runs_the_generated_queries_with_the_reference_answers() {
                         ColumnType::Text => Value::Text(r.get::<_, String>(i).unwrap().into()),
                         ColumnType::Float => Value::Float(r.get(i).unwrap()),
                         ColumnType::Int => Value::Int(r.get(i).unwrap()),
-                        ColumnType::Date => Value::Date(dbsweep::data::table::Date(r.get(i).unwrap())),
+                        ColumnType::Date => Value::Date(dbsweep::base::table::Date(r.get(i).unwrap())),
                         ColumnType::Decimal => unreachable!(),
                     })
                     .collect())

@@ -7,14 +7,15 @@
 //! by `servers::spawn`; SQLite and DuckDB use throwaway files. The `#[ignore]`d
 //! `pg_row_load_sf*` tests time bulk loads (run them in release with `--nocapture`).
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
-use dbsweep::data::table::{ColumnType, Value};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::base::op::{Answer, Op, QueryId};
+use dbsweep::base::table::{ColumnType, Value};
 use dbsweep::data::tpch::{LINEITEM, ORDERS, REGION, TABLE_NAMES};
+use dbsweep::data::tpch_queries;
 use dbsweep::data::tpch_reference;
 use dbsweep::data::{DataSpec, Dataset};
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
-use dbsweep::workload::op::{Answer, Op, QueryId};
-use dbsweep::workload::queries;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -69,7 +70,7 @@ async fn check_tpch(target: Arc<dyn Target>) {
     assert_eq!(dataset.key_at(REGION, 0), 0, "region keys start at 0");
 
     let caps = &target.info().capabilities;
-    assert!(caps.supports_kind(dbsweep::workload::op::OpKind::Query), "{system} declares queries");
+    assert!(caps.supports_kind(dbsweep::base::op::OpKind::Query), "{system} declares queries");
     for query in QUERIES {
         assert!(caps.queries.contains(&query), "{system} declares {query:?}");
         let outcome = conn.execute(&Op::Query(query)).await.unwrap_or_else(|e| panic!("{system}: {query:?}: {e}"));
@@ -78,7 +79,7 @@ async fn check_tpch(target: Arc<dyn Target>) {
         let Answer::Table(rows) = &answer else { panic!("{system}: {query:?} answered {answer:?}") };
         assert!(!rows.is_empty(), "{system}: {query:?} returned no rows");
         assert_eq!(outcome.rows, rows.len() as u64, "{system}: {query:?} counts its rows");
-        let types = queries::answer_columns(query);
+        let types = tpch_queries::answer_columns(query);
         for row in rows {
             let got: Vec<Option<ColumnType>> = row.iter().map(type_of).collect();
             let want: Vec<Option<ColumnType>> = types.iter().map(|t| Some(*t)).collect();
@@ -99,7 +100,7 @@ async fn check_tpch(target: Arc<dyn Target>) {
 
 fn open(name: &str, url: &str, scratch: &std::path::Path) -> Arc<dyn Target> {
     let ctx = OpenContext::new(scratch.to_path_buf());
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,9 +27,9 @@
 //! (see [`lease`]). Never touches any other keyspace.
 
 use super::{Capabilities, Connection, EngineMemory, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use futures_util::future::try_join_all;

@@ -21,9 +21,9 @@
 //! dead client is an `ErrorClass::Connection` error; the next request starts a new one.
 
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{Row, TableDef, Value};
+use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
+use crate::base::table::{Row, TableDef, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;

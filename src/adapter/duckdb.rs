@@ -18,10 +18,11 @@
 use super::lease::FileLease;
 use super::sqlite::{ANALYTIC_QUERIES, EngineFile, OWNER_TABLE, SqlText, TABLE_PREFIX, clip, query_sql, quote};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::adapter::sql::tpch::Dialect;
+use crate::base::op::{Answer, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::data::tpch_queries;
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::workload::queries::{self, Dialect};
 use ::duckdb::types::{ToSqlOutput, ValueRef};
 use ::duckdb::{appender_params_from_iter, params_from_iter};
 use async_trait::async_trait;
@@ -352,7 +353,7 @@ impl DuckDbConnection {
             let sql = query_sql(query, Dialect::DuckDb, &self.tables)?;
             self.queries.insert(query, sql);
         }
-        let types = queries::answer_columns(query);
+        let types = tpch_queries::answer_columns(query);
         let mut stmt = self.conn.prepare_cached(&self.queries[&query]).map_err(op_error)?;
         let mut rows = stmt.query([]).map_err(op_error)?;
         let mut out = Vec::new();
@@ -500,7 +501,7 @@ impl Connection for DuckDbConnection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::Column;
+    use crate::base::table::Column;
     use std::path::Path;
 
     fn open_at(path: &Path) -> DuckDb {

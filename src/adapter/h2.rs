@@ -63,10 +63,11 @@
 use super::postgres::conn::{count_streamed, describe, op_error, refs};
 use super::postgres::sql::{Layout, MARKER, Param, PgTable, quote_ident, quote_literal};
 use super::{Capabilities, Connection, EngineMemory, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
+use crate::adapter::sql::tpch::Dialect;
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
+use crate::data::tpch_queries;
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::workload::queries::{self, Dialect};
 use async_trait::async_trait;
 use futures_util::future::{BoxFuture, FutureExt};
 use std::collections::{BTreeMap, HashMap};
@@ -812,7 +813,7 @@ impl H2Connection {
     async fn query(&mut self, query: QueryId) -> Result<Outcome, OpError> {
         let sql = crate::adapter::postgres::conn::query_sql(query, Dialect::Postgres, &self.tables)?;
         let messages = self.client.simple_query(&sql).await.map_err(op_error)?;
-        let types = queries::answer_columns(query);
+        let types = tpch_queries::answer_columns(query);
         let mut out = Vec::new();
         for message in &messages {
             if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
@@ -1018,7 +1019,7 @@ impl Connection for H2Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::Column;
+    use crate::base::table::Column;
 
     fn table() -> PgTable {
         let col = |name: &str, ty| Column { name: name.into(), ty };

@@ -19,7 +19,7 @@
 //! when clients insert disjoint keys, as dbsweep's workloads do. Bulk load is `COPY ... WITH (FORMAT text)`
 //! (hyperd needs the explicit format; its binary COPY is disabled). Statement texts and
 //! value encoding are the PostgreSQL adapter's row layout (`postgres::sql::PgTable`);
-//! TPC-H Q1/Q3/Q6/Q14 use `queries::sql(.., Dialect::Hyper, ..)`.
+//! TPC-H Q1/Q3/Q6/Q14 use `tpch::sql(.., Dialect::Hyper, ..)`.
 //!
 //! hyperd's PostgreSQL dialect, as found: one statement per query string; a Parse
 //! without parameter types means "no parameters" (so every statement is prepared with
@@ -30,10 +30,11 @@
 use super::postgres::conn::{describe, op_error, refs};
 use super::postgres::sql::{Layout, Param, PgTable, SCHEMA, from_wire, quote_ident, quote_literal, wire_type};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Row, TableDef, Value};
+use crate::adapter::sql::tpch::{self, Dialect};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, Date, Row, TableDef, Value};
+use crate::data::tpch_queries;
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::workload::queries::{self, Dialect};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::SinkExt;
@@ -517,7 +518,7 @@ impl HyperConnection {
             Key::RangeMax(id, c, of) => self.table(id)?.range_sql(c, RangeAgg::Max { column: of }),
             Key::Query(q) => {
                 let name = |t: &str| format!("{SCHEMA}.{}", quote_ident(t));
-                queries::sql(q, Dialect::Hyper, &name)
+                tpch::sql(q, Dialect::Hyper, &name)
             }
         })
     }
@@ -630,7 +631,7 @@ impl HyperConnection {
     async fn query(&mut self, q: QueryId) -> Result<Outcome, OpError> {
         let statement = self.statement(Key::Query(q)).await?;
         let rows = self.client.query(&statement, &[]).await.map_err(op_error)?;
-        let types = queries::answer_columns(q);
+        let types = tpch_queries::answer_columns(q);
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
             if row.len() != types.len() {
@@ -777,7 +778,7 @@ impl Connection for HyperConnection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::Column;
+    use crate::base::table::Column;
 
     fn table() -> PgTable {
         let col = |name: &str, ty| Column { name: name.into(), ty };

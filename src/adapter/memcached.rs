@@ -34,9 +34,9 @@
 use super::lease::LeaseStore;
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::adapter::redis::value_text;
-use crate::data::table::{ColumnType, Row, TableDef, TableId, Value};
+use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
+use crate::base::table::{ColumnType, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -848,7 +848,7 @@ async fn delete_keys<'a>(wire: &mut Wire, keys: impl Iterator<Item = &'a String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::Decimal;
+    use crate::base::table::Decimal;
 
     #[test]
     fn rows_encode_as_length_prefixed_text_and_fields_can_be_replaced() {

@@ -6,9 +6,9 @@
 //! `mock:?fail_every=N` fails every Nth request with a server error.
 
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{Row, TableDef, Value};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::base::table::{Row, TableDef, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
 use async_trait::async_trait;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

@@ -1,10 +1,12 @@
-//! The adapter contract between the runner and a system, and the factory that picks the
-//! adapter for a target URL.
+//! The adapter contract between the runner and a system; one module per system; the
+//! factory that picks the adapter for a target URL (`registry`).
 //!
 //! Owns `Target` (one configured system: namespace, schema, loading, connections) and
 //! `Connection` (one client's session that executes ops). Adapters declare what they can
 //! do in `Capabilities`; the runner reports "not supported" instead of calling them with
 //! ops outside it. Adapters must not time anything or keep statistics: the runner does.
+//! The systems' modules import this contract and the shared layers below it (`sql`),
+//! never `registry`, which is the only module that names them all.
 
 pub mod cassandra;
 pub mod cli_client;
@@ -19,12 +21,14 @@ pub mod nodb;
 pub mod postgres;
 pub mod redb;
 pub mod redis;
+pub mod registry;
+pub mod sql;
 pub mod sqlite;
 pub mod url;
 
-use crate::data::table::{Row, TableDef};
-use crate::error::{Error, Result};
-use crate::workload::op::{Op, OpError, OpKind, Outcome, QueryId};
+use crate::base::op::{Needs, Op, OpError, OpKind, Outcome, QueryId};
+use crate::base::table::{RowSource, TableDef};
+use crate::error::Result;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -68,6 +72,14 @@ impl Capabilities {
     pub fn supports_kind(&self, kind: OpKind) -> bool {
         self.ops.contains(&kind)
     }
+
+    /// True when the target offers everything an experiment needs.
+    pub fn meets(&self, needs: &Needs) -> bool {
+        match needs {
+            Needs::Query(q) => self.queries.contains(q),
+            Needs::Kinds(kinds) => kinds.iter().all(|k| self.supports_kind(*k)),
+        }
+    }
 }
 
 /// Self-description of a target, saved in every result.
@@ -96,9 +108,6 @@ pub struct EngineMemory {
     /// `pg_total_relation_size of dbsweep's tables`.
     pub source: String,
 }
-
-/// Rows to bulk-load into one table, streamed.
-pub type RowSource = Box<dyn Iterator<Item = Row> + Send>;
 
 /// One configured system under test.
 ///
@@ -173,163 +182,5 @@ impl OpenContext {
     /// The default namespace and a fresh run identity.
     pub fn new(scratch_dir: impl Into<PathBuf>) -> Self {
         OpenContext { scratch_dir: scratch_dir.into(), namespace: lease::Namespace::default(), holder: lease::Holder::this_process() }
-    }
-}
-
-/// Systems dbsweep knows of, runnable here or not, for `dbsweep targets`.
-pub struct SystemEntry {
-    pub scheme: &'static str,
-    pub system: &'static str,
-    pub description: &'static str,
-    /// `None` when runnable; otherwise why not.
-    pub unavailable: Option<&'static str>,
-}
-
-pub const SYSTEMS: &[SystemEntry] = &[
-    SystemEntry {
-        scheme: "nodb:",
-        system: "nodb",
-        description: "no database: each op only bumps a counter (the client-overhead ceiling)",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "mock:",
-        system: "mock",
-        description: "deterministic in-process reference store (a BTreeMap); answers every op exactly",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "sqlite:[PATH]",
-        system: "sqlite",
-        description: "SQLite, embedded row store (WAL, synchronous=NORMAL)",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "duckdb:[PATH]",
-        system: "duckdb",
-        description: "DuckDB, embedded column store (prebuilt libduckdb)",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "redb:[PATH]",
-        system: "redb",
-        description: "redb, embedded copy-on-write B-tree key-value store",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "redis://",
-        system: "redis",
-        description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline)",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "memcached://",
-        system: "memcached",
-        description: "Memcached: one item per row (text protocol); no scans, ranges or queries",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "postgres://",
-        system: "pg-row",
-        description: "PostgreSQL, a typed column per attribute (?layout=row, the default)",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "postgres://?layout=hstore",
-        system: "pg-hstore",
-        description: "PostgreSQL, key-value table (pk, hstore) with expression indexes",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "postgres://?layout=jsonb",
-        system: "pg-jsonb",
-        description: "PostgreSQL, key-value table (pk, jsonb) with expression indexes",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "mysql://",
-        system: "mariadb",
-        description: "MariaDB or MySQL, InnoDB tables (also mariadb://)",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "mysql-cli://",
-        system: "mariadb-cli",
-        description: "MariaDB through the `mariadb`/`mysql` command-line client over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "redis-cli://",
-        system: "redis-cli",
-        description: "Redis through `redis-cli` over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "hyper://",
-        system: "hyper",
-        description: "HyPer (Tableau Hyper's hyperd), PostgreSQL wire protocol; no indexes (every op scans)",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "h2://",
-        system: "h2",
-        description: "H2 (Java), PostgreSQL wire protocol of its PG server; in-memory database mem:NAME, typed columns",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "cassandra://",
-        system: "cassandra",
-        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write); no scans",
-        unavailable: None,
-    },
-    SystemEntry {
-        scheme: "monetdb://",
-        system: "monetdb",
-        description: "MonetDB column store",
-        unavailable: Some("no MonetDB server package is reachable from these machines"),
-    },
-    SystemEntry {
-        scheme: "aerospike://",
-        system: "aerospike",
-        description: "Aerospike key-value store",
-        unavailable: Some("no Aerospike server package is reachable from these machines"),
-    },
-    SystemEntry {
-        scheme: "ssdb://",
-        system: "ssdb",
-        description: "SSDB (Redis protocol on LevelDB)",
-        unavailable: Some("no SSDB server package is reachable from these machines"),
-    },
-    SystemEntry {
-        scheme: "mongodb://",
-        system: "mongodb",
-        description: "MongoDB document store",
-        unavailable: Some("no MongoDB server package is reachable from these machines"),
-    },
-];
-
-/// Builds the adapter for a target URL.
-pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
-    match url.scheme() {
-        "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
-        "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
-        "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
-        "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
-        "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
-        "redis" => Ok(Arc::new(redis::Redis::new(name, url, ctx)?)),
-        "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url, ctx)?)),
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url, ctx)?)),
-        "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
-        "h2" => Ok(Arc::new(h2::H2::new(name, url, ctx)?)),
-        "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url, ctx)?)),
-        "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url, ctx)?)),
-        "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url, ctx)?)),
-        other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)
-        {
-            Some(SystemEntry { unavailable: Some(why), .. }) => {
-                Err(Error::usage(format!("target '{name}': {other} cannot run here: {why}")))
-            }
-            _ => Err(Error::usage(format!("target '{name}': unknown URL scheme '{other}:'; see `dbsweep targets` for the supported ones"))),
-        },
     }
 }

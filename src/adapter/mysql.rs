@@ -15,10 +15,11 @@
 //! needs `local_infile` enabled on the server, so it is not used.
 
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
+use crate::adapter::sql::tpch::{self, Dialect};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
+use crate::data::tpch_queries;
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::workload::queries::{self, Dialect};
 use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value as MyValue};
@@ -577,7 +578,7 @@ struct MyConnection {
 /// The SQL of `query` over the prepared tables, or which TPC-H table it lacks.
 fn query_sql(query: QueryId, tables: &[MyTable]) -> Result<String, OpError> {
     let missing = std::cell::RefCell::new(None::<String>);
-    let text = queries::sql(query, Dialect::MySql, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
+    let text = tpch::sql(query, Dialect::MySql, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
         Some(t) => t.qualified.clone(),
         None => {
             missing.borrow_mut().get_or_insert_with(|| name.to_string());
@@ -639,7 +640,7 @@ impl MyConnection {
                 sql
             }
         };
-        let types = queries::answer_columns(query);
+        let types = tpch_queries::answer_columns(query);
         let rows: Vec<mysql_async::Row> = self.conn.exec(&*sql, ()).await.map_err(op_error)?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {

@@ -5,9 +5,9 @@
 //! client-bound. Must not do any work per op beyond the counter.
 
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::TableDef;
+use crate::base::op::{Op, OpError, OpKind, Outcome, QueryId};
+use crate::base::table::TableDef;
 use crate::error::Result;
-use crate::workload::op::{Op, OpError, OpKind, Outcome, QueryId};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::hint::black_box;

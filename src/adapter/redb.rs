@@ -28,9 +28,9 @@
 use super::lease::FileLease;
 use super::sqlite::{EngineFile, clip, writes};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
+use crate::base::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
 use ::redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
 };

@@ -26,9 +26,9 @@
 
 use super::lease::LeaseStore;
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisConnectionInfo, RedisError, Script};

@@ -26,10 +26,11 @@
 
 use super::lease::FileLease;
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::adapter::sql::tpch::{self, Dialect};
+use crate::base::op::{Answer, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
+use crate::data::tpch_queries;
 use crate::error::{Error, Result};
-use crate::workload::op::{Answer, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::workload::queries::{self, Dialect};
 use async_trait::async_trait;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, params_from_iter};
@@ -472,7 +473,7 @@ impl SqlText {
 /// TPC-H table this run did not prepare.
 pub(super) fn query_sql(query: QueryId, dialect: Dialect, tables: &[SqlText]) -> Result<String, OpError> {
     let missing = std::cell::RefCell::new(None::<String>);
-    let text = queries::sql(query, dialect, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
+    let text = tpch::sql(query, dialect, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
         Some(t) => t.table.clone(),
         None => {
             missing.borrow_mut().get_or_insert_with(|| name.to_string());
@@ -600,7 +601,7 @@ impl SqliteConnection {
             let sql = query_sql(query, Dialect::Sqlite, &self.tables)?;
             self.queries.insert(query, sql);
         }
-        let types = queries::answer_columns(query);
+        let types = tpch_queries::answer_columns(query);
         let mut stmt = self.conn.prepare_cached(&self.queries[&query]).map_err(op_error)?;
         if stmt.column_count() != types.len() {
             return Err(OpError::client(format!("{query:?} returns {} columns, expected {}", stmt.column_count(), types.len())));
@@ -782,7 +783,7 @@ mod tests {
 
     #[tokio::test]
     async fn decimals_and_dates_round_trip_exactly() {
-        use crate::data::table::Column;
+        use crate::base::table::Column;
         let dir = tempfile::tempdir().unwrap();
         let target = open_at(&dir.path().join("types.db"));
         let def = Arc::new(TableDef {

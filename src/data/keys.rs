@@ -2,7 +2,7 @@
 //! order shuffled by Fisher-Yates from a seed, so other tools can be fed the same input
 //! (`dbsweep gen keys`). Must not hold state beyond the returned vector.
 
-use crate::workload::rng::{Stream, hash_str};
+use crate::base::rng::{Stream, hash_str};
 
 /// Keys `1..=n` in Fisher-Yates order: for i from n-1 down to 1, swap position i with a
 /// uniformly chosen position in `0..=i`; every choice is a pure function of (seed, i).

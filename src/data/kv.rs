@@ -3,8 +3,8 @@
 //! Every row is a pure function of (seed, key), so a row can be regenerated anywhere
 //! (loaders, insert ops, tests) without storing it. Must not decide which keys are used.
 
-use super::table::{Column, ColumnType, Row, TableDef, Value};
-use crate::workload::rng::Stream;
+use crate::base::rng::Stream;
+use crate::base::table::{Column, ColumnType, Row, TableDef, Value};
 use std::sync::Arc;
 
 /// Column positions in the `kv` table.
@@ -65,7 +65,7 @@ fn payload(mut bits: u64, len: usize) -> String {
     let mut s = String::with_capacity(len);
     for i in 0..len {
         if i % 10 == 0 {
-            bits = crate::workload::rng::mix(bits, i as u64);
+            bits = crate::base::rng::mix(bits, i as u64);
         }
         s.push(ALPHABET[(bits & 63) as usize] as char);
         bits >>= 6;

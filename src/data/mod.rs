@@ -6,16 +6,16 @@
 
 pub mod keys;
 pub mod kv;
-pub mod table;
 pub mod tpch;
+pub mod tpch_queries;
 pub mod tpch_reference;
 pub mod ycsb;
 
-use crate::adapter::RowSource;
+use crate::base::table::RowSource;
+use crate::base::table::{Row, TableDef, TableId};
 use serde::{Deserialize, Serialize};
 use std::ops::RangeInclusive;
 use std::sync::Arc;
-use table::{Row, TableDef, TableId};
 
 /// Which data a study uses, as written in a spec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@
 //! Note: the first generated row of any table with text comments makes `tpchgen` build its
 //! 300 MB text pool (about a second, once per process).
 
-use super::table::{Column, ColumnType, Date, Decimal, Row, TableDef, Value};
+use crate::base::table::{Column, ColumnType, Date, Decimal, Row, TableDef, Value};
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::{Arc, OnceLock};

@@ -4,11 +4,11 @@
 //! Owns the oracle the study's answer verification uses at any scale factor: sums are
 //! exact integers (hundredths and their products, in i128), turned into f64 only at the
 //! end; averages are f64. Rows come out in the query's order with the same columns and
-//! types as [`crate::workload::queries::answer_columns`]. Must not know about backends.
+//! types as [`super::tpch_queries::answer_columns`]. Must not know about backends.
 
-use super::table::{Date, Row, Value};
-use crate::workload::op::{Answer, QueryId};
-use crate::workload::queries::{self, Q3_LIMIT};
+use super::tpch_queries::{self, Q3_LIMIT};
+use crate::base::op::{Answer, QueryId};
+use crate::base::table::{Date, Row, Value};
 use std::collections::{BTreeMap, HashMap};
 use tpchgen::generators::{CustomerGenerator, LineItemGenerator, OrderGenerator, PartGenerator};
 
@@ -93,9 +93,9 @@ struct Q1Group {
 
 /// Q1 and Q6 answers from one pass over `lineitem`.
 pub fn q1_q6(scale: f64) -> (Answer, Answer) {
-    let q1_max = queries::days(queries::Q1_SHIPDATE_MAX);
-    let (q6_lo, q6_hi) = (queries::days(queries::Q6_DATE), queries::days(queries::Q6_DATE_END));
-    let disc = (queries::Q6_DISCOUNT - 1)..=(queries::Q6_DISCOUNT + 1);
+    let q1_max = tpch_queries::days(tpch_queries::Q1_SHIPDATE_MAX);
+    let (q6_lo, q6_hi) = (tpch_queries::days(tpch_queries::Q6_DATE), tpch_queries::days(tpch_queries::Q6_DATE_END));
+    let disc = (tpch_queries::Q6_DISCOUNT - 1)..=(tpch_queries::Q6_DISCOUNT + 1);
     let mut groups: BTreeMap<(&'static str, &'static str), Q1Group> = BTreeMap::new();
     let mut q6: i128 = 0;
     for l in LineItemGenerator::new(scale, 1, 1).iter() {
@@ -110,7 +110,7 @@ pub fn q1_q6(scale: f64) -> (Answer, Answer) {
             g.discount += d;
             g.count += 1;
         }
-        if ship >= q6_lo && ship < q6_hi && disc.contains(&l.l_discount.0) && l.l_quantity < queries::Q6_QUANTITY {
+        if ship >= q6_lo && ship < q6_hi && disc.contains(&l.l_discount.0) && l.l_quantity < tpch_queries::Q6_QUANTITY {
             q6 += ep * d;
         }
     }
@@ -137,11 +137,11 @@ pub fn q1_q6(scale: f64) -> (Answer, Answer) {
 
 /// Q3: customers of the segment, their orders before the date, lineitems shipped after it.
 pub fn q3(scale: f64) -> Answer {
-    let day = queries::days(queries::Q3_DATE);
+    let day = tpch_queries::days(tpch_queries::Q3_DATE);
     let customers = CustomerGenerator::calculate_row_count(scale, 1, 1) as usize;
     let mut in_segment = vec![false; customers + 1];
     for c in CustomerGenerator::new(scale, 1, 1).iter() {
-        if c.c_mktsegment == queries::Q3_SEGMENT {
+        if c.c_mktsegment == tpch_queries::Q3_SEGMENT {
             in_segment[c.c_custkey as usize] = true;
         }
     }
@@ -180,11 +180,11 @@ pub fn q3(scale: f64) -> Answer {
 /// Q14: the share of one month's discounted revenue that comes from promoted part types.
 /// One row; NULL when no lineitem shipped in the month (SQL's sum over no rows).
 pub fn q14(scale: f64) -> Answer {
-    let (lo, hi) = (queries::days(queries::Q14_DATE), queries::days(queries::Q14_DATE_END));
+    let (lo, hi) = (tpch_queries::days(tpch_queries::Q14_DATE), tpch_queries::days(tpch_queries::Q14_DATE_END));
     let parts = PartGenerator::calculate_row_count(scale, 1, 1) as usize;
     let mut promo = vec![false; parts + 1];
     for p in PartGenerator::new(scale, 1, 1).iter() {
-        promo[p.p_partkey as usize] = p.p_type.starts_with(queries::Q14_TYPE_PREFIX);
+        promo[p.p_partkey as usize] = p.p_type.starts_with(tpch_queries::Q14_TYPE_PREFIX);
     }
     // Discounted revenue in 10^-4: of promoted parts, and of all parts.
     let (mut promoted, mut total) = (0i128, 0i128);
@@ -220,7 +220,7 @@ mod tests {
     fn official_answers_have_the_query_shapes() {
         for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
             let Answer::Table(rows) = official_sf1_answer(q) else { panic!() };
-            let types = queries::answer_columns(q);
+            let types = tpch_queries::answer_columns(q);
             assert!(rows.iter().all(|r| r.len() == types.len()), "{q:?}");
         }
     }

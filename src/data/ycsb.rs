@@ -5,8 +5,8 @@
 //! function of (seed, key). Must not decide which records an operation touches (that is
 //! `workload::ycsb`).
 
-use super::table::{Column, ColumnType, Row, TableDef, Value};
-use crate::workload::rng::{Stream, mix};
+use crate::base::rng::{Stream, mix};
+use crate::base::table::{Column, ColumnType, Row, TableDef, Value};
 
 /// Name of the table, as in YCSB.
 pub const TABLE: &str = "usertable";

@@ -6,7 +6,7 @@
 
 use crate::adapter::TargetUrl;
 use crate::adapter::lease::Namespace;
-use crate::data::table::{ColumnType, TableId};
+use crate::base::table::{ColumnType, TableId};
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
@@ -638,7 +638,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     );
     let mut unavailable = Vec::new();
     for system in &study.unavailable {
-        let entry = crate::adapter::SYSTEMS.iter().find(|s| s.system == system.as_str());
+        let entry = crate::adapter::registry::SYSTEMS.iter().find(|s| s.system == system.as_str());
         match entry.and_then(|e| e.unavailable) {
             Some(why) => unavailable.push((system.clone(), why.to_string())),
             None => {

@@ -3,7 +3,7 @@
 //! Must not compute statistics; it formats the model.
 
 use super::model::{Flag, PointResult, PointStatus, Report};
-use crate::workload::op::OpKind;
+use crate::base::op::OpKind;
 use std::fmt::Write as _;
 
 /// Human-friendly rate: 950, 12.3k, 4.56M.

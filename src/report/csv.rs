@@ -3,7 +3,7 @@
 //! reproduces it byte for byte. Must not compute anything the model does not hold.
 
 use super::model::{PointStatus, Report};
-use crate::workload::op::OpKind;
+use crate::base::op::OpKind;
 
 pub const COLUMNS: &[&str] = &[
     "study",
@@ -84,7 +84,7 @@ pub fn render(report: &Report) -> String {
             for kind in kinds {
                 let lat = r.service.get(&kind);
                 let resp = r.response.get(&kind);
-                let us = |f: fn(&super::model::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
+                let us = |f: fn(&crate::base::measurement::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
                 let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
                 let (ops, ops_per_sec) = match (p.op, lat) {
                     (OpKind::Mixed, Some(l)) => (l.count, if r.seconds > 0.0 { l.count as f64 / r.seconds } else { 0.0 }),

@@ -4,7 +4,7 @@
 //! not fail: an unknown fact is recorded as "unknown".
 
 use super::model::Environment;
-use crate::data::table::Date;
+use crate::base::table::Date;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 fn read(path: &str) -> Option<String> {

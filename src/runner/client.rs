@@ -6,10 +6,10 @@
 //! Must not print or decide flags.
 
 use crate::adapter::{Execution, Target};
-use crate::report::model::RunMeasurement;
+use crate::base::measurement::RunMeasurement;
+use crate::base::op::{ErrorClass, OpError, Outcome};
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
-use crate::workload::op::{ErrorClass, OpError, Outcome};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -127,7 +127,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         }
     };
     let kind = job.stream.kind();
-    let mixed = kind == crate::workload::op::OpKind::Mixed;
+    let mixed = kind == crate::base::op::OpKind::Mixed;
     let batch = job.point.batch.max(1) as u64;
     let timed = job.target.info().execution == Execution::Async;
     let mut consecutive_failures = 0u32;

@@ -12,10 +12,11 @@ use super::memory;
 use super::progress::Progress;
 use super::{RunContext, flag_point, summarize};
 use crate::adapter::Target;
+use crate::base::measurement::RunMeasurement;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::plan::Plan;
-use crate::report::model::{Flag, PointResult, PointStatus, Report, RunMeasurement};
+use crate::report::model::{Flag, PointResult, PointStatus, Report};
 use crate::workload::experiment::{Experiment, ExperimentOp, OpStream};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -156,7 +157,7 @@ async fn run_target(
     let mut out = TargetOutcome {
         phases: phases
             .iter()
-            .map(|p| PhaseOutcome { supported: p.experiment.op.supported_by(&info.capabilities, None), ..Default::default() })
+            .map(|p| PhaseOutcome { supported: info.capabilities.meets(&p.experiment.op.needs(None)), ..Default::default() })
             .collect(),
         failure: None,
         lost: false,

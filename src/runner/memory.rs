@@ -6,7 +6,8 @@
 //! calls it between runs) and must not read processes dbsweep did not start.
 
 use crate::adapter::Target;
-use crate::report::model::{MemoryMeasurement, MemoryReading, MemorySummary, RunMeasurement};
+use crate::base::measurement::{MemoryMeasurement, MemoryReading, RunMeasurement};
+use crate::report::model::MemorySummary;
 use crate::stats::median;
 use std::path::Path;
 

@@ -13,15 +13,17 @@ pub mod memory;
 pub mod progress;
 
 use crate::adapter::lease::{Holder, Leases};
-use crate::adapter::{self, OpenContext, Target};
+use crate::adapter::registry;
+use crate::adapter::{OpenContext, Target};
+use crate::base::measurement::RunMeasurement;
+use crate::base::op::{Answer, OpKind, QueryId};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::report::model::{Flag, PointResult, PointStatus, PointSummary, Report, RunMeasurement, Unavailable};
+use crate::report::model::{Flag, PointResult, PointStatus, PointSummary, Report, Unavailable};
 use crate::report::{self, environment};
 use crate::stats::{median, merge_summaries};
 use crate::workload::experiment::{ExperimentOp, OpStream};
-use crate::workload::op::{Answer, OpKind, QueryId};
 pub use cancel::{Cancel, StopCause};
 use client::RunJob;
 use progress::Progress;
@@ -70,7 +72,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
     let holder = Holder::this_process();
     let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf(), namespace: plan.namespace.clone(), holder: holder.clone() };
-    let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| adapter::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
+    let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
     let dataset = Dataset::new(&plan.data, plan.seed);
     let mut progress = Progress::new(ctx.show_progress);
 
@@ -173,7 +175,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     });
                     continue;
                 }
-                if !experiment.op.supported_by(&info.capabilities, stream.workload()) {
+                if !info.capabilities.meets(&experiment.op.needs(stream.workload())) {
                     let what = match experiment.op.query() {
                         Some(q) => format!("{q:?}"),
                         None => experiment.op.kind().to_string(),
@@ -403,20 +405,19 @@ async fn remove_inserted(
     run: u32,
     inserted: u64,
 ) -> Result<()> {
-    if !target.info().capabilities.supports_kind(crate::workload::op::OpKind::Delete) {
+    if !target.info().capabilities.supports_kind(crate::base::op::OpKind::Delete) {
         return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
     }
     let mut conn = target.connect().await?;
     let keys: Vec<i64> = (0..stream.ops_at(point))
         .filter_map(|seq| match stream.op(point, point_index, run, seq) {
-            crate::workload::op::Op::Insert { row, .. } => row[0].as_int(),
+            crate::base::op::Op::Insert { row, .. } => row[0].as_int(),
             _ => None,
         })
         .collect();
     let mut deleted = 0;
     for chunk in keys.chunks(500) {
-        let ops: Vec<crate::workload::op::Op> =
-            chunk.iter().map(|&key| crate::workload::op::Op::Delete { table: stream.table(), key }).collect();
+        let ops: Vec<crate::base::op::Op> = chunk.iter().map(|&key| crate::base::op::Op::Delete { table: stream.table(), key }).collect();
         deleted += conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?.rows;
     }
     // Every insert the run counted must be found again: this checks that they were stored.
@@ -462,7 +463,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
     let throughput: Vec<f64> = measured.iter().map(|r| r.ops_per_sec()).collect();
     let rows: Vec<f64> = measured.iter().map(|r| r.rows_per_sec()).collect();
     // A mixed (YCSB) point's latency merges every kind; per-kind latencies stay in the runs.
-    let of_point = |m: &BTreeMap<OpKind, crate::report::model::LatencySummary>| -> Vec<crate::report::model::LatencySummary> {
+    let of_point = |m: &BTreeMap<OpKind, crate::base::measurement::LatencySummary>| -> Vec<crate::base::measurement::LatencySummary> {
         match result.op {
             OpKind::Mixed => m.values().cloned().collect(),
             kind => m.get(&kind).cloned().into_iter().collect(),
@@ -538,7 +539,7 @@ fn flag_point(results: &mut [PointResult]) {
 /// An answer a run produced, in the form it is compared in.
 enum Observed {
     Digest(String),
-    Whole(crate::workload::op::Answer),
+    Whole(crate::base::op::Answer),
 }
 
 impl Observed {
@@ -562,8 +563,8 @@ impl Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::op::OpKind;
     use crate::workload::experiment::Point;
-    use crate::workload::op::OpKind;
     use std::collections::BTreeMap;
 
     fn result(target: &str, system: &str, ops_per_sec: f64, digests: &[&str]) -> PointResult {

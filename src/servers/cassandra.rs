@@ -23,7 +23,7 @@
 //! directory, so a foreign server that holds the port is never mistaken for ours. Must not
 //! send anything that changes data.
 
-use super::{Context, LOG_FILE, Ready};
+use super::{Context, LOG_FILE, Ready, System};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
@@ -31,9 +31,42 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::process::Command;
 
-/// Where the server's files come from (for the "not found" message).
-pub(super) const PACKAGE: &str = "cassandra (Maven Central)";
-pub(super) const PROGRAMS: &[&str] = &["java"];
+/// Cassandra's part of the spawn machinery.
+pub(super) struct Cassandra;
+
+#[async_trait::async_trait]
+impl System for Cassandra {
+    fn name(&self) -> &'static str {
+        "cassandra"
+    }
+    /// Where the server's files come from.
+    fn package(&self) -> &'static str {
+        "cassandra (Maven Central)"
+    }
+    fn programs(&self) -> &'static [&'static str] {
+        &["java"]
+    }
+    async fn init(&self, ctx: Context) -> Result<Context> {
+        init(ctx)
+    }
+    fn command(&self, ctx: &Context, port: u16) -> Command {
+        command(ctx, port)
+    }
+    async fn probe(&self, ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
+        probe(ctx, port).await
+    }
+    /// A JVM that needs ~10 s alone and much longer on a loaded 2-core machine.
+    fn startup_timeout(&self) -> Duration {
+        Duration::from_secs(180)
+    }
+    /// The internode (storage) port's wording.
+    fn port_taken_words(&self) -> &'static [&'static str] {
+        &["is in use by another process"]
+    }
+    fn url(&self, port: u16, _data_dir: &Path) -> String {
+        format!("cassandra://127.0.0.1:{port}")
+    }
+}
 
 /// The fixed JVM heap (-Xms = -Xmx), recorded in the settings.
 const HEAP: &str = "2g";
@@ -119,10 +152,6 @@ const RECORDED_SETTINGS: &[&str] = &[
     "num_tokens",
 ];
 
-pub(super) fn url(port: u16) -> String {
-    format!("cassandra://127.0.0.1:{port}")
-}
-
 /// The directory holding `cassandra-all-*.jar` and its dependencies, if installed.
 fn lib_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("DBSWEEP_CASSANDRA_LIB") {
@@ -148,7 +177,7 @@ fn server_jar(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Checks the jars are there and writes the yaml and the logging configuration.
-pub(super) fn init(ctx: Context) -> Result<Context> {
+fn init(ctx: Context) -> Result<Context> {
     if lib_dir().is_none() {
         return Err(Error::Missing(
             "Cassandra's jars (cassandra-all-*.jar) not found: install them with scripts/setup-servers (Maven Central, into \
@@ -238,10 +267,10 @@ fn storage_port(ctx: &Context, port: u16) -> u16 {
         }
     }
     let _ = ctx;
-    super::free_port().unwrap_or_else(|_| port.wrapping_add(1))
+    super::process::free_port().unwrap_or_else(|_| port.wrapping_add(1))
 }
 
-pub(super) fn command(ctx: &Context, port: u16) -> Command {
+fn command(ctx: &Context, port: u16) -> Command {
     // The internode port must be free too; a clash there is reported like a CQL port clash
     // and the retry picks a new one.
     let storage_port = storage_port(ctx, port);
@@ -251,7 +280,7 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
     command
 }
 
-pub(super) async fn probe(ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
+async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
     let log = std::fs::read_to_string(ctx.dir.join(LOG_FILE)).unwrap_or_default();
     // Cassandra logs the listener before it binds: only "Startup complete" after it means
     // the bind succeeded (a failed bind ends the startup with an exception instead).
@@ -365,7 +394,7 @@ mod tests {
         let mut starts = 0;
         let mut next_port = || {
             starts += 1;
-            super::super::free_port()
+            super::super::process::free_port()
         };
         let opts = super::super::SpawnOptions { data_root: Some(root.path().to_path_buf()) };
         let server = super::super::spawn_inner(super::super::ServerKind::Cassandra, &opts, None, &mut next_port).await.unwrap();

@@ -24,18 +24,46 @@
 //! real protocol login into a throwaway in-memory database must answer `H2VERSION()`.
 //! Must not send anything that changes data.
 
-use super::{Context, LOG_FILE, Ready};
+use super::{Context, LOG_FILE, Ready, System};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::process::Command;
 
-/// What carries `java` (for the "not found" message; the jar comes from Maven Central
-/// through `scripts/setup-servers`).
-pub(super) const PACKAGE: &str = "default-jre-headless";
-pub(super) const PROGRAMS: &[&str] = &["java"];
+/// H2's part of the spawn machinery.
+pub(super) struct H2;
+
+#[async_trait::async_trait]
+impl System for H2 {
+    fn name(&self) -> &'static str {
+        "h2"
+    }
+    /// What carries `java` (the jar comes from Maven Central through `scripts/setup-servers`).
+    fn package(&self) -> &'static str {
+        "default-jre-headless"
+    }
+    fn programs(&self) -> &'static [&'static str] {
+        &["java"]
+    }
+    async fn init(&self, ctx: Context) -> Result<Context> {
+        init(ctx)
+    }
+    fn command(&self, ctx: &Context, port: u16) -> Command {
+        command(ctx, port)
+    }
+    async fn probe(&self, ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
+        probe(ctx, port).await
+    }
+    /// `Exception opening port "P" (port may be in use)`.
+    fn port_taken_words(&self) -> &'static [&'static str] {
+        &["(port may be in use)"]
+    }
+    fn url(&self, port: u16, _data_dir: &Path) -> String {
+        url(port)
+    }
+}
 
 /// The user the spawned server's databases are created with (no password).
 pub const USER: &str = "sa";
@@ -44,7 +72,7 @@ pub const DATABASE: &str = "mem:dbsweep";
 /// The heap limit when `$DBSWEEP_H2_HEAP` is not set.
 const DEFAULT_HEAP: &str = "2g";
 
-pub(super) fn url(port: u16) -> String {
+fn url(port: u16) -> String {
     format!("h2://{USER}@127.0.0.1:{port}/{DATABASE}")
 }
 
@@ -71,7 +99,7 @@ fn heap() -> Result<String> {
 }
 
 /// Finds the jar (appended to the context's programs) and creates the base directory.
-pub(super) fn init(mut ctx: Context) -> Result<Context> {
+fn init(mut ctx: Context) -> Result<Context> {
     heap()?;
     let jar = find_jar(std::env::var_os("DBSWEEP_H2_JAR").filter(|p| !p.is_empty()).map(PathBuf::from), installed_jar())?;
     let base = ctx.dir.join("db");
@@ -100,7 +128,7 @@ fn find_jar(overridden: Option<PathBuf>, installed: Option<PathBuf>) -> Result<P
     })
 }
 
-pub(super) fn command(ctx: &Context, port: u16) -> Command {
+fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
     // `init` has checked the variable already.
     let heap = heap().unwrap_or_else(|_| DEFAULT_HEAP.into());
@@ -116,7 +144,7 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
     command
 }
 
-pub(super) async fn probe(ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
+async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
     // H2 prints `PG server running at pg://localhost:PORT (only local connections)` once
     // it holds the port; had another process held it, our child would have failed to bind
     // and exited ("port may be in use").

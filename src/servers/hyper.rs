@@ -18,23 +18,79 @@
 //! ours). Durability and memory stay at hyperd's defaults (recorded in the settings). Must
 //! not send anything that changes data.
 
-use super::{Context, LOG_FILE, Ready};
+use super::{Context, LOG_FILE, Ready, System};
+use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::process::Command;
 
-pub(super) const PROGRAMS: &[&str] = &["hyperd"];
+/// HyPer's part of the spawn machinery.
+pub(super) struct Hyper;
+
+#[async_trait::async_trait]
+impl System for Hyper {
+    fn name(&self) -> &'static str {
+        "hyper"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["hyperd"]
+    }
+    fn package(&self) -> &'static str {
+        "tableauhyperapi"
+    }
+    fn programs(&self) -> &'static [&'static str] {
+        &["hyperd"]
+    }
+    fn search_dirs(&self) -> Vec<PathBuf> {
+        native_dir().into_iter().collect()
+    }
+    /// `$DBSWEEP_HYPERD` names the program itself.
+    fn programs_from_env(&self) -> Option<Result<Vec<PathBuf>>> {
+        let path = std::env::var_os("DBSWEEP_HYPERD").filter(|p| !p.is_empty()).map(PathBuf::from)?;
+        if !super::process::is_executable(&path) {
+            return Some(Err(Error::Missing(format!(
+                "DBSWEEP_HYPERD={} is not an executable file: fix the variable or unset it and run scripts/setup-servers",
+                path.display()
+            ))));
+        }
+        Some(Ok(vec![path]))
+    }
+    fn missing(&self, program: &str) -> Error {
+        Error::Missing(format!(
+            "{program} not found: install it with scripts/setup-servers (pip wheel tableauhyperapi into \
+             ${{DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}}/hyper), or set DBSWEEP_HYPERD to its path"
+        ))
+    }
+    async fn init(&self, ctx: Context) -> Result<Context> {
+        let log = ctx.dir.join("log");
+        std::fs::create_dir_all(&log).map_err(|e| Error::runtime(format!("hyper: cannot create {}: {e}", log.display())))?;
+        Ok(ctx)
+    }
+    fn command(&self, ctx: &Context, port: u16) -> Command {
+        command(ctx, port)
+    }
+    async fn probe(&self, ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
+        probe(ctx, port, pid).await
+    }
+    fn port_taken_words(&self) -> &'static [&'static str] {
+        &["unable to listen to any of the given host name and port combinations"]
+    }
+    /// The URL's path names the database file inside the data directory.
+    fn url(&self, port: u16, data_dir: &Path) -> String {
+        format!("hyper://{USER}@127.0.0.1:{port}{}", data_dir.join(DATABASE_FILE).display())
+    }
+}
 
 /// The role hyperd creates at start and dbsweep logs in as (no password).
 pub const USER: &str = "tableau_internal_user";
 
 /// The database file the spawned server's URL names, inside its data directory.
-pub(super) const DATABASE_FILE: &str = "dbsweep.hyper";
+const DATABASE_FILE: &str = "dbsweep.hyper";
 
 /// Where `scripts/setup-servers` puts the wheel's `hyperd`.
-pub(super) fn native_dir() -> Option<PathBuf> {
+fn native_dir() -> Option<PathBuf> {
     let root = match std::env::var_os("DBSWEEP_NATIVE_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => PathBuf::from(std::env::var_os("HOME")?).join(".cache/dbsweep/native"),
@@ -42,12 +98,7 @@ pub(super) fn native_dir() -> Option<PathBuf> {
     Some(root.join("hyper/tableauhyperapi/bin/hyper"))
 }
 
-/// `$DBSWEEP_HYPERD`, when set: the program to run instead of searching.
-pub(super) fn override_program() -> Option<PathBuf> {
-    std::env::var_os("DBSWEEP_HYPERD").filter(|p| !p.is_empty()).map(PathBuf::from)
-}
-
-pub(super) fn command(ctx: &Context, port: u16) -> Command {
+fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
     command
         .arg("run")
@@ -59,14 +110,7 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
     command
 }
 
-/// Creates the log directory hyperd writes its diagnostic log into.
-pub(super) fn init(ctx: Context) -> crate::error::Result<Context> {
-    let log = ctx.dir.join("log");
-    std::fs::create_dir_all(&log).map_err(|e| crate::error::Error::runtime(format!("hyper: cannot create {}: {e}", log.display())))?;
-    Ok(ctx)
-}
-
-pub(super) async fn probe(ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
+async fn probe(ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
     // hyperd prints `listening to 127.0.0.1:PORT using ipv4 with system PID N` once bound.
     let log = std::fs::read_to_string(ctx.dir.join(LOG_FILE)).unwrap_or_default();
     if !log.contains(&format!("listening to 127.0.0.1:{port} ")) {

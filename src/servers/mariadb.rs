@@ -8,18 +8,48 @@
 //! then the probe logs in over TCP as that user and reads the recorded settings. Grant
 //! tables stay on; durability stays at MariaDB's defaults. Must not read any my.cnf.
 
-use super::{Context, Ready, ServerKind, run_setup};
+use super::process::run_setup;
+use super::{Context, Ready, System};
 use crate::error::Result;
 use std::collections::BTreeMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::Command;
 
-pub(super) const PROGRAMS: &[&str] = &["mariadb-install-db", "mariadbd"];
-
 /// The user of `Server::url`.
-pub(super) const USER: &str = "root";
+const USER: &str = "root";
+
+/// MariaDB's part of the spawn machinery.
+pub(super) struct Mariadb;
+
+#[async_trait::async_trait]
+impl System for Mariadb {
+    fn name(&self) -> &'static str {
+        "mariadb"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["mysql"]
+    }
+    fn package(&self) -> &'static str {
+        "mariadb-server"
+    }
+    fn programs(&self) -> &'static [&'static str] {
+        &["mariadb-install-db", "mariadbd"]
+    }
+    async fn init(&self, ctx: Context) -> Result<Context> {
+        init(ctx).await
+    }
+    fn command(&self, ctx: &Context, port: u16) -> Command {
+        command(ctx, port)
+    }
+    async fn probe(&self, ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
+        probe(ctx, port).await
+    }
+    fn url(&self, port: u16, _data_dir: &Path) -> String {
+        format!("mysql://{USER}@127.0.0.1:{port}/")
+    }
+}
 
 /// Settings that change results, read back from the server into `Server::settings`
 /// (names a version lacks are simply absent: 10.11 has `tx_isolation`, 11.1+ renamed it).
@@ -48,7 +78,7 @@ fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-pub(super) async fn init(ctx: Context) -> Result<Context> {
+async fn init(ctx: Context) -> Result<Context> {
     let mut install = Command::new(ctx.program(0));
     install.arg("--no-defaults").arg(format!("--datadir={}", datadir(&ctx).display())).args([
         "--auth-root-authentication-method=normal",
@@ -58,11 +88,11 @@ pub(super) async fn init(ctx: Context) -> Result<Context> {
     if running_as_root() {
         install.arg("--user=root");
     }
-    run_setup(ServerKind::Mariadb, &ctx, install, "install-db.log").await?;
+    run_setup("mariadb", &ctx, install, "install-db.log").await?;
     Ok(ctx)
 }
 
-pub(super) fn command(ctx: &Context, port: u16) -> Command {
+fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(1));
     command
         .arg("--no-defaults")
@@ -77,7 +107,7 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
     command
 }
 
-pub(super) async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
+async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
     let mut socket = tokio::net::UnixStream::connect(socket_path(ctx)).await?;
     let (_, greeting) = read_packet(&mut socket).await?;
     let version = parse_handshake(&greeting)?;

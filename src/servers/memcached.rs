@@ -7,14 +7,38 @@
 //! on the port is never mistaken for ours), then `stats settings` for the recorded limits.
 //! Must not send anything that changes data.
 
-use super::{Context, Ready, read_line};
+use super::{Context, Ready, System, read_line};
 use std::collections::BTreeMap;
 use std::io;
+use std::path::Path;
 use tokio::io::{AsyncBufRead, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::Command;
 
-pub(super) const PROGRAMS: &[&str] = &["memcached"];
+/// Memcached's part of the spawn machinery.
+pub(super) struct Memcached;
+
+#[async_trait::async_trait]
+impl System for Memcached {
+    fn name(&self) -> &'static str {
+        "memcached"
+    }
+    fn package(&self) -> &'static str {
+        "memcached"
+    }
+    fn programs(&self) -> &'static [&'static str] {
+        &["memcached"]
+    }
+    fn command(&self, ctx: &Context, port: u16) -> Command {
+        command(ctx, port)
+    }
+    async fn probe(&self, _ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
+        probe(port, pid).await
+    }
+    fn url(&self, port: u16, _data_dir: &Path) -> String {
+        format!("memcached://127.0.0.1:{port}")
+    }
+}
 
 /// The memory limit in megabytes (`-m`): a quarter of the machine's memory, 1024..=8192.
 fn memory_mb() -> u64 {
@@ -25,7 +49,7 @@ fn memory_mb() -> u64 {
     (total_kib / 1024 / 4).clamp(1024, 8192)
 }
 
-pub(super) fn command(ctx: &Context, port: u16) -> Command {
+fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
     command.arg("-p").arg(port.to_string()).args(["-l", "127.0.0.1", "-U", "0", "-m"]).arg(memory_mb().to_string());
     // SAFETY: geteuid has no preconditions.
@@ -35,7 +59,7 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
     command
 }
 
-pub(super) async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
+async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
     let mut stream = BufReader::new(TcpStream::connect(("127.0.0.1", port)).await?);
     stream.get_mut().write_all(b"version\r\n").await?;
     let line = read_line(&mut stream).await?;

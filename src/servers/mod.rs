@@ -1,11 +1,14 @@
 //! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached, HyPer, H2, Cassandra) for `--spawn` and for
 //! every end-to-end test.
 //!
-//! Owns: finding the server programs, a fresh data directory per server (a `TempDir` under
-//! `SpawnOptions::data_root`), a free loopback port, starting the process with its output in
-//! a log file inside its data directory, a protocol-level readiness check, and stopping it
-//! again (gracefully in `stop`, by SIGKILL of its process group in `Drop`) with the data
-//! directory removed. Children get `PR_SET_PDEATHSIG` so they die if dbsweep dies.
+//! Owns: the machinery every system shares — finding the server programs, a fresh data
+//! directory per server (a `TempDir` under `SpawnOptions::data_root`), a free loopback
+//! port (retried when another process takes it first), starting the process with its
+//! output in a log file inside its data directory, waiting for a protocol-level readiness
+//! check, and stopping it again (gracefully in `stop`, by SIGKILL of its process group in
+//! `Drop`) with the data directory removed. Children get `PR_SET_PDEATHSIG` so they die if
+//! dbsweep dies (`process`). What differs per system is one `System` implementation in
+//! the system's own module; `ServerKind::system` is the only place that lists them.
 //!
 //! Must not: touch any server it did not start (the distribution's own services keep
 //! running), read configuration files (`--no-defaults`, command-line settings only), or
@@ -18,42 +21,92 @@ pub mod hyper;
 mod mariadb;
 mod memcached;
 mod postgres;
+mod process;
 mod redis;
 
 use crate::error::{Error, Result};
+use process::{group_alive, kill_group, log_tail, signal, signal_group};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::str::FromStr;
-use std::sync::OnceLock;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
 /// How long a server may take from process start until it answers its protocol.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
-/// The same for Cassandra, a JVM that needs ~10 s alone and much longer on a loaded
-/// 2-core machine.
-const CASSANDRA_STARTUP_TIMEOUT: Duration = Duration::from_secs(180);
-
-fn startup_timeout(kind: ServerKind) -> Duration {
-    match kind {
-        ServerKind::Cassandra => CASSANDRA_STARTUP_TIMEOUT,
-        _ => STARTUP_TIMEOUT,
-    }
-}
 /// How long `stop` waits for a graceful shutdown before it kills the process group.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a port is re-picked when another process took it between our probe and the
 /// server's bind.
 const PORT_ATTEMPTS: usize = 4;
-/// Lines of the server's log quoted in a startup error.
-const LOG_TAIL_LINES: usize = 25;
 /// The server's stdout and stderr, inside its data directory.
 const LOG_FILE: &str = "server.log";
+/// What every system's log says when its port is taken (each `System` may add its own words).
+const PORT_TAKEN_WORDS: &[&str] = &["address already in use", "address in use"];
+
+/// What one server system brings to the shared spawn machinery: its programs, how its
+/// data directory is prepared, its command line, its readiness probe and its URLs.
+#[async_trait::async_trait]
+trait System: Send + Sync {
+    /// The canonical name used on the command line (`--spawn postgres,redis`), in the data
+    /// directory's name and as the target name.
+    fn name(&self) -> &'static str;
+    /// Other spellings `--spawn` accepts.
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// What carries the programs (a Debian package, or where else they come from), for the
+    /// "not found" message.
+    fn package(&self) -> &'static str;
+    /// The programs a spawn needs, in the order `Context::program` indexes them.
+    fn programs(&self) -> &'static [&'static str];
+    /// Directories searched before PATH and the sbin directories.
+    fn search_dirs(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// The programs named by the user (an environment variable) instead of a search;
+    /// `None` = search.
+    fn programs_from_env(&self) -> Option<Result<Vec<PathBuf>>> {
+        None
+    }
+    /// The error for a program that was not found.
+    fn missing(&self, program: &str) -> Error {
+        Error::Missing(format!("{program} not found: install it with scripts/setup-servers (apt-get install {})", self.package()))
+    }
+    /// Prepares the fresh data directory once, before the first start (initdb, a yaml).
+    async fn init(&self, ctx: Context) -> Result<Context> {
+        Ok(ctx)
+    }
+    /// The server's command line for one start on `port`.
+    fn command(&self, ctx: &Context, port: u16) -> Command;
+    /// One readiness check: "not ready yet" is any I/O error, a refused login is
+    /// `PermissionDenied` (which ends the wait at once). It must make sure the server on
+    /// `port` is our child `pid`, never a foreign one.
+    async fn probe(&self, ctx: &Context, port: u16, pid: u32) -> io::Result<Ready>;
+    /// How long the server may take from process start until it answers.
+    fn startup_timeout(&self) -> Duration {
+        STARTUP_TIMEOUT
+    }
+    /// Lower-case words of this system's log that mean its port was taken, besides
+    /// `PORT_TAKEN_WORDS`.
+    fn port_taken_words(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The signal for a graceful shutdown.
+    fn stop_signal(&self) -> i32 {
+        libc::SIGTERM
+    }
+    /// A target URL the adapters accept, for a server on `port` with its data in `data_dir`.
+    fn url(&self, port: u16, data_dir: &Path) -> String;
+    /// The targets benchmarked on one server as (name, suffix of the URL); empty = one
+    /// target named after the system.
+    fn variants(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+}
 
 /// A server system dbsweep can start by itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,42 +131,30 @@ impl ServerKind {
         ServerKind::Cassandra,
     ];
 
+    /// What this kind of server brings to the spawn machinery.
+    fn system(self) -> &'static dyn System {
+        match self {
+            ServerKind::Postgres => &postgres::Postgres,
+            ServerKind::Mariadb => &mariadb::Mariadb,
+            ServerKind::Redis => &redis::Redis,
+            ServerKind::Memcached => &memcached::Memcached,
+            ServerKind::Hyper => &hyper::Hyper,
+            ServerKind::H2 => &h2::H2,
+            ServerKind::Cassandra => &cassandra::Cassandra,
+        }
+    }
+
     /// The canonical name used on the command line (`--spawn postgres,redis`).
     pub fn name(self) -> &'static str {
-        match self {
-            ServerKind::Postgres => "postgres",
-            ServerKind::Mariadb => "mariadb",
-            ServerKind::Redis => "redis",
-            ServerKind::Memcached => "memcached",
-            ServerKind::Hyper => "hyper",
-            ServerKind::H2 => "h2",
-            ServerKind::Cassandra => "cassandra",
-        }
+        self.system().name()
     }
 
-    /// The Debian package that carries the server programs (for HyPer: the PyPI wheel).
-    fn package(self) -> &'static str {
-        match self {
-            ServerKind::Postgres => "postgresql",
-            ServerKind::Mariadb => "mariadb-server",
-            ServerKind::Redis => "redis-server",
-            ServerKind::Memcached => "memcached",
-            ServerKind::Hyper => "tableauhyperapi",
-            ServerKind::H2 => h2::PACKAGE,
-            ServerKind::Cassandra => cassandra::PACKAGE,
-        }
-    }
-
-    /// The programs a spawn needs, in the order they run.
-    fn programs(self) -> &'static [&'static str] {
-        match self {
-            ServerKind::Postgres => postgres::PROGRAMS,
-            ServerKind::Mariadb => mariadb::PROGRAMS,
-            ServerKind::Redis => redis::PROGRAMS,
-            ServerKind::Memcached => memcached::PROGRAMS,
-            ServerKind::Hyper => hyper::PROGRAMS,
-            ServerKind::H2 => h2::PROGRAMS,
-            ServerKind::Cassandra => cassandra::PROGRAMS,
+    /// The names of the targets a server of this kind adds (PostgreSQL: one per layout).
+    pub fn target_names(self) -> Vec<String> {
+        let system = self.system();
+        match system.variants() {
+            [] => vec![system.name().to_string()],
+            variants => variants.iter().map(|(name, _)| name.to_string()).collect(),
         }
     }
 }
@@ -128,18 +169,11 @@ impl FromStr for ServerKind {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "postgres" | "pg" | "postgresql" => Ok(ServerKind::Postgres),
-            "mariadb" | "mysql" => Ok(ServerKind::Mariadb),
-            "redis" => Ok(ServerKind::Redis),
-            "memcached" => Ok(ServerKind::Memcached),
-            "hyper" | "hyperd" => Ok(ServerKind::Hyper),
-            "h2" => Ok(ServerKind::H2),
-            "cassandra" => Ok(ServerKind::Cassandra),
-            other => Err(Error::usage(format!(
-                "unknown server '{other}' for --spawn; choose from postgres, mariadb, redis, memcached, hyper, h2, cassandra (or all)"
-            ))),
-        }
+        let text = text.trim().to_ascii_lowercase();
+        ServerKind::ALL.into_iter().find(|kind| kind.name() == text || kind.system().aliases().contains(&text.as_str())).ok_or_else(|| {
+            let names: Vec<&str> = ServerKind::ALL.iter().map(|kind| kind.name()).collect();
+            Error::usage(format!("unknown server '{text}' for --spawn; choose from {} (or all)", names.join(", ")))
+        })
     }
 }
 
@@ -200,34 +234,16 @@ impl Server {
     /// (`--no-password`) with the URL's path naming the database file
     /// `DATA_DIR/dbsweep.hyper`, which the `hyper` adapter creates.
     pub fn url(&self) -> String {
-        let port = self.port;
-        match self.kind {
-            ServerKind::Postgres => format!("postgres://postgres@127.0.0.1:{port}/postgres"),
-            ServerKind::Mariadb => format!("mysql://{}@127.0.0.1:{port}/", mariadb::USER),
-            ServerKind::Redis => format!("redis://127.0.0.1:{port}/0"),
-            ServerKind::Memcached => format!("memcached://127.0.0.1:{port}"),
-            ServerKind::Hyper => {
-                format!("hyper://{}@127.0.0.1:{port}{}", hyper::USER, self.data_dir.join(hyper::DATABASE_FILE).display())
-            }
-            ServerKind::H2 => h2::url(port),
-            ServerKind::Cassandra => cassandra::url(port),
-        }
+        self.kind.system().url(self.port, &self.data_dir)
     }
 
     /// The targets dbsweep benchmarks on this server, as (name, URL): PostgreSQL in its
     /// three layouts, every other system once.
     pub fn targets(&self) -> Vec<(String, String)> {
-        let url = self.url();
-        match self.kind {
-            ServerKind::Postgres => {
-                ["row", "hstore", "jsonb"].iter().map(|layout| (format!("pg-{layout}"), format!("{url}?layout={layout}"))).collect()
-            }
-            ServerKind::Mariadb => vec![("mariadb".into(), url)],
-            ServerKind::Redis => vec![("redis".into(), url)],
-            ServerKind::Memcached => vec![("memcached".into(), url)],
-            ServerKind::Hyper => vec![("hyper".into(), url)],
-            ServerKind::H2 => vec![("h2".into(), url)],
-            ServerKind::Cassandra => vec![("cassandra".into(), url)],
+        let (system, url) = (self.kind.system(), self.url());
+        match system.variants() {
+            [] => vec![(system.name().to_string(), url)],
+            variants => variants.iter().map(|(name, suffix)| (name.to_string(), format!("{url}{suffix}"))).collect(),
         }
     }
 
@@ -254,7 +270,7 @@ impl Server {
         // The child stays in `self` until it is gone: if this future is dropped halfway,
         // `Drop` still kills the process group before it removes the directory.
         if let Some(child) = self.child.as_mut() {
-            signal(self.pid, stop_signal(self.kind));
+            signal(self.pid, self.kind.system().stop_signal());
             // A server paused with SIGSTOP (tests do that) must run to shut down.
             signal_group(self.pid, libc::SIGCONT);
             let exited = tokio::time::timeout(STOP_TIMEOUT, child.wait()).await;
@@ -346,69 +362,28 @@ async fn spawn_all_inner(kinds: &[ServerKind], opts: &SpawnOptions, search_path:
 /// missing-program error without uninstalling anything.
 #[doc(hidden)]
 pub async fn spawn_with_search_path(kind: ServerKind, opts: &SpawnOptions, search_path: Option<&[PathBuf]>) -> Result<Server> {
-    spawn_inner(kind, opts, search_path, &mut free_port).await
+    spawn_inner(kind, opts, search_path, &mut process::free_port).await
 }
 
-/// The whole spawn; `next_port` supplies the port of each attempt (tests hand it a taken
-/// port first to exercise the retry).
+/// The whole spawn: locate the programs, prepare a data directory, then start on a free
+/// port until the server answers; `next_port` supplies the port of each attempt (tests
+/// hand it a taken port first to exercise the retry).
 async fn spawn_inner(
     kind: ServerKind,
     opts: &SpawnOptions,
     search_path: Option<&[PathBuf]>,
     next_port: &mut (dyn FnMut() -> Result<u16> + Send),
 ) -> Result<Server> {
-    let dirs = match search_path {
-        Some(dirs) => dirs.to_vec(),
-        None => default_search_path(kind),
-    };
-    let programs = match (kind, search_path, hyper::override_program()) {
-        // `$DBSWEEP_HYPERD` names the program itself.
-        (ServerKind::Hyper, None, Some(path)) => {
-            if !is_executable(&path) {
-                return Err(Error::Missing(format!(
-                    "DBSWEEP_HYPERD={} is not an executable file: fix the variable or unset it and run scripts/setup-servers",
-                    path.display()
-                )));
-            }
-            vec![path]
-        }
-        _ => kind.programs().iter().map(|name| find_program(name, &dirs).ok_or_else(|| missing(kind, name))).collect::<Result<Vec<_>>>()?,
-    };
-
-    let root = match &opts.data_root {
-        // Absolute, because the servers run with their data directory as working directory.
-        Some(root) => std::path::absolute(root).map_err(|e| Error::usage(format!("bad data root {}: {e}", root.display())))?,
-        None => std::env::temp_dir(),
-    };
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("dbsweep-{kind}-"))
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&root)
-        .map_err(|e| Error::usage(format!("cannot create a data directory under {}: {e}; pick a writable data root", root.display())))?;
-    let ctx = Context { dir: dir.path().to_path_buf(), programs, run_as: None };
-    let ctx = match kind {
-        ServerKind::Postgres => postgres::init(ctx).await?,
-        ServerKind::Mariadb => mariadb::init(ctx).await?,
-        ServerKind::Hyper => hyper::init(ctx)?,
-        ServerKind::H2 => h2::init(ctx)?,
-        ServerKind::Cassandra => cassandra::init(ctx)?,
-        ServerKind::Redis | ServerKind::Memcached => ctx,
-    };
+    let system = kind.system();
+    let programs = process::locate_programs(system, search_path)?;
+    let dir = data_dir(kind, opts)?;
+    let ctx = system.init(Context { dir: dir.path().to_path_buf(), programs, run_as: None }).await?;
 
     let mut dir = Some(dir);
     let mut last_error = None;
     for _ in 0..PORT_ATTEMPTS {
         let port = next_port()?;
-        let command = match kind {
-            ServerKind::Postgres => postgres::command(&ctx, port),
-            ServerKind::Mariadb => mariadb::command(&ctx, port),
-            ServerKind::Redis => redis::command(&ctx, port),
-            ServerKind::Memcached => memcached::command(&ctx, port),
-            ServerKind::Hyper => hyper::command(&ctx, port),
-            ServerKind::H2 => h2::command(&ctx, port),
-            ServerKind::Cassandra => cassandra::command(&ctx, port),
-        };
-        let mut server = launch(kind, &ctx, port, command, dir.take().expect("dir kept between attempts")).await?;
+        let mut server = launch(kind, &ctx, port, dir.take().expect("dir kept between attempts")).await?;
         match wait_ready(&mut server, &ctx).await {
             Ok(ready) => {
                 server.version = ready.version;
@@ -429,11 +404,25 @@ async fn spawn_inner(
     Err(last_error.unwrap_or_else(|| Error::runtime(format!("{kind}: no free port found"))))
 }
 
+/// A fresh private directory `dbsweep-KIND-*` under the data root.
+fn data_dir(kind: ServerKind, opts: &SpawnOptions) -> Result<TempDir> {
+    let root = match &opts.data_root {
+        // Absolute, because the servers run with their data directory as working directory.
+        Some(root) => std::path::absolute(root).map_err(|e| Error::usage(format!("bad data root {}: {e}", root.display())))?,
+        None => std::env::temp_dir(),
+    };
+    tempfile::Builder::new()
+        .prefix(&format!("dbsweep-{kind}-"))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(&root)
+        .map_err(|e| Error::usage(format!("cannot create a data directory under {}: {e}; pick a writable data root", root.display())))
+}
+
 /// What the per-system steps share.
 pub(crate) struct Context {
     /// The temporary directory (data, socket, log).
     dir: PathBuf,
-    /// The located programs, in the order of `ServerKind::programs`.
+    /// The located programs, in the order of `System::programs` (`init` may add files).
     programs: Vec<PathBuf>,
     /// uid/gid to run the server as (PostgreSQL refuses root); `None` = as ourselves.
     run_as: Option<(u32, u32)>,
@@ -445,9 +434,7 @@ impl Context {
     }
 }
 
-/// What a successful readiness probe learned from the server. A probe reports "not
-/// ready yet" as any I/O error, and a refused login as `PermissionDenied` (which ends the
-/// wait at once).
+/// What a successful readiness probe learned from the server.
 pub(crate) struct Ready {
     version: String,
     settings: BTreeMap<String, String>,
@@ -459,28 +446,11 @@ enum Failure {
     Fatal(Error),
 }
 
-fn stop_signal(kind: ServerKind) -> i32 {
-    match kind {
-        // Fast shutdown: roll back open transactions, end backends, checkpoint.
-        ServerKind::Postgres => libc::SIGINT,
-        ServerKind::Mariadb | ServerKind::Redis | ServerKind::Memcached | ServerKind::Hyper | ServerKind::H2 | ServerKind::Cassandra => {
-            libc::SIGTERM
-        }
-    }
-}
-
 /// Starts the server process with its output in the log file; the returned `Server`
 /// kills it when dropped, so an error or a cancelled spawn leaves nothing behind.
-async fn launch(kind: ServerKind, ctx: &Context, port: u16, mut command: Command, dir: TempDir) -> Result<Server> {
-    let log_path = ctx.dir.join(LOG_FILE);
-    let log = std::fs::File::create(&log_path).map_err(|e| Error::runtime(format!("cannot create {}: {e}", log_path.display())))?;
-    let log_err = log.try_clone().map_err(|e| Error::runtime(format!("cannot reopen {}: {e}", log_path.display())))?;
-    command.stdin(Stdio::null()).stdout(log).stderr(log_err).current_dir(&ctx.dir);
-    if let Some((uid, gid)) = ctx.run_as {
-        command.uid(uid).gid(gid);
-    }
-    let program = command.as_std().get_program().to_string_lossy().into_owned();
-    let child = start(command).await.map_err(|e| Error::runtime(format!("cannot start {program}: {e}")))?;
+async fn launch(kind: ServerKind, ctx: &Context, port: u16, dir: TempDir) -> Result<Server> {
+    let command = kind.system().command(ctx, port);
+    let (child, program) = process::start_logged(ctx, command, &ctx.dir.join(LOG_FILE)).await?;
     let pid = child.id().ok_or_else(|| Error::runtime(format!("{program} exited at once")))?;
     Ok(Server {
         kind,
@@ -496,45 +466,35 @@ async fn launch(kind: ServerKind, ctx: &Context, port: u16, mut command: Command
 
 /// Polls the system's protocol until it answers, the process dies, or the timeout.
 async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<Ready, Failure> {
-    let kind = server.kind;
+    let (kind, system) = (server.kind, server.kind.system());
+    let log_path = ctx.dir.join(LOG_FILE);
     let started = Instant::now();
     let mut last_problem = String::from("no answer yet");
     loop {
-        if started.elapsed() > startup_timeout(kind) {
-            let tail = log_tail(&ctx.dir.join(LOG_FILE));
+        if started.elapsed() > system.startup_timeout() {
             return Err(Failure::Fatal(Error::runtime(format!(
-                "{kind} server did not answer within {} s ({last_problem}); last lines of {}:\n{tail}",
-                startup_timeout(kind).as_secs(),
-                ctx.dir.join(LOG_FILE).display()
+                "{kind} server did not answer within {} s ({last_problem}); last lines of {}:\n{}",
+                system.startup_timeout().as_secs(),
+                log_path.display(),
+                log_tail(&log_path)
             ))));
         }
-        let (port, pid) = (server.port, server.pid);
-        let probe = async {
-            match kind {
-                ServerKind::Postgres => postgres::probe(ctx, port).await,
-                ServerKind::Mariadb => mariadb::probe(ctx, port).await,
-                ServerKind::Redis => redis::probe(port, pid).await,
-                ServerKind::Memcached => memcached::probe(port, pid).await,
-                ServerKind::Hyper => hyper::probe(ctx, port, pid).await,
-                ServerKind::H2 => h2::probe(ctx, port, pid).await,
-                ServerKind::Cassandra => cassandra::probe(ctx, port, pid).await,
-            }
-        };
+        let probe = system.probe(ctx, server.port, server.pid);
         let child = server.child.as_mut().expect("a launched server has a child");
         // Race the probe against the process's exit, so a server that dies (e.g. its
         // port was taken) is noticed at once rather than after a probe timeout.
         tokio::select! {
             status = child.wait() => {
                 let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-                let tail = log_tail(&ctx.dir.join(LOG_FILE));
+                let tail = log_tail(&log_path);
                 // The whole log: a JVM's shutdown hooks log many lines after the bind error.
-                let log = std::fs::read(ctx.dir.join(LOG_FILE)).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-                if port_in_use(&tail) || port_in_use(&log) {
+                let log = std::fs::read(&log_path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+                if port_in_use(system, &tail) || port_in_use(system, &log) {
                     return Err(Failure::PortTaken);
                 }
                 return Err(Failure::Fatal(Error::runtime(format!(
                     "{kind} server exited during startup ({status}); last lines of {}:\n{tail}",
-                    ctx.dir.join(LOG_FILE).display()
+                    log_path.display()
                 ))));
             }
             answer = tokio::time::timeout(Duration::from_secs(2), probe) => match answer {
@@ -551,203 +511,10 @@ async fn wait_ready(server: &mut Server, ctx: &Context) -> std::result::Result<R
     }
 }
 
-fn port_in_use(log: &str) -> bool {
+/// Whether a server's log says its port was taken.
+fn port_in_use(system: &dyn System, log: &str) -> bool {
     let log = log.to_ascii_lowercase();
-    log.contains("address already in use")
-        || log.contains("address in use")
-        // hyperd's wording
-        || log.contains("unable to listen to any of the given host name and port combinations")
-        // H2's wording (`Exception opening port "P" (port may be in use)`)
-        || log.contains("(port may be in use)")
-        // Cassandra's wording for its internode (storage) port
-        || log.contains("is in use by another process")
-}
-
-/// The last lines of a log file, for error messages.
-fn log_tail(path: &Path) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            let lines: Vec<&str> = text.lines().collect();
-            let start = lines.len().saturating_sub(LOG_TAIL_LINES);
-            lines[start..].join("\n")
-        }
-        Err(e) => format!("(no log: {e})"),
-    }
-}
-
-/// Runs a one-shot setup program (initdb, mariadb-install-db) to completion with its
-/// output in `log_name` inside the data directory; a failure quotes the log's tail.
-async fn run_setup(kind: ServerKind, ctx: &Context, mut command: Command, log_name: &str) -> Result<()> {
-    let log_path = ctx.dir.join(log_name);
-    let log = std::fs::File::create(&log_path).map_err(|e| Error::runtime(format!("cannot create {}: {e}", log_path.display())))?;
-    let log_err = log.try_clone().map_err(|e| Error::runtime(format!("cannot reopen {}: {e}", log_path.display())))?;
-    command.stdin(Stdio::null()).stdout(log).stderr(log_err).current_dir(&ctx.dir);
-    if let Some((uid, gid)) = ctx.run_as {
-        command.uid(uid).gid(gid);
-    }
-    let program = command.as_std().get_program().to_string_lossy().into_owned();
-    let mut child = start(command).await.map_err(|e| Error::runtime(format!("cannot start {program}: {e}")))?;
-    // If this future is dropped halfway, the helpers the program forked (initdb's
-    // `postgres --boot`, install-db's `mariadbd --bootstrap`) must die with it.
-    let _group = child.id().map(GroupGuard);
-    let status = match tokio::time::timeout(STARTUP_TIMEOUT, child.wait()).await {
-        Ok(status) => status.map_err(|e| Error::runtime(format!("{program}: {e}")))?,
-        Err(_) => {
-            if let Some(pid) = child.id() {
-                kill_group(pid);
-            }
-            let _ = child.wait().await;
-            return Err(Error::runtime(format!(
-                "{kind}: {program} did not finish within {} s; last lines of {}:\n{}",
-                STARTUP_TIMEOUT.as_secs(),
-                log_path.display(),
-                log_tail(&log_path)
-            )));
-        }
-    };
-    if !status.success() {
-        return Err(Error::runtime(format!(
-            "{kind}: {program} failed ({status}); last lines of {}:\n{}",
-            log_path.display(),
-            log_tail(&log_path)
-        )));
-    }
-    Ok(())
-}
-
-/// Kills a process group when dropped (a no-op once the group is gone).
-struct GroupGuard(u32);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        kill_group(self.0);
-    }
-}
-
-/// A loopback port that was free a moment ago.
-fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| Error::runtime(format!("cannot bind a loopback port: {e}")))?;
-    let port = listener.local_addr().map_err(|e| Error::runtime(format!("cannot read the bound port: {e}")))?.port();
-    Ok(port)
-}
-
-fn missing(kind: ServerKind, program: &str) -> Error {
-    if kind == ServerKind::Hyper {
-        return Error::Missing(format!(
-            "{program} not found: install it with scripts/setup-servers (pip wheel tableauhyperapi into \
-             ${{DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}}/hyper), or set DBSWEEP_HYPERD to its path"
-        ));
-    }
-    Error::Missing(format!("{program} not found: install it with scripts/setup-servers (apt-get install {})", kind.package()))
-}
-
-/// Where each system's programs are looked for: the newest PostgreSQL version's bin
-/// directory first (Debian keeps `postgres`/`initdb` off PATH), then PATH, then the sbin
-/// directories (MariaDB's `mariadbd` lives in /usr/sbin, often not on a user's PATH).
-fn default_search_path(kind: ServerKind) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if kind == ServerKind::Postgres {
-        dirs.extend(postgres::version_dirs(Path::new("/usr/lib/postgresql")));
-    }
-    if kind == ServerKind::Hyper {
-        dirs.extend(hyper::native_dir());
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    for extra in ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin"] {
-        dirs.push(PathBuf::from(extra));
-    }
-    dirs
-}
-
-fn find_program(name: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
-    dirs.iter().map(|dir| dir.join(name)).find(|path| is_executable(path))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// A job for the spawner thread.
-struct SpawnJob {
-    command: Command,
-    runtime: tokio::runtime::Handle,
-    reply: tokio::sync::oneshot::Sender<io::Result<Child>>,
-}
-
-/// Every server is forked from one thread that lives as long as dbsweep: the kernel sends
-/// `PR_SET_PDEATHSIG` when the *thread* that forked a child exits, and tokio's blocking
-/// threads (and workers after `block_in_place`) do exit while servers still run.
-fn spawner() -> &'static mpsc::Sender<SpawnJob> {
-    static SPAWNER: OnceLock<mpsc::Sender<SpawnJob>> = OnceLock::new();
-    SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnJob>();
-        std::thread::Builder::new()
-            .name("dbsweep-spawner".into())
-            .spawn(move || {
-                while let Ok(mut job) = rx.recv() {
-                    let _runtime = job.runtime.enter();
-                    // If nobody waits any more (a cancelled spawn), dropping the child
-                    // kills it (kill_on_drop).
-                    let _ = job.reply.send(job.command.spawn());
-                }
-            })
-            .expect("cannot start the server spawner thread");
-        tx
-    })
-}
-
-/// Starts a child in its own process group that gets SIGKILL when dbsweep dies and is
-/// killed when its handle is dropped.
-async fn start(mut command: Command) -> io::Result<Child> {
-    command.kill_on_drop(true).process_group(0);
-    let parent = std::process::id();
-    // SAFETY: the hook only makes async-signal-safe calls (prctl, getppid) and does not
-    // allocate.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // dbsweep died between fork and prctl: do not outlive it.
-            if libc::getppid() as u32 != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    let job = SpawnJob { command, runtime: tokio::runtime::Handle::current(), reply };
-    spawner().send(job).map_err(|_| io::Error::other("the server spawner thread is gone"))?;
-    answer.await.map_err(|_| io::Error::other("the server spawner thread dropped the request"))?
-}
-
-fn signal(pid: u32, signal: i32) {
-    // SAFETY: plain syscall; the pid is our own unreaped child.
-    unsafe {
-        libc::kill(pid as libc::pid_t, signal);
-    }
-}
-
-fn signal_group(pgid: u32, signal: i32) {
-    // SAFETY: plain syscall on a process group we created.
-    unsafe {
-        libc::kill(-(pgid as libc::pid_t), signal);
-    }
-}
-
-/// SIGKILL to the server's process group (the server and any helpers it forked).
-fn kill_group(pgid: u32) {
-    signal_group(pgid, libc::SIGKILL);
-}
-
-fn group_alive(pgid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
-    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    PORT_TAKEN_WORDS.iter().chain(system.port_taken_words()).any(|words| log.contains(words))
 }
 
 /// Reads one CR-LF terminated line (for the text protocols of Redis and Memcached).
@@ -788,48 +555,47 @@ mod tests {
 
     #[test]
     fn missing_program_names_the_package_and_the_script() {
-        let err = missing(ServerKind::Mariadb, "mariadbd");
+        let err = ServerKind::Mariadb.system().missing("mariadbd");
         assert_eq!(err.exit_code(), 2);
         assert_eq!(err.to_string(), "mariadbd not found: install it with scripts/setup-servers (apt-get install mariadb-server)");
     }
 
     #[test]
     fn port_conflicts_are_recognised_in_each_systems_log() {
-        assert!(port_in_use("LOG:  could not bind IPv4 address \"127.0.0.1\": Address already in use"));
-        assert!(port_in_use("[ERROR] Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use"));
-        assert!(port_in_use("failed to listen on TCP port 11211: Address already in use"));
-        assert!(port_in_use("unable to listen to any of the given host name and port combinations for TCP"));
-        assert!(port_in_use("org.h2.jdbc.JdbcSQLNonTransientConnectionException: Exception opening port \"46167\" (port may be in use)"));
+        let taken = |kind: ServerKind, log: &str| port_in_use(kind.system(), log);
+        assert!(taken(ServerKind::Postgres, "LOG:  could not bind IPv4 address \"127.0.0.1\": Address already in use"));
+        assert!(taken(ServerKind::Mariadb, "[ERROR] Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use"));
+        assert!(taken(ServerKind::Memcached, "failed to listen on TCP port 11211: Address already in use"));
+        assert!(taken(ServerKind::Hyper, "unable to listen to any of the given host name and port combinations for TCP"));
+        assert!(taken(
+            ServerKind::H2,
+            "org.h2.jdbc.JdbcSQLNonTransientConnectionException: Exception opening port \"46167\" (port may be in use)"
+        ));
         // Cassandra: the CQL port (netty) and the storage port.
-        assert!(port_in_use("io.netty.channel.unix.Errors$NativeIoException: bind(..) failed: Address already in use"));
-        assert!(port_in_use(
+        assert!(taken(ServerKind::Cassandra, "io.netty.channel.unix.Errors$NativeIoException: bind(..) failed: Address already in use"));
+        assert!(taken(
+            ServerKind::Cassandra,
             "ConfigurationException: /127.0.0.1:17000 is in use by another process.  Change listen_address:storage_port in cassandra.yaml"
         ));
-        assert!(!port_in_use("FATAL: data directory has wrong ownership"));
+        assert!(!taken(ServerKind::Postgres, "FATAL: data directory has wrong ownership"));
+        // One system's wording is not another's.
+        assert!(!taken(ServerKind::Redis, "(port may be in use)"));
+    }
+
+    #[test]
+    fn each_kind_names_its_targets() {
+        assert_eq!(ServerKind::Postgres.target_names(), ["pg-row", "pg-hstore", "pg-jsonb"]);
+        assert_eq!(ServerKind::Redis.target_names(), ["redis"]);
+        assert_eq!(ServerKind::Hyper.target_names(), ["hyper"]);
     }
 
     #[test]
     fn missing_hyperd_names_the_setup_script() {
-        let err = missing(ServerKind::Hyper, "hyperd");
+        let err = ServerKind::Hyper.system().missing("hyperd");
         assert_eq!(err.exit_code(), 2);
         let text = err.to_string();
         assert!(text.starts_with("hyperd not found: install it with scripts/setup-servers"), "{text}");
         assert!(text.contains("DBSWEEP_HYPERD"), "{text}");
-    }
-
-    #[test]
-    fn programs_are_found_only_if_executable() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("plain");
-        let exec = dir.path().join("exec");
-        std::fs::write(&plain, "").unwrap();
-        std::fs::write(&exec, "").unwrap();
-        std::fs::set_permissions(&exec, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let dirs = vec![dir.path().to_path_buf()];
-        assert_eq!(find_program("exec", &dirs), Some(exec));
-        assert_eq!(find_program("plain", &dirs), None);
-        assert_eq!(find_program("absent", &dirs), None);
     }
 
     /// Every system, started on a port someone else holds, fails to bind, is recognised as
@@ -841,7 +607,7 @@ mod tests {
             let taken = holder.local_addr().unwrap().port();
             let mut ports = vec![taken];
             let mut next_port = || {
-                let port = if ports.len() == 1 { taken } else { free_port()? };
+                let port = if ports.len() == 1 { taken } else { process::free_port()? };
                 ports.push(port);
                 Ok(port)
             };
@@ -852,8 +618,7 @@ mod tests {
             drop(holder);
             server.stop().await.unwrap();
         });
-        let [a, b, c, d, e, f, g] = starts;
-        tokio::join!(a, b, c, d, e, f, g);
+        futures_util::future::join_all(starts).await;
     }
 
     /// A setup program that fails: its own output is quoted in the error, and the
@@ -874,23 +639,11 @@ mod tests {
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()) };
         let mut search = vec![fake.path().to_path_buf()];
-        search.extend(default_search_path(ServerKind::Redis));
+        search.extend(process::default_search_path(ServerKind::Redis.system()));
         let err = spawn_all_inner(&[ServerKind::Redis, ServerKind::Postgres], &opts, Some(search)).await.unwrap_err();
         assert_eq!(err.exit_code(), 1);
         let message = err.to_string();
         assert!(message.contains("initdb.log") && message.contains("initdb: simulated disk full"), "{message}");
         assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "directories left under the data root");
-    }
-
-    #[test]
-    fn log_tail_keeps_the_last_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log");
-        let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
-        std::fs::write(&path, text).unwrap();
-        let tail = log_tail(&path);
-        assert_eq!(tail.lines().count(), LOG_TAIL_LINES);
-        assert!(tail.ends_with("line 99"));
-        assert!(log_tail(&dir.path().join("absent")).starts_with("(no log"));
     }
 }

@@ -8,7 +8,8 @@
 //! then once more over TCP. Durability stays at PostgreSQL's defaults; the values are read
 //! back from the server. Must not touch the distribution's own clusters.
 
-use super::{Context, Ready, ServerKind, run_setup};
+use super::process::run_setup;
+use super::{Context, Ready, System};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -17,7 +18,47 @@ use std::path::{Path, PathBuf};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::Command;
 
-pub(super) const PROGRAMS: &[&str] = &["initdb", "postgres"];
+/// PostgreSQL's part of the spawn machinery.
+pub(super) struct Postgres;
+
+#[async_trait::async_trait]
+impl System for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["pg", "postgresql"]
+    }
+    fn package(&self) -> &'static str {
+        "postgresql"
+    }
+    fn programs(&self) -> &'static [&'static str] {
+        &["initdb", "postgres"]
+    }
+    fn search_dirs(&self) -> Vec<PathBuf> {
+        version_dirs(Path::new("/usr/lib/postgresql"))
+    }
+    async fn init(&self, ctx: Context) -> Result<Context> {
+        init(ctx).await
+    }
+    fn command(&self, ctx: &Context, port: u16) -> Command {
+        command(ctx, port)
+    }
+    async fn probe(&self, ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
+        probe(ctx, port).await
+    }
+    /// Fast shutdown: roll back open transactions, end backends, checkpoint.
+    fn stop_signal(&self) -> i32 {
+        libc::SIGINT
+    }
+    fn url(&self, port: u16, _data_dir: &Path) -> String {
+        format!("postgres://postgres@127.0.0.1:{port}/postgres")
+    }
+    /// One target per table layout.
+    fn variants(&self) -> &'static [(&'static str, &'static str)] {
+        &[("pg-row", "?layout=row"), ("pg-hstore", "?layout=hstore"), ("pg-jsonb", "?layout=jsonb")]
+    }
+}
 
 /// The settings read back from the server, in `Server::settings`.
 const RECORDED: &[&str] = &[
@@ -36,7 +77,7 @@ const RECORDED: &[&str] = &[
 const MAX_SOCKET_PATH: usize = 107;
 
 /// `/usr/lib/postgresql/<version>/bin`, newest version first.
-pub(super) fn version_dirs(base: &Path) -> Vec<PathBuf> {
+fn version_dirs(base: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(base) else { return Vec::new() };
     let mut versions: Vec<(Vec<u32>, PathBuf)> = entries
         .filter_map(|entry| {
@@ -59,7 +100,7 @@ fn socket_path(ctx: &Context, port: u16) -> PathBuf {
 }
 
 /// Prepares the directory (owned by `postgres` when we are root) and runs initdb.
-pub(super) async fn init(mut ctx: Context) -> Result<Context> {
+async fn init(mut ctx: Context) -> Result<Context> {
     if socket_path(&ctx, 65535).as_os_str().len() > MAX_SOCKET_PATH {
         return Err(Error::usage(format!(
             "the data directory {} is too deep for PostgreSQL's unix socket; choose a shorter data root",
@@ -85,18 +126,18 @@ pub(super) async fn init(mut ctx: Context) -> Result<Context> {
     }
     let mut initdb = Command::new(ctx.program(0));
     initdb.arg("-D").arg(pgdata(&ctx)).args(["-A", "trust", "-U", "postgres", "--no-sync", "--encoding=UTF8", "--locale=C"]);
-    run_setup(ServerKind::Postgres, &ctx, initdb, "initdb.log").await?;
+    run_setup("postgres", &ctx, initdb, "initdb.log").await?;
     Ok(ctx)
 }
 
-pub(super) fn command(ctx: &Context, port: u16) -> Command {
+fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(1));
     command.arg("-D").arg(pgdata(ctx)).arg("-p").arg(port.to_string()).arg("-k").arg(&ctx.dir).args(["-c", "listen_addresses=127.0.0.1"]);
     command
 }
 
 /// A full startup + query exchange over our own socket, then a startup over TCP.
-pub(super) async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
+async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
     let socket = tokio::net::UnixStream::connect(socket_path(ctx, port)).await?;
     let ready = session(socket, true).await?;
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;

@@ -5,15 +5,39 @@
 //! a foreign server that took the port is never mistaken for ours). Must not send
 //! anything that changes data.
 
-use super::{Context, Ready, read_line};
+use super::{Context, Ready, System, read_line};
 use std::collections::BTreeMap;
 use std::io;
+use std::path::Path;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-pub(super) const PROGRAMS: &[&str] = &["redis-server"];
+/// Redis's part of the spawn machinery.
+pub(super) struct Redis;
 
-pub(super) fn command(ctx: &Context, port: u16) -> Command {
+#[async_trait::async_trait]
+impl System for Redis {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+    fn package(&self) -> &'static str {
+        "redis-server"
+    }
+    fn programs(&self) -> &'static [&'static str] {
+        &["redis-server"]
+    }
+    fn command(&self, ctx: &Context, port: u16) -> Command {
+        command(ctx, port)
+    }
+    async fn probe(&self, _ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
+        probe(port, pid).await
+    }
+    fn url(&self, port: u16, _data_dir: &Path) -> String {
+        format!("redis://127.0.0.1:{port}/0")
+    }
+}
+
+fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
     command
         .arg("--port")
@@ -24,7 +48,7 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
     command
 }
 
-pub(super) async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
+async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
     let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     let mut stream = BufReader::new(stream);
     stream.get_mut().write_all(b"PING\r\n").await?;

@@ -4,8 +4,8 @@
 //! Owns how latencies are recorded and merged (histograms are merged, percentiles are
 //! never averaged). Must not print, decide flags or know about systems.
 
-use crate::report::model::{LatencySummary, RunMeasurement};
-use crate::workload::op::{Answer, ErrorClass, OpKind};
+use crate::base::measurement::{LatencySummary, RunMeasurement};
+use crate::base::op::{Answer, ErrorClass, OpKind};
 use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -64,7 +64,7 @@ impl Recorder {
     }
 
     pub fn record_answer(&mut self, seq: u64, answer: &Answer) {
-        self.answer_digest = self.answer_digest.wrapping_add(crate::workload::rng::mix(seq, answer.fingerprint()));
+        self.answer_digest = self.answer_digest.wrapping_add(crate::base::rng::mix(seq, answer.fingerprint()));
         self.answers += 1;
         if matches!(answer, Answer::Table(_)) && self.sample_answer.as_ref().is_none_or(|(s, _)| seq < *s) {
             self.keep_sample(seq, answer.clone());
@@ -224,7 +224,7 @@ mod tests {
     fn answer_digest_ignores_client_order() {
         let mut a = Recorder::default();
         let mut b = Recorder::default();
-        let ans = |n: i64| Answer::Scalar(crate::data::table::Value::Int(n));
+        let ans = |n: i64| Answer::Scalar(crate::base::table::Value::Int(n));
         a.record_answer(1, &ans(10));
         b.record_answer(2, &ans(20));
         let mut c = Recorder::default();

@@ -6,7 +6,7 @@
 //! (SIGMOD 1994), as YCSB implements it. Must not hold state (no RNG, no counters) and must
 //! not know about keys, tables or operations: `n` is whatever the caller says exists.
 
-use super::rng::Stream;
+use crate::base::rng::Stream;
 use crate::data::ycsb::fnv_hash64;
 
 /// YCSB's zipfian constant.

@@ -5,9 +5,9 @@
 //! ops in every run; write experiments use disjoint key ranges per point and run, so no run
 //! depends on another. Must not execute ops or time anything.
 
+use crate::base::op::{Needs, Op, OpKind, QueryId, RangeAgg};
+use crate::base::table::TableId;
 use crate::data::Dataset;
-use crate::data::table::TableId;
-use crate::workload::op::{Op, OpKind, QueryId, RangeAgg};
 use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
 
 /// A YCSB workload by core letter (`a`..`f`) or from a YCSB workload file.
@@ -23,7 +23,7 @@ pub fn load_ycsb_workload(spec: &str) -> Result<Workload, String> {
         }
     }
 }
-use crate::workload::rng::{Permutation, Stream, hash_str};
+use crate::base::rng::{Permutation, Stream, hash_str};
 use serde::{Deserialize, Serialize};
 
 /// The operation an experiment measures.
@@ -65,21 +65,25 @@ impl ExperimentOp {
         }
     }
 
-    /// True when a target with these capabilities can run this experiment (a YCSB mix:
-    /// every kind the workload uses).
-    pub fn supported_by(self, caps: &crate::adapter::Capabilities, workload: Option<&Workload>) -> bool {
+    /// What a target must offer to run this experiment (a YCSB mix: every kind the
+    /// workload uses).
+    pub fn needs(self, workload: Option<&Workload>) -> Needs {
         match (self.query(), workload) {
-            (Some(q), _) => caps.queries.contains(&q),
-            (None, Some(w)) => [
-                (w.readproportion, OpKind::Get),
-                (w.updateproportion, OpKind::Update),
-                (w.insertproportion, OpKind::Insert),
-                (w.scanproportion, OpKind::Scan),
-                (w.readmodifywriteproportion, OpKind::ReadModifyWrite),
-            ]
-            .iter()
-            .all(|(share, kind)| *share <= 0.0 || caps.supports_kind(*kind)),
-            (None, None) => caps.supports_kind(self.kind()),
+            (Some(q), _) => Needs::Query(q),
+            (None, Some(w)) => Needs::Kinds(
+                [
+                    (w.readproportion, OpKind::Get),
+                    (w.updateproportion, OpKind::Update),
+                    (w.insertproportion, OpKind::Insert),
+                    (w.scanproportion, OpKind::Scan),
+                    (w.readmodifywriteproportion, OpKind::ReadModifyWrite),
+                ]
+                .into_iter()
+                .filter(|(share, _)| *share > 0.0)
+                .map(|(_, kind)| kind)
+                .collect(),
+            ),
+            (None, None) => Needs::Kinds(vec![self.kind()]),
         }
     }
 
@@ -451,16 +455,8 @@ mod tests {
         }
         let q14: ExperimentOp = serde_json::from_str("\"tpch_q14\"").unwrap();
         assert_eq!(q14, ExperimentOp::TpchQ14);
-        // A system that runs Q1/Q3/Q6 but not the Q14 join is not offered Q14.
-        let mut caps = crate::adapter::Capabilities {
-            ops: vec![OpKind::Query],
-            queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6],
-            native_batch: false,
-            secondary_indexes: false,
-        };
-        assert!(ExperimentOp::TpchQ3.supported_by(&caps, None));
-        assert!(!ExperimentOp::TpchQ14.supported_by(&caps, None));
-        caps.queries.push(QueryId::TpchQ14);
-        assert!(ExperimentOp::TpchQ14.supported_by(&caps, None));
+        // Each query experiment needs its own query (a system may run Q1 but not Q14).
+        assert_eq!(ExperimentOp::TpchQ14.needs(None), Needs::Query(QueryId::TpchQ14));
+        assert_eq!(ExperimentOp::Get.needs(None), Needs::Kinds(vec![OpKind::Get]));
     }
 }

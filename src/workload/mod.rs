@@ -1,11 +1,9 @@
 //! Operations and how experiments turn into seeded streams of them.
 //!
-//! Owns the op vocabulary (`op`), counter-based randomness (`rng`) and the experiments
-//! (`experiment`). Must not talk to systems or measure time.
+//! Owns the experiments (`experiment`), YCSB workloads (`ycsb`) and key distributions
+//! (`distribution`); the op vocabulary and counter-based randomness they use are in
+//! `base`. Must not talk to systems or measure time.
 
 pub mod distribution;
 pub mod experiment;
-pub mod op;
-pub mod queries;
-pub mod rng;
 pub mod ycsb;

@@ -11,9 +11,9 @@
 //! becomes a key through `insertorder` (see `data::ycsb`).
 
 use super::distribution::{Distribution, ZIPFIAN_CONSTANT, Zeta, Zipfian};
-use super::op::{Op, OpKind};
-use super::rng::{Stream, hash_str};
-use crate::data::table::{Row, TableDef, TableId, Value};
+use crate::base::op::{Op, OpKind};
+use crate::base::rng::{Stream, hash_str};
+use crate::base::table::{Row, TableDef, TableId, Value};
 use crate::data::ycsb::{self as data, InsertOrder};
 
 /// YCSB's `requestdistribution`.

@@ -2,9 +2,9 @@
 //! against the generator, so an adapter that drops, duplicates or misreads rows fails.
 
 use dbsweep::adapter::Target;
+use dbsweep::base::op::{Answer, Op, OpKind, RangeAgg};
+use dbsweep::base::table::{TableDef, Value};
 use dbsweep::data::kv::{self, KvGen};
-use dbsweep::data::table::{TableDef, Value};
-use dbsweep::workload::op::{Answer, Op, OpKind, RangeAgg};
 use std::sync::Arc;
 
 pub const ROWS: u64 = 1_000;
@@ -24,7 +24,7 @@ macro_rules! conformance {
     };
 }
 
-fn scalar(outcome: dbsweep::workload::op::Outcome) -> Value {
+fn scalar(outcome: dbsweep::base::op::Outcome) -> Value {
     match outcome.answer {
         Some(Answer::Scalar(v)) => v,
         other => panic!("expected a scalar answer, got {other:?}"),

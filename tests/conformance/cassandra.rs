@@ -2,7 +2,8 @@
 //! the default (IF EXISTS lightweight transactions) and `?affected=read`, each in its own
 //! keyspace on the one server.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 /// The server under test, started by dbsweep's spawn code.
@@ -13,12 +14,12 @@ fn server_url() -> String {
 async fn open(keyspace: &str, params: &str) -> (Arc<dyn Target>, ()) {
     let url = format!("{}/{keyspace}{params}", server_url());
     let ctx = OpenContext::new(std::env::temp_dir());
-    let target = adapter::open("cassandra", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
+    let target = registry::open("cassandra", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
 conformance!(cassandra_lwt, open("dbsweep", ""));
 conformance!(cassandra_read_then_write, open("dbsweep_read", "?affected=read"));
 // No keyspace in the URL: the namespace's (`dbsweep_lease_check`).
-lease_conformance!(cassandra_lease, |ctx: &OpenContext| adapter::open("cassandra", &TargetUrl::parse(&server_url()).unwrap(), ctx)
+lease_conformance!(cassandra_lease, |ctx: &OpenContext| registry::open("cassandra", &TargetUrl::parse(&server_url()).unwrap(), ctx)
     .unwrap());

@@ -1,12 +1,13 @@
 //! Embedded and in-process adapters.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 async fn open(url: &str) -> (Arc<dyn Target>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let ctx = OpenContext::new(dir.path().to_path_buf());
-    let target = adapter::open("t", &TargetUrl::parse(url).unwrap(), &ctx).unwrap();
+    let target = registry::open("t", &TargetUrl::parse(url).unwrap(), &ctx).unwrap();
     (target, dir)
 }
 
@@ -17,15 +18,15 @@ conformance!(duckdb, open("duckdb:"));
 
 // Engine-specific checks on user files: what dbsweep leaves alone, reopening, concurrency.
 
+use dbsweep::base::op::Op;
 use dbsweep::data::kv::{self, KvGen};
 use dbsweep::error::Error;
-use dbsweep::workload::op::Op;
 use std::path::Path;
 
 /// Opens a target on a user file, as `--target t=<scheme>:/path` would.
 fn open_file(scheme: &str, path: &Path) -> Arc<dyn Target> {
     let ctx = OpenContext::new(path.parent().unwrap().to_path_buf());
-    adapter::open("t", &TargetUrl::parse(&format!("{scheme}:{}", path.display())).unwrap(), &ctx).unwrap()
+    registry::open("t", &TargetUrl::parse(&format!("{scheme}:{}", path.display())).unwrap(), &ctx).unwrap()
 }
 
 /// Direct access to each engine's file, bypassing dbsweep, to play the user.

@@ -2,14 +2,15 @@
 //! code: the shared body, typed values and batches, the ownership marker, the settings
 //! the spawn records, and what the engine reports as its memory.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::error::Error;
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::sync::Arc;
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
     let ctx = OpenContext::new(std::env::temp_dir());
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 /// A target on this test binary's H2 server, in its own in-memory database (tests run
@@ -23,7 +24,7 @@ async fn make_in(database: &str) -> (Arc<dyn Target>, ()) {
 conformance!(h2, make_in("conformance"));
 lease_conformance!(h2_lease, |ctx: &OpenContext| {
     let url = crate::support::url(ServerKind::H2).replace("/mem:dbsweep", "/mem:lease");
-    adapter::open("h2", &TargetUrl::parse(&url).unwrap(), ctx).unwrap()
+    registry::open("h2", &TargetUrl::parse(&url).unwrap(), ctx).unwrap()
 });
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,9 +67,9 @@ async fn h2_spawn_settings_and_engine_memory() {
 /// agree with the reference answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_tpch_sf001() {
+    use dbsweep::base::op::{Op, QueryId};
     use dbsweep::data::tpch_reference;
     use dbsweep::data::{DataSpec, Dataset};
-    use dbsweep::workload::op::{Op, QueryId};
     const SF: f64 = 0.01;
     let (target, _) = make_in("tpch").await;
     let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);

@@ -2,12 +2,13 @@
 //! shared body, typed values and batches, the ownership marker, and TPC-H SF 0.01 (load
 //! all tables, Q1/Q3/Q6/Q14 against the reference answers).
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::base::op::{Op, QueryId};
 use dbsweep::data::tpch_reference;
 use dbsweep::data::{DataSpec, Dataset};
 use dbsweep::error::Error;
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
-use dbsweep::workload::op::{Op, QueryId};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,7 +18,7 @@ async fn server() -> Server {
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
     let ctx = OpenContext::new(std::env::temp_dir());
-    adapter::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 async fn make() -> (Arc<dyn Target>, Server) {
@@ -84,7 +85,7 @@ async fn hyper_tpch_sf001() {
     let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
     target.prepare(&data.tables).await.unwrap();
     // Generated first, so the time below is the load alone.
-    let rows: Vec<Vec<dbsweep::data::table::Row>> = (0..data.tables.len()).map(|t| data.initial(t).collect()).collect();
+    let rows: Vec<Vec<dbsweep::base::table::Row>> = (0..data.tables.len()).map(|t| data.initial(t).collect()).collect();
     let started = Instant::now();
     let mut total = 0;
     for (t, def) in data.tables.iter().enumerate() {

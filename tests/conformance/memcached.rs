@@ -1,6 +1,7 @@
 //! Memcached adapter against a real server.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 /// The server under test, started by dbsweep's spawn code.
@@ -10,10 +11,10 @@ fn server_url() -> String {
 
 async fn open() -> (Arc<dyn Target>, ()) {
     let ctx = OpenContext::new(std::env::temp_dir());
-    let target = adapter::open("memcached", &TargetUrl::parse(&server_url()).unwrap(), &ctx).unwrap();
+    let target = registry::open("memcached", &TargetUrl::parse(&server_url()).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
 conformance!(memcached, open());
-lease_conformance!(memcached_lease, |ctx: &OpenContext| adapter::open("memcached", &TargetUrl::parse(&server_url()).unwrap(), ctx)
+lease_conformance!(memcached_lease, |ctx: &OpenContext| registry::open("memcached", &TargetUrl::parse(&server_url()).unwrap(), ctx)
     .unwrap());

@@ -1,6 +1,7 @@
 //! MariaDB (the MySQL adapter).
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 /// The server under test, started by dbsweep's spawn code.
@@ -10,12 +11,12 @@ fn server_url() -> String {
 
 async fn make() -> (Arc<dyn Target>, ()) {
     let ctx = OpenContext::new(std::env::temp_dir());
-    let target = adapter::open("mariadb", &TargetUrl::parse(&server_url()).unwrap(), &ctx).unwrap();
+    let target = registry::open("mariadb", &TargetUrl::parse(&server_url()).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
 conformance!(mariadb, make());
-lease_conformance!(mariadb_lease, |ctx: &OpenContext| adapter::open("mariadb", &TargetUrl::parse(&server_url()).unwrap(), ctx).unwrap());
+lease_conformance!(mariadb_lease, |ctx: &OpenContext| registry::open("mariadb", &TargetUrl::parse(&server_url()).unwrap(), ctx).unwrap());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_types_and_batches() {

@@ -1,6 +1,7 @@
 //! PostgreSQL in its three layouts; all three share one server (and dbsweep's schema).
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 /// The server under test, started by dbsweep's spawn code.
@@ -11,7 +12,7 @@ fn server_url() -> String {
 async fn make(layout: &str) -> (Arc<dyn Target>, ()) {
     let url = format!("{}?layout={layout}", server_url());
     let ctx = OpenContext::new(std::env::temp_dir());
-    let target = adapter::open(&format!("pg-{layout}"), &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
+    let target = registry::open(&format!("pg-{layout}"), &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
@@ -19,7 +20,7 @@ conformance!(pg_row, make("row"));
 conformance!(pg_hstore, make("hstore"));
 conformance!(pg_jsonb, make("jsonb"));
 lease_conformance!(pg_lease, |ctx: &OpenContext| {
-    adapter::open("pg", &TargetUrl::parse(&format!("{}?layout=hstore", server_url())).unwrap(), ctx).unwrap()
+    registry::open("pg", &TargetUrl::parse(&format!("{}?layout=hstore", server_url())).unwrap(), ctx).unwrap()
 });
 
 /// Beyond the shared body: every column type round-trips (MAX decodes to the column's
@@ -27,8 +28,8 @@ lease_conformance!(pg_lease, |ctx: &OpenContext| {
 /// Also used by the MariaDB module.
 pub mod typed {
     use dbsweep::adapter::Target;
-    use dbsweep::data::table::{Column, ColumnType, Date, Decimal, Row, TableDef, Value};
-    use dbsweep::workload::op::{Answer, Op, RangeAgg};
+    use dbsweep::base::op::{Answer, Op, RangeAgg};
+    use dbsweep::base::table::{Column, ColumnType, Date, Decimal, Row, TableDef, Value};
     use std::sync::Arc;
 
     const ROWS: i64 = 200;
@@ -100,7 +101,7 @@ pub mod typed {
         assert_eq!(target.load(&table, Box::new((0..ROWS).map(row))).await.unwrap(), ROWS as u64);
         let mut rows: Vec<Row> = (0..ROWS).map(row).collect();
         let mut conn = target.connect().await.expect("connect");
-        let scalar = |o: dbsweep::workload::op::Outcome| match o.answer {
+        let scalar = |o: dbsweep::base::op::Outcome| match o.answer {
             Some(Answer::Scalar(v)) => v,
             other => panic!("{other:?}"),
         };

@@ -1,6 +1,7 @@
 //! Redis adapter against a real server: MULTI/EXEC batches and plain-pipeline batches.
 
-use dbsweep::adapter::{self, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::registry;
+use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
 
 /// The server under test, started by dbsweep's spawn code.
@@ -14,7 +15,7 @@ async fn open(db: u32, params: &str) -> (Arc<dyn Target>, ()) {
     url.set_path(&format!("/{db}"));
     let url = format!("{url}{params}");
     let ctx = OpenContext::new(std::env::temp_dir());
-    let target = adapter::open("redis", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
+    let target = registry::open("redis", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
@@ -24,5 +25,5 @@ conformance!(redis_pipeline, open(2, "?batch=pipeline"));
 lease_conformance!(redis_lease, |ctx: &OpenContext| {
     let mut url = url::Url::parse(&server_url()).expect("a spawned server's URL");
     url.set_path("/3");
-    adapter::open("redis", &TargetUrl::parse(url.as_str()).unwrap(), ctx).unwrap()
+    registry::open("redis", &TargetUrl::parse(url.as_str()).unwrap(), ctx).unwrap()
 });

@@ -10,15 +10,16 @@
 //! batch before the first reply is awaited.
 //!
 //! Analytic queries (TPC-H Q1, Q3, Q6, Q14) use the layout's dialect of
-//! [`crate::workload::queries`], are prepared once per session (at connect when their
+//! [`crate::adapter::sql::tpch`], are prepared once per session (at connect when their
 //! tables were prepared) and decode every cell into the type `answer_columns` names.
 //! Must not time anything.
 
 use super::sql::{Layout, Param, PgTable};
 use crate::adapter::Connection;
-use crate::data::table::{ColumnType, Date, Row, Value};
-use crate::workload::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::workload::queries::{self, Dialect};
+use crate::adapter::sql::tpch::{self, Dialect};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, Date, Row, Value};
+use crate::data::tpch_queries;
 use async_trait::async_trait;
 use futures_util::future::{BoxFuture, FutureExt};
 use std::cell::RefCell;
@@ -59,7 +60,7 @@ pub struct PgConnection {
 /// The SQL of `query` over the prepared tables, or which TPC-H table it lacks.
 pub fn query_sql(query: QueryId, dialect: Dialect, tables: &[PgTable]) -> Result<String, OpError> {
     let missing = RefCell::new(None::<String>);
-    let text = queries::sql(query, dialect, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
+    let text = tpch::sql(query, dialect, &|name: &str| match tables.iter().find(|t| t.def.name == name) {
         Some(t) => t.qualified.clone(),
         None => {
             missing.borrow_mut().get_or_insert_with(|| name.to_string());
@@ -115,7 +116,7 @@ const PG_EPOCH_DAYS: i32 = 10_957;
 
 /// Decodes a query's result rows into the types of `answer_columns(query)`.
 fn decode_answer(query: QueryId, rows: &[tokio_postgres::Row]) -> Result<Vec<Row>, OpError> {
-    let types = queries::answer_columns(query);
+    let types = tpch_queries::answer_columns(query);
     rows.iter()
         .map(|row| {
             if row.len() != types.len() {
@@ -506,7 +507,7 @@ impl Connection for PgConnection {
         if let Some(table) = single_table(ops) {
             match first.kind() {
                 OpKind::Insert => {
-                    let rows: Vec<&crate::data::table::Row> =
+                    let rows: Vec<&crate::base::table::Row> =
                         ops.iter().filter_map(|op| if let Op::Insert { row, .. } = op { Some(row) } else { None }).collect();
                     if rows.len() == ops.len() {
                         let params = self.table(table)?.insert_many_params(&rows)?;

@@ -17,9 +17,9 @@ pub(crate) mod sql;
 
 use self::sql::{Layout, MARKER, PgTable, quote_ident, quote_literal};
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::data::table::TableDef;
+use crate::base::op::{OpKind, QueryId};
+use crate::base::table::TableDef;
 use crate::error::{Error, Result};
-use crate::workload::op::{OpKind, QueryId};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::SinkExt;

@@ -11,9 +11,9 @@
 //! ISO `YYYY-MM-DD`, which sorts like the date); typed access casts the extracted text,
 //! and the expression indexes use exactly the same expressions so the planner uses them.
 
-use crate::data::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
-use crate::workload::op::{OpError, RangeAgg};
-use crate::workload::queries::Dialect;
+use crate::adapter::sql::tpch::Dialect;
+use crate::base::op::{OpError, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
@@ -615,7 +615,7 @@ fn copy_escape(text: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::Column;
+    use crate::base::table::Column;
 
     fn def() -> Arc<TableDef> {
         Arc::new(TableDef {

@@ -27,9 +27,9 @@
 //! SF 0.1 (tests/redis_tpch.rs), so about 20 s and 10 s at SF 1: past the BUSY threshold,
 //! within the runner's default 60 s per-op timeout.
 
-use crate::data::table::{Row, Value};
-use crate::workload::op::{Answer, ErrorClass, OpError, QueryId};
-use crate::workload::queries;
+use crate::base::op::{Answer, ErrorClass, OpError, QueryId};
+use crate::base::table::{Row, Value};
+use crate::data::tpch_queries;
 use redis::{Cmd, Script};
 
 /// Primary keys per `ZRANGE` inside the scripts.
@@ -163,7 +163,7 @@ impl Scripts {
         let mut cmd = redis::cmd("EVALSHA");
         match query {
             QueryId::TpchQ1 => {
-                cmd.arg(self.q1.get_hash()).arg(1).arg(pk_set).arg(row_prefix).arg(queries::Q1_SHIPDATE_MAX).arg(CHUNK);
+                cmd.arg(self.q1.get_hash()).arg(1).arg(pk_set).arg(row_prefix).arg(tpch_queries::Q1_SHIPDATE_MAX).arg(CHUNK);
                 cmd.arg(&[SHIPDATE, RETURNFLAG, LINESTATUS, QUANTITY, EXTENDEDPRICE, DISCOUNT, TAX]);
             }
             QueryId::TpchQ6 => {
@@ -171,11 +171,11 @@ impl Scripts {
                     .arg(1)
                     .arg(pk_set)
                     .arg(row_prefix)
-                    .arg(queries::Q6_DATE)
-                    .arg(queries::Q6_DATE_END)
-                    .arg(queries::Q6_DISCOUNT - 1)
-                    .arg(queries::Q6_DISCOUNT + 1)
-                    .arg(queries::Q6_QUANTITY * 100)
+                    .arg(tpch_queries::Q6_DATE)
+                    .arg(tpch_queries::Q6_DATE_END)
+                    .arg(tpch_queries::Q6_DISCOUNT - 1)
+                    .arg(tpch_queries::Q6_DISCOUNT + 1)
+                    .arg(tpch_queries::Q6_QUANTITY * 100)
                     .arg(CHUNK);
                 cmd.arg(&[SHIPDATE, DISCOUNT, QUANTITY, EXTENDEDPRICE]);
             }
@@ -216,7 +216,7 @@ fn items(query: QueryId, v: &redis::Value) -> Result<&[redis::Value], OpError> {
 }
 
 /// Decodes a script reply into the query's answer (columns and types of
-/// [`queries::answer_columns`], rows in the query's order).
+/// [`tpch_queries::answer_columns`], rows in the query's order).
 pub(super) fn decode(query: QueryId, reply: &redis::Value) -> Result<Answer, OpError> {
     match query {
         QueryId::TpchQ1 => {
@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(rows[0][6], Value::Float(1.5));
         assert_eq!(rows[0][8], Value::Float(0.05));
         assert_eq!(rows[0][9], Value::Int(2));
-        assert_eq!(rows[0].len(), queries::answer_columns(QueryId::TpchQ1).len());
+        assert_eq!(rows[0].len(), tpch_queries::answer_columns(QueryId::TpchQ1).len());
     }
 
     #[test]

@@ -6,9 +6,9 @@
 //!
 //! Owns the choice and the ids of figures. Must not draw, and must not compute numbers.
 
+use crate::base::op::OpKind;
 use crate::report::model::{PointResult, Report};
 use crate::workload::experiment::Point;
-use crate::workload::op::OpKind;
 
 /// The x axis of a throughput or time figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

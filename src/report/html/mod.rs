@@ -10,8 +10,9 @@
 pub mod chart;
 pub mod figures;
 
-use super::model::{Flag, LatencySummary, PointResult, PointStatus, Report, RunMeasurement};
-use crate::workload::op::OpKind;
+use super::model::{Flag, PointResult, PointStatus, Report};
+use crate::base::measurement::{LatencySummary, RunMeasurement};
+use crate::base::op::OpKind;
 use chart::{Axis, BarSeries, Pt, Scale, Series};
 use figures::{FigureKind, FigureSpec, XAxis, point_label, points_of};
 use plotters::style::RGBColor;

@@ -87,7 +87,7 @@ impl Value {
     /// A stable 64-bit fingerprint used to compare answers across systems. Floats are
     /// rounded to 9 significant digits so that engines summing in different orders agree.
     pub fn fingerprint(&self) -> u64 {
-        use crate::workload::rng::mix;
+        use crate::base::rng::mix;
         match self {
             Value::Null => 0x6e75_6c6c,
             Value::Int(v) => mix(1, *v as u64),
@@ -157,6 +157,9 @@ impl fmt::Display for Value {
 
 /// One row, values in column order; `row[0]` is the primary key.
 pub type Row = Vec<Value>;
+
+/// Rows to bulk-load into one table, streamed.
+pub type RowSource = Box<dyn Iterator<Item = Row> + Send>;
 
 #[cfg(test)]
 mod tests {

@@ -1,41 +1,23 @@
 //! The SQL text of the analytic queries (TPC-H Q1, Q3, Q6, Q14) for every SQL dialect dbsweep
-//! drives, and the types of their result columns.
+//! drives.
 //!
-//! Owns the query texts, their substitution parameters (TPC-H's validation values) and
-//! how each storage layout reaches a column (plain columns; hstore/jsonb attributes cast
-//! back to their types; SQLite's integer hundredths and days). Must not execute anything:
-//! adapters run these texts and decode rows with [`answer_columns`].
-//!
-//! Result types ([`answer_columns`]): group keys are Text, every sum and average is a
-//! Float (the SQL casts to double, SQLite divides by a float), counts are Int, Q3's
-//! `l_orderkey`/`o_shippriority` are Int and `o_orderdate` is a Date. Q3's ORDER BY adds
+//! Owns the query texts and how each storage layout reaches a column (plain columns;
+//! hstore/jsonb attributes cast back to their types; SQLite's integer hundredths and
+//! days). Must not execute anything: adapters run these texts and decode rows into the
+//! types of [`crate::data::tpch_queries::answer_columns`] (sums and averages: the SQL
+//! casts to double, SQLite divides by a float). Q3's ORDER BY adds
 //! `l_orderkey` after TPC-H's `revenue DESC, o_orderdate` so ties have one answer.
 //! Q14 casts its two sums to double before dividing (engines divide decimals with
 //! different scales; the sums themselves stay exact), and the quotient once more so
 //! every engine returns a double.
 //! No text ends in a semicolon (HyPer takes one statement per query string).
 
-use super::op::QueryId;
-use crate::data::table::{ColumnType, Date};
-
-/// Q1: `l_shipdate <= date '1998-12-01' - interval '90' day` (validation DELTA = 90).
-pub const Q1_SHIPDATE_MAX: &str = "1998-09-02";
-/// Q3 validation parameters: SEGMENT and DATE.
-pub const Q3_SEGMENT: &str = "BUILDING";
-pub const Q3_DATE: &str = "1995-03-15";
-/// Q6 validation parameters: DATE (a one-year window), DISCOUNT ± 0.01, QUANTITY.
-pub const Q6_DATE: &str = "1994-01-01";
-pub const Q6_DATE_END: &str = "1995-01-01";
-/// Hundredths.
-pub const Q6_DISCOUNT: i64 = 6;
-pub const Q6_QUANTITY: i64 = 24;
-/// Q14 validation parameter: DATE (a one-month window; `Q14_DATE_END` is DATE + 1 month).
-pub const Q14_DATE: &str = "1995-09-01";
-pub const Q14_DATE_END: &str = "1995-10-01";
-/// Q14's part types on promotion: `p_type LIKE 'PROMO%'`.
-pub const Q14_TYPE_PREFIX: &str = "PROMO";
-/// Q3 returns the first 10 rows.
-pub const Q3_LIMIT: usize = 10;
+use crate::base::op::QueryId;
+use crate::base::table::ColumnType;
+use crate::data::tpch_queries::{
+    Q1_SHIPDATE_MAX, Q3_DATE, Q3_LIMIT, Q3_SEGMENT, Q6_DATE, Q6_DATE_END, Q6_DISCOUNT, Q6_QUANTITY, Q14_DATE, Q14_DATE_END,
+    Q14_TYPE_PREFIX, days,
+};
 
 /// How an adapter stores TPC-H tables and which SQL it speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,27 +53,6 @@ impl Dialect {
     fn is_document(self) -> bool {
         matches!(self, Dialect::PgHstore | Dialect::PgJsonb)
     }
-}
-
-/// The result column types of `query`, in order.
-pub fn answer_columns(query: QueryId) -> Vec<ColumnType> {
-    use ColumnType::{Date as D, Float as F, Int as I, Text as T};
-    match query {
-        // returnflag, linestatus, sum_qty, sum_base_price, sum_disc_price, sum_charge,
-        // avg_qty, avg_price, avg_disc, count_order
-        QueryId::TpchQ1 => vec![T, T, F, F, F, F, F, F, F, I],
-        // l_orderkey, revenue, o_orderdate, o_shippriority
-        QueryId::TpchQ3 => vec![I, F, D, I],
-        // revenue
-        QueryId::TpchQ6 => vec![F],
-        // promo_revenue
-        QueryId::TpchQ14 => vec![F],
-    }
-}
-
-/// Days since 1970-01-01 of an ISO date constant.
-pub fn days(iso: &str) -> i32 {
-    Date::from_iso(iso).expect("query constants are valid dates").0
 }
 
 /// A date constant as the dialect compares it.
@@ -265,6 +226,7 @@ pub fn sql(query: QueryId, dialect: Dialect, table: &dyn Fn(&str) -> String) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::tpch_queries::answer_columns;
 
     fn plain(name: &str) -> String {
         name.to_string()

@@ -3,7 +3,7 @@
 //! Owns `Op`, `OpKind`, `Outcome`, `Answer` and the op error classes. Adapters translate
 //! these to their systems; nothing here may know a system's syntax.
 
-use crate::data::table::{Row, TableId, Value};
+use crate::base::table::{Row, TableId, Value};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -84,6 +84,13 @@ pub enum Op {
     FetchAll {
         table: TableId,
     },
+}
+
+/// What a stream of ops needs from a target: an analytic query, or op kinds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needs {
+    Query(QueryId),
+    Kinds(Vec<OpKind>),
 }
 
 /// The kind of an op: histograms, capabilities and errors are kept per kind.
@@ -202,7 +209,7 @@ pub enum Answer {
 impl Answer {
     /// Order-sensitive fingerprint of the whole answer (query results are ordered).
     pub fn fingerprint(&self) -> u64 {
-        use crate::workload::rng::mix;
+        use crate::base::rng::mix;
         match self {
             Answer::Scalar(v) => v.fingerprint(),
             Answer::Table(rows) => rows.iter().flatten().fold(0x7AB1E, |h, v| mix(h, v.fingerprint())),
@@ -340,7 +347,7 @@ impl std::error::Error for OpError {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::table::Decimal;
+    use crate::base::table::Decimal;
 
     #[test]
     fn answers_agree_up_to_tolerance_and_padding() {

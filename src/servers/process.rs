@@ -1,0 +1,244 @@
+//! The child processes behind throwaway servers: where their programs are found; every
+//! server and setup program is forked from one long-lived thread (so `PR_SET_PDEATHSIG` holds), in its own process group,
+//! with its output in a log file; signals to the server and its group; log tails for
+//! error messages.
+//!
+//! Must not: know any server system (that is each `System`'s business), or signal a
+//! process it did not start.
+
+use super::{Context, STARTUP_TIMEOUT, System};
+use crate::error::{Error, Result};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use tokio::process::{Child, Command};
+
+/// Lines of the server's log quoted in a startup error.
+const LOG_TAIL_LINES: usize = 25;
+
+/// The last lines of a log file, for error messages.
+pub(super) fn log_tail(path: &Path) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().collect();
+            let start = lines.len().saturating_sub(LOG_TAIL_LINES);
+            lines[start..].join("\n")
+        }
+        Err(e) => format!("(no log: {e})"),
+    }
+}
+
+/// The system's programs: named by the user, or found in `search_path` (when given) or
+/// the default search path.
+pub(super) fn locate_programs(system: &dyn System, search_path: Option<&[PathBuf]>) -> Result<Vec<PathBuf>> {
+    if search_path.is_none()
+        && let Some(named) = system.programs_from_env()
+    {
+        return named;
+    }
+    let dirs = match search_path {
+        Some(dirs) => dirs.to_vec(),
+        None => default_search_path(system),
+    };
+    system.programs().iter().map(|name| find_program(name, &dirs).ok_or_else(|| system.missing(name))).collect()
+}
+
+/// Where a system's programs are looked for: its own directories first (Debian keeps
+/// PostgreSQL's `postgres`/`initdb` off PATH), then PATH, then the sbin directories
+/// (MariaDB's `mariadbd` lives in /usr/sbin, often not on a user's PATH).
+pub(super) fn default_search_path(system: &dyn System) -> Vec<PathBuf> {
+    let mut dirs = system.search_dirs();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    for extra in ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin"] {
+        dirs.push(PathBuf::from(extra));
+    }
+    dirs
+}
+
+fn find_program(name: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter().map(|dir| dir.join(name)).find(|path| is_executable(path))
+}
+
+pub(super) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Runs a one-shot setup program (initdb, mariadb-install-db) to completion with its
+/// output in `log_name` inside the data directory; a failure quotes the log's tail.
+pub(super) async fn run_setup(name: &str, ctx: &Context, command: Command, log_name: &str) -> Result<()> {
+    let log_path = ctx.dir.join(log_name);
+    let (mut child, program) = start_logged(ctx, command, &log_path).await?;
+    // If this future is dropped halfway, the helpers the program forked (initdb's
+    // `postgres --boot`, install-db's `mariadbd --bootstrap`) must die with it.
+    let _group = child.id().map(GroupGuard);
+    let status = match tokio::time::timeout(STARTUP_TIMEOUT, child.wait()).await {
+        Ok(status) => status.map_err(|e| Error::runtime(format!("{program}: {e}")))?,
+        Err(_) => {
+            if let Some(pid) = child.id() {
+                kill_group(pid);
+            }
+            let _ = child.wait().await;
+            return Err(Error::runtime(format!(
+                "{name}: {program} did not finish within {} s; last lines of {}:\n{}",
+                STARTUP_TIMEOUT.as_secs(),
+                log_path.display(),
+                log_tail(&log_path)
+            )));
+        }
+    };
+    if !status.success() {
+        return Err(Error::runtime(format!(
+            "{name}: {program} failed ({status}); last lines of {}:\n{}",
+            log_path.display(),
+            log_tail(&log_path)
+        )));
+    }
+    Ok(())
+}
+
+/// Starts `command` in the data directory (as `ctx.run_as` when set) with stdout and
+/// stderr in `log_path`; returns the child and the program's name for messages.
+pub(super) async fn start_logged(ctx: &Context, mut command: Command, log_path: &Path) -> Result<(Child, String)> {
+    let log = std::fs::File::create(log_path).map_err(|e| Error::runtime(format!("cannot create {}: {e}", log_path.display())))?;
+    let log_err = log.try_clone().map_err(|e| Error::runtime(format!("cannot reopen {}: {e}", log_path.display())))?;
+    command.stdin(Stdio::null()).stdout(log).stderr(log_err).current_dir(&ctx.dir);
+    if let Some((uid, gid)) = ctx.run_as {
+        command.uid(uid).gid(gid);
+    }
+    let program = command.as_std().get_program().to_string_lossy().into_owned();
+    let child = start(command).await.map_err(|e| Error::runtime(format!("cannot start {program}: {e}")))?;
+    Ok((child, program))
+}
+
+/// A loopback port that was free a moment ago.
+pub(super) fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| Error::runtime(format!("cannot bind a loopback port: {e}")))?;
+    let port = listener.local_addr().map_err(|e| Error::runtime(format!("cannot read the bound port: {e}")))?.port();
+    Ok(port)
+}
+
+/// Kills a process group when dropped (a no-op once the group is gone).
+struct GroupGuard(u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
+/// A job for the spawner thread.
+struct SpawnJob {
+    command: Command,
+    runtime: tokio::runtime::Handle,
+    reply: tokio::sync::oneshot::Sender<io::Result<Child>>,
+}
+
+/// Every server is forked from one thread that lives as long as dbsweep: the kernel sends
+/// `PR_SET_PDEATHSIG` when the *thread* that forked a child exits, and tokio's blocking
+/// threads (and workers after `block_in_place`) do exit while servers still run.
+fn spawner() -> &'static mpsc::Sender<SpawnJob> {
+    static SPAWNER: OnceLock<mpsc::Sender<SpawnJob>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("dbsweep-spawner".into())
+            .spawn(move || {
+                while let Ok(mut job) = rx.recv() {
+                    let _runtime = job.runtime.enter();
+                    // If nobody waits any more (a cancelled spawn), dropping the child
+                    // kills it (kill_on_drop).
+                    let _ = job.reply.send(job.command.spawn());
+                }
+            })
+            .expect("cannot start the server spawner thread");
+        tx
+    })
+}
+
+/// Starts a child in its own process group that gets SIGKILL when dbsweep dies and is
+/// killed when its handle is dropped.
+async fn start(mut command: Command) -> io::Result<Child> {
+    command.kill_on_drop(true).process_group(0);
+    let parent = std::process::id();
+    // SAFETY: the hook only makes async-signal-safe calls (prctl, getppid) and does not
+    // allocate.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // dbsweep died between fork and prctl: do not outlive it.
+            if libc::getppid() as u32 != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let job = SpawnJob { command, runtime: tokio::runtime::Handle::current(), reply };
+    spawner().send(job).map_err(|_| io::Error::other("the server spawner thread is gone"))?;
+    answer.await.map_err(|_| io::Error::other("the server spawner thread dropped the request"))?
+}
+
+pub(super) fn signal(pid: u32, signal: i32) {
+    // SAFETY: plain syscall; the pid is our own unreaped child.
+    unsafe {
+        libc::kill(pid as libc::pid_t, signal);
+    }
+}
+
+pub(super) fn signal_group(pgid: u32, signal: i32) {
+    // SAFETY: plain syscall on a process group we created.
+    unsafe {
+        libc::kill(-(pgid as libc::pid_t), signal);
+    }
+}
+
+/// SIGKILL to the server's process group (the server and any helpers it forked).
+pub(super) fn kill_group(pgid: u32) {
+    signal_group(pgid, libc::SIGKILL);
+}
+
+pub(super) fn group_alive(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_only_if_executable() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        let exec = dir.path().join("exec");
+        std::fs::write(&plain, "").unwrap();
+        std::fs::write(&exec, "").unwrap();
+        std::fs::set_permissions(&exec, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dirs = vec![dir.path().to_path_buf()];
+        assert_eq!(find_program("exec", &dirs), Some(exec));
+        assert_eq!(find_program("plain", &dirs), None);
+        assert_eq!(find_program("absent", &dirs), None);
+    }
+
+    #[test]
+    fn log_tail_keeps_the_last_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let tail = log_tail(&path);
+        assert_eq!(tail.lines().count(), LOG_TAIL_LINES);
+        assert!(tail.ends_with("line 99"));
+        assert!(log_tail(&dir.path().join("absent")).starts_with("(no log"));
+    }
+}

@@ -87,41 +87,22 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     // Prepare and load every target before writing anything: bad input and unreachable
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
     let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
-    let setup = async {
-        for t in &targets {
-            progress.message(format!("preparing {}", t.info().name));
-            t.prepare(&dataset.tables).await?;
-            prepared.push(t.clone());
-            for (id, table) in dataset.tables.iter().enumerate() {
-                progress.message(format!("loading {} into {}", table.name, t.info().name));
-                let n = dataset.initial_rows(id);
-                let loaded = t.load(table, dataset.initial(id)).await?;
-                if loaded != n {
-                    return Err(Error::runtime(format!("{}: loaded {loaded} of {n} rows into {}", t.info().name, table.name)));
-                }
-            }
-        }
-        Ok::<(), Error>(())
-    };
     let setup = tokio::select! {
-        result = setup => result.map(|()| true),
-        () = ctx.cancel.stopped() => Ok(false),
+        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &ctx.cancel) => result,
+        () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
     report.warnings.extend(leases.notes.iter().cloned());
-    match setup {
-        Err(e) => {
-            release_targets(&prepared, &leases, renewal, false).await;
-            return Err(e);
-        }
-        Ok(false) => {
-            progress.finish();
-            report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data).await);
-            drop(scratch);
-            run_dir.keep();
-            return finish(report, Some(ctx.cancel.reason()), ctx, &out_dir);
-        }
-        Ok(true) => {}
+    if ctx.cancel.is_stopped() {
+        progress.finish();
+        report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data).await);
+        drop(scratch);
+        run_dir.keep();
+        return finish(report, Some(ctx.cancel.reason()), ctx, &out_dir);
+    }
+    if let Err(e) = setup {
+        release_targets(&prepared, &leases, renewal, false).await;
+        return Err(e);
     }
     run_dir.keep();
     let mut stop_reason: Option<String> = (!save(&out_dir, &report, &ctx.cancel)).then(|| ctx.cancel.reason());
@@ -291,6 +272,37 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     finish(report, stop_reason, ctx, &out_dir)
 }
 
+/// Prepares every target and loads its initial rows; `prepared` collects the targets that
+/// need cleaning up. A stop request ends a load early (its row stream dries up), so even an
+/// engine whose load blocks its thread returns promptly.
+async fn prepare_and_load(
+    targets: &[Arc<dyn Target>],
+    dataset: &Dataset,
+    progress: &mut Progress,
+    prepared: &mut Vec<Arc<dyn Target>>,
+    cancel: &Cancel,
+) -> Result<()> {
+    for t in targets {
+        progress.message(format!("preparing {}", t.info().name));
+        t.prepare(&dataset.tables).await?;
+        prepared.push(t.clone());
+        for (id, table) in dataset.tables.iter().enumerate() {
+            progress.message(format!("loading {} into {}", table.name, t.info().name));
+            let n = dataset.initial_rows(id);
+            let flag = cancel.flag();
+            let rows = Box::new(dataset.initial(id).take_while(move |_| !flag.load(std::sync::atomic::Ordering::Relaxed)));
+            let loaded = t.load(table, rows).await?;
+            if cancel.is_stopped() {
+                return Ok(());
+            }
+            if loaded != n {
+                return Err(Error::runtime(format!("{}: loaded {loaded} of {n} rows into {}", t.info().name, table.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The report as it starts: plan, environment and targets, no points yet.
 fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Target>], started: SystemTime) -> Report {
     Report {
@@ -347,7 +359,8 @@ fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunContext, out
             out_dir.display()
         ));
         report.complete = false;
-        let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
+        // Compact, to need as little room as possible; `dbsweep report` reads it alike.
+        let json = serde_json::to_vec(&report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
         report::write_atomic(&out_dir.join(report::REPORT_JSON), &json)?;
         return Err(Error::runtime(format!("{e}; report.json in {} says what was measured", out_dir.display())));
     }

@@ -178,8 +178,15 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     })?;
     print!("{}", report::console::render(&report));
     println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
+    let mut failures = Vec::new();
     if !report.complete {
-        return Err(Error::runtime(format!("run incomplete: {}", report.incomplete_reason.unwrap_or_default())));
+        failures.push(format!("run incomplete: {}", report.incomplete_reason.as_deref().unwrap_or_default()));
+    }
+    if let Some(voided) = voided_points(&report) {
+        failures.push(voided);
+    }
+    if !failures.is_empty() {
+        return Err(Error::runtime(failures.join("; ")));
     }
     Ok(())
 }
@@ -196,6 +203,27 @@ async fn watch_signals(cancel: Cancel) {
         _ = int.recv() => cancel.stop(StopCause::CtrlC),
         _ = term.recv() => cancel.stop(StopCause::Sigterm),
     }
+}
+
+/// Names the void points of a run (errors or missing rows), the first few in full.
+fn voided_points(report: &report::model::Report) -> Option<String> {
+    const NAMED: usize = 5;
+    let void: Vec<String> = report
+        .points
+        .iter()
+        .filter(|p| p.is_void())
+        .map(|p| format!("{} / {} / {}", p.experiment, p.target, report::console::point_label(p)))
+        .collect();
+    if void.is_empty() {
+        return None;
+    }
+    let more = if void.len() > NAMED { format!(" and {} more", void.len() - NAMED) } else { String::new() };
+    Some(format!(
+        "{} point{} void (failed requests or missing rows; no throughput published, results saved and flagged): {}{more}",
+        void.len(),
+        if void.len() == 1 { "" } else { "s" },
+        void[..void.len().min(NAMED)].join(", ")
+    ))
 }
 
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.

@@ -69,7 +69,7 @@ fn measured_ops_are_exact_and_report_rerenders_byte_for_byte() {
     assert_eq!(batched["rows"], "1000");
     let json = report(&out);
     assert_eq!(json["complete"], true);
-    assert_eq!(json["format_version"], 1);
+    assert_eq!(json["format_version"], dbsweep::report::model::FORMAT_VERSION);
     assert!(json["environment"]["cores"].as_u64().unwrap() >= 1);
 
     let csv_before = std::fs::read(out.join("results.csv")).unwrap();
@@ -216,22 +216,38 @@ fn failing_ops_are_counted_by_class_and_flagged() {
         "--clients",
         "1",
         "--batch",
-        "1",
+        "1,10",
         "--no-progress",
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A run with void points ends with exit code 1 and a last line naming them; the
+    // results are saved.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("points void") && last.contains("get / flaky / c=1"), "{stderr}");
     let json = report(&out);
     let points: Vec<_> =
         json["points"].as_array().unwrap().iter().filter(|p| p["target"] == "flaky" && p["experiment"] == "get").cloned().collect();
     let unbatched = points.iter().find(|p| p["batched"] == false).unwrap();
     let run = &unbatched["runs"][0];
     // Requests are numbered across the target's connections (the echo floor's 8,000 come
-    // first); every tenth fails.
+    // first); every tenth fails, and a failed request adds nothing but failed ops.
     assert_eq!(run["errors"]["server"], 100);
+    assert_eq!((run["ops"].as_u64(), run["ok_ops"].as_u64(), run["failed_ops"].as_u64()), (Some(1000), Some(900), Some(100)));
     assert_eq!(run["rows"], 900);
-    assert!(unbatched["flags"].as_array().unwrap().iter().any(|f| f["flag"] == "errors"));
+    assert_eq!(run["service"]["get"]["count"], 900, "only ok requests are timed");
+    assert!(unbatched["flags"].as_array().unwrap().iter().any(|f| f["flag"] == "errors" && f["failed_ops"] == 100));
+    assert!(unbatched["summary"]["median_ops_per_sec"].is_null(), "a void point has no throughput: {}", unbatched["summary"]);
+    // A batch that fails fails all of its ops.
+    let batched = points.iter().find(|p| p["batched"] == true && p["batch"] == 10).unwrap();
+    assert_eq!(batched["runs"][0]["failed_ops"].as_u64(), Some(10 * batched["runs"][0]["errors"]["server"].as_u64().unwrap()));
+    // The CSV publishes no throughput for it either.
+    let rows = csv_rows(&out);
+    let flaky: Vec<_> = rows.iter().filter(|r| r["target"] == "flaky" && r["experiment"] == "get").collect();
+    assert!(flaky.iter().all(|r| r["ops_per_sec"].is_empty() && r["flags"].contains("errors")), "{flaky:?}");
+    assert!(flaky.iter().any(|r| r["failed_ops"] == "100" && r["ok_ops"] == "900"), "{flaky:?}");
 }
 
 #[test]

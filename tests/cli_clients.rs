@@ -49,25 +49,33 @@ static REDIS_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_cli_conformance() {
     let _l = MY_LOCK.lock().await;
-    body::check_target(mysql_cli().await.0).await;
+    let target = mysql_cli().await.0;
+    body::check_measured_failures(target.clone(), body::Fault::DuplicateKey).await;
+    body::check_target(target).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_cli_per_op_conformance() {
     let _l = MY_LOCK.lock().await;
-    body::check_target(mysql_cli_per_op().await.0).await;
+    let target = mysql_cli_per_op().await.0;
+    body::check_measured_failures(target.clone(), body::Fault::DuplicateKey).await;
+    body::check_target(target).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_cli_conformance() {
     let _l = REDIS_LOCK.lock().await;
-    body::check_target(redis_cli().await.0).await;
+    let target = redis_cli().await.0;
+    body::check_measured_failures(target.clone(), body::Fault::Custom(support::faults::redis_key_set_string)).await;
+    body::check_target(target).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_cli_per_op_conformance() {
     let _l = REDIS_LOCK.lock().await;
-    body::check_target(redis_cli_per_op().await.0).await;
+    let target = redis_cli_per_op().await.0;
+    body::check_measured_failures(target.clone(), body::Fault::Custom(support::faults::redis_key_set_string)).await;
+    body::check_target(target).await;
 }
 
 /// 1000 keys in one batch through the client, counted by the library adapter; a 100-key

@@ -111,8 +111,11 @@ fn fixture_validates_against_the_schema_and_broken_reports_do_not() {
     bad["seed"] = serde_json::json!("forty-two");
     assert!(!validator.is_valid(&bad), "a string seed must not validate");
     let mut bad = good.clone();
-    bad["points"][0]["summary"]["median_ops_per_sec"] = serde_json::json!(null);
-    assert!(!validator.is_valid(&bad), "a null median must not validate");
+    bad["points"][0]["summary"]["median_ops_per_sec"] = serde_json::json!("fast");
+    assert!(!validator.is_valid(&bad), "a text median must not validate");
+    let mut bad = good.clone();
+    bad["points"][0]["runs"][0]["ok_ops"] = serde_json::json!(-1);
+    assert!(!validator.is_valid(&bad), "negative ok ops must not validate");
     let mut bad = good;
     bad.as_object_mut().unwrap().remove("environment");
     assert!(!validator.is_valid(&bad), "a report without environment must not validate");

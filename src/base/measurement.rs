@@ -9,22 +9,42 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One warm-up or measured run.
+///
+/// Accounting: every op sent is in `ops`, and `ops = ok_ops + failed_ops + short_ops`.
+/// Throughput, rows and latency are made of the ok requests only; a run with a failed or a
+/// short request has no throughput at all (see [`RunMeasurement::is_void`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunMeasurement {
     /// 0-based; warm-up runs come first.
     pub run: u32,
     pub warmup: bool,
     pub complete: bool,
-    /// Ops executed (successful or not).
+    /// Ops sent, whatever their outcome.
     pub ops: u64,
+    /// Ops of requests that succeeded and returned or affected every row the plan expects.
+    #[serde(default)]
+    pub ok_ops: u64,
+    /// Ops of requests that failed (a server error, a broken connection, a timeout); a
+    /// failed batch fails all of its ops.
+    #[serde(default)]
+    pub failed_ops: u64,
+    /// Ops of requests that succeeded but returned or affected fewer rows than the plan
+    /// expects (a key that should exist was not found).
+    #[serde(default)]
+    pub short_ops: u64,
+    /// Rows the plan expects that those short requests did not return or affect.
+    #[serde(default)]
+    pub missing_rows: u64,
+    /// Requests sent (one per op, or one per batch).
     pub requests: u64,
-    /// Rows written, deleted, found or returned.
+    /// Rows written, deleted, found or returned by the ok requests.
     pub rows: u64,
+    /// Wall time of the run, from the first client's start to the last client's end.
     pub seconds: f64,
     /// CPU time of the dbsweep process during the run (for embedded engines this includes
     /// the engine itself).
     pub client_cpu_seconds: f64,
-    /// Failed ops by error class.
+    /// Failed requests by error class.
     pub errors: BTreeMap<String, u64>,
     pub error_samples: Vec<String>,
     /// Fixed-rate runs: ops that started more than 1 ms after their intended start (the
@@ -82,20 +102,42 @@ impl MemoryMeasurement {
 }
 
 impl RunMeasurement {
+    /// Failed requests, of every class.
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()
     }
 
-    pub fn ops_per_sec(&self) -> f64 {
-        if self.seconds > 0.0 { self.ops as f64 / self.seconds } else { 0.0 }
+    /// True when a request of this run failed or came back short: its timing counts
+    /// something that did not happen, so the run (and its point) has no throughput.
+    pub fn is_void(&self) -> bool {
+        self.failed_ops > 0 || self.short_ops > 0 || self.missing_rows > 0 || self.error_count() > 0
     }
 
-    pub fn rows_per_sec(&self) -> f64 {
-        if self.seconds > 0.0 { self.rows as f64 / self.seconds } else { 0.0 }
+    fn per_sec(&self, n: u64) -> Option<f64> {
+        (!self.is_void() && self.seconds > 0.0).then(|| n as f64 / self.seconds)
     }
 
-    pub fn requests_per_sec(&self) -> f64 {
-        if self.seconds > 0.0 { self.requests as f64 / self.seconds } else { 0.0 }
+    /// Ok ops per second; `None` for a void run.
+    pub fn ops_per_sec(&self) -> Option<f64> {
+        self.per_sec(self.ok_ops)
+    }
+
+    /// Rows per second; `None` for a void run.
+    pub fn rows_per_sec(&self) -> Option<f64> {
+        self.per_sec(self.rows)
+    }
+
+    /// Requests per second; `None` for a void run (where every request was ok).
+    pub fn requests_per_sec(&self) -> Option<f64> {
+        self.per_sec(self.requests)
+    }
+
+    /// Fills the accounting fields of a run saved in report format 1, which counted failed
+    /// ops in `ops` and had no `ok_ops`: each failed request is taken as one failed op (the
+    /// run is void either way).
+    pub fn upgrade_from_v1(&mut self) {
+        self.failed_ops = self.error_count().min(self.ops);
+        self.ok_ops = self.ops - self.failed_ops;
     }
 }
 

@@ -257,6 +257,16 @@ impl Answer {
     }
 }
 
+/// An op and the rows the plan knows it must return or affect: at least this many (a
+/// point read of a loaded key: 1; a multi-get: one per key; a delete or update of a key
+/// that exists: 1; an insert: its row). 0 when the plan cannot know. Fewer rows than
+/// expected are missing rows: the request did not do what the plan asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedOp {
+    pub op: Op,
+    pub expected_rows: u64,
+}
+
 /// What executing an op (or a batch) produced.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
@@ -273,6 +283,16 @@ impl Outcome {
 
     pub fn answer(rows: u64, answer: Answer) -> Self {
         Outcome { rows, answer: Some(answer) }
+    }
+
+    /// The rows this outcome found, to compare with `PlannedOp::expected_rows`: the count a
+    /// `RangeCount` answered (its one result row is not what it found), else `rows`.
+    #[inline]
+    pub fn found_rows(&self, kind: OpKind) -> u64 {
+        match (kind, &self.answer) {
+            (OpKind::RangeCount, Some(Answer::Scalar(Value::Int(n)))) => (*n).max(0) as u64,
+            _ => self.rows,
+        }
     }
 }
 

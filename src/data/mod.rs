@@ -17,6 +17,34 @@ use serde::{Deserialize, Serialize};
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
+/// Counts of preloaded rows per value of an integer column, for `lo <= value <= hi`
+/// questions in O(1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeCounter {
+    /// The value counted at `prefix[1]`.
+    first: i64,
+    /// `prefix[i]` = rows whose value is below `first + i`.
+    prefix: Vec<u64>,
+}
+
+impl RangeCounter {
+    /// From the number of rows holding each value `first, first + 1, ...`.
+    pub fn new(first: i64, per_value: &[u64]) -> Self {
+        let mut prefix = Vec::with_capacity(per_value.len() + 1);
+        prefix.push(0);
+        for n in per_value {
+            prefix.push(prefix[prefix.len() - 1] + n);
+        }
+        RangeCounter { first, prefix }
+    }
+
+    /// Rows with `lo <= value <= hi`.
+    pub fn count(&self, lo: i64, hi: i64) -> u64 {
+        let at = |v: i64| self.prefix[(v.saturating_sub(self.first)).clamp(0, self.prefix.len() as i64 - 1) as usize];
+        if hi < lo { 0 } else { at(hi.saturating_add(1)) - at(lo) }
+    }
+}
+
 /// Which data a study uses, as written in a spec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -168,6 +196,22 @@ impl Dataset {
         Box::new(keys.map(move |k| this.new_row(table, k)))
     }
 
+    /// How many preloaded rows of `table` have `lo <= column <= hi`, where the generator
+    /// defines it cheaply: the `kv` table's group column (one pass over the keys, once).
+    /// `None` elsewhere (TPC-H columns would need the whole table generated).
+    pub fn range_counter(&self, table: TableId, column: usize) -> Option<RangeCounter> {
+        match &self.source {
+            Source::Kv { rows, generator } if column == kv::GROUP && table == 0 => {
+                let mut per_group = vec![0u64; generator.groups as usize];
+                for key in 0..*rows as i64 {
+                    per_group[generator.group_of(key) as usize] += 1;
+                }
+                Some(RangeCounter::new(0, &per_group))
+            }
+            _ => None,
+        }
+    }
+
     /// The values an indexed column takes in the preloaded rows, for range queries.
     pub fn column_domain(&self, table: TableId, column: usize) -> RangeInclusive<i64> {
         match &self.source {
@@ -176,5 +220,25 @@ impl Dataset {
             // The usertable and the pairs table have no secondary indexes.
             Source::Ycsb { .. } | Source::Pairs { .. } => 0..=0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_counts_of_the_kv_groups_match_the_rows() {
+        let data = Dataset::new(&DataSpec::Kv { rows: 2000, payload_bytes: 4 }, 5);
+        let counter = data.range_counter(0, kv::GROUP).expect("kv groups are counted");
+        let generator = kv::KvGen::new(5, 2000, 4);
+        for (lo, hi) in [(0, 0), (3, 17), (150, 199), (190, 500), (-5, 2), (9, 8)] {
+            let expected = (0..2000).filter(|k| (lo..=hi).contains(&generator.group_of(*k))).count() as u64;
+            assert_eq!(counter.count(lo, hi), expected, "{lo}..={hi}");
+        }
+        assert_eq!(counter.count(0, 199), 2000);
+        assert!(data.range_counter(0, kv::VALUE).is_none());
+        let tpch = Dataset::new(&DataSpec::Tpch { scale: 0.01 }, 0);
+        assert!(tpch.range_counter(0, 1).is_none(), "not guessed where the generator does not define it cheaply");
     }
 }

@@ -23,12 +23,21 @@ fn label(p: &PointResult) -> String {
     s
 }
 
+/// The (median, min, max) throughput of a point; `None` when it has none (void or not
+/// measured).
+fn throughput(p: &PointResult) -> Option<(f64, f64, f64)> {
+    let s = p.summary.as_ref()?;
+    Some((s.median_ops_per_sec?, s.min_ops_per_sec?, s.max_ops_per_sec?))
+}
+
 /// True when the two runs' min-max throughput ranges overlap.
-fn overlaps(a: &PointResult, b: &PointResult) -> bool {
-    match (&a.summary, &b.summary) {
-        (Some(x), Some(y)) => x.min_ops_per_sec <= y.max_ops_per_sec && y.min_ops_per_sec <= x.max_ops_per_sec,
-        _ => false,
-    }
+fn overlaps(a: (f64, f64, f64), b: (f64, f64, f64)) -> bool {
+    a.1 <= b.2 && b.1 <= a.2
+}
+
+/// A point without a throughput: void (errors, missing rows) or not measured.
+fn no_throughput(p: &PointResult) -> String {
+    if p.is_void() { "VOID (errors or missing rows)".into() } else { "no result".into() }
 }
 
 pub fn render(names: &[String], reports: &[Report]) -> String {
@@ -46,16 +55,28 @@ pub fn render(names: &[String], reports: &[Report]) -> String {
             .collect(),
     ];
     for base in &reports[0].points {
-        let Some(b) = &base.summary else { continue };
-        let mut row = vec![base.experiment.clone(), base.target.clone(), label(base), format!("{}/s", rate(b.median_ops_per_sec))];
+        if base.summary.is_none() {
+            continue;
+        }
+        let b = throughput(base);
+        let mut row = vec![
+            base.experiment.clone(),
+            base.target.clone(),
+            label(base),
+            match b {
+                Some((median, _, _)) => format!("{}/s", rate(median)),
+                None => no_throughput(base),
+            },
+        ];
         for other in &reports[1..] {
             let cell = match other.points.iter().find(|p| key(p) == key(base)) {
-                Some(p) => match &p.summary {
-                    Some(s) if b.median_ops_per_sec > 0.0 => {
-                        let ratio = s.median_ops_per_sec / b.median_ops_per_sec;
-                        format!("{}/s ({ratio:.2}x{})", rate(s.median_ops_per_sec), if overlaps(base, p) { " ~" } else { "" })
+                Some(p) => match (b, throughput(p)) {
+                    (Some(b), Some(s)) if b.0 > 0.0 => {
+                        let ratio = s.0 / b.0;
+                        format!("{}/s ({ratio:.2}x{})", rate(s.0), if overlaps(b, s) { " ~" } else { "" })
                     }
-                    _ => "no result".into(),
+                    (_, Some(s)) => format!("{}/s", rate(s.0)),
+                    (_, None) => no_throughput(p),
                 },
                 None => "-".into(),
             };

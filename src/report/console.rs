@@ -60,7 +60,8 @@ fn memory_cell(m: &super::model::MemorySummary) -> String {
     )
 }
 
-fn point_label(p: &PointResult) -> String {
+/// A point's parameters in a few characters: `c=4 b=100 w=10`.
+pub fn point_label(p: &PointResult) -> String {
     let mut label = format!("c={}", p.point.clients);
     if p.point.batched {
         let _ = write!(label, " b={}", p.point.batch);
@@ -72,19 +73,39 @@ fn point_label(p: &PointResult) -> String {
     label
 }
 
+/// A void point's cell: no number, only what voided it, loudly.
+fn void_cell(p: &PointResult) -> String {
+    let mut text = String::from("VOID");
+    for f in &p.flags {
+        match f {
+            Flag::Errors { count, failed_ops } => {
+                let _ = write!(text, " [ERRORS: {count} failed request{}, {failed_ops} ops]", if *count == 1 { "" } else { "s" });
+            }
+            Flag::MissingRows { count } => {
+                let _ = write!(text, " [MISSING ROWS: {count}]");
+            }
+            Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
+            Flag::Incomplete => text.push_str(" [incomplete]"),
+            Flag::ClientBound { .. } | Flag::NotSupported => {}
+        }
+    }
+    text
+}
+
 /// Lifecycle studies report time, as the in-memory study did: the run's duration (median
 /// over measured runs) and the time per op.
 fn lifecycle_cell(p: &PointResult) -> String {
     let ops = p.runs.iter().find(|r| !r.warmup).map(|r| r.ops).unwrap_or(0);
-    match (&p.status, &p.summary) {
+    let median = p.summary.as_ref().and_then(|s| s.median_ops_per_sec);
+    match (&p.status, median) {
         (PointStatus::NotSupported { .. }, _) => "n/a".into(),
-        (_, Some(s)) if s.median_ops_per_sec > 0.0 && ops > 0 => {
-            let seconds = ops as f64 / s.median_ops_per_sec;
+        _ if p.is_void() => void_cell(p),
+        (_, Some(median)) if median > 0.0 && ops > 0 => {
+            let seconds = ops as f64 / median;
             let mut text = format!("{} ({}/op × {ops})", micros(seconds * 1e6), micros(seconds * 1e6 / ops as f64));
             for f in &p.flags {
                 text.push_str(match f {
                     Flag::AnswerMismatch { .. } => " [WRONG ROWS]",
-                    Flag::Errors { .. } => " [errors]",
                     Flag::Incomplete => " [incomplete]",
                     _ => "",
                 });
@@ -98,13 +119,15 @@ fn lifecycle_cell(p: &PointResult) -> String {
 fn cell(p: &PointResult) -> String {
     match (&p.status, &p.summary) {
         (PointStatus::NotSupported { .. }, _) => "n/a".into(),
+        _ if p.is_void() => void_cell(p),
         (_, Some(s)) => {
-            let spread =
-                if s.median_ops_per_sec > 0.0 { 100.0 * (s.max_ops_per_sec - s.min_ops_per_sec) / s.median_ops_per_sec / 2.0 } else { 0.0 };
+            let (median, lo, hi) =
+                (s.median_ops_per_sec.unwrap_or(0.0), s.min_ops_per_sec.unwrap_or(0.0), s.max_ops_per_sec.unwrap_or(0.0));
+            let spread = if median > 0.0 { 100.0 * (hi - lo) / median / 2.0 } else { 0.0 };
             // Analytic queries read as durations, the way the studies report them.
             let mut text = match (&p.op, &s.latency) {
                 (OpKind::Query, Some(l)) => format!("{} per query (mean of {} runs)", micros(l.mean_us), s.measured_runs),
-                _ => format!("{}/s ±{spread:.0}%", rate(s.median_ops_per_sec)),
+                _ => format!("{}/s ±{spread:.0}%", rate(median)),
             };
             if let (false, Some(l)) = (p.op == OpKind::Query, &s.latency) {
                 let _ = write!(text, " p99 {}", micros(l.p99_us));
@@ -113,9 +136,8 @@ fn cell(p: &PointResult) -> String {
                 text.push_str(match f {
                     Flag::ClientBound { .. } => " [client-bound]",
                     Flag::AnswerMismatch { .. } => " [WRONG ANSWER]",
-                    Flag::Errors { .. } => " [errors]",
                     Flag::Incomplete => " [incomplete]",
-                    Flag::NotSupported => "",
+                    Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => "",
                 });
             }
             text
@@ -196,6 +218,14 @@ pub fn render(report: &Report) -> String {
     }
     for w in &report.warnings {
         let _ = writeln!(out, "warning: {w}");
+    }
+    let voided = report.points.iter().filter(|p| p.is_void()).count();
+    if voided > 0 {
+        let _ = writeln!(
+            out,
+            "\nVOID: {voided} point{} had failed requests or missing rows; their timings are void and no throughput is published",
+            if voided == 1 { "" } else { "s" }
+        );
     }
     if !report.complete {
         let _ = writeln!(out, "\nINCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early"));

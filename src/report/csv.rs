@@ -41,6 +41,10 @@ pub const COLUMNS: &[&str] = &[
     "client_mem_delta_bytes",
     "engine_mem_after_bytes",
     "server_mem_after_bytes",
+    "ok_ops",
+    "failed_ops",
+    "short_ops",
+    "missing_rows",
 ];
 
 /// Quotes a field when it holds a separator, quote or newline (RFC 4180).
@@ -72,7 +76,7 @@ pub fn render(report: &Report) -> String {
             let mut row: Vec<String> = head.to_vec();
             row.extend(std::iter::repeat_n(String::new(), 14));
             row.extend([share.clone(), rate.clone(), String::new(), String::new(), String::new(), field(&flags), complete.to_string()]);
-            row.extend(std::iter::repeat_n(String::new(), 5));
+            row.extend(std::iter::repeat_n(String::new(), 9));
             out.push_str(&row.join(","));
             out.push('\n');
             continue;
@@ -86,9 +90,12 @@ pub fn render(report: &Report) -> String {
                 let resp = r.response.get(&kind);
                 let us = |f: fn(&crate::base::measurement::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
                 let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
+                // A void point publishes no throughput, in any of its rows.
+                let void = p.is_void();
+                let per_sec = |v: Option<f64>| v.filter(|_| !void).map(|v| format!("{v:.1}")).unwrap_or_default();
                 let (ops, ops_per_sec) = match (p.op, lat) {
-                    (OpKind::Mixed, Some(l)) => (l.count, if r.seconds > 0.0 { l.count as f64 / r.seconds } else { 0.0 }),
-                    _ => (r.ops, r.ops_per_sec()),
+                    (OpKind::Mixed, Some(l)) => (l.count, per_sec(r.ops_per_sec().map(|_| l.count as f64 / r.seconds))),
+                    _ => (r.ops, per_sec(r.ops_per_sec())),
                 };
                 let mut row: Vec<String> = head.to_vec();
                 row[2] = kind.name().to_string();
@@ -98,8 +105,8 @@ pub fn render(report: &Report) -> String {
                     r.requests.to_string(),
                     r.rows.to_string(),
                     format!("{:.6}", r.seconds),
-                    format!("{ops_per_sec:.1}"),
-                    format!("{:.1}", r.rows_per_sec()),
+                    ops_per_sec,
+                    per_sec(r.rows_per_sec()),
                     us(|l| l.p50_us),
                     us(|l| l.p90_us),
                     us(|l| l.p99_us),
@@ -126,6 +133,7 @@ pub fn render(report: &Report) -> String {
                     ]),
                     None => row.extend(std::iter::repeat_n(String::new(), 5)),
                 }
+                row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows].map(|n| n.to_string()));
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

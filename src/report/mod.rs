@@ -127,7 +127,7 @@ pub fn load(dir: &Path) -> Result<Report> {
     let path = dir.join(REPORT_JSON);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::usage(format!("cannot read {}: {e}; pass a run directory written by `dbsweep run`", path.display())))?;
-    let report: Report =
+    let mut report: Report =
         serde_json::from_str(&text).map_err(|e| Error::usage(format!("{} is not a dbsweep report: {e}", path.display())))?;
     if report.format_version > model::FORMAT_VERSION {
         return Err(Error::usage(format!(
@@ -137,5 +137,6 @@ pub fn load(dir: &Path) -> Result<Report> {
             model::FORMAT_VERSION
         )));
     }
+    report.upgrade();
     Ok(report)
 }

@@ -9,7 +9,11 @@ use crate::base::op::OpKind;
 use crate::workload::experiment::Point;
 use serde::{Deserialize, Serialize};
 
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: `ops` counts every op sent and throughput counts only `ok_ops`; `failed_ops`,
+/// `short_ops` and `missing_rows` were added; a point with errors or missing rows is void
+/// (no throughput in its summary); `errors` counts failed requests in every run, warm-up
+/// included.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// One run directory's contents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -44,6 +48,32 @@ pub struct Unavailable {
     pub reason: String,
 }
 
+impl Report {
+    /// Brings a report saved by an older dbsweep to this format, so it re-renders with
+    /// today's rules: a format-1 point whose runs had errors loses its throughput.
+    pub fn upgrade(&mut self) {
+        if self.format_version >= 2 {
+            return;
+        }
+        for p in &mut self.points {
+            p.runs.iter_mut().for_each(RunMeasurement::upgrade_from_v1);
+            if let Some(s) = p.summary.as_mut() {
+                s.errors = p.runs.iter().map(RunMeasurement::error_count).sum();
+                s.failed_ops = p.runs.iter().map(|r| r.failed_ops).sum();
+                if p.runs.iter().any(RunMeasurement::is_void) {
+                    (s.median_ops_per_sec, s.min_ops_per_sec, s.max_ops_per_sec, s.median_rows_per_sec) = (None, None, None, None);
+                }
+            }
+            let (count, failed_ops) = (p.runs.iter().map(RunMeasurement::error_count).sum(), p.runs.iter().map(|r| r.failed_ops).sum());
+            p.flags.retain(|f| !matches!(f, Flag::Errors { .. }));
+            if count > 0 {
+                p.flags.push(Flag::Errors { count, failed_ops });
+            }
+        }
+        self.format_version = FORMAT_VERSION;
+    }
+}
+
 /// Where the run happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
@@ -72,6 +102,14 @@ pub struct PointResult {
     pub runs: Vec<RunMeasurement>,
     pub summary: Option<PointSummary>,
     pub flags: Vec<Flag>,
+}
+
+impl PointResult {
+    /// True when the point's timing is void (errors or missing rows): renderers show the
+    /// flag instead of a throughput, and never plot or rank it as a valid value.
+    pub fn is_void(&self) -> bool {
+        self.flags.iter().any(Flag::voids) || self.summary.as_ref().is_some_and(PointSummary::is_void)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -107,11 +145,14 @@ pub struct MemorySummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointSummary {
     pub measured_runs: usize,
-    pub median_ops_per_sec: f64,
-    pub min_ops_per_sec: f64,
-    pub max_ops_per_sec: f64,
-    pub median_rows_per_sec: f64,
-    /// Service latency of the experiment's op kind, merged over the measured runs.
+    /// Median ok ops/s of the measured runs; `None` when the point is void (a request
+    /// failed or came back short in any run, warm-up included): it has no throughput.
+    pub median_ops_per_sec: Option<f64>,
+    pub min_ops_per_sec: Option<f64>,
+    pub max_ops_per_sec: Option<f64>,
+    pub median_rows_per_sec: Option<f64>,
+    /// Service latency of the experiment's op kind (ok requests only), merged over the
+    /// measured runs.
     pub latency: Option<LatencySummary>,
     /// Fixed-rate runs: response latency from the intended start, merged.
     #[serde(default)]
@@ -120,10 +161,24 @@ pub struct PointSummary {
     pub per_row_p50_us: Option<f64>,
     /// This target's median throughput as a share of NO-DB's at the same point.
     pub client_share: Option<f64>,
+    /// Failed requests in all runs of the point, warm-up included.
     pub errors: u64,
+    /// Ops of those failed requests.
+    #[serde(default)]
+    pub failed_ops: u64,
+    /// Rows missing from short requests in all runs of the point, warm-up included.
+    #[serde(default)]
+    pub missing_rows: u64,
     /// Studies that measure memory: the change per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
+}
+
+impl PointSummary {
+    /// True when the point has no valid throughput (see `median_ops_per_sec`).
+    pub fn is_void(&self) -> bool {
+        self.median_ops_per_sec.is_none()
+    }
 }
 
 /// A qualification shown next to the number it qualifies.
@@ -138,8 +193,18 @@ pub enum Flag {
     AnswerMismatch {
         detail: String,
     },
-    /// Some ops failed.
+    /// Requests failed (in any run, warm-up included): the point is void, it has no
+    /// throughput.
     Errors {
+        /// Failed requests.
+        count: u64,
+        /// Their ops.
+        #[serde(default)]
+        failed_ops: u64,
+    },
+    /// Requests returned or affected fewer rows than the plan expects (in any run, warm-up
+    /// included): the point is void, it has no throughput.
+    MissingRows {
         count: u64,
     },
     /// A run did not finish.
@@ -148,13 +213,45 @@ pub enum Flag {
 }
 
 impl Flag {
+    /// True for the flags that void a point's timing: it is not plotted or ranked.
+    pub fn voids(&self) -> bool {
+        matches!(self, Flag::Errors { .. } | Flag::MissingRows { .. })
+    }
+
     pub fn short(&self) -> &'static str {
         match self {
             Flag::ClientBound { .. } => "client_bound",
             Flag::AnswerMismatch { .. } => "answer_mismatch",
             Flag::Errors { .. } => "errors",
+            Flag::MissingRows { .. } => "missing_rows",
             Flag::Incomplete => "incomplete",
             Flag::NotSupported => "not_supported",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_format_1_report_with_errors_loses_its_throughput() {
+        let mut r: Report = serde_json::from_str(include_str!("../../tests/golden/report.json")).unwrap();
+        r.format_version = 1;
+        let i = r.points.iter().position(|p| p.summary.is_some() && p.runs.len() > 1).unwrap();
+        for run in &mut r.points[i].runs {
+            (run.ok_ops, run.failed_ops) = (0, 0);
+        }
+        r.points[i].runs[1].errors.insert("server".into(), 3);
+        let clean = r.points.iter().position(|p| p.summary.is_some() && p.runs.len() > 1 && p.target != r.points[i].target).unwrap();
+        r.upgrade();
+        assert_eq!(r.format_version, FORMAT_VERSION);
+        let p = &r.points[i];
+        assert_eq!(p.runs[1].failed_ops, 3);
+        assert_eq!(p.runs[1].ok_ops, p.runs[1].ops - 3);
+        assert_eq!(p.runs[0].ok_ops, p.runs[0].ops);
+        assert!(p.summary.as_ref().unwrap().median_ops_per_sec.is_none() && p.is_void());
+        assert!(p.flags.contains(&Flag::Errors { count: 3, failed_ops: 3 }));
+        assert!(!r.points[clean].is_void());
     }
 }

@@ -1,9 +1,11 @@
 //! One run of one point: N clients (tasks or threads), each with its own connection,
 //! claiming sequence numbers from a shared counter until the run's ops are done.
 //!
-//! Owns the hot loop: generate op, time the request, record. The same loop serves network
-//! targets (tasks on the shared runtime) and embedded ones (one OS thread per client).
-//! Must not print or decide flags.
+//! Owns the hot loop: generate op, time the request, check it, record. A request counts
+//! (ops, rows, latency) only when it succeeded and returned or affected at least the rows
+//! the plan expects; a failed one counts as failed ops, a short one as missing rows. The
+//! same loop serves network targets (tasks on the shared runtime) and embedded ones (one
+//! OS thread per client). Must not print or decide flags.
 
 use crate::adapter::{Execution, Target};
 use crate::base::measurement::RunMeasurement;
@@ -34,6 +36,9 @@ pub struct RunJob {
     /// Fixed-rate (open-loop) runs: total ops per second across all clients. `None` is a
     /// closed loop: each client sends its next request when the previous one returns.
     pub rate: Option<f64>,
+    /// Compare each request's rows with the rows the plan expects (false for NO-DB, whose
+    /// ops do no work and so return no real rows).
+    pub check_rows: bool,
 }
 
 /// Clients report progress in chunks, so the hot loop rarely touches the shared counter.
@@ -156,12 +161,17 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         let n = batch.min(claimed.end - first);
         claimed.start += n;
         let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64(first as f64 * interval));
-        if job.point.batched {
-            ops_buf.clear();
-            ops_buf.extend((first..first + n).map(|seq| job.stream.op(&job.point, job.point_index, job.run, seq)));
-        } else {
-            ops_buf.clear();
-            ops_buf.push(job.stream.op(&job.point, job.point_index, job.run, first));
+        // The rows the plan knows these ops must return or affect (0: nothing known).
+        let mut expected = 0u64;
+        ops_buf.clear();
+        let seqs = if job.point.batched { first..first + n } else { first..first + 1 };
+        ops_buf.extend(seqs.map(|seq| {
+            let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
+            expected += planned.expected_rows;
+            planned.op
+        }));
+        if !job.check_rows {
+            expected = 0;
         }
         if let Some(at) = intended {
             tokio::time::sleep_until(at.into()).await;
@@ -175,24 +185,34 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
             with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
         };
         let elapsed = clock.delta(t0, clock.raw());
-        if let Some(at) = intended {
-            recorder.record_response(kind, Instant::now() - at);
-            if late == Some(true) {
-                recorder.late_ops += n;
-            }
+        let responded = intended.map(|at| Instant::now() - at);
+        if late == Some(true) {
+            recorder.late_ops += n;
         }
         recorder.ops += n;
         recorder.requests += 1;
+        // Only an ok request (no error, every expected row) adds ops, rows and time.
         match result {
             Ok(outcome) => {
                 consecutive_failures = 0;
-                recorder.record_service(kind, elapsed);
-                recorder.rows += outcome.rows;
-                if let Some(answer) = &outcome.answer {
-                    recorder.record_answer(first, answer);
+                let found = outcome.found_rows(kind);
+                if found >= expected {
+                    recorder.ok_ops += n;
+                    recorder.record_service(kind, elapsed);
+                    if let Some(response) = responded {
+                        recorder.record_response(kind, response);
+                    }
+                    recorder.rows += outcome.rows;
+                    if let Some(answer) = &outcome.answer {
+                        recorder.record_answer(first, answer);
+                    }
+                } else {
+                    recorder.short_ops += n;
+                    recorder.missing_rows += expected - found;
                 }
             }
             Err(e) => {
+                recorder.failed_ops += n;
                 recorder.record_error(e.class, &e.message);
                 if matches!(e.class, ErrorClass::Connection | ErrorClass::Timeout) {
                     consecutive_failures += 1;
@@ -231,5 +251,79 @@ where
     match tokio::time::timeout(timeout, fut).await {
         Ok(r) => r,
         Err(_) => Err(OpError::new(ErrorClass::Timeout, format!("no reply within {:.1}s", timeout.as_secs_f64()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::{OpenContext, TargetUrl};
+    use crate::base::op::OpKind;
+    use crate::data::{DataSpec, Dataset};
+    use crate::workload::experiment::{Experiment, ExperimentOp};
+
+    /// One run of `get` on a mock whose every `fail_every`-th request fails.
+    async fn run_on_flaky_mock(fail_every: u64, batch: usize, ops: u64) -> RunMeasurement {
+        let url = TargetUrl::parse(&format!("mock:?fail_every={fail_every}")).unwrap();
+        let target = crate::adapter::registry::open("flaky", &url, &OpenContext::new(std::env::temp_dir())).unwrap();
+        let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
+        target.prepare(&dataset.tables).await.unwrap();
+        target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();
+        let point = Point { clients: 1, batch, batched: batch > 1, param: None };
+        let experiment = Experiment {
+            name: "get".into(),
+            op: ExperimentOp::Get,
+            workload: None,
+            table: 0,
+            column: 0,
+            max_column: 0,
+            ops,
+            sized: false,
+            lifecycle: false,
+            runs: 1,
+            warmup: 0,
+            points: vec![point],
+        };
+        let job = RunJob {
+            target,
+            stream: Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1)),
+            point,
+            point_index: 0,
+            run: 0,
+            warmup: false,
+            ops,
+            timeout: Duration::from_secs(5),
+            cancel: Arc::new(AtomicBool::new(false)),
+            progress: Arc::new(AtomicU64::new(0)),
+            rate: None,
+            check_rows: true,
+        };
+        run_once(Arc::new(job)).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_request_adds_failed_ops_and_nothing_else() {
+        let m = run_on_flaky_mock(4, 1, 100).await;
+        assert_eq!((m.ops, m.ok_ops, m.failed_ops, m.short_ops), (100, 75, 25, 0));
+        assert_eq!(m.errors["server"], 25);
+        assert_eq!(m.rows, 75, "rows of ok requests only");
+        assert_eq!(m.service[&OpKind::Get].count, 75, "only ok requests are timed");
+        assert!(m.complete && m.is_void() && m.ops_per_sec().is_none(), "a run with a failure has no throughput");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_batch_fails_all_of_its_ops() {
+        // 10 requests of 10 gets; requests 3, 6 and 9 fail.
+        let m = run_on_flaky_mock(3, 10, 100).await;
+        assert_eq!((m.requests, m.ok_ops, m.failed_ops), (10, 70, 30));
+        assert_eq!(m.errors["server"], 3);
+        assert_eq!((m.rows, m.service[&OpKind::Get].count), (70, 7));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_clean_run_is_all_ok_ops() {
+        let m = run_on_flaky_mock(1_000_000, 1, 50).await;
+        assert_eq!((m.ops, m.ok_ops, m.failed_ops, m.rows), (50, 50, 0, 50));
+        assert!(!m.is_void() && m.ops_per_sec().is_some_and(|v| v > 0.0));
     }
 }

@@ -10,7 +10,7 @@
 use super::client::{self, RunJob};
 use super::memory;
 use super::progress::Progress;
-use super::{RunContext, flag_point, summarize};
+use super::{RunContext, flag_point, summarize, void_flags};
 use crate::adapter::Target;
 use crate::base::measurement::RunMeasurement;
 use crate::data::Dataset;
@@ -96,9 +96,7 @@ pub(super) async fn run(
                     base.flags.push(Flag::AnswerMismatch { detail: detail.clone() });
                 }
                 base.summary = summarize(&base);
-                if let Some(errors) = base.summary.as_ref().map(|s| s.errors).filter(|n| *n > 0) {
-                    base.flags.push(Flag::Errors { count: errors });
-                }
+                base.flags.extend(void_flags(&base.runs));
                 slot.push(base);
             }
             if let Some(reason) = outcome.failure {
@@ -194,6 +192,7 @@ async fn run_target(
                 cancel: shared.ctx.cancel.flag(),
                 progress: progress.counter(),
                 rate: None,
+                check_rows: checks_rows,
             });
             let mut m = client::run_once(job).await;
             let (after, source) = memory::read(target.as_ref(), server_pid).await;

@@ -108,7 +108,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let mut stop_reason: Option<String> = (!save(&out_dir, &report, &ctx.cancel)).then(|| ctx.cancel.reason());
 
     let streams: Vec<Arc<OpStream>> =
-        plan.experiments.iter().enumerate().map(|(ei, e)| Arc::new(OpStream::new(e, ei, &dataset, plan.seed, e.warmup + e.runs))).collect();
+        crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
     let total_ops: u64 = plan
         .experiments
         .iter()
@@ -191,6 +191,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         cancel: ctx.cancel.flag(),
                         progress: progress.counter(),
                         rate: point_rate,
+                        check_rows: info.system != "nodb",
                     });
                     let m = client::run_once(job).await;
                     if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
@@ -230,9 +231,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     }
                 }
                 result.summary = summarize(&result);
-                if let Some(errors) = result.summary.as_ref().map(|s| s.errors).filter(|n| *n > 0) {
-                    result.flags.push(Flag::Errors { count: errors });
-                }
+                result.flags.extend(void_flags(&result.runs));
                 results.push(result);
                 if stop_reason.is_some() {
                     break;
@@ -467,14 +466,17 @@ fn flag_against_reference(results: &mut [PointResult], reference: &Answer) {
     }
 }
 
-/// Median and spread over the measured runs.
+/// Median and spread over the measured runs. A point with a failed or short request in
+/// any run (warm-up included: it shows something broke) is void: no throughput.
 fn summarize(result: &PointResult) -> Option<PointSummary> {
     let measured: Vec<&RunMeasurement> = result.runs.iter().filter(|r| !r.warmup && r.complete).collect();
     if measured.is_empty() {
         return None;
     }
-    let throughput: Vec<f64> = measured.iter().map(|r| r.ops_per_sec()).collect();
-    let rows: Vec<f64> = measured.iter().map(|r| r.rows_per_sec()).collect();
+    let void = result.runs.iter().any(RunMeasurement::is_void);
+    let throughput: Vec<f64> = measured.iter().map(|r| r.ops_per_sec().unwrap_or(0.0)).collect();
+    let rows: Vec<f64> = measured.iter().map(|r| r.rows_per_sec().unwrap_or(0.0)).collect();
+    let valid = |v: f64| (!void).then_some(v);
     // A mixed (YCSB) point's latency merges every kind; per-kind latencies stay in the runs.
     let of_point = |m: &BTreeMap<OpKind, crate::base::measurement::LatencySummary>| -> Vec<crate::base::measurement::LatencySummary> {
         match result.op {
@@ -490,28 +492,47 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
         (result.point.batched && result.point.batch > 1).then(|| latency.as_ref().map(|l| l.p50_us / result.point.batch as f64)).flatten();
     Some(PointSummary {
         measured_runs: measured.len(),
-        median_ops_per_sec: median(&throughput),
-        min_ops_per_sec: throughput.iter().copied().fold(f64::INFINITY, f64::min),
-        max_ops_per_sec: throughput.iter().copied().fold(0.0, f64::max),
-        median_rows_per_sec: median(&rows),
+        median_ops_per_sec: valid(median(&throughput)),
+        min_ops_per_sec: valid(throughput.iter().copied().fold(f64::INFINITY, f64::min)),
+        max_ops_per_sec: valid(throughput.iter().copied().fold(0.0, f64::max)),
+        median_rows_per_sec: valid(median(&rows)),
         latency,
         response_latency,
         per_row_p50_us,
         client_share: None,
-        errors: result.runs.iter().filter(|r| !r.warmup).map(|r| r.error_count()).sum(),
+        errors: result.runs.iter().map(RunMeasurement::error_count).sum(),
+        failed_ops: result.runs.iter().map(|r| r.failed_ops).sum(),
+        missing_rows: result.runs.iter().map(|r| r.missing_rows).sum(),
         memory: memory::summarize(&measured),
     })
+}
+
+/// The flags that void a point: failed requests and missing rows in any of its runs,
+/// warm-up included.
+fn void_flags(runs: &[RunMeasurement]) -> Vec<Flag> {
+    let count: u64 = runs.iter().map(RunMeasurement::error_count).sum();
+    let failed_ops = runs.iter().map(|r| r.failed_ops).sum();
+    let missing: u64 = runs.iter().map(|r| r.missing_rows).sum();
+    let mut flags = Vec::new();
+    if count > 0 {
+        flags.push(Flag::Errors { count, failed_ops });
+    }
+    if missing > 0 {
+        flags.push(Flag::MissingRows { count: missing });
+    }
+    flags
 }
 
 /// Cross-target flags for one point: the share of the NO-DB ceiling, and answers that
 /// disagree with the other systems' (or change between runs of the same system).
 fn flag_point(results: &mut [PointResult]) {
-    let ceiling = results.iter().find(|r| r.system == "nodb").and_then(|r| r.summary.as_ref()).map(|s| s.median_ops_per_sec);
+    let ceiling = results.iter().find(|r| r.system == "nodb").and_then(|r| r.summary.as_ref()).and_then(|s| s.median_ops_per_sec);
     for r in results.iter_mut().filter(|r| r.system != "nodb") {
         if let (Some(c), Some(s)) = (ceiling, r.summary.as_mut())
+            && let Some(median) = s.median_ops_per_sec
             && c > 0.0
         {
-            let share = s.median_ops_per_sec / c;
+            let share = median / c;
             s.client_share = Some(share);
             if share >= CLIENT_BOUND_SHARE {
                 r.flags.push(Flag::ClientBound { share });
@@ -523,7 +544,7 @@ fn flag_point(results: &mut [PointResult]) {
     // tolerance; COUNT/MAX answers by digest.
     let answers: Vec<Vec<Observed>> = results
         .iter()
-        .map(|r| r.runs.iter().filter(|m| !m.warmup && m.complete && m.error_count() == 0).filter_map(Observed::of).collect())
+        .map(|r| r.runs.iter().filter(|m| !m.warmup && m.complete && !m.is_void()).filter_map(Observed::of).collect())
         .collect();
     for (r, seen) in results.iter_mut().zip(&answers) {
         if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
@@ -589,6 +610,10 @@ mod tests {
                 warmup: false,
                 complete: true,
                 ops: ops_per_sec as u64,
+                ok_ops: ops_per_sec as u64,
+                failed_ops: 0,
+                short_ops: 0,
+                missing_rows: 0,
                 requests: ops_per_sec as u64,
                 rows: 0,
                 seconds: 1.0,
@@ -634,6 +659,40 @@ mod tests {
         assert_eq!(flags(&results[1]), ["client_bound"]);
         assert!(flags(&results[2]).is_empty());
         assert!((results[2].summary.as_ref().unwrap().client_share.unwrap() - 0.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_error_or_a_missing_row_in_any_run_voids_the_point() {
+        let clean = result("a", "x", 1000.0, &["d", "d"]);
+        assert_eq!(clean.summary.as_ref().unwrap().median_ops_per_sec, Some(1000.0));
+        assert!(void_flags(&clean.runs).is_empty() && !clean.is_void());
+        // A warm-up run that failed shows that something broke: the point is void.
+        let mut warm = clean.clone();
+        let mut w = warm.runs[0].clone();
+        w.warmup = true;
+        w.errors.insert("server".into(), 2);
+        (w.ok_ops, w.failed_ops) = (w.ops - 20, 20);
+        warm.runs.insert(0, w);
+        warm.summary = summarize(&warm);
+        warm.flags = void_flags(&warm.runs);
+        let s = warm.summary.as_ref().unwrap();
+        assert_eq!((s.median_ops_per_sec, s.min_ops_per_sec, s.max_ops_per_sec, s.median_rows_per_sec), (None, None, None, None));
+        assert_eq!((s.errors, s.failed_ops, s.measured_runs), (2, 20, 2));
+        assert_eq!(warm.flags, vec![Flag::Errors { count: 2, failed_ops: 20 }]);
+        assert!(warm.is_void());
+        // Missing rows in a measured run do the same.
+        let mut short = clean.clone();
+        (short.runs[1].ok_ops, short.runs[1].short_ops, short.runs[1].missing_rows) = (990, 10, 4);
+        short.summary = summarize(&short);
+        short.flags = void_flags(&short.runs);
+        assert_eq!(short.summary.as_ref().unwrap().missing_rows, 4);
+        assert_eq!(short.flags, vec![Flag::MissingRows { count: 4 }]);
+        assert!(short.is_void());
+        // A void point is neither compared with the NO-DB ceiling nor ranked.
+        let mut results = vec![result("nodb", "nodb", 1000.0, &["", ""]), short];
+        flag_point(&mut results);
+        assert!(results[1].summary.as_ref().unwrap().client_share.is_none());
+        assert_eq!(flags(&results[1]), ["missing_rows"]);
     }
 
     #[test]

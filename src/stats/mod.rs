@@ -28,9 +28,20 @@ pub struct Recorder {
     service: [Option<Histogram<u64>>; OpKind::ALL.len()],
     /// Response time from the intended start (fixed-rate runs only), by op kind.
     response: [Option<Histogram<u64>>; OpKind::ALL.len()],
+    /// Ops sent; `ok_ops + failed_ops + short_ops`.
     pub ops: u64,
+    /// Ops of ok requests: the only ones throughput and latency are made of.
+    pub ok_ops: u64,
+    /// Ops of failed requests.
+    pub failed_ops: u64,
+    /// Ops of requests that returned or affected fewer rows than expected.
+    pub short_ops: u64,
+    /// Expected rows those short requests did not return or affect.
+    pub missing_rows: u64,
     pub requests: u64,
+    /// Rows of ok requests.
     pub rows: u64,
+    /// Failed requests by class.
     pub errors: BTreeMap<ErrorClass, u64>,
     pub error_samples: Vec<String>,
     /// Order-independent digest of (sequence number, answer) pairs.
@@ -81,6 +92,10 @@ impl Recorder {
             }
         }
         self.ops += other.ops;
+        self.ok_ops += other.ok_ops;
+        self.failed_ops += other.failed_ops;
+        self.short_ops += other.short_ops;
+        self.missing_rows += other.missing_rows;
         self.requests += other.requests;
         self.rows += other.rows;
         for (class, n) in other.errors {
@@ -115,6 +130,10 @@ impl Recorder {
             warmup,
             complete,
             ops: self.ops,
+            ok_ops: self.ok_ops,
+            failed_ops: self.failed_ops,
+            short_ops: self.short_ops,
+            missing_rows: self.missing_rows,
             requests: self.requests,
             rows: self.rows,
             seconds,

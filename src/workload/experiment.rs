@@ -5,9 +5,9 @@
 //! ops in every run; write experiments use disjoint key ranges per point and run, so no run
 //! depends on another. Must not execute ops or time anything.
 
-use crate::base::op::{Needs, Op, OpKind, QueryId, RangeAgg};
+use crate::base::op::{Needs, Op, OpKind, PlannedOp, QueryId, RangeAgg};
 use crate::base::table::TableId;
-use crate::data::Dataset;
+use crate::data::{Dataset, RangeCounter};
 use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
 
 /// A YCSB workload by core letter (`a`..`f`) or from a YCSB workload file.
@@ -160,6 +160,33 @@ pub struct Experiment {
     pub points: Vec<Point>,
 }
 
+/// Lifecycle deletes: a delete phase of `ops` ops over `records` keys removes every
+/// `delete_step`-th key from 0, `ops.min(records)` of them.
+fn delete_step(ops: u64, records: u64) -> u64 {
+    records.max(1) / ops.min(records).max(1)
+}
+
+/// Whether a lifecycle delete phase of `ops` ops over `records` keys removes `key`.
+fn deleted_by(ops: u64, records: u64, key: u64) -> bool {
+    let count = ops.min(records);
+    let step = delete_step(ops, records);
+    count > 0 && key.is_multiple_of(step) && key / step < count
+}
+
+/// The op streams of a plan's experiments, in order. In a lifecycle study each phase
+/// knows the delete phases that run before it, so its reads expect exactly the keys left.
+pub fn streams(experiments: &[Experiment], dataset: &Dataset, seed: u64) -> Vec<OpStream> {
+    experiments
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let stream = OpStream::new(e, i, dataset, seed, e.warmup + e.runs);
+            let deletes = experiments[..i].iter().filter(|d| e.lifecycle && d.lifecycle && d.op == ExperimentOp::Delete);
+            stream.after_deletes(deletes.map(|d| d.ops).collect())
+        })
+        .collect()
+}
+
 /// Key-space stride between experiments that write: far above any preloaded key.
 const EXPERIMENT_STRIDE: i64 = 1 << 40;
 
@@ -184,6 +211,12 @@ pub struct OpStream {
     ycsb: Option<YcsbGen>,
     sized: bool,
     lifecycle: bool,
+    /// Range experiments over a column whose counts the generator defines (kv groups): the
+    /// rows each range must match.
+    range_counter: Option<RangeCounter>,
+    /// Lifecycle experiments: the `ops` of the delete phases that run before this one, so
+    /// reads know which keys are gone.
+    deletes_before: Vec<u64>,
 }
 
 impl OpStream {
@@ -205,6 +238,8 @@ impl OpStream {
             ops: experiment.ops,
             sized: experiment.sized,
             lifecycle: experiment.lifecycle,
+            range_counter: if experiment.op.is_range() { dataset.range_counter(table, experiment.column) } else { None },
+            deletes_before: Vec::new(),
             dataset: dataset.clone(),
             ycsb: experiment.workload.as_deref().map(|w| {
                 let mut workload = load_ycsb_workload(w).expect("workloads are validated in the plan");
@@ -235,18 +270,40 @@ impl OpStream {
     }
 
     /// Lifecycle experiments: the op with sequence number `seq` over a table holding keys
-    /// `0..records` (see `Experiment::lifecycle`).
-    fn lifecycle_op(&self, records: u64, seq: u64) -> Op {
+    /// `0..records` (see `Experiment::lifecycle`), and the rows it finds there unless an
+    /// earlier delete phase removed its key.
+    fn lifecycle_planned(&self, records: u64, seq: u64) -> PlannedOp {
         let table = self.table;
         let records = records.max(1);
-        match self.op {
-            ExperimentOp::Insert => Op::Insert { table, row: self.dataset.new_row(table, seq as i64) },
+        let present = |key: u64| u64::from(!self.deletes_before.iter().any(|&ops| deleted_by(ops, records, key)));
+        let (op, expected_rows) = match self.op {
+            ExperimentOp::Insert => (Op::Insert { table, row: self.dataset.new_row(table, seq as i64) }, 1),
             // Distinct keys spread evenly over the table.
-            ExperimentOp::Delete => Op::Delete { table, key: (seq * (records / self.ops.min(records).max(1))) as i64 },
-            ExperimentOp::FetchAll => Op::FetchAll { table },
-            ExperimentOp::MultiGet => Op::MultiGet { table, keys: vec![self.stream.below(seq, 0, records) as i64] },
-            _ => Op::Get { table, key: self.stream.below(seq, 0, records) as i64 },
-        }
+            ExperimentOp::Delete => {
+                let key = seq * delete_step(self.ops, records);
+                (Op::Delete { table, key: key as i64 }, present(key))
+            }
+            // At least what the earlier deletes left (keys deleted twice count twice here).
+            ExperimentOp::FetchAll => {
+                let deleted: u64 = self.deletes_before.iter().map(|&ops| ops.min(records)).sum();
+                (Op::FetchAll { table }, records.saturating_sub(deleted))
+            }
+            ExperimentOp::MultiGet => {
+                let key = self.stream.below(seq, 0, records);
+                (Op::MultiGet { table, keys: vec![key as i64] }, present(key))
+            }
+            _ => {
+                let key = self.stream.below(seq, 0, records);
+                (Op::Get { table, key: key as i64 }, present(key))
+            }
+        };
+        PlannedOp { op, expected_rows }
+    }
+
+    /// Lifecycle streams: records that delete phases with these `ops` run before this one.
+    pub fn after_deletes(mut self, ops: Vec<u64>) -> Self {
+        self.deletes_before = ops;
+        self
     }
 
     /// The YCSB workload of this stream, if it is one.
@@ -275,50 +332,70 @@ impl OpStream {
 
     /// The op with sequence number `seq` (`0..ops`) in run `run` of point `point_index`.
     pub fn op(&self, point: &Point, point_index: usize, run: u32, seq: u64) -> Op {
+        self.planned(point, point_index, run, seq).op
+    }
+
+    /// The op with sequence number `seq` and the rows it must return or affect (see
+    /// `PlannedOp`): a read of a loaded key finds it, a multi-get finds every key, a
+    /// delete finds the row its run preloaded, an insert writes its row, a range over kv
+    /// groups matches the rows the generator put there. 0 where the plan cannot know
+    /// (echo, MAX, analytic queries, ranges over TPC-H columns).
+    pub fn planned(&self, point: &Point, point_index: usize, run: u32, seq: u64) -> PlannedOp {
         let table = self.table;
         if let (true, Some(records)) = (self.lifecycle, point.param) {
-            return self.lifecycle_op(records, seq);
+            return self.lifecycle_planned(records, seq);
         }
-        match self.op {
-            ExperimentOp::FetchAll => Op::FetchAll { table },
-            ExperimentOp::Echo => Op::Echo,
+        let loaded = u64::from(self.dataset.initial_rows(table) > 0);
+        let (op, expected_rows) = match self.op {
+            ExperimentOp::FetchAll => (Op::FetchAll { table }, self.dataset.initial_rows(table)),
+            ExperimentOp::Echo => (Op::Echo, 0),
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 | ExperimentOp::TpchQ14 => {
-                Op::Query(self.op.query().expect("query experiments name a query"))
+                (Op::Query(self.op.query().expect("query experiments name a query")), 0)
             }
             ExperimentOp::MultiGet => {
                 let count = point.param.unwrap_or(1).min(self.preloaded);
                 let first = seq * count;
                 let keys = (first..first + count).map(|i| self.dataset.key_at(table, self.read_order.apply(i % self.preloaded))).collect();
-                Op::MultiGet { table, keys }
+                (Op::MultiGet { table, keys }, count * loaded)
             }
             ExperimentOp::Ycsb => {
                 // Every run of every point continues the workload's sequence, so inserted
                 // keys never repeat across runs.
-                let global = (point_index as u64 * self.runs_per_point + run as u64) * self.ops + seq;
-                self.ycsb.as_ref().expect("ycsb experiments have a generator").op(global)
+                let run_start = (point_index as u64 * self.runs_per_point + run as u64) * self.ops;
+                // One client executes in sequence order, so every earlier insert is done;
+                // with more, inserts of this run may still be in flight on other clients.
+                let settled = if point.clients == 1 { run_start + seq } else { run_start };
+                let planned = self.ycsb.as_ref().expect("ycsb experiments have a generator").planned(run_start + seq, settled);
+                return planned;
             }
-            ExperimentOp::Get => Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) },
+            ExperimentOp::Get => (Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) }, loaded),
             ExperimentOp::Insert => {
                 let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
-                Op::Insert { table, row: self.dataset.new_row(table, key) }
+                (Op::Insert { table, row: self.dataset.new_row(table, key) }, 1)
             }
+            // The run's keys are loaded before it starts (`rows_to_preload`).
             ExperimentOp::Delete => {
                 let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
-                Op::Delete { table, key }
+                (Op::Delete { table, key }, 1)
             }
             ExperimentOp::RangeRows | ExperimentOp::RangeCount | ExperimentOp::RangeMax => {
                 let domain = self.dataset.column_domain(table, self.column);
                 let span = (domain.end() - domain.start() + 1).max(1) as u64;
                 let width = point.param.unwrap_or(1).clamp(1, span);
                 let lo = domain.start() + self.stream.below(seq, 0, span - width + 1) as i64;
-                let agg = match self.op {
-                    ExperimentOp::RangeRows => RangeAgg::Rows,
-                    ExperimentOp::RangeCount => RangeAgg::Count,
-                    _ => RangeAgg::Max { column: self.max_column },
+                let hi = lo + width as i64 - 1;
+                let matching = self.range_counter.as_ref().map_or(0, |c| c.count(lo, hi));
+                let (agg, expected) = match self.op {
+                    ExperimentOp::RangeRows => (RangeAgg::Rows, matching),
+                    // A COUNT is checked by the count it answers, which a batch does not
+                    // carry (see `Outcome::found_rows`).
+                    ExperimentOp::RangeCount => (RangeAgg::Count, if point.batched { 0 } else { matching }),
+                    _ => (RangeAgg::Max { column: self.max_column }, 0),
                 };
-                Op::Range { table, column: self.column, lo, hi: lo + width as i64 - 1, agg }
+                (Op::Range { table, column: self.column, lo, hi, agg }, expected)
             }
-        }
+        };
+        PlannedOp { op, expected_rows }
     }
 }
 
@@ -428,6 +505,86 @@ mod tests {
         let (fetch, p) = stream(ExperimentOp::FetchAll);
         assert_eq!(fetch.ops_at(&p), 1);
         assert_eq!(fetch.op(&p, 0, 0, 0), Op::FetchAll { table: 0 });
+    }
+
+    #[test]
+    fn ops_carry_the_rows_the_plan_knows_they_must_find() {
+        let data = dataset();
+        let expected = |op: ExperimentOp, point: Point| {
+            let e = Experiment { points: vec![point], ..experiment(op) };
+            let s = OpStream::new(&e, 0, &data, 3, 4);
+            (0..20).map(|seq| s.planned(&point, 0, 1, seq)).collect::<Vec<_>>()
+        };
+        let one = Point { clients: 2, batch: 1, batched: false, param: Some(5) };
+        assert!(expected(ExperimentOp::Get, one).iter().all(|p| p.expected_rows == 1));
+        assert!(expected(ExperimentOp::Insert, one).iter().all(|p| p.expected_rows == 1));
+        assert!(expected(ExperimentOp::Delete, one).iter().all(|p| p.expected_rows == 1));
+        assert!(
+            expected(ExperimentOp::MultiGet, one)
+                .iter()
+                .all(|p| matches!(&p.op, Op::MultiGet { keys, .. } if keys.len() == 5) && p.expected_rows == 5)
+        );
+        assert!(expected(ExperimentOp::Echo, one).iter().all(|p| p.expected_rows == 0));
+        assert!(expected(ExperimentOp::RangeMax, one).iter().all(|p| p.expected_rows == 0), "a MAX is checked by its answer");
+        assert!(expected(ExperimentOp::FetchAll, one).iter().all(|p| p.expected_rows == 1000));
+        // Ranges over kv groups expect exactly the preloaded rows in the range.
+        let generator = crate::data::kv::KvGen::new(1, 1000, 10);
+        for op in [ExperimentOp::RangeRows, ExperimentOp::RangeCount] {
+            for p in expected(op, one) {
+                let Op::Range { lo, hi, .. } = p.op else { unreachable!() };
+                let rows = (0..1000).filter(|k| (lo..=hi).contains(&generator.group_of(*k))).count() as u64;
+                assert_eq!(p.expected_rows, rows, "{op:?} {lo}..={hi}");
+            }
+        }
+        // A batch of COUNTs carries no counts to check.
+        let batched = Point { batched: true, batch: 4, ..one };
+        assert!(expected(ExperimentOp::RangeCount, batched).iter().all(|p| p.expected_rows == 0));
+        // Where the generator does not define a range's rows cheaply, nothing is guessed.
+        let tpch = Dataset::new(&DataSpec::Tpch { scale: 0.01 }, 1);
+        let orders = tpch.table_id("orders").unwrap();
+        let custkey = tpch.tables[orders].columns.iter().position(|c| c.name == "o_custkey").unwrap();
+        let e = Experiment { table: orders, column: custkey, ..experiment(ExperimentOp::RangeCount) };
+        let s = OpStream::new(&e, 0, &tpch, 3, 4);
+        assert!((0..20).all(|seq| s.planned(&one, 0, 0, seq).expected_rows == 0));
+        // op() is planned() without the expectation.
+        let e = experiment(ExperimentOp::MultiGet);
+        let s = OpStream::new(&e, 0, &data, 3, 4);
+        assert!((0..20).all(|seq| s.op(&one, 0, 2, seq) == s.planned(&one, 0, 2, seq).op));
+    }
+
+    #[test]
+    fn lifecycle_reads_after_a_delete_phase_expect_only_the_keys_left() {
+        let n = 100u64;
+        let point = Point { clients: 1, batch: 1, batched: false, param: Some(n) };
+        let phase = |op, name: &str| Experiment { name: name.into(), lifecycle: true, ops: 30, points: vec![point], ..experiment(op) };
+        let data = Dataset::new(&DataSpec::Pairs { rows: 0, value_bytes: 20 }, 1);
+        let plan = [
+            phase(ExperimentOp::Insert, "write"),
+            phase(ExperimentOp::Get, "read-before"),
+            phase(ExperimentOp::Delete, "delete"),
+            phase(ExperimentOp::Delete, "delete-again"),
+            phase(ExperimentOp::Get, "read-after"),
+            phase(ExperimentOp::FetchAll, "fetch"),
+        ];
+        let streams = streams(&plan, &data, 7);
+        let planned = |i: usize, seq: u64| streams[i].planned(&point, 0, 0, seq);
+        let deleted: std::collections::HashSet<i64> = (0..30)
+            .map(|seq| match planned(2, seq).op {
+                Op::Delete { key, .. } => key,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!((0..30).all(|seq| planned(2, seq).expected_rows == 1), "the first delete finds every key");
+        assert!((0..30).all(|seq| planned(3, seq).expected_rows == 0), "the second delete of the same keys finds none");
+        assert!((0..100).all(|seq| planned(1, seq).expected_rows == 1), "before the delete every key is there");
+        for seq in 0..100 {
+            let p = planned(4, seq);
+            let Op::Get { key, .. } = p.op else { unreachable!() };
+            assert_eq!(p.expected_rows, u64::from(!deleted.contains(&key)), "key {key}");
+        }
+        // Two delete phases are counted twice: a lower bound, never more than is there.
+        assert_eq!(planned(5, 0).expected_rows, n - 60);
+        assert!(planned(5, 0).expected_rows <= n - deleted.len() as u64);
     }
 
     #[test]

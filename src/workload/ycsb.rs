@@ -11,7 +11,7 @@
 //! becomes a key through `insertorder` (see `data::ycsb`).
 
 use super::distribution::{Distribution, ZIPFIAN_CONSTANT, Zeta, Zipfian};
-use crate::base::op::{Op, OpKind};
+use crate::base::op::{Op, OpKind, PlannedOp};
 use crate::base::rng::{Stream, hash_str};
 use crate::base::table::{Row, TableDef, TableId, Value};
 use crate::data::ycsb::{self as data, InsertOrder};
@@ -351,19 +351,32 @@ impl OpGen {
 
     /// The op at sequence number `seq`.
     pub fn op(&self, seq: u64) -> Op {
+        self.planned(seq, seq).op
+    }
+
+    /// The op at sequence number `seq` and the rows it must return or affect: an insert
+    /// writes its record; a read, update, read-modify-write or scan finds its record (a
+    /// scan at least its start) when that record is loaded or was inserted at a sequence
+    /// number below `settled`. Records inserted in `settled..seq` may still be in flight on
+    /// another client, so nothing is expected of them.
+    pub fn planned(&self, seq: u64, settled: u64) -> PlannedOp {
         let table = self.table;
-        match self.kind(seq) {
+        let rc = self.workload.recordcount;
+        let present = |keynum: u64| u64::from(keynum < rc || keynum - rc < settled);
+        let (op, expected_rows) = match self.kind(seq) {
             OpKind::Insert => {
-                let key = self.key_of(self.workload.recordcount + seq);
-                Op::Insert { table, row: self.row(key) }
+                let key = self.key_of(rc + seq);
+                (Op::Insert { table, row: self.row(key) }, 1)
             }
             OpKind::Update => {
                 let (column, value) = self.new_field(seq);
-                Op::Update { table, key: self.key_of(self.keynum(seq)), column, value }
+                let keynum = self.keynum(seq);
+                (Op::Update { table, key: self.key_of(keynum), column, value }, present(keynum))
             }
             OpKind::ReadModifyWrite => {
                 let (column, value) = self.new_field(seq);
-                Op::ReadModifyWrite { table, key: self.key_of(self.keynum(seq)), column, value }
+                let keynum = self.keynum(seq);
+                (Op::ReadModifyWrite { table, key: self.key_of(keynum), column, value }, present(keynum))
             }
             OpKind::Scan => {
                 let w = &self.workload;
@@ -372,10 +385,15 @@ impl OpGen {
                     Some(z) => w.minscanlength + z.from_unit(self.scan_stream.unit(seq, 0)),
                     None => w.minscanlength + self.scan_stream.below(seq, 0, span),
                 };
-                Op::Scan { table, start: self.key_of(self.keynum(seq)), count: len as usize }
+                let keynum = self.keynum(seq);
+                (Op::Scan { table, start: self.key_of(keynum), count: len as usize }, present(keynum))
             }
-            _ => Op::Get { table, key: self.key_of(self.keynum(seq)) },
-        }
+            _ => {
+                let keynum = self.keynum(seq);
+                (Op::Get { table, key: self.key_of(keynum) }, present(keynum))
+            }
+        };
+        PlannedOp { op, expected_rows }
     }
 
     /// One field (column index >= 1) and a fresh value for it.
@@ -581,6 +599,33 @@ requestdistribution=zipfian
                     ..Workload::default()
                 };
                 check_keys_exist(&w, 9, 5000);
+            }
+        }
+    }
+
+    #[test]
+    fn reads_expect_their_record_only_once_its_insert_has_settled() {
+        for letter in ['a', 'd', 'e', 'f'] {
+            let w = Workload { recordcount: 100, operationcount: 4000, ..Workload::core(letter).unwrap() };
+            let g = OpGen::new(&w, 9, 0).unwrap();
+            let run_start = 2000;
+            for seq in 0..4000 {
+                // One client: every earlier insert is done, so every read finds its record.
+                let alone = g.planned(seq, seq);
+                assert_eq!(alone.op, g.op(seq));
+                // Several clients: only records loaded or inserted before the run started.
+                let shared = g.planned(seq, seq.min(run_start));
+                assert_eq!(shared.op, alone.op);
+                let keynum = match &alone.op {
+                    Op::Insert { .. } => {
+                        assert_eq!((alone.expected_rows, shared.expected_rows), (1, 1), "an insert writes its record");
+                        continue;
+                    }
+                    _ => g.keynum(seq),
+                };
+                assert_eq!(alone.expected_rows, 1, "workload {letter} seq {seq}");
+                let settled = keynum < w.recordcount || keynum - w.recordcount < seq.min(run_start);
+                assert_eq!(shared.expected_rows, u64::from(settled), "workload {letter} seq {seq} keynum {keynum}");
             }
         }
     }

@@ -2,26 +2,49 @@
 //! against the generator, so an adapter that drops, duplicates or misreads rows fails.
 
 use dbsweep::adapter::Target;
+use dbsweep::base::measurement::RunMeasurement;
 use dbsweep::base::op::{Answer, Op, OpKind, RangeAgg};
 use dbsweep::base::table::{TableDef, Value};
 use dbsweep::data::kv::{self, KvGen};
+use dbsweep::data::{DataSpec, Dataset};
+use dbsweep::runner::client::{RunJob, run_once};
+use dbsweep::workload::experiment::{Experiment, ExperimentOp, OpStream, Point};
+use futures_util::future::BoxFuture;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
 
 pub const ROWS: u64 = 1_000;
 pub const SEED: u64 = 7;
 
 /// Runs one body per adapter as its own `#[test]` with a multi-threaded runtime.
 /// `$make` is an async expression yielding `(Arc<dyn Target>, guard)`; the guard (e.g. a
-/// spawned server) lives until the body ends.
+/// spawned server) lives until the body ends. `$fault` says how the system is made to
+/// reject a request of a measured batch (default: a repeated primary key).
 #[macro_export]
 macro_rules! conformance {
     ($name:ident, $make:expr) => {
+        conformance!($name, $make, $crate::body::Fault::DuplicateKey);
+    };
+    ($name:ident, $make:expr, $fault:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $name() {
             let (target, _guard) = $make.await;
+            $crate::body::check_measured_failures(target.clone(), $fault).await;
             $crate::body::check_target(target).await;
         }
     };
+}
+
+/// How a system is made to reject one request of a measured batch of inserts: something
+/// the system itself refuses.
+pub enum Fault {
+    /// A row of the second batch is stored before the run: that batch repeats a primary key,
+    /// which the system refuses (SQL engines, redb, Memcached's `add`).
+    DuplicateKey,
+    /// Systems that overwrite instead (or have no keys) are broken by their own test after
+    /// the data is loaded: `(target URL, key of the victim row)`. Every batch may fail.
+    Custom(fn(String, i64) -> BoxFuture<'static, ()>),
 }
 
 fn scalar(outcome: dbsweep::base::op::Outcome) -> Value {
@@ -155,4 +178,114 @@ pub async fn check_target(target: Arc<dyn Target>) {
     drop(conn);
 
     target.cleanup().await.expect("cleanup");
+}
+
+/// Ops per measured run, in batches of `BATCH`.
+const RUN_OPS: u64 = 40;
+const BATCH: usize = 10;
+const POINT: Point = Point { clients: 1, batch: BATCH, batched: true, param: None };
+
+/// The op stream of a one-point, one-run experiment of `op`.
+fn stream(op: ExperimentOp, data: &Dataset) -> OpStream {
+    let experiment = Experiment {
+        name: format!("{op:?}"),
+        op,
+        workload: None,
+        table: 0,
+        column: kv::GROUP,
+        max_column: kv::VALUE,
+        ops: RUN_OPS,
+        sized: false,
+        lifecycle: false,
+        runs: 1,
+        warmup: 0,
+        points: vec![POINT],
+    };
+    OpStream::new(&experiment, 0, data, SEED, 1)
+}
+
+/// One measured run of `op` on `target` through the runner's own client loop: one client,
+/// batches of `BATCH`.
+async fn measure(target: &Arc<dyn Target>, data: &Dataset, op: ExperimentOp) -> RunMeasurement {
+    let job = RunJob {
+        target: target.clone(),
+        stream: Arc::new(stream(op, data)),
+        point: POINT,
+        point_index: 0,
+        run: 0,
+        warmup: false,
+        ops: RUN_OPS,
+        timeout: Duration::from_secs(30),
+        cancel: Arc::new(AtomicBool::new(false)),
+        progress: Arc::new(AtomicU64::new(0)),
+        rate: None,
+        check_rows: true,
+    };
+    run_once(Arc::new(job)).await
+}
+
+/// The key that op `seq` of a measured run of `op` works on.
+fn key_of(op: ExperimentOp, data: &Dataset, seq: u64) -> i64 {
+    match stream(op, data).op(&POINT, 0, 0, seq) {
+        Op::Insert { row, .. } => row[0].as_int().expect("integer keys"),
+        Op::Get { key, .. } | Op::Delete { key, .. } => key,
+        other => panic!("no key in {other:?}"),
+    }
+}
+
+/// A failed or short request adds nothing but failed ops or missing rows: checks the
+/// accounting of a measured run in which `bad_requests` of its `RUN_OPS / BATCH` requests
+/// were bad.
+fn assert_only_ok_requests_count(m: &RunMeasurement, kind: OpKind, bad_requests: u64, what: &str) {
+    let ok_requests = RUN_OPS / BATCH as u64 - bad_requests;
+    assert_eq!((m.ops, m.requests), (RUN_OPS, RUN_OPS / BATCH as u64), "{what}: every op is sent");
+    assert_eq!(m.ok_ops, ok_requests * BATCH as u64, "{what}: ok ops {m:?}");
+    assert_eq!(m.service.get(&kind).map_or(0, |l| l.count), ok_requests, "{what}: only ok requests are timed");
+    assert_eq!(m.rows, ok_requests * BATCH as u64, "{what}: rows of ok requests only");
+    assert!(m.is_void() && m.ops_per_sec().is_none(), "{what}: the run has no throughput");
+}
+
+/// Measured runs through the runner: a batch of gets over keys deleted under it comes back
+/// short and counts missing rows; a batch of inserts the system rejects counts as failed
+/// ops and an error. Neither adds ops, rows or time. Leaves dbsweep's (broken) tables for
+/// the next `prepare` to replace: run it before `check_target`.
+pub async fn check_measured_failures(target: Arc<dyn Target>, fault: Fault) {
+    let data = Dataset::new(&DataSpec::Kv { rows: ROWS, payload_bytes: 24 }, SEED);
+    let caps = target.info().capabilities.clone();
+    target.prepare(&data.tables).await.expect("prepare");
+    assert_eq!(target.load(&data.tables[0], data.initial(0)).await.expect("load"), ROWS);
+
+    if caps.supports_kind(OpKind::Get) && caps.supports_kind(OpKind::Delete) {
+        // Three keys the run will read are deleted first: two in its first batch, one in
+        // its third.
+        let mut conn = target.connect().await.expect("connect");
+        for seq in [5, 6, 25] {
+            let key = key_of(ExperimentOp::Get, &data, seq);
+            assert_eq!(conn.execute(&Op::Delete { table: 0, key }).await.expect("delete").rows, 1);
+        }
+        drop(conn);
+        let m = measure(&target, &data, ExperimentOp::Get).await;
+        assert_eq!((m.failed_ops, m.short_ops, m.missing_rows), (0, 2 * BATCH as u64, 3), "gets of deleted keys: {m:?}");
+        assert_only_ok_requests_count(&m, OpKind::Get, 2, "gets of deleted keys");
+    }
+
+    // The run's second batch holds the victim row.
+    let victim = key_of(ExperimentOp::Insert, &data, 15);
+    let duplicate = matches!(fault, Fault::DuplicateKey);
+    match fault {
+        Fault::DuplicateKey => {
+            assert_eq!(target.load(&data.tables[0], data.new_rows(0, victim..victim + 1)).await.expect("store the victim row"), 1);
+        }
+        Fault::Custom(break_it) => break_it(target.info().url.clone(), victim).await,
+    }
+    let m = measure(&target, &data, ExperimentOp::Insert).await;
+    let bad = RUN_OPS / BATCH as u64 - m.ok_ops / BATCH as u64;
+    assert!(bad >= 1, "the rejected batch is counted as failed: {m:?}");
+    if duplicate {
+        assert_eq!(bad, 1, "only the batch with the repeated key fails: {m:?}");
+    }
+    assert_eq!(m.failed_ops, bad * BATCH as u64, "a failed batch fails all of its ops: {m:?}");
+    assert_eq!(m.error_count(), bad, "one error per failed request: {m:?}");
+    assert!(m.errors.contains_key("server"), "the system's refusal is a server error: {m:?}");
+    assert_only_ok_requests_count(&m, OpKind::Insert, bad, "rejected inserts");
 }

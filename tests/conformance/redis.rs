@@ -1,5 +1,7 @@
 //! Redis adapter against a real server: MULTI/EXEC batches and plain-pipeline batches.
 
+use crate::body::Fault;
+use crate::support::faults::redis_key_set_string;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
@@ -19,8 +21,8 @@ async fn open(db: u32, params: &str) -> (Arc<dyn Target>, ()) {
     (target, ())
 }
 
-conformance!(redis_multi, open(1, ""));
-conformance!(redis_pipeline, open(2, "?batch=pipeline"));
+conformance!(redis_multi, open(1, ""), Fault::Custom(redis_key_set_string));
+conformance!(redis_pipeline, open(2, "?batch=pipeline"), Fault::Custom(redis_key_set_string));
 
 lease_conformance!(redis_lease, |ctx: &OpenContext| {
     let mut url = url::Url::parse(&server_url()).expect("a spawned server's URL");

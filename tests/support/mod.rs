@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod faults;
+
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::sync::{Mutex, Once};
 

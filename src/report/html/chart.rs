@@ -63,6 +63,9 @@ pub struct Series {
     pub name: String,
     pub color: RGBColor,
     pub points: Vec<Pt>,
+    /// x values of void points (errors or missing rows): no value, so the line breaks
+    /// there and a red × on the x axis marks the gap.
+    pub voids: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,10 +253,13 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
             .draw()
             .map_err(err)?;
         let clamp = |v: f64| v.clamp(y.lo, y.hi);
+        let void_y = y.lo + 0.03 * (y.hi - y.lo);
         for s in series {
             let tp = |p: &Pt| (t(x.scale, p.x), clamp(t(y.scale, p.y)));
-            let joined: Vec<(f64, f64)> = s.points.iter().filter(|p| !p.hollow).map(tp).collect();
-            chart.draw_series(LineSeries::new(joined, s.color.stroke_width(2))).map_err(err)?;
+            for segment in segments(&s.points, &s.voids) {
+                chart.draw_series(LineSeries::new(segment.into_iter().map(tp), s.color.stroke_width(2))).map_err(err)?;
+            }
+            chart.draw_series(s.voids.iter().map(|vx| Cross::new((t(x.scale, *vx), void_y), 6, RED.stroke_width(2)))).map_err(err)?;
             if !markers {
                 continue;
             }
@@ -285,12 +291,30 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
     Ok(svg)
 }
 
+/// The joined (not hollow) points in x order, split wherever a void point lies between two
+/// of them: a line never bridges a result that is void.
+fn segments<'a>(points: &'a [Pt], voids: &[f64]) -> Vec<Vec<&'a Pt>> {
+    let mut joined: Vec<&Pt> = points.iter().filter(|p| !p.hollow).collect();
+    joined.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let mut out: Vec<Vec<&Pt>> = Vec::new();
+    for p in joined {
+        match out.last_mut() {
+            Some(seg) if !voids.iter().any(|v| *v > seg[seg.len() - 1].x && *v < p.x) => seg.push(p),
+            _ => out.push(vec![p]),
+        }
+    }
+    out
+}
+
 /// One bar series: a value (with spread) per group, `None` where there is no result.
 #[derive(Debug, Clone)]
 pub struct BarSeries {
     pub name: String,
     pub color: RGBColor,
     pub values: Vec<Option<Pt>>,
+    /// Groups where this series' point is void (errors or missing rows): no bar, a red ×
+    /// at its foot instead.
+    pub voids: Vec<usize>,
 }
 
 /// Grouped bars: one group per label, one bar per series, min..max whiskers.
@@ -325,6 +349,9 @@ pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> 
         let base = if y.scale == Scale::Log { y.lo } else { 0f64.clamp(y.lo, y.hi) };
         let clamp = |v: f64| t(y.scale, v).clamp(y.lo, y.hi);
         for (si, s) in series.iter().enumerate() {
+            let void_y = y.lo + 0.03 * (y.hi - y.lo);
+            let voids = s.voids.iter().map(|gi| Cross::new((*gi as f64 + 0.1 + (si as f64 + 0.45) * bar, void_y), 6, RED.stroke_width(2)));
+            chart.draw_series(voids).map_err(err)?;
             for (gi, v) in s.values.iter().enumerate() {
                 let Some(v) = v else { continue };
                 let x0 = gi as f64 + 0.1 + si as f64 * bar;
@@ -386,10 +413,29 @@ mod tests {
     }
 
     #[test]
+    fn lines_break_at_void_points() {
+        let pt = |x: f64| Pt { x, y: 1.0, lo: 1.0, hi: 1.0, hollow: false, flagged: false };
+        let points = [pt(8.0), pt(1.0), pt(2.0), Pt { hollow: true, ..pt(3.0) }];
+        let xs = |segs: Vec<Vec<&Pt>>| segs.iter().map(|s| s.iter().map(|p| p.x).collect::<Vec<_>>()).collect::<Vec<_>>();
+        assert_eq!(xs(segments(&points, &[])), vec![vec![1.0, 2.0, 8.0]]);
+        assert_eq!(xs(segments(&points, &[4.0])), vec![vec![1.0, 2.0], vec![8.0]]);
+        let svg = lines(
+            &Axis::at(Scale::Linear, &[1.0, 8.0]),
+            &Axis::values(Scale::Linear, &[1.0], ""),
+            "clients",
+            "ops/s",
+            &[Series { name: "a".into(), color: RGBColor(1, 2, 3), points: points.to_vec(), voids: vec![4.0] }],
+        )
+        .unwrap();
+        assert!(svg.contains("#FF0000") || svg.contains("#ff0000"), "the void point is marked in red");
+    }
+
+    #[test]
     fn charts_are_svg_with_one_path_per_series() {
         let s = |name: &str, c| Series {
             name: name.into(),
             color: c,
+            voids: vec![],
             points: vec![
                 Pt { x: 1.0, y: 10.0, lo: 9.0, hi: 11.0, hollow: false, flagged: false },
                 Pt { x: 4.0, y: 30.0, lo: 30.0, hi: 30.0, hollow: false, flagged: true },

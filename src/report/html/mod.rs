@@ -125,11 +125,17 @@ fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
 
 /// Seconds per measured run: (median, min, max).
 fn run_seconds(p: &PointResult) -> Option<(f64, f64, f64)> {
+    if p.is_void() {
+        return None;
+    }
     spread(&measured(p).iter().map(|r| r.seconds).collect::<Vec<_>>())
 }
 
 /// Seconds per op (per query) over the measured runs.
 fn seconds_per_op(p: &PointResult) -> Option<(f64, f64, f64)> {
+    if p.is_void() {
+        return None;
+    }
     spread(&measured(p).iter().filter(|r| r.ops > 0).map(|r| r.seconds / r.ops as f64).collect::<Vec<_>>())
 }
 
@@ -196,7 +202,13 @@ pub fn flags_html(p: &PointResult) -> String {
                     esc(detail)
                 )
             }
-            Flag::Errors { count } => format!(r#"<span class="flag err">{count} error{}</span>"#, if *count == 1 { "" } else { "s" }),
+            Flag::Errors { count, failed_ops } => format!(
+                r#"<span class="flag loud" title="requests failed: the timing is void, no throughput is published">ERRORS: {count} failed request{} ({failed_ops} ops)</span>"#,
+                if *count == 1 { "" } else { "s" }
+            ),
+            Flag::MissingRows { count } => format!(
+                r#"<span class="flag loud" title="requests returned or affected fewer rows than the plan expects: the timing is void, no throughput is published">MISSING ROWS: {count}</span>"#
+            ),
             Flag::Incomplete if matches!(p.status, PointStatus::Incomplete { .. }) => continue,
             Flag::Incomplete => r#"<span class="flag warn">incomplete</span>"#.to_string(),
             Flag::NotSupported if matches!(p.status, PointStatus::NotSupported { .. }) => continue,
@@ -205,6 +217,11 @@ pub fn flags_html(p: &PointResult) -> String {
         out.push_str(&badge);
     }
     out
+}
+
+/// A data-table cell spanning `columns` for a void point: no numbers, the flags say why.
+fn void_cells(columns: usize) -> String {
+    format!("<td colspan=\"{columns}\" class=\"void\">VOID: no timing (see flags)</td>")
 }
 
 fn is_flagged(p: &PointResult) -> bool {
@@ -255,6 +272,7 @@ figcaption { font-weight: 600; margin-bottom: 4px; }
 .flag.err { background: #fde2e1; color: #8c1d18; border: 1px solid #f0a8a4; }
 .flag.na { background: #eee; color: #555; border: 1px solid #ccc; }
 .flag.loud { background: #b3261e; color: #fff; font-weight: 700; border: 1px solid #7a1a14; }
+td.void { color: #b3261e; font-weight: 700; }
 td.url { min-width: 200px; max-width: 280px; word-break: break-all; }
 td.settings { min-width: 480px; }
 .settings code { display: inline-block; background: #f3f3f3; margin: 1px 2px; padding: 0 4px; border-radius: 3px; }
@@ -385,9 +403,17 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
             if mismatches == 1 { "" } else { "s" }
         );
     }
+    let voided = r.points.iter().filter(|p| p.is_void()).count();
+    if voided > 0 {
+        let _ = writeln!(
+            out,
+            "<p id=\"voided\"><span class=\"flag loud\">VOID</span> at {voided} point{}: requests failed or rows were missing, so those timings are void; they are not plotted (a red × marks the gap) and have no throughput.</p>",
+            if voided == 1 { "" } else { "s" }
+        );
+    }
     let _ = write!(
         out,
-        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs; latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag err\">errors</span>, <span class=\"flag na\">not supported</span>; flagged points have a red ring in the charts.</p>\n</header>\n",
+        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs; latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag loud\">ERRORS</span> requests failed and <span class=\"flag loud\">MISSING ROWS</span> requests returned or affected fewer rows than the plan expects: the point is void, it has no throughput and is not plotted (a red × on the axis marks the gap), <span class=\"flag na\">not supported</span>; other flagged points have a red ring in the charts.</p>\n</header>\n",
         esc(&command_line(r))
     );
 }
@@ -458,6 +484,36 @@ fn table_open(out: &mut String, rows: usize) {
         write!(out, "<details class=\"data\"{}><summary>data ({rows} rows)</summary>\n<table>\n", if rows <= 40 { " open" } else { "" });
 }
 
+/// One line per target through its `points`: `value` (median, min, max) at `x`, drawn
+/// `hollow` (not joined) where asked; void points have no value and mark a gap.
+fn line_series(
+    colors: &Colors,
+    targets: &[String],
+    points: &[&PointResult],
+    x: &dyn Fn(&PointResult) -> f64,
+    value: &ValueOf,
+    hollow: &dyn Fn(&PointResult) -> bool,
+) -> Vec<Series> {
+    targets
+        .iter()
+        .map(|t| {
+            let mine: Vec<&PointResult> = points.iter().copied().filter(|p| &p.target == t).collect();
+            Series {
+                name: t.clone(),
+                color: colors.of(t),
+                points: mine
+                    .iter()
+                    .filter_map(|p| {
+                        let (y, lo, hi) = value(p)?;
+                        Some(Pt { x: x(p), y, lo, hi, hollow: hollow(p), flagged: is_flagged(p) })
+                    })
+                    .collect(),
+                voids: mine.iter().filter(|p| p.is_void()).map(|p| x(p)).collect(),
+            }
+        })
+        .collect()
+}
+
 fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x: XAxis, log_x: bool) {
     let all = points_of(r, experiment);
     let batch_clients = all.iter().find(|p| p.point.batched && p.point.param.is_none()).map(|p| p.point.clients);
@@ -470,28 +526,7 @@ fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x
         })
         .collect();
     let targets = targets_of(colors, &points);
-    let series: Vec<Series> = targets
-        .iter()
-        .map(|t| Series {
-            name: t.clone(),
-            color: colors.of(t),
-            points: points
-                .iter()
-                .filter(|p| &p.target == t)
-                .filter_map(|p| {
-                    let s = p.summary.as_ref()?;
-                    Some(Pt {
-                        x: x.value(&p.point),
-                        y: s.median_ops_per_sec,
-                        lo: s.min_ops_per_sec,
-                        hi: s.max_ops_per_sec,
-                        hollow: x == XAxis::Batch && !p.point.batched,
-                        flagged: is_flagged(p),
-                    })
-                })
-                .collect(),
-        })
-        .collect();
+    let series = line_series(colors, &targets, &points, &|p| x.value(&p.point), &ops_spread, &|p| x == XAxis::Batch && !p.point.batched);
     let xs: Vec<f64> = points.iter().map(|p| x.value(&p.point)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
     let y_scale = if figures::wants_log(&ys) { Scale::Log } else { Scale::Linear };
@@ -533,8 +568,9 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
         );
         let _ = write!(out, "<td>{}</td>", flags_html(p));
         match &p.summary {
+            _ if p.is_void() => out.push_str(&void_cells(if batches { 6 } else { 5 })),
             Some(s) => {
-                let req: Vec<f64> = measured(p).iter().map(|r| r.requests_per_sec()).collect();
+                let req: Vec<f64> = measured(p).iter().filter_map(|r| r.requests_per_sec()).collect();
                 let lat = s.latency.as_ref();
                 let requests = if batches {
                     format!("<td class=\"num\">{}</td>", spread(&req).map(|(m, _, _)| chart::short(m)).unwrap_or_default())
@@ -544,10 +580,10 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                 let _ = write!(
                     out,
                     "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                    chart::short(s.median_ops_per_sec),
-                    chart::short(s.min_ops_per_sec),
-                    chart::short(s.max_ops_per_sec),
-                    chart::short(s.median_rows_per_sec),
+                    s.median_ops_per_sec.map(chart::short).unwrap_or_default(),
+                    s.min_ops_per_sec.map(chart::short).unwrap_or_default(),
+                    s.max_ops_per_sec.map(chart::short).unwrap_or_default(),
+                    s.median_rows_per_sec.map(chart::short).unwrap_or_default(),
                     lat.map(|l| us(l.p50_us)).unwrap_or_default(),
                     lat.map(|l| us(l.p99_us)).unwrap_or_default(),
                 );
@@ -583,28 +619,8 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
     let targets = targets_of(colors, &points);
     let max = points.iter().filter_map(|p| run_seconds(p)).map(|(_, _, hi)| hi).fold(0.0, f64::max);
     let (div, unit) = secs_unit(max);
-    let series: Vec<Series> = targets
-        .iter()
-        .map(|t| Series {
-            name: t.clone(),
-            color: colors.of(t),
-            points: points
-                .iter()
-                .filter(|p| &p.target == t)
-                .filter_map(|p| {
-                    let (m, lo, hi) = run_seconds(p)?;
-                    Some(Pt {
-                        x: p.point.param.unwrap_or(0) as f64,
-                        y: m / div,
-                        lo: lo / div,
-                        hi: hi / div,
-                        hollow: false,
-                        flagged: is_flagged(p),
-                    })
-                })
-                .collect(),
-        })
-        .collect();
+    let per_run = move |p: &PointResult| run_seconds(p).map(|(m, lo, hi)| (m / div, lo / div, hi / div));
+    let series = line_series(colors, &targets, &points, &|p| p.point.param.unwrap_or(0) as f64, &per_run, &|_| false);
     let xs: Vec<f64> = points.iter().filter_map(|p| p.point.param.map(|v| v as f64)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
     legend(out, colors, &targets);
@@ -632,6 +648,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
             );
             let _ = write!(out, "<td>{}</td>", flags_html(p));
             match run_seconds(p) {
+                _ if p.is_void() => out.push_str(&void_cells(6)),
                 Some((m, lo, hi)) => {
                     let runs = measured(p);
                     let lat = p.summary.as_ref().and_then(|s| s.latency.as_ref());
@@ -674,6 +691,12 @@ fn grouped_bars(out: &mut String, colors: &Colors, groups: &[(String, Vec<&Point
                     Some(Pt { x: 0.0, y: m / div, lo: lo / div, hi: hi / div, hollow: false, flagged: is_flagged(p) })
                 })
                 .collect(),
+            voids: groups
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, ps))| ps.iter().any(|p| &p.target == t && p.is_void()))
+                .map(|(i, _)| i)
+                .collect(),
         })
         .collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().flat_map(|p| [p.lo, p.hi, p.y])).collect();
@@ -714,6 +737,7 @@ fn value_table(
             );
             let _ = write!(out, "<td>{}</td>", flags_html(p));
             match value(p) {
+                _ if p.is_void() => out.push_str(&void_cells(4)),
                 Some((m, lo, hi)) => {
                     let lat = p.summary.as_ref().and_then(|s| s.latency.as_ref());
                     let _ = write!(
@@ -734,8 +758,10 @@ fn value_table(
     out.push_str("</table></details>\n");
 }
 
+/// (median, min, max) ops/s; `None` for a void point (it has no throughput).
 fn ops_spread(p: &PointResult) -> Option<(f64, f64, f64)> {
-    p.summary.as_ref().map(|s| (s.median_ops_per_sec, s.min_ops_per_sec, s.max_ops_per_sec))
+    let s = p.summary.as_ref()?;
+    Some((s.median_ops_per_sec?, s.min_ops_per_sec?, s.max_ops_per_sec?))
 }
 
 fn throughput_bars(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
@@ -791,11 +817,12 @@ fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, c
             values: kinds
                 .iter()
                 .map(|k| {
-                    let (p, v) = per.iter().find(|(p, _)| &p.target == t)?;
+                    let (p, v) = per.iter().find(|(p, _)| &p.target == t && !p.is_void())?;
                     let (_, l, _) = v.iter().find(|(kk, _, _)| kk == k)?;
                     Some(Pt { x: 0.0, y: l.p50_us, lo: l.p50_us, hi: l.p99_us, hollow: false, flagged: is_flagged(p) })
                 })
                 .collect(),
+            voids: if per.iter().any(|(p, _)| &p.target == t && p.is_void()) { (0..kinds.len()).collect() } else { Vec::new() },
         })
         .collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().flat_map(|p| [p.y, p.hi])).collect();
@@ -808,7 +835,17 @@ fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, c
     out.push_str("<tr><th>operation</th><th>target</th><th>flags</th><th>ops/s (median)</th><th>count</th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n");
     for k in &kinds {
         for (p, v) in &per {
-            if let Some((_, l, rate)) = v.iter().find(|(kk, _, _)| kk == k) {
+            if p.is_void() {
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>{}</tr>",
+                    k.name(),
+                    css(colors.of(&p.target)),
+                    esc(&p.target),
+                    flags_html(p),
+                    void_cells(6)
+                );
+            } else if let Some((_, l, rate)) = v.iter().find(|(kk, _, _)| kk == k) {
                 let _ = writeln!(
                     out,
                     "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
@@ -852,7 +889,7 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
     let targets = targets_of(colors, &points);
     let mut series = Vec::new();
     let mut max_x: f64 = 1.0;
-    for p in &points {
+    for p in points.iter().filter(|p| !p.is_void()) {
         let Some(l) = p.summary.as_ref().and_then(|s| s.latency.as_ref()) else { continue };
         let curve = percentile_curve(l);
         max_x = curve.iter().map(|(x, _)| *x).fold(max_x, f64::max);
@@ -860,6 +897,7 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
             name: p.target.clone(),
             color: colors.of(&p.target),
             points: curve.into_iter().map(|(x, y)| Pt { x, y, lo: y, hi: y, hollow: false, flagged: false }).collect(),
+            voids: Vec::new(),
         });
     }
     // No markers on a curve: draw each sample as a segment only.
@@ -886,6 +924,7 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
             flags_html(p)
         );
         match p.summary.as_ref().and_then(|s| s.latency.as_ref()) {
+            _ if p.is_void() => out.push_str(&void_cells(7)),
             Some(l) => {
                 let _ = write!(
                     out,
@@ -937,6 +976,9 @@ fn lifecycle_time(out: &mut String, r: &Report, colors: &Colors, experiment: &st
 /// Bytes per record of a point and where the figure comes from: the engine's own
 /// figure, else the spawned server's PSS, else the dbsweep process's resident memory.
 fn bytes_per_record(p: &PointResult) -> Option<(f64, &'static str)> {
+    if p.is_void() {
+        return None;
+    }
     let m = p.summary.as_ref()?.memory.as_ref()?;
     if let Some(b) = m.engine_bytes_per_row {
         return Some((b, "engine"));
@@ -1012,6 +1054,7 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     };
     head(out, "lifecycle-time", "Time per operation (write all and fetch all: the whole operation; read one and delete one: per key)");
     lifecycle_rows(out, r, colors, &experiments, &counts, &mut |_, p| match lifecycle_value(p) {
+        _ if p.is_void() => format!("<td class=\"void\">VOID {}</td>", flags_html(p)),
         Some((m, lo, hi)) => {
             format!("<td class=\"num\">{}<br><small>{} – {}</small> {}</td>", fmt_secs(m), fmt_secs(lo), fmt_secs(hi), flags_html(p))
         }

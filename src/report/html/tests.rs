@@ -32,12 +32,10 @@ fn target_names_and_settings_are_escaped() {
 fn flags_are_rendered_next_to_their_numbers() {
     let mut r = fixture();
     let i = r.points.iter().position(|p| p.experiment == "insert" && p.point.batched && p.point.batch > 1 && p.summary.is_some()).unwrap();
-    r.points[i].flags =
-        vec![Flag::ClientBound { share: 0.87 }, Flag::AnswerMismatch { detail: "count 3 vs 4".into() }, Flag::Errors { count: 5 }];
+    r.points[i].flags = vec![Flag::ClientBound { share: 0.87 }, Flag::AnswerMismatch { detail: "count 3 vs 4".into() }];
     let badges = flags_html(&r.points[i]);
     assert!(badges.contains("client-bound (87%)"), "{badges}");
     assert!(badges.contains("class=\"flag loud\"") && badges.contains("ANSWER MISMATCH: count 3 vs 4"), "{badges}");
-    assert!(badges.contains("5 errors"), "{badges}");
     let html = render(&r);
     // In the point's data-table row, after its numbers, and loudly in the header.
     let fig = html.find("<figure id=\"fig-insert-batch\"").expect("the batch figure");
@@ -104,4 +102,33 @@ fn ten_targets_get_ten_distinct_colours() {
     let colors = Colors::new(&r);
     let set: BTreeSet<String> = colors.0.iter().take(12).map(|(_, c)| css(*c)).collect();
     assert_eq!(set.len(), 12);
+}
+
+#[test]
+fn void_points_show_their_flags_loudly_and_are_not_plotted() {
+    let mut r = fixture();
+    let i = r.points.iter().position(|p| p.experiment == "insert" && p.point.batched && p.point.batch > 1 && p.summary.is_some()).unwrap();
+    let figure_of = |html: &str| {
+        let at = html.find("<figure id=\"fig-insert-batch\"").expect("the batch figure");
+        html[at..at + html[at..].find("</figure>").unwrap()].to_string()
+    };
+    let before = figure_of(&render(&r));
+    assert!(!before.contains("<line opacity=\"1\" stroke=\"#FF0000\""), "no void marks before");
+    let median = r.points[i].summary.as_ref().unwrap().median_ops_per_sec.unwrap();
+    r.points[i].flags = vec![Flag::Errors { count: 2, failed_ops: 200 }, Flag::MissingRows { count: 7 }];
+    let s = r.points[i].summary.as_mut().unwrap();
+    (s.median_ops_per_sec, s.min_ops_per_sec, s.max_ops_per_sec, s.median_rows_per_sec) = (None, None, None, None);
+    let badges = flags_html(&r.points[i]);
+    assert!(badges.contains("class=\"flag loud\"") && badges.contains("ERRORS: 2 failed requests (200 ops)"), "{badges}");
+    assert!(badges.contains("MISSING ROWS: 7"), "{badges}");
+    let html = render(&r);
+    assert!(html.contains("VOID</span> at 1 point:"), "the header names the void point count");
+    let fig = figure_of(&html);
+    let row_start =
+        fig.find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
+    let row = &fig[row_start..row_start + fig[row_start..].find("</tr>").unwrap()];
+    assert!(row.contains("VOID: no timing") && row.contains("MISSING ROWS: 7"), "{row}");
+    assert!(!row.contains(&chart::short(median)), "the void point's old throughput is not shown: {row}");
+    // Its place in the chart is a red × on the axis instead of a point on the line.
+    assert!(fig.contains("<line opacity=\"1\" stroke=\"#FF0000\""), "the gap is marked");
 }

@@ -311,7 +311,15 @@ fn studies_and_targets_list_what_exists() {
     let o = dbsweep(&["targets"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("sqlite") && text.contains("monetdb"));
-    assert!(text.contains("no MonetDB server package"));
+    assert!(text.contains("no MonetDB adapter"), "{text}");
+    // The SSDB- and MongoDB-class servers run; what cannot run says what to use instead.
+    for runnable in ["ledis://", "mongodb://"] {
+        let line = text.lines().find(|l| l.starts_with(runnable)).unwrap_or_else(|| panic!("{runnable} not listed:\n{text}"));
+        assert!(line.contains("runnable"), "{line}");
+    }
+    assert!(text.contains("use ledis:// (--spawn ledisdb)") && text.contains("use --spawn ferretdb"), "{text}");
+    assert!(text.contains("no public package for Debian, PyPI, npm or Maven"), "{text}");
+    assert!(!text.contains("these machines"), "{text}");
 }
 
 #[test]

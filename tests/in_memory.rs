@@ -120,5 +120,5 @@ fn in_memory_study_on_spawned_servers_measures_time_and_memory_per_record() {
         .collect();
     assert_eq!(redis_writes.len(), 4, "two sizes x two runs");
     assert!(redis_writes.iter().all(|d| *d > 0));
-    assert!(report["unavailable"].as_array().unwrap().iter().any(|u| u["system"] == "mongodb"));
+    assert!(report["unavailable"].as_array().unwrap().iter().any(|u| u["system"] == "mongod"));
 }

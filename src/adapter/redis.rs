@@ -1,5 +1,6 @@
 //! Redis adapter: the kv-vs-relational study's row mapping on the `redis` crate (async,
-//! one multiplexed connection per client).
+//! one multiplexed connection per client), for Redis and for LedisDB (`ledis://`, a
+//! Redis-protocol server on LevelDB); what differs between the two is in [`dialect`].
 //!
 //! Mapping (seed 000/001): every row is a hash `dbsweep:<table><pk>` (e.g. `dbsweep:kv17`)
 //! with one field per column, values as text (Decimal `12.34`, Date ISO `1998-12-01`, Null
@@ -17,10 +18,15 @@
 //! from the URL, else from `REDISCLI_AUTH`. Batches go in one MULTI/EXEC by default (as the
 //! study did) or one plain pipeline with `batch=pipeline`.
 //!
+//! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
+//! transaction goes in one pipeline, not atomically, and batches are pipelines; rows are
+//! written with HMSET and removed with HCLEAR; there is no engine memory figure. Every op
+//! kind still runs (its Lua scripts are gopher-lua's, run one at a time).
+//!
 //! Safety: only keys under the namespace's prefix (`dbsweep:`, or `dbsweep_NAME:` with
 //! `--namespace NAME`) in the URL's DB index are touched, and only once the marker key
 //! `<prefix>owner` (= "dbsweep") says they are ours. The run's lease record is the key
-//! `<prefix>lease` (taken with `SET NX`, renewed and removed by a compare-and-swap Lua
+//! `<prefix>lease` (taken with `SETNX`, renewed and removed by a compare-and-swap Lua
 //! script); clearing the namespace leaves it to the lease protocol. This module must never
 //! send FLUSHDB or FLUSHALL, and must never show the password.
 
@@ -32,11 +38,13 @@ use crate::error::{Error, Result};
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisConnectionInfo, RedisError, Script};
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
+mod dialect;
 mod tpch;
+
+use dialect::Dialect;
 
 /// The marker key (after the namespace's prefix) that proves the prefixed keys in this
 /// DB are dbsweep's own, and its value.
@@ -52,8 +60,6 @@ return 1
 ";
 /// Rows per round trip when bulk loading.
 const LOAD_CHUNK: usize = 1000;
-/// Keys per SCAN page (and per UNLINK) when clearing our namespace.
-const SCAN_COUNT: usize = 1000;
 /// Rows per pipeline of a fetch-all.
 const FETCH_ALL_CHUNK: usize = 1000;
 
@@ -61,7 +67,7 @@ const FETCH_ALL_CHUNK: usize = 1000;
 /// KEYS[1] row hash, KEYS[2] (optional) the column's index set; ARGV: field, text value,
 /// pk (index member), score, '1' when the new value is NULL.
 const UPDATE_LUA: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HLEN', KEYS[1]) == 0 then return 0 end
 if ARGV[5] == '1' then
   redis.call('HDEL', KEYS[1], ARGV[1])
   if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[3]) end
@@ -128,6 +134,8 @@ pub struct Redis {
     /// What is known before the server was asked.
     base: TargetInfo,
     client: redis::Client,
+    /// Redis or LedisDB.
+    dialect: Dialect,
     /// `host:port/db` for messages (never the password).
     address: String,
     /// The namespace's key prefix, e.g. `dbsweep:`; every key starts with it.
@@ -144,6 +152,9 @@ pub struct Redis {
 
 impl Redis {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
+        let dialect = Dialect::from_scheme(url.scheme())
+            .ok_or_else(|| Error::usage(format!("target '{name}': '{}:' is not a Redis-protocol URL", url.scheme())))?;
+        let label = dialect.label();
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(6379);
         let prefix = ctx.namespace.key_prefix();
@@ -153,11 +164,14 @@ impl Redis {
                 .parse::<i64>()
                 .ok()
                 .filter(|d| *d >= 0)
-                .ok_or_else(|| Error::usage(format!("target '{name}': the Redis URL path must be a DB index like /0, got '/{d}'")))?,
+                .ok_or_else(|| Error::usage(format!("target '{name}': the {label} URL path must be a DB index like /0, got '/{d}'")))?,
         };
         let batch = match url.param("batch").as_deref() {
-            None | Some("multi") => BatchMode::Multi,
-            Some("pipeline") => BatchMode::Pipeline,
+            None | Some("multi") if dialect.has_multi() => BatchMode::Multi,
+            None | Some("pipeline") => BatchMode::Pipeline,
+            Some("multi") => {
+                return Err(Error::usage(format!("target '{name}': {label} has no MULTI/EXEC; use batch=pipeline or leave batch out")));
+            }
             Some(other) => {
                 return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
             }
@@ -171,11 +185,11 @@ impl Redis {
         }
         let info = ConnectionAddr::Tcp(host.clone(), port)
             .into_connection_info()
-            .map_err(|e| Error::usage(format!("target '{name}': bad Redis address: {e}")))?
+            .map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?
             .set_redis_settings(settings);
-        let client = redis::Client::open(info).map_err(|e| Error::usage(format!("target '{name}': bad Redis address: {e}")))?;
+        let client = redis::Client::open(info).map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?;
 
-        let mut settings = BTreeMap::new();
+        let mut settings = dialect.fixed_settings();
         settings.insert("db".to_string(), db.to_string());
         settings.insert(
             "batch".to_string(),
@@ -188,7 +202,7 @@ impl Redis {
         settings.insert("layout".to_string(), "hash per row; sorted sets for pk and indexed columns".to_string());
         let base = TargetInfo {
             name: name.to_string(),
-            system: "redis".into(),
+            system: dialect.system().into(),
             url: url.redacted(),
             execution: Execution::Async,
             capabilities: Capabilities {
@@ -217,6 +231,7 @@ impl Redis {
             probed: OnceLock::new(),
             base,
             client,
+            dialect,
             address: format!("{host}:{port}/{db}"),
             marker_key: format!("{prefix}{MARKER_KEY}"),
             lease_key: format!("{prefix}{LEASE_KEY}"),
@@ -240,16 +255,16 @@ impl Redis {
             Error::unreachable(
                 self.name(),
                 format!(
-                    "cannot connect to Redis at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)",
+                    "cannot connect to {} at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)",
+                    self.dialect.label(),
                     self.address
                 ),
             )
         })?;
         // A successful connect can still hide a refused login on some servers: ask once.
-        redis::cmd("PING")
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(|e| Error::unreachable(self.name(), format!("Redis at {} refused us: {e}; check the password", self.address)))?;
+        redis::cmd("PING").query_async::<()>(&mut conn).await.map_err(|e| {
+            Error::unreachable(self.name(), format!("{} at {} refused us: {e}; check the password", self.dialect.label(), self.address))
+        })?;
         Ok(conn)
     }
 
@@ -260,13 +275,25 @@ impl Redis {
         }
         let mut info = self.base.clone();
         if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await
-            && let Some(v) = info_field(&text, "redis_version")
+            && let Some(v) = info_field(&text, self.dialect.version_field())
         {
             info.version = v.to_string();
         }
         // lua-time-limit (busy-reply-threshold since 7.0): how long a script (the TPC-H
         // queries) runs before other clients get BUSY replies.
-        for key in ["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy", "lua-time-limit"] {
+        let config_keys: &[&str] = match self.dialect {
+            Dialect::Redis => &["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy", "lua-time-limit"],
+            // LedisDB's CONFIG GET knows only `databases`; INFO names the storage engine.
+            Dialect::LedisDb => {
+                if let Ok(text) = redis::cmd("INFO").query_async::<String>(conn).await
+                    && let Some(store) = info_field(&text, "name")
+                {
+                    info.settings.insert("storage".into(), format!("{store} (LevelDB files in the server's data_dir)"));
+                }
+                &[]
+            }
+        };
+        for &key in config_keys {
             if let Ok(pairs) = redis::cmd("CONFIG").arg("GET").arg(key).query_async::<Vec<String>>(conn).await
                 && let [_, value] = pairs.as_slice()
             {
@@ -277,62 +304,24 @@ impl Redis {
         let _ = self.probed.set(info);
     }
 
-    /// Deletes every key under our prefix (the marker too, not the lease record), in SCAN
-    /// pages.
+    /// Deletes every key under our prefix (the marker too, not the lease record), page by
+    /// page.
     async fn clear_namespace(&self, conn: &mut MultiplexedConnection) -> Result<()> {
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(format!("{}*", self.prefix))
-                .arg("COUNT")
-                .arg(SCAN_COUNT)
-                .query_async(conn)
-                .await
-                .map_err(|e| self.setup_error("SCAN", e))?;
-            // SCAN MATCH is a glob; keep the check exact anyway.
-            let ours: Vec<&String> = keys.iter().filter(|k| k.starts_with(&self.prefix) && **k != self.lease_key).collect();
-            if !ours.is_empty() {
-                redis::cmd("UNLINK").arg(ours).query_async::<()>(conn).await.map_err(|e| self.setup_error("UNLINK", e))?;
-            }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
-        }
+        self.dialect.delete_all(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("clearing dbsweep's keys", e))
     }
 
     /// The first key under our prefix, if any, besides the lease record.
     async fn any_prefixed_key(&self, conn: &mut MultiplexedConnection) -> Result<Option<String>> {
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(format!("{}*", self.prefix))
-                .arg("COUNT")
-                .arg(SCAN_COUNT)
-                .query_async(conn)
-                .await
-                .map_err(|e| self.setup_error("SCAN", e))?;
-            if let Some(k) = keys.into_iter().find(|k| k.starts_with(&self.prefix) && *k != self.lease_key) {
-                return Ok(Some(k));
-            }
-            if next == 0 {
-                return Ok(None);
-            }
-            cursor = next;
-        }
+        self.dialect.any_key(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("listing dbsweep's keys", e))
     }
 
     /// Whether the marker says the prefixed keys are ours; `Err(NotOwned)` when keys with
     /// our prefix exist that dbsweep did not mark.
     async fn check_owned(&self, conn: &mut MultiplexedConnection) -> Result<bool> {
-        let (marker_key, prefix) = (&self.marker_key, &self.prefix);
+        let (marker_key, prefix, label) = (&self.marker_key, &self.prefix, self.dialect.label());
         let marker: Option<String> = redis::cmd("GET").arg(marker_key).query_async(conn).await.map_err(|e| {
             if is_wrong_type(&e) {
-                Error::not_owned(self.name(), format!("key '{marker_key}' in Redis {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index", self.address))
+                Error::not_owned(self.name(), format!("key '{marker_key}' in {label} {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index", self.address))
             } else {
                 self.setup_error("GET", e)
             }
@@ -342,7 +331,7 @@ impl Redis {
             Some(_) => Err(Error::not_owned(
                 self.name(),
                 format!(
-                    "key '{marker_key}' in Redis {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index",
+                    "key '{marker_key}' in {label} {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index",
                     self.address
                 ),
             )),
@@ -350,7 +339,7 @@ impl Redis {
                 Some(key) => Err(Error::not_owned(
                     self.name(),
                     format!(
-                        "key '{key}' in Redis {} has dbsweep's prefix but no '{marker_key}' marker, so dbsweep did not create it; delete the '{prefix}*' keys yourself or use another DB index",
+                        "key '{key}' in {label} {} has dbsweep's prefix but no '{marker_key}' marker, so dbsweep did not create it; delete the '{prefix}*' keys yourself or use another DB index",
                         self.address
                     ),
                 )),
@@ -361,9 +350,12 @@ impl Redis {
 
     fn setup_error(&self, what: &str, e: RedisError) -> Error {
         if is_connection_error(&e) {
-            Error::unreachable(self.name(), format!("lost the connection to Redis at {} during {what}: {e}", self.address))
+            Error::unreachable(
+                self.name(),
+                format!("lost the connection to {} at {} during {what}: {e}", self.dialect.label(), self.address),
+            )
         } else {
-            Error::runtime(format!("target '{}': Redis {what} failed: {e}", self.name()))
+            Error::runtime(format!("target '{}': {} {what} failed: {e}", self.name(), self.dialect.label()))
         }
     }
 
@@ -390,7 +382,7 @@ fn is_connection_error(e: &RedisError) -> bool {
 }
 
 /// The class of a failed op: broken connections and time-outs apart from server errors.
-fn op_error(e: RedisError) -> OpError {
+fn op_error(dialect: Dialect, e: RedisError) -> OpError {
     let class = if e.is_timeout() {
         ErrorClass::Timeout
     } else if is_connection_error(&e) {
@@ -398,7 +390,7 @@ fn op_error(e: RedisError) -> OpError {
     } else {
         ErrorClass::Server
     };
-    OpError::new(class, format!("redis: {e}"))
+    OpError::new(class, format!("{}: {e}", dialect.system()))
 }
 
 /// A value as stored in a hash field; `None` for NULL (the field is left out).
@@ -437,13 +429,15 @@ fn parse_decimal(text: &str) -> Option<Decimal> {
     Some(Decimal(if negative { -abs } else { abs }))
 }
 
-/// The sorted-set score of an indexed value, in the units of `Op::Range` bounds.
-fn score(v: &Value) -> Option<f64> {
+/// The sorted-set score of an indexed value, in the units of `Op::Range` bounds, as the
+/// text sent to the server: whole numbers without a fraction (LedisDB's scores are
+/// integers and refuse `3.0`), floats in their shortest exact form.
+fn score(v: &Value) -> Option<String> {
     match v {
-        Value::Int(i) => Some(*i as f64),
-        Value::Float(f) => Some(*f),
-        Value::Decimal(d) => Some(d.0 as f64),
-        Value::Date(d) => Some(f64::from(d.0)),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        Value::Decimal(d) => Some(d.0.to_string()),
+        Value::Date(d) => Some(d.0.to_string()),
         Value::Null | Value::Text(_) => None,
     }
 }
@@ -453,11 +447,11 @@ fn key_of(row: &Row) -> Result<i64, OpError> {
 }
 
 /// The commands that store one row (after clearing any previous version of it).
-fn insert_commands(t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), OpError> {
+fn insert_commands(dialect: Dialect, t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), OpError> {
     let pk = key_of(row)?;
     let key = t.row_key(pk);
-    out.push(redis::cmd("DEL").arg(&key).clone());
-    out.push(hset_row(t, &key, row));
+    out.push(dialect.row_delete(&key));
+    out.push(hset_row(dialect, t, &key, row));
     out.push(redis::cmd("ZADD").arg(&t.pk_set).arg(pk).arg(pk).clone());
     for (c, set) in t.index_sets.iter().enumerate() {
         if let Some(set) = set {
@@ -470,8 +464,8 @@ fn insert_commands(t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), O
     Ok(())
 }
 
-fn hset_row(t: &TableKeys, key: &str, row: &Row) -> Cmd {
-    let mut cmd = redis::cmd("HSET");
+fn hset_row(dialect: Dialect, t: &TableKeys, key: &str, row: &Row) -> Cmd {
+    let mut cmd = redis::cmd(dialect.hash_write());
     cmd.arg(key);
     for (c, v) in row.iter().enumerate() {
         if let Some(text) = value_text(v) {
@@ -486,8 +480,10 @@ fn hset_row(t: &TableKeys, key: &str, row: &Row) -> Cmd {
 enum Reduce {
     /// A fixed row count (inserts: 1, echo: 0).
     Fixed(u64),
-    /// The first reply is the row count (DEL, the update script).
+    /// The first reply is the row count (the update script).
     FirstInt,
+    /// The first reply is > 0 when the row existed (DEL, HCLEAR: removed fields): 1 or 0.
+    Existed,
     /// Every reply is an HGETALL; rows = the non-empty ones.
     NonEmptyHashes,
     /// ZCOUNT: an `Answer::Scalar(Int)`.
@@ -508,6 +504,7 @@ struct Planned {
 
 pub struct RedisConnection {
     conn: MultiplexedConnection,
+    dialect: Dialect,
     tables: Arc<Vec<TableKeys>>,
     batch: BatchMode,
     update_script: Arc<Script>,
@@ -533,7 +530,7 @@ impl RedisConnection {
             Op::Echo => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
             Op::Insert { table, row } => {
                 let mut cmds = Vec::new();
-                insert_commands(self.table(*table)?, row, &mut cmds)?;
+                insert_commands(self.dialect, self.table(*table)?, row, &mut cmds)?;
                 Some(Planned { cmds, atomic: true, reduce: Reduce::Fixed(1) })
             }
             Op::Get { table, key } => one(redis::cmd("HGETALL").arg(self.table(*table)?.row_key(*key)).clone(), Reduce::NonEmptyHashes),
@@ -544,12 +541,12 @@ impl RedisConnection {
             }
             Op::Delete { table, key } => {
                 let t = self.table(*table)?;
-                let mut cmds = vec![redis::cmd("DEL").arg(t.row_key(*key)).clone(), redis::cmd("ZREM").arg(&t.pk_set).arg(*key).clone()];
+                let mut cmds = vec![self.dialect.row_delete(&t.row_key(*key)), redis::cmd("ZREM").arg(&t.pk_set).arg(*key).clone()];
                 // Index members are pks, so removing needs no read of the old values.
                 for set in t.index_sets.iter().flatten() {
                     cmds.push(redis::cmd("ZREM").arg(set).arg(*key).clone());
                 }
-                Some(Planned { cmds, atomic: true, reduce: Reduce::FirstInt })
+                Some(Planned { cmds, atomic: true, reduce: Reduce::Existed })
             }
             Op::Update { table, key, column, value } => {
                 let t = self.table(*table)?;
@@ -567,7 +564,7 @@ impl RedisConnection {
                 cmd.arg(&t.def.columns[*column].name)
                     .arg(text.as_deref().unwrap_or(""))
                     .arg(*key)
-                    .arg(score(value).unwrap_or(0.0))
+                    .arg(score(value).unwrap_or_else(|| "0".into()))
                     .arg(if text.is_none() { "1" } else { "0" });
                 one(cmd, Reduce::FirstInt)
             }
@@ -609,8 +606,10 @@ impl RedisConnection {
 
     /// Sends commands in one round trip and returns one reply per command.
     async fn send(&mut self, cmds: Vec<Cmd>, atomic: bool) -> Result<Vec<redis::Value>, OpError> {
+        // Without MULTI/EXEC (LedisDB) the commands still share one round trip.
+        let atomic = atomic && self.dialect.has_multi();
         let replies = if cmds.len() == 1 && !atomic {
-            vec![cmds[0].query_async::<redis::Value>(&mut self.conn).await.map_err(op_error)?]
+            vec![cmds[0].query_async::<redis::Value>(&mut self.conn).await.map_err(|e| op_error(self.dialect, e))?]
         } else {
             let mut pipe = Pipeline::with_capacity(cmds.len());
             if atomic {
@@ -619,9 +618,9 @@ impl RedisConnection {
             for cmd in cmds {
                 pipe.add_command(cmd);
             }
-            pipe.query_async::<Vec<redis::Value>>(&mut self.conn).await.map_err(op_error)?
+            pipe.query_async::<Vec<redis::Value>>(&mut self.conn).await.map_err(|e| op_error(self.dialect, e))?
         };
-        replies.into_iter().map(|r| r.extract_error().map_err(op_error)).collect()
+        replies.into_iter().map(|r| r.extract_error().map_err(|e| op_error(self.dialect, e))).collect()
     }
 
     /// Fetches row hashes in one pipeline; returns how many exist.
@@ -641,7 +640,13 @@ impl RedisConnection {
                 // FETCH_ALL_CHUNK, so the client never holds more than one chunk of rows.
                 let t = self.table(*table)?;
                 let (set, prefix) = (t.pk_set.clone(), t.row_prefix.clone());
-                let pks: Vec<i64> = redis::cmd("ZRANGE").arg(set).arg(0).arg(-1).query_async(&mut self.conn).await.map_err(op_error)?;
+                let pks: Vec<i64> = redis::cmd("ZRANGE")
+                    .arg(set)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
                 let mut rows = 0;
                 for chunk in pks.chunks(FETCH_ALL_CHUNK) {
                     rows += self.fetch_rows(&prefix, chunk).await?;
@@ -660,15 +665,20 @@ impl RedisConnection {
                     .arg(*count)
                     .query_async(&mut self.conn)
                     .await
-                    .map_err(op_error)?;
+                    .map_err(|e| op_error(self.dialect, e))?;
                 Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
             }
             Op::Range { table, column, lo, hi, agg: RangeAgg::Rows } => {
                 let t = self.table(*table)?;
                 let set = self.index_set(t, *column)?.to_string();
                 let prefix = t.row_prefix.clone();
-                let pks: Vec<i64> =
-                    redis::cmd("ZRANGEBYSCORE").arg(set).arg(*lo).arg(*hi).query_async(&mut self.conn).await.map_err(op_error)?;
+                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
+                    .arg(set)
+                    .arg(*lo)
+                    .arg(*hi)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
                 Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
             }
             Op::ReadModifyWrite { table, key, column, value } => {
@@ -679,7 +689,11 @@ impl RedisConnection {
                 let row_key = t.row_key(*key);
                 let field = t.def.columns[*column].name.clone();
                 let index = t.index_sets[*column].clone();
-                let current = redis::cmd("HGETALL").arg(&row_key).query_async::<redis::Value>(&mut self.conn).await.map_err(op_error)?;
+                let current = redis::cmd("HGETALL")
+                    .arg(&row_key)
+                    .query_async::<redis::Value>(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
                 if !is_non_empty(&current) {
                     return Ok(Outcome::rows(0));
                 }
@@ -722,6 +736,7 @@ fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> 
     Ok(match reduce {
         Reduce::Fixed(n) => Outcome::rows(n),
         Reduce::FirstInt => Outcome::rows(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?.max(0) as u64),
+        Reduce::Existed => Outcome::rows(u64::from(reply_int(replies.first().unwrap_or(&redis::Value::Nil))? > 0)),
         Reduce::NonEmptyHashes => Outcome::rows(replies.iter().filter(|r| is_non_empty(r)).count() as u64),
         Reduce::Count => Outcome::answer(1, Answer::Scalar(Value::Int(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?))),
         Reduce::Max(ty) => {
@@ -805,6 +820,14 @@ impl Target for Redis {
             if let Some(&c) = t.indexed.iter().find(|&&c| t.columns.get(c).is_none_or(|col| col.ty == ColumnType::Text)) {
                 return Err(Error::runtime(format!("redis: table {}: column #{c} cannot be indexed by a sorted set", t.name)));
             }
+            if self.dialect == Dialect::LedisDb
+                && let Some(&c) = t.indexed.iter().find(|&&c| t.columns[c].ty == ColumnType::Float)
+            {
+                return Err(Error::runtime(format!(
+                    "ledisdb: table {}: column {} holds floats, and LedisDB's sorted-set scores are integers, so it cannot be indexed there",
+                    t.name, t.columns[c].name
+                )));
+            }
         }
         let mut conn = self.admin().await?;
         self.probe(&mut conn).await;
@@ -832,10 +855,10 @@ impl Target for Redis {
         while rows.peek().is_some() {
             let mut pipe = redis::pipe();
             let mut pk_pairs = Vec::with_capacity(LOAD_CHUNK * 2);
-            let mut index_pairs: Vec<Vec<(f64, i64)>> = vec![Vec::new(); t.index_sets.len()];
+            let mut index_pairs: Vec<Vec<(String, i64)>> = vec![Vec::new(); t.index_sets.len()];
             for row in rows.by_ref().take(LOAD_CHUNK) {
                 let pk = key_of(&row).map_err(|e| Error::runtime(e.message))?;
-                pipe.add_command(hset_row(t, &t.row_key(pk), &row)).ignore();
+                pipe.add_command(hset_row(self.dialect, t, &t.row_key(pk), &row)).ignore();
                 pk_pairs.push((pk, pk));
                 for (c, set) in t.index_sets.iter().enumerate() {
                     if set.is_some()
@@ -867,6 +890,7 @@ impl Target for Redis {
         }
         Ok(Box::new(RedisConnection {
             conn,
+            dialect: self.dialect,
             tables: self.tables.read().unwrap().clone(),
             batch: self.batch,
             update_script: self.update_script.clone(),
@@ -885,6 +909,10 @@ impl Target for Redis {
     /// `INFO memory` `used_memory`: everything the allocator holds for the dataset and
     /// the server's own structures (the whole server; deltas isolate dbsweep's data).
     async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
+        if self.dialect == Dialect::LedisDb {
+            // Its INFO `Mem` section is the Go heap, not the data, which lives in LevelDB.
+            return Ok(None);
+        }
         let mut conn = self.admin().await?;
         let info: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await.map_err(|e| self.setup_error("INFO memory", e))?;
         let used = info.lines().find_map(|line| line.trim_end().strip_prefix("used_memory:")).and_then(|v| v.parse().ok());
@@ -908,7 +936,7 @@ impl Target for Redis {
 #[async_trait]
 impl LeaseStore for Redis {
     fn place(&self) -> String {
-        format!("key prefix '{}' in Redis {}", self.prefix, self.address)
+        format!("key prefix '{}' in {} {}", self.prefix, self.dialect.label(), self.address)
     }
 
     fn alternatives(&self) -> String {
@@ -923,8 +951,10 @@ impl LeaseStore for Redis {
                 Error::not_owned(
                     self.name(),
                     format!(
-                        "key '{}' in Redis {} is not a dbsweep lease; delete it yourself or use another DB index",
-                        self.lease_key, self.address
+                        "key '{}' in {} {} is not a dbsweep lease; delete it yourself or use another DB index",
+                        self.lease_key,
+                        self.dialect.label(),
+                        self.address
                     ),
                 )
             } else {
@@ -940,14 +970,14 @@ impl LeaseStore for Redis {
             (None, Some(next)) => {
                 // A namespace with foreign keys is refused before anything is written.
                 self.check_owned(&mut conn).await?;
-                let set: Option<String> = redis::cmd("SET")
+                // SETNX rather than SET ... NX: LedisDB knows only the former.
+                let set: i64 = redis::cmd("SETNX")
                     .arg(&self.lease_key)
                     .arg(next)
-                    .arg("NX")
                     .query_async(&mut conn)
                     .await
-                    .map_err(|e| self.setup_error("SET NX", e))?;
-                Ok(set.is_some())
+                    .map_err(|e| self.setup_error("SETNX", e))?;
+                Ok(set == 1)
             }
             (Some(current), next) => {
                 let swapped: i64 = Script::new(LEASE_SWAP_LUA)

@@ -5,7 +5,7 @@
 //! to anything: adapters connect in `prepare`/`connect`.
 
 use super::{OpenContext, Target, TargetUrl};
-use super::{cassandra, cli_client, duckdb, h2, hyper, memcached, mock, mysql, nodb, postgres, redb, redis, sqlite};
+use super::{cassandra, cli_client, duckdb, h2, hyper, memcached, mock, mongodb, mysql, nodb, postgres, redb, redis, sqlite};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -53,6 +53,12 @@ pub const SYSTEMS: &[SystemEntry] = &[
         scheme: "redis://",
         system: "redis",
         description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "ledis://",
+        system: "ledisdb",
+        description: "LedisDB 0.5 (ledisdb at d35789ec47e6): Redis protocol on LevelDB, SSDB's design; Redis' mapping, batches as pipelines (no MULTI/EXEC)",
         unavailable: None,
     },
     SystemEntry {
@@ -116,28 +122,40 @@ pub const SYSTEMS: &[SystemEntry] = &[
         unavailable: None,
     },
     SystemEntry {
+        scheme: "mongodb://",
+        system: "mongodb",
+        description: "MongoDB wire protocol (official driver): a document per row, indexes for ranges; a real MongoDB you run, or FerretDB 1.24 (--spawn ferretdb, on SQLite)",
+        unavailable: None,
+    },
+    SystemEntry {
         scheme: "monetdb://",
         system: "monetdb",
         description: "MonetDB column store",
-        unavailable: Some("no MonetDB server package is reachable from these machines"),
+        unavailable: Some("not supported yet: dbsweep has no MonetDB adapter (its embedded build, MonetDBe, is planned)"),
     },
     SystemEntry {
         scheme: "aerospike://",
         system: "aerospike",
         description: "Aerospike key-value store",
-        unavailable: Some("no Aerospike server package is reachable from these machines"),
+        unavailable: Some(
+            "the Aerospike server has no public package for Debian, PyPI, npm or Maven, so dbsweep cannot start or test one and has no adapter; run your own server with Aerospike's own tools",
+        ),
     },
     SystemEntry {
         scheme: "ssdb://",
         system: "ssdb",
         description: "SSDB (Redis protocol on LevelDB)",
-        unavailable: Some("no SSDB server package is reachable from these machines"),
+        unavailable: Some(
+            "SSDB has no public package for Debian, PyPI, npm or Maven; use ledis:// (--spawn ledisdb): LedisDB, the same design",
+        ),
     },
     SystemEntry {
-        scheme: "mongodb://",
-        system: "mongodb",
-        description: "MongoDB document store",
-        unavailable: Some("no MongoDB server package is reachable from these machines"),
+        scheme: "mongodb:// (mongod)",
+        system: "mongod",
+        description: "MongoDB's own server, started by dbsweep",
+        unavailable: Some(
+            "mongod has no public package for Debian, PyPI, npm or Maven, so dbsweep cannot start one; use --spawn ferretdb (FerretDB: the MongoDB protocol on SQLite), or point mongodb:// at a MongoDB you run",
+        ),
     },
 ];
 
@@ -149,12 +167,13 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
         "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
-        "redis" => Ok(Arc::new(redis::Redis::new(name, url, ctx)?)),
+        "redis" | "ledis" | "ledisdb" => Ok(Arc::new(redis::Redis::new(name, url, ctx)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url, ctx)?)),
         "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url, ctx)?)),
         "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
         "h2" => Ok(Arc::new(h2::H2::new(name, url, ctx)?)),
         "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url, ctx)?)),
+        "mongodb" => Ok(Arc::new(mongodb::MongoDb::new(name, url, ctx)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url, ctx)?)),
         "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url, ctx)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)

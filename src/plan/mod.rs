@@ -66,6 +66,10 @@ pub struct StudyFile {
     /// Systems the study compares that cannot run here; reported with the reason.
     #[serde(default)]
     pub unavailable: Vec<String>,
+    /// The servers `--spawn all` starts for this study (names as for `--spawn`); absent =
+    /// every kind dbsweep can start.
+    #[serde(default)]
+    pub spawn_all: Option<Vec<String>>,
     /// A lifecycle study: for each size N, every run starts from an empty table and runs
     /// the experiments in order (write all N, read, delete, fetch all), reading memory
     /// before and after each (see `Experiment::lifecycle`).
@@ -427,9 +431,16 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
 
+    let all_kinds: Vec<ServerKind> = match &study.spawn_all {
+        None => ServerKind::ALL.to_vec(),
+        Some(names) => names
+            .iter()
+            .map(|n| n.parse().map_err(|e: Error| Error::usage(format!("study '{}': spawn_all: {e}", study.name))))
+            .collect::<Result<_>>()?,
+    };
     let mut spawn: Vec<ServerKind> = Vec::new();
     for name in &opts.spawn {
-        let kinds: Vec<ServerKind> = if name.trim() == "all" { ServerKind::ALL.to_vec() } else { vec![name.parse()?] };
+        let kinds: Vec<ServerKind> = if name.trim() == "all" { all_kinds.clone() } else { vec![name.parse()?] };
         for k in kinds {
             if !spawn.contains(&k) {
                 spawn.push(k);
@@ -704,6 +715,22 @@ mod tests {
             assert!(!plan.experiments.is_empty());
             assert_eq!(plan.targets[0].name, "nodb");
         }
+    }
+
+    #[test]
+    fn spawn_all_starts_the_servers_each_study_names() {
+        let spawned = |study: &str| {
+            let opts = RunOptions { study: Some(study.into()), spawn: vec!["all".into()], ..Default::default() };
+            resolve(&opts).unwrap().spawn
+        };
+        let ycsb = spawned("ycsb");
+        assert!(ycsb.contains(&ServerKind::Redis) && ycsb.contains(&ServerKind::LedisDb), "{ycsb:?}");
+        assert!(spawned("insert-find").contains(&ServerKind::LedisDb));
+        assert!(spawned("in-memory").contains(&ServerKind::FerretDb));
+        let kv = spawned("kv-vs-relational");
+        assert!(kv.contains(&ServerKind::Redis) && !kv.contains(&ServerKind::LedisDb) && !kv.contains(&ServerKind::FerretDb), "{kv:?}");
+        let opts = RunOptions { study: Some("ycsb".into()), spawn: vec!["ledisdb".into()], ..Default::default() };
+        assert_eq!(resolve(&opts).unwrap().spawn, vec![ServerKind::LedisDb]);
     }
 
     #[test]

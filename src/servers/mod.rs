@@ -1,5 +1,5 @@
-//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached, HyPer, H2, Cassandra) for `--spawn` and for
-//! every end-to-end test.
+//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached, HyPer, H2, Cassandra, LedisDB, FerretDB) for
+//! `--spawn` and for every end-to-end test.
 //!
 //! Owns: the machinery every system shares — finding the server programs, a fresh data
 //! directory per server (a `TempDir` under `SpawnOptions::data_root`), a free loopback
@@ -16,8 +16,10 @@
 //! results are recorded in `Server::settings`.
 
 mod cassandra;
+mod ferretdb;
 mod h2;
 pub mod hyper;
+mod ledisdb;
 mod mariadb;
 mod memcached;
 mod postgres;
@@ -118,10 +120,12 @@ pub enum ServerKind {
     Hyper,
     H2,
     Cassandra,
+    LedisDb,
+    FerretDb,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 7] = [
+    pub const ALL: [ServerKind; 9] = [
         ServerKind::Postgres,
         ServerKind::Mariadb,
         ServerKind::Redis,
@@ -129,6 +133,8 @@ impl ServerKind {
         ServerKind::Hyper,
         ServerKind::H2,
         ServerKind::Cassandra,
+        ServerKind::LedisDb,
+        ServerKind::FerretDb,
     ];
 
     /// What this kind of server brings to the spawn machinery.
@@ -141,6 +147,8 @@ impl ServerKind {
             ServerKind::Hyper => &hyper::Hyper,
             ServerKind::H2 => &h2::H2,
             ServerKind::Cassandra => &cassandra::Cassandra,
+            ServerKind::LedisDb => &ledisdb::LedisDb,
+            ServerKind::FerretDb => &ferretdb::FerretDb,
         }
     }
 

@@ -49,24 +49,7 @@ fn command(ctx: &Context, port: u16) -> Command {
 }
 
 async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
-    let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    let mut stream = BufReader::new(stream);
-    stream.get_mut().write_all(b"PING\r\n").await?;
-    let pong = read_line(&mut stream).await?;
-    if pong != "+PONG" {
-        return Err(io::Error::other(format!("PING answered {pong:?}")));
-    }
-    stream.get_mut().write_all(b"INFO\r\n").await?;
-    let header = read_line(&mut stream).await?;
-    let len: usize = header
-        .strip_prefix('$')
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("INFO answered {header:?}")))?;
-    let mut body = vec![0u8; len + 2];
-    stream.read_exact(&mut body).await?;
-    let info = parse_info(&String::from_utf8_lossy(&body));
-    let _ = stream.get_mut().write_all(b"QUIT\r\n").await;
-
+    let info = ping_info(port).await?;
     if info.get("process_id").and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
         return Err(io::Error::other(format!("port {port} is served by another redis process")));
     }
@@ -80,6 +63,28 @@ async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
     }
     let version = info.get("redis_version").cloned().unwrap_or_default();
     Ok(Ready { version, settings })
+}
+
+/// PING (must answer +PONG), then the `key:value` lines of INFO, with the commands sent as
+/// RESP arrays (LedisDB, which shares this probe, does not take inline commands).
+pub(super) async fn ping_info(port: u16) -> io::Result<BTreeMap<String, String>> {
+    let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let mut stream = BufReader::new(stream);
+    stream.get_mut().write_all(b"*1\r\n$4\r\nPING\r\n").await?;
+    let pong = read_line(&mut stream).await?;
+    if pong != "+PONG" {
+        return Err(io::Error::other(format!("PING answered {pong:?}")));
+    }
+    stream.get_mut().write_all(b"*1\r\n$4\r\nINFO\r\n").await?;
+    let header = read_line(&mut stream).await?;
+    let len: usize = header
+        .strip_prefix('$')
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("INFO answered {header:?}")))?;
+    let mut body = vec![0u8; len + 2];
+    stream.read_exact(&mut body).await?;
+    let _ = stream.get_mut().write_all(b"*1\r\n$4\r\nQUIT\r\n").await;
+    Ok(parse_info(&String::from_utf8_lossy(&body)))
 }
 
 /// `key:value` lines of an INFO reply.

@@ -1,0 +1,244 @@
+//! The Redis-protocol servers the Redis adapter drives — Redis itself and LedisDB — and
+//! everything that differs between them: names, the commands that store and remove a row
+//! hash, transactions, how dbsweep's key prefix is listed and cleared, and what the server
+//! says about itself.
+//!
+//! LedisDB (a Redis-protocol server on LevelDB, the design of SSDB) was checked command by
+//! command against `ledis-server` built from github.com/ledisdb/ledisdb at d35789ec47e6
+//! (`ledisdb_version` 0.5): it keeps each data type in its own key space (`DEL` and
+//! `EXISTS` see only string keys; a hash is removed with `HCLEAR`, several with `HMCLEAR`),
+//! `HSET` takes one field (`HMSET` several), there is no `MULTI`/`EXEC`, `SCAN` or
+//! `UNLINK` (`XSCAN <type> <cursor> MATCH <regexp>` lists one type's keys), `INFO` has no
+//! memory figure of the data (its `Mem` section is the Go heap; the data lives in LevelDB
+//! files) and `CONFIG GET` knows only `databases`. `EVAL`/`EVALSHA`/`SCRIPT LOAD` work
+//! (gopher-lua): scripts run one at a time, but other clients' commands run beside them.
+//! `ECHO`, `GET`/`SET`/`MGET`/`MSET`, `HMSET`/`HGETALL`/`HMGET`/`HLEN`, `ZADD` with several
+//! members, `ZRANGE`, `ZRANGEBYSCORE ... LIMIT`, `ZCOUNT`, `ZCARD`, `ZREM` and `SELECT 0-15`
+//! behave as in Redis.
+//!
+//! Must not: send FLUSHDB/FLUSHALL, or delete a key outside dbsweep's prefix.
+
+use redis::aio::MultiplexedConnection;
+use redis::{Cmd, RedisResult};
+use std::collections::BTreeMap;
+
+/// Keys per listing page (and per delete command) when dbsweep's prefix is scanned.
+const PAGE: usize = 1000;
+
+/// Which Redis-protocol server a target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dialect {
+    Redis,
+    LedisDb,
+}
+
+/// One key space to list: the listing command and the command that deletes its keys.
+#[derive(Debug, Clone, Copy)]
+struct KeySpace {
+    /// `None` for Redis' single key space (`SCAN`); else the `XSCAN` type name.
+    ledis_type: Option<&'static str>,
+    delete: &'static str,
+}
+
+const REDIS_SPACES: &[KeySpace] = &[KeySpace { ledis_type: None, delete: "UNLINK" }];
+/// Every LedisDB data type, so that a key of any type under the prefix is seen.
+const LEDIS_SPACES: &[KeySpace] = &[
+    KeySpace { ledis_type: Some("KV"), delete: "DEL" },
+    KeySpace { ledis_type: Some("HASH"), delete: "HMCLEAR" },
+    KeySpace { ledis_type: Some("ZSET"), delete: "ZMCLEAR" },
+    KeySpace { ledis_type: Some("LIST"), delete: "LMCLEAR" },
+    KeySpace { ledis_type: Some("SET"), delete: "SMCLEAR" },
+];
+
+impl Dialect {
+    /// The dialect of a URL scheme the Redis adapter accepts.
+    pub(super) fn from_scheme(scheme: &str) -> Option<Dialect> {
+        match scheme {
+            "redis" => Some(Dialect::Redis),
+            "ledis" | "ledisdb" => Some(Dialect::LedisDb),
+            _ => None,
+        }
+    }
+
+    /// The `system` of the target (results, reports).
+    pub(super) fn system(self) -> &'static str {
+        match self {
+            Dialect::Redis => "redis",
+            Dialect::LedisDb => "ledisdb",
+        }
+    }
+
+    /// The server's name in messages.
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Dialect::Redis => "Redis",
+            Dialect::LedisDb => "LedisDB",
+        }
+    }
+
+    /// Whether MULTI/EXEC exists (LedisDB: no; its batches are plain pipelines).
+    pub(super) fn has_multi(self) -> bool {
+        self == Dialect::Redis
+    }
+
+    /// The command that writes several fields of a hash.
+    pub(super) fn hash_write(self) -> &'static str {
+        match self {
+            Dialect::Redis => "HSET",
+            Dialect::LedisDb => "HMSET",
+        }
+    }
+
+    /// The command that removes a row hash; its reply is > 0 when the row existed.
+    pub(super) fn row_delete(self, key: &str) -> Cmd {
+        redis::cmd(match self {
+            Dialect::Redis => "DEL",
+            Dialect::LedisDb => "HCLEAR",
+        })
+        .arg(key)
+        .clone()
+    }
+
+    /// The `INFO server` field that holds the version.
+    pub(super) fn version_field(self) -> &'static str {
+        match self {
+            Dialect::Redis => "redis_version",
+            Dialect::LedisDb => "ledisdb_version",
+        }
+    }
+
+    /// Settings known without asking the server.
+    pub(super) fn fixed_settings(self) -> BTreeMap<String, String> {
+        let mut settings = BTreeMap::new();
+        if self == Dialect::LedisDb {
+            settings.insert(
+                "server".into(),
+                "LedisDB: a Redis-protocol server on LevelDB (on disk), the design of SSDB; SSDB itself has no package to run".into(),
+            );
+            settings.insert(
+                "atomicity".into(),
+                "none: no MULTI/EXEC, so a row and its index entries are written by one pipeline, not atomically; \
+                 Lua scripts run one at a time but not isolated from other clients' commands"
+                    .into(),
+            );
+        }
+        settings
+    }
+
+    fn spaces(self) -> &'static [KeySpace] {
+        match self {
+            Dialect::Redis => REDIS_SPACES,
+            Dialect::LedisDb => LEDIS_SPACES,
+        }
+    }
+
+    /// One page of the keys under `prefix` in one key space, except `keep`: (next cursor,
+    /// keys).
+    async fn page(
+        self,
+        conn: &mut MultiplexedConnection,
+        space: KeySpace,
+        prefix: &str,
+        keep: &str,
+        cursor: &str,
+    ) -> RedisResult<(String, Vec<String>)> {
+        let cmd = match space.ledis_type {
+            // SCAN's MATCH is a glob; XSCAN's is a Go regular expression.
+            None => redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(format!("{prefix}*")).arg("COUNT").arg(PAGE).clone(),
+            Some(ty) => {
+                redis::cmd("XSCAN").arg(ty).arg(cursor).arg("MATCH").arg(format!("^{}", regex_quote(prefix))).arg("COUNT").arg(PAGE).clone()
+            }
+        };
+        let (next, keys): (String, Vec<String>) = cmd.query_async(conn).await?;
+        // The matching is the server's; keep the check exact anyway.
+        Ok((next, keys.into_iter().filter(|k| k.starts_with(prefix) && k != keep).collect()))
+    }
+
+    /// Where a listing starts, and the cursor that says it is done.
+    fn first_cursor(self) -> &'static str {
+        match self {
+            Dialect::Redis => "0",
+            Dialect::LedisDb => "",
+        }
+    }
+
+    /// The first key under `prefix` (of any type) other than `keep`, if any.
+    pub(super) async fn any_key(self, conn: &mut MultiplexedConnection, prefix: &str, keep: &str) -> RedisResult<Option<String>> {
+        for &space in self.spaces() {
+            let mut cursor = self.first_cursor().to_string();
+            loop {
+                let (next, keys) = self.page(conn, space, prefix, keep, &cursor).await?;
+                if let Some(key) = keys.into_iter().next() {
+                    return Ok(Some(key));
+                }
+                if next == self.first_cursor() {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Deletes every key under `prefix` (of any type) but `keep`, page by page.
+    pub(super) async fn delete_all(self, conn: &mut MultiplexedConnection, prefix: &str, keep: &str) -> RedisResult<()> {
+        for &space in self.spaces() {
+            let mut cursor = self.first_cursor().to_string();
+            loop {
+                let (next, keys) = self.page(conn, space, prefix, keep, &cursor).await?;
+                if !keys.is_empty() {
+                    redis::cmd(space.delete).arg(&keys).query_async::<()>(conn).await?;
+                }
+                if next == self.first_cursor() {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Escapes the characters a Go regular expression treats specially.
+fn regex_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if r"\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_pick_the_dialect() {
+        assert_eq!(Dialect::from_scheme("redis"), Some(Dialect::Redis));
+        assert_eq!(Dialect::from_scheme("ledis"), Some(Dialect::LedisDb));
+        assert_eq!(Dialect::from_scheme("ledisdb"), Some(Dialect::LedisDb));
+        assert_eq!(Dialect::from_scheme("ssdb"), None);
+        assert_eq!(Dialect::LedisDb.system(), "ledisdb");
+        let server = &Dialect::LedisDb.fixed_settings()["server"];
+        assert!(server.starts_with("LedisDB: a Redis-protocol server on LevelDB"), "{server}");
+        assert!(Dialect::Redis.fixed_settings().is_empty());
+    }
+
+    #[test]
+    fn ledis_rows_are_removed_with_hclear_and_written_with_hmset() {
+        let cmd = Dialect::LedisDb.row_delete("dbsweep:kv1");
+        assert_eq!(cmd.args_iter().count(), 2);
+        assert!(String::from_utf8_lossy(&cmd.get_packed_command()).contains("HCLEAR"));
+        assert_eq!(Dialect::LedisDb.hash_write(), "HMSET");
+        assert_eq!(Dialect::Redis.hash_write(), "HSET");
+    }
+
+    #[test]
+    fn prefixes_are_quoted_for_xscan() {
+        assert_eq!(regex_quote("dbsweep:"), "dbsweep:");
+        assert_eq!(regex_quote("a.b*c"), r"a\.b\*c");
+    }
+}

@@ -52,6 +52,9 @@ const MARKER_TABLE: &str = "dbsweep_owner";
 const MARKER_COMMENT: &str = "dbsweep marker: this keyspace was created by dbsweep";
 /// The comment on every table dbsweep creates.
 const TABLE_COMMENT: &str = "created by dbsweep";
+/// How long a keyspace without tables may wait for the marker table of the dbsweep run
+/// that is creating it.
+const MARKER_WAIT: Duration = Duration::from_secs(20);
 /// Bulk loading: UNLOGGED BATCHes of this many prepared inserts (about 2x the rate of
 /// single inserts here; small enough for Cassandra's 50 KiB batch limit with TPC-H rows)...
 const LOAD_BATCH: usize = 32;
@@ -462,7 +465,15 @@ impl Cassandra {
 
     /// The keyspace's tables when it is dbsweep's (has the marker); `NotOwned` otherwise.
     async fn owned_tables(&self) -> Result<Option<BTreeMap<String, String>>> {
-        let Some(tables) = self.keyspace_tables().await? else { return Ok(None) };
+        let Some(mut tables) = self.keyspace_tables().await? else { return Ok(None) };
+        // A keyspace without any table is another dbsweep creating it this instant (its
+        // marker table follows at once): wait for the marker rather than refuse.
+        let deadline = std::time::Instant::now() + MARKER_WAIT;
+        while tables.is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let Some(now) = self.keyspace_tables().await? else { return Ok(None) };
+            tables = now;
+        }
         if tables.get(MARKER_TABLE).map(String::as_str) != Some(MARKER_COMMENT) {
             return Err(Error::not_owned(
                 self.name(),

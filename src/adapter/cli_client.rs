@@ -138,7 +138,7 @@ impl CliTarget {
                 .chain(["-h".into(), host.clone(), "-P".into(), port.to_string(), "-u".into(), user])
                 .collect();
                 let mut env = Vec::new();
-                if let Some(pw) = url.password().or_else(|| std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty())) {
+                if let Some(pw) = super::mysql::password(url) {
                     env.push(("MYSQL_PWD".to_string(), pw));
                 }
                 (Arc::new(inner), program, args, env, "mariadb-cli")
@@ -155,7 +155,7 @@ impl CliTarget {
                     args.extend(["--user".into(), user]);
                 }
                 let mut env = Vec::new();
-                if let Some(pw) = url.password().or_else(|| std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty())) {
+                if let Some(pw) = super::redis::password(url) {
                     env.push(("REDISCLI_AUTH".to_string(), pw));
                 }
                 (Arc::new(inner), program, args, env, "redis-cli")

@@ -274,10 +274,11 @@ impl MongoDb {
     }
 }
 
-/// The URL with its password, as the driver needs it (`TargetUrl` shows only the redacted
-/// form).
+/// The URL with its password in the userinfo, as the driver needs it (`TargetUrl` shows
+/// only the redacted form; a `?password=` becomes the userinfo's, the driver knows no such
+/// option).
 fn url_with_password(url: &TargetUrl) -> String {
-    let mut text = url.redacted();
+    let mut text = url.without_password().to_string();
     if let Some(password) = url.password()
         && let Ok(mut parsed) = ::url::Url::parse(&text)
     {

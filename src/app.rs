@@ -150,7 +150,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     let (report, dir) = runtime.block_on(async {
         let watcher = tokio::spawn(watch_signals(cancel.clone()));
         // A signal while servers start drops the half-started ones (killed, directories removed).
-        let servers = tokio::select! {
+        let mut servers = tokio::select! {
             started = servers::spawn_all(&plan.spawn, &plan.spawn_options) => started?,
             () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
         };
@@ -167,7 +167,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
                 ctx.server_pids.insert(name, server.pid());
             }
         }
-        let result = runner::execute(&plan, &ctx).await;
+        let result = runner::execute(&plan, &ctx).await.map_err(|e| blame_dead_servers(e, &mut servers));
         watcher.abort();
         for server in servers {
             if let Err(e) = server.stop().await {
@@ -189,6 +189,22 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         return Err(Error::runtime(failures.join("; ")));
     }
     Ok(())
+}
+
+/// A run that failed while a spawned server was dead failed because of that server: exit 1
+/// (never "fix the URL") with the last lines of the server's log.
+fn blame_dead_servers(e: Error, servers: &mut [servers::Server]) -> Error {
+    let dead: Vec<String> = servers
+        .iter_mut()
+        .filter_map(|s| {
+            let tail = s.died()?;
+            Some(format!("the spawned {} server (pid {}) died during the run; the last lines of its log:\n{tail}", s.kind(), s.pid()))
+        })
+        .collect();
+    if dead.is_empty() {
+        return e;
+    }
+    Error::runtime(format!("{e}\n{}", dead.join("\n")))
 }
 
 /// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause; the run then

@@ -3,6 +3,7 @@
 //! while it measures, and a disk that fills up under `--out`. Each ends like Ctrl-C: the
 //! spawned servers and their directories and every `dbsweep-scratch-*` directory are
 //! removed, report.json is finished with the true reason, the exit code says what happened.
+//! A spawned server that dies while data loads is a run failure quoting its log.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -242,4 +243,42 @@ fn a_full_disk_under_out_ends_the_run_with_a_finished_report() {
     let reason = json["incomplete_reason"].as_str().unwrap();
     assert!(reason.starts_with("disk full while writing") && reason.contains("report.json"), "{reason}");
     assert!(!json["points"].as_array().unwrap().is_empty(), "the points measured before are kept");
+}
+
+/// The port of a `redis-server --port N` process, if `pid` is one.
+fn redis_port(pid: &str) -> Option<u16> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let at = args.iter().position(|a| a == "--port")?;
+    args.get(at + 1)?.parse().ok()
+}
+
+fn redis_keys(port: u16) -> u64 {
+    let Ok(mut conn) = redis::Client::open(format!("redis://127.0.0.1:{port}/0")).and_then(|c| c.get_connection()) else { return 0 };
+    redis::cmd("DBSIZE").query(&mut conn).unwrap_or(0)
+}
+
+#[test]
+fn a_spawned_server_dying_mid_load_is_a_run_failure_quoting_its_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (scratch, out) = (tmp.path().join("tmp"), tmp.path().join("run"));
+    std::fs::create_dir(&scratch).unwrap();
+    let rows = "5000000";
+    let args = ["run", "--spawn", "redis", "--experiments", "get", "--ops", "100", "--runs", "1", "--clients", "1", "--batch", "1"];
+    let child = dbsweep(&scratch, &[&args[..], &["--rows", rows, "--no-progress", "--out", out.to_str().unwrap()]].concat());
+    let mut server = None;
+    wait_until("rows reach the spawned Redis", || {
+        server = processes_in(&scratch).into_iter().find(|pid| redis_port(pid).is_some_and(|port| redis_keys(port) > 1000));
+        server.is_some()
+    });
+    let pid: i32 = server.unwrap().parse().unwrap();
+    // SAFETY: kills the redis-server this test's dbsweep spawned (found under its TMPDIR).
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_ended(&o, 1, "went away while loading", &scratch);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains(&format!("the spawned redis server (pid {pid}) died during the run")), "{stderr}");
+    assert!(stderr.contains("Ready to accept connections"), "the server's log is quoted: {stderr}");
 }

@@ -233,3 +233,20 @@ async fn unreachable_servers_are_setup_errors() {
         assert!(target.connect().await.is_err());
     }
 }
+
+/// A server out of connection slots is a run failure (exit 1) that says so and names the
+/// fix, not a URL to correct: PostgreSQL answers a role at its CONNECTION LIMIT with the
+/// same "too many connections" error (53300) as a full server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_too_many_clients_is_named_with_the_fix() {
+    let admin = pg_client(&pg_url()).await;
+    admin.batch_execute("DROP ROLE IF EXISTS dbsweep_full; CREATE ROLE dbsweep_full LOGIN CONNECTION LIMIT 0").await.unwrap();
+    let mut url = url::Url::parse(&pg_url()).unwrap();
+    url.set_username("dbsweep_full").unwrap();
+    let target = open("full", url.as_str());
+    let err = target.prepare(&[kv::shared_def()]).await.expect_err("no connection slot is free");
+    let text = err.to_string();
+    assert_eq!(err.exit_code(), 1, "{text}");
+    assert!(text.contains("too many clients") && text.contains("max_connections") && text.contains("--clients"), "{text}");
+    assert!(!text.contains("fix the URL"), "{text}");
+}

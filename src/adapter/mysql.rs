@@ -4,8 +4,8 @@
 //! marked as dbsweep's by its table `dbsweep_owner`; it refuses to use such a database
 //! without that marker, drops only tables it created, and drops the database itself only
 //! when the marker is the last table left. The run's lease record is the one row of its
-//! table `dbsweep_lease` (see [`lease`]). Must not touch any other database. Passwords come from the URL or `MYSQL_PWD` and are
-//! never shown.
+//! table `dbsweep_lease` (see [`lease`]). Must not touch any other database. Passwords come from the URL (userinfo or
+//! `?password=`), `MYSQL_PWD` or `~/.my.cnf` (see [`password`]) and are never shown.
 //!
 //! Statements are prepared (the driver's per-connection statement cache, keyed by the SQL
 //! text this module keeps per op kind and table). Batches: inserts are one multi-row
@@ -28,6 +28,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 mod lease;
+mod mycnf;
+
+/// The password for a MariaDB/MySQL URL: the URL's (userinfo or `?password=`), else
+/// `MYSQL_PWD`, else `~/.my.cnf`'s client groups.
+pub fn password(url: &TargetUrl) -> Option<String> {
+    url.password_or_env("MYSQL_PWD").or_else(mycnf::lookup)
+}
 
 /// The table whose presence marks the namespace's database as created by dbsweep.
 const MARKER: &str = "dbsweep_owner";
@@ -250,6 +257,20 @@ fn op_error(e: mysql_async::Error) -> OpError {
 }
 
 /// A one-line description of a driver error.
+/// What a login refusal with this error code says about the server, with the fix, when it
+/// is the server's state rather than the URL: out of connections, or shutting down.
+fn server_busy(code: u16) -> Option<&'static str> {
+    match code {
+        // ER_CON_COUNT_ERROR
+        1040 => Some("has too many connections; use fewer --clients, or raise max_connections on the server"),
+        // ER_TOO_MANY_USER_CONNECTIONS, ER_USER_LIMIT_REACHED
+        1203 | 1226 => Some("refuses more connections for this user; use fewer --clients, or raise the user's max_user_connections"),
+        // ER_SERVER_SHUTDOWN
+        1053 => Some("is shutting down; wait until it is back up, then run again"),
+        _ => None,
+    }
+}
+
 fn describe(e: &mysql_async::Error) -> String {
     match e {
         mysql_async::Error::Server(s) => format!("ERROR {} ({}): {}", s.code, s.state, s.message),
@@ -262,7 +283,7 @@ impl MySql {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(3306);
         let user = url.username().unwrap_or_else(|| "root".into());
-        let password = url.password().or_else(|| std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty()));
+        let password = password(url);
         let opts = mysql_async::OptsBuilder::default()
             .ip_or_hostname(host.clone())
             .tcp_port(port)
@@ -317,10 +338,14 @@ impl MySql {
                 return Err(Error::unreachable(
                     name,
                     format!(
-                        "MariaDB/MySQL at {} refused login for user '{}' ({}); put the password in the URL or MYSQL_PWD",
+                        "MariaDB/MySQL at {} refused login for user '{}' ({}); put the password in the URL, MYSQL_PWD or ~/.my.cnf",
                         self.endpoint, self.user, s.message
                     ),
                 ));
+            }
+            Ok(Err(mysql_async::Error::Server(s))) if server_busy(s.code).is_some() => {
+                let why = server_busy(s.code).unwrap_or_default();
+                return Err(Error::runtime(format!("target '{name}': MariaDB/MySQL at {} {why} ({})", self.endpoint, s.message)));
             }
             Ok(Err(e)) => return Err(unreachable(describe(&e))),
             Ok(Ok(conn)) => conn,
@@ -833,6 +858,14 @@ impl Connection for MyConnection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn full_or_stopping_servers_are_named_with_the_fix() {
+        assert!(server_busy(1040).unwrap().contains("max_connections"));
+        assert!(server_busy(1226).unwrap().contains("max_user_connections"));
+        assert!(server_busy(1053).unwrap().contains("wait"));
+        assert_eq!(server_busy(1045), None, "a refused login is the URL's to fix");
+    }
 
     #[test]
     fn decimals_parse_to_hundredths() {

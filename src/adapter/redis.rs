@@ -15,7 +15,7 @@
 //! The server's version and settings are read by `prepare`; `info()` shows them from then.
 //!
 //! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes
-//! from the URL, else from `REDISCLI_AUTH`. Batches go in one MULTI/EXEC by default (as the
+//! from the URL (userinfo or `?password=`), else from `REDISCLI_AUTH` (see [`password`]). Batches go in one MULTI/EXEC by default (as the
 //! study did) or one plain pipeline with `batch=pipeline`.
 //!
 //! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
@@ -58,6 +58,24 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
 return 1
 ";
+/// The password for a Redis-protocol URL: the URL's (userinfo or `?password=`), else
+/// `REDISCLI_AUTH`.
+pub fn password(url: &TargetUrl) -> Option<String> {
+    url.password_or_env("REDISCLI_AUTH")
+}
+
+/// What a refusal with this error code and text says about the server, with the fix, when
+/// it is the server's state rather than the URL: out of client slots, or loading its data.
+fn server_busy(code: Option<&str>, text: &str) -> Option<&'static str> {
+    if code == Some("LOADING") || text.contains("loading the dataset") {
+        Some("is loading its dataset into memory; wait until it is done, then run again")
+    } else if text.contains("max number of clients") {
+        Some("has reached maxclients; use fewer --clients, or raise maxclients on the server")
+    } else {
+        None
+    }
+}
+
 /// Rows per round trip when bulk loading.
 const LOAD_CHUNK: usize = 1000;
 /// Rows per pipeline of a fetch-all.
@@ -180,7 +198,7 @@ impl Redis {
         if let Some(user) = url.username() {
             settings = settings.set_username(user);
         }
-        if let Some(password) = url.password().or_else(|| std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty())) {
+        if let Some(password) = password(url) {
             settings = settings.set_password(password);
         }
         let info = ConnectionAddr::Tcp(host.clone(), port)
@@ -248,10 +266,21 @@ impl Redis {
         &self.base.name
     }
 
-    /// Opens a connection for setup steps; failures are `Error::Unreachable`.
+    /// A run failure naming the server's state and the fix, when `e` says the server is out
+    /// of client slots or still loading its data (not the URL's fault).
+    fn busy_error(&self, e: &redis::RedisError) -> Option<Error> {
+        let why = server_busy(e.code(), &e.to_string())?;
+        Some(Error::runtime(format!("target '{}': {} at {} {why} ({e})", self.name(), self.dialect.label(), self.address)))
+    }
+
+    /// Opens a connection for setup steps; failures are `Error::Unreachable`, or a run
+    /// failure when the server is full or loading.
     async fn admin(&self) -> Result<MultiplexedConnection> {
         let config = AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None);
         let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
+            if let Some(failure) = self.busy_error(&e) {
+                return failure;
+            }
             Error::unreachable(
                 self.name(),
                 format!(
@@ -263,6 +292,9 @@ impl Redis {
         })?;
         // A successful connect can still hide a refused login on some servers: ask once.
         redis::cmd("PING").query_async::<()>(&mut conn).await.map_err(|e| {
+            if let Some(failure) = self.busy_error(&e) {
+                return failure;
+            }
             Error::unreachable(self.name(), format!("{} at {} refused us: {e}; check the password", self.dialect.label(), self.address))
         })?;
         Ok(conn)
@@ -996,6 +1028,13 @@ impl LeaseStore for Redis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn full_or_loading_servers_are_named_with_the_fix() {
+        assert!(server_busy(Some("ERR"), "ERR max number of clients reached").unwrap().contains("maxclients"));
+        assert!(server_busy(Some("LOADING"), "LOADING Redis is loading the dataset in memory").unwrap().contains("wait"));
+        assert_eq!(server_busy(Some("WRONGPASS"), "WRONGPASS invalid username-password pair"), None);
+    }
 
     #[test]
     fn decimals_and_dates_round_trip_through_field_text() {

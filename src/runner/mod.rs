@@ -290,7 +290,7 @@ async fn prepare_and_load(
             let n = dataset.initial_rows(id);
             let flag = cancel.flag();
             let rows = Box::new(dataset.initial(id).take_while(move |_| !flag.load(std::sync::atomic::Ordering::Relaxed)));
-            let loaded = t.load(table, rows).await?;
+            let loaded = t.load(table, rows).await.map_err(|e| lost_while_loading(t.as_ref(), &table.name, e))?;
             if cancel.is_stopped() {
                 return Ok(());
             }
@@ -300,6 +300,18 @@ async fn prepare_and_load(
         }
     }
     Ok(())
+}
+
+/// A load failing with `Unreachable` after `prepare` reached the server: the server went
+/// away mid-run, a run failure (exit 1) rather than a URL to fix (exit 2).
+fn lost_while_loading(target: &dyn Target, table: &str, e: Error) -> Error {
+    match e {
+        Error::Unreachable { detail, .. } => Error::runtime(format!(
+            "{}: the server went away while loading {table} (it had answered while preparing): {detail}",
+            target.info().name
+        )),
+        other => other,
+    }
 }
 
 /// The report as it starts: plan, environment and targets, no points yet.

@@ -7,8 +7,8 @@
 //! tables are named `<table>`, `<table>_hstore` and `<table>_jsonb` so the three layouts
 //! share one server. The run's lease record is the one row of `<schema>.dbsweep_lease`
 //! (see [`lease`]). It must not touch any other schema, and never drops a schema or table
-//! it did not create. Passwords come from the URL, `PGPASSWORD` or `~/.pgpass` and are
-//! never shown.
+//! it did not create. Passwords come from the URL (userinfo or `?password=`),
+//! `PGPASSWORD` or `~/.pgpass` and are never shown.
 
 pub(crate) mod conn;
 mod lease;
@@ -26,6 +26,7 @@ use futures_util::SinkExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
 /// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
@@ -62,10 +63,7 @@ impl Postgres {
         let port = url.port().unwrap_or(5432);
         let user = url.username().or_else(|| std::env::var("PGUSER").ok()).unwrap_or_else(|| "postgres".into());
         let database = url.database().unwrap_or_else(|| user.clone());
-        let password = url
-            .password()
-            .or_else(|| std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()))
-            .or_else(|| pgpass::lookup(&host, port, &database, &user));
+        let password = url.password_or_env("PGPASSWORD").or_else(|| pgpass::lookup(&host, port, &database, &user));
         let mut config = tokio_postgres::Config::new();
         config.host(&host).port(port).user(&user).dbname(&database).application_name("dbsweep").connect_timeout(Duration::from_secs(5));
         if let Some(p) = password {
@@ -104,28 +102,7 @@ impl Postgres {
     /// Opens one session and spawns its connection driver. Failures are `Unreachable`
     /// with the fix in the message.
     async fn open_client(&self) -> Result<Client> {
-        let name = &self.initial.name;
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            let detail = match e.as_db_error() {
-                Some(db) if db.code().code().starts_with("28") => format!(
-                    "PostgreSQL at {} refused login for user '{}' ({}); put the password in the URL, PGPASSWORD or ~/.pgpass",
-                    self.endpoint,
-                    self.user,
-                    db.message()
-                ),
-                Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
-                None if e.to_string().contains("password") || conn::describe(&e).contains("password missing") => format!(
-                    "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
-                    self.endpoint, self.user
-                ),
-                None => format!(
-                    "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
-                    self.endpoint,
-                    conn::describe(&e)
-                ),
-            };
-            Error::unreachable(name, detail)
-        })?;
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| self.connect_error(&e))?;
         tokio::spawn(async move {
             // Ends when the client is dropped or the server goes away; errors surface on
             // the client's next request.
@@ -136,6 +113,46 @@ impl Postgres {
             let _ = self.described.set(info);
         }
         Ok(client)
+    }
+
+    /// What a failed connect means, with the fix: a refused login or an unreachable server
+    /// is the user's to fix (`Unreachable`, exit 2); a server out of connection slots or
+    /// not accepting connections yet is a run failure (exit 1).
+    fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
+        let name = &self.initial.name;
+        let detail = match e.as_db_error() {
+            Some(db) if *db.code() == SqlState::TOO_MANY_CONNECTIONS => {
+                return Error::runtime(format!(
+                    "target '{name}': PostgreSQL at {} has too many clients ({}); use fewer --clients, or raise max_connections (or the role's CONNECTION LIMIT) on the server",
+                    self.endpoint,
+                    db.message()
+                ));
+            }
+            Some(db) if *db.code() == SqlState::CANNOT_CONNECT_NOW => {
+                return Error::runtime(format!(
+                    "target '{name}': PostgreSQL at {} does not accept connections now ({}: it is starting up, shutting down or in recovery mode); wait until it is up, then run again",
+                    self.endpoint,
+                    db.message()
+                ));
+            }
+            Some(db) if db.code().code().starts_with("28") => format!(
+                "PostgreSQL at {} refused login for user '{}' ({}); put the password in the URL, PGPASSWORD or ~/.pgpass",
+                self.endpoint,
+                self.user,
+                db.message()
+            ),
+            Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
+            None if e.to_string().contains("password") || conn::describe(e).contains("password missing") => format!(
+                "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
+                self.endpoint, self.user
+            ),
+            None => format!(
+                "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
+                self.endpoint,
+                conn::describe(e)
+            ),
+        };
+        Error::unreachable(name, detail)
     }
 
     /// Asks the server for its version and the settings that change results.

@@ -1,21 +1,29 @@
-//! Build script: links dbsweep against the prebuilt DuckDB library and records the versions
-//! of embedded engines that cannot report their own.
+//! Build script: links dbsweep against the prebuilt DuckDB and MonetDBe libraries and records
+//! the versions of embedded engines that cannot report their own.
 //!
-//! libduckdb comes from `scripts/setup-embedded` (compiling DuckDB's C++ would take 30+
-//! minutes here). Its directory is `$DUCKDB_LIB_DIR` when set, else
-//! `${DBSWEEP_NATIVE_DIR:-$HOME/.cache/dbsweep/native}/duckdb-1.5.6`. libduckdb-sys (without
-//! its `bundled` feature) only asks for `-l duckdb`; the search path and the rpath that lets
-//! binaries and tests find the library at run time come from here, so nobody has to export
-//! anything. This script must not download or compile anything.
+//! Both libraries come from `scripts/setup-embedded` (compiling them would take 30+ minutes
+//! here). libduckdb's directory is `$DUCKDB_LIB_DIR` when set, else
+//! `${DBSWEEP_NATIVE_DIR:-$HOME/.cache/dbsweep/native}/duckdb-1.5.6`; libmonetdbe's is
+//! `$MONETDBE_LIB_DIR` when set, else `.../native/monetdbe-0.11`. libduckdb-sys (without its
+//! `bundled` feature) and the MonetDBe binding (`src/adapter/monetdbe.rs`) only ask for
+//! `-l duckdb` / `-l monetdbe`; the search paths and the rpath that lets binaries and tests
+//! find the libraries at run time come from here, so nobody has to export anything. The
+//! rpath is written as `DT_RPATH`, not the linker's default `DT_RUNPATH`: libmonetdbe's own
+//! dependencies (libmonetdbsql, libbat, ...) sit beside it and are found only through the
+//! executable's `DT_RPATH`, which the loader also applies to libraries' dependencies
+//! (`DT_RUNPATH` applies to the executable's direct dependencies only). This script must not
+//! download or compile anything.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The DuckDB version the `duckdb = "=1.10506.0"` crate is written for.
 const DUCKDB_VERSION: &str = "1.5.6";
+/// The `monetdbe` wheel whose libraries `scripts/setup-embedded` installs.
+const MONETDBE_PACKAGE_VERSION: &str = "0.11";
 
 fn main() {
-    for var in ["DUCKDB_LIB_DIR", "DBSWEEP_NATIVE_DIR", "HOME"] {
+    for var in ["DUCKDB_LIB_DIR", "MONETDBE_LIB_DIR", "DBSWEEP_NATIVE_DIR", "HOME"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");
@@ -23,31 +31,44 @@ fn main() {
     record_crate_version("redb", "DBSWEEP_REDB_VERSION");
     record_git_revision();
 
-    let dir = duckdb_dir();
-    let lib = dir.join("libduckdb.so");
-    // Also reruns once the library appears after a failed build.
-    println!("cargo::rerun-if-changed={}", lib.display());
-    if !lib.is_file() {
-        // `cargo::error` fails the build with just this line; a non-zero exit would make
-        // cargo dump all of this script's output around it.
-        println!("cargo::error=libduckdb not found in {}: run scripts/setup-embedded", dir.display());
+    let duckdb = native_dir("DUCKDB_LIB_DIR", &format!("duckdb-{DUCKDB_VERSION}"));
+    let monetdbe = native_dir("MONETDBE_LIB_DIR", &format!("monetdbe-{MONETDBE_PACKAGE_VERSION}"));
+    if !(link_library(&duckdb, "libduckdb.so") & link_library(&monetdbe, "libmonetdbe.so")) {
         return;
     }
-    println!("cargo::rustc-link-search=native={}", dir.display());
-    println!("cargo::rustc-link-arg=-Wl,-rpath,{}", dir.display());
-    // Recorded in the duckdb target's settings: which library a result was measured with.
-    println!("cargo::rustc-env=DBSWEEP_DUCKDB_LIB_DIR={}", dir.display());
+    println!("cargo::rustc-link-arg=-Wl,--disable-new-dtags");
+    // Recorded in the targets' settings: which library a result was measured with.
+    println!("cargo::rustc-env=DBSWEEP_DUCKDB_LIB_DIR={}", duckdb.display());
+    println!("cargo::rustc-env=DBSWEEP_MONETDBE_LIB_DIR={}", monetdbe.display());
 }
 
-fn duckdb_dir() -> PathBuf {
-    if let Some(dir) = env::var_os("DUCKDB_LIB_DIR").filter(|d| !d.is_empty()) {
+/// `$var` when set, else `name` under dbsweep's native directory.
+fn native_dir(var: &str, name: &str) -> PathBuf {
+    if let Some(dir) = env::var_os(var).filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
     let native = env::var_os("DBSWEEP_NATIVE_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env::var_os("HOME").unwrap_or_default()).join(".cache/dbsweep/native"));
-    native.join(format!("duckdb-{DUCKDB_VERSION}"))
+    native.join(name)
+}
+
+/// Adds `dir` to the link search path and the rpath; false (with a build error) when
+/// `library` is not there.
+fn link_library(dir: &Path, library: &str) -> bool {
+    let lib = dir.join(library);
+    // Also reruns once the library appears after a failed build.
+    println!("cargo::rerun-if-changed={}", lib.display());
+    if !lib.is_file() {
+        // `cargo::error` fails the build with just this line; a non-zero exit would make
+        // cargo dump all of this script's output around it.
+        println!("cargo::error={library} not found in {}: run scripts/setup-embedded", dir.display());
+        return false;
+    }
+    println!("cargo::rustc-link-search=native={}", dir.display());
+    println!("cargo::rustc-link-arg=-Wl,-rpath,{}", dir.display());
+    true
 }
 
 /// Reads a dependency's locked version from Cargo.lock into a compile-time env var, for

@@ -70,7 +70,12 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
             if n == 0 {
                 return Err(Error::usage("gen keys: N must be at least 1"));
             }
-            let text = crate::data::keys::to_csv(n, seed, value_bytes);
+            use crate::data::pairs::{PairGen, PairValue};
+            let values = match value_bytes {
+                Some(bytes) => PairGen::new(seed, PairValue::Text, bytes),
+                None => PairGen::new(seed, PairValue::Int, 0),
+            };
+            let text = crate::data::keys::to_csv(n, seed, &values);
             match out {
                 Some(path) => {
                     let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
@@ -120,7 +125,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         timeout_secs: args.timeout,
         rate: args.rate,
         spawn: args.spawn,
-        data_root: args.data_root,
+        data_roots: args.data_roots,
         namespace: args.namespace,
     };
     let mut plan = plan::resolve(&opts)?;
@@ -149,14 +154,30 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     };
     let (report, dir) = runtime.block_on(async {
         let watcher = tokio::spawn(watch_signals(cancel.clone()));
-        // A signal while servers start drops the half-started ones (killed, directories removed).
-        let mut servers = tokio::select! {
-            started = servers::spawn_all(&plan.spawn, &plan.spawn_options) => started?,
-            () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
-        };
+        let mut servers = Vec::new();
+        for (label, options) in plan.spawn_rounds() {
+            if plan.spawn.is_empty() {
+                break;
+            }
+            // Each round's servers are up before the next round starts; an error or a signal
+            // drops (and so kills, directories removed) the ones already running.
+            let round = tokio::select! {
+                started = servers::spawn_all(&plan.spawn, &options) => started?,
+                () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
+            };
+            servers.extend(round.into_iter().map(|s| (label.clone(), s)));
+        }
         let mut ctx = ctx;
-        for server in &servers {
-            for (name, url) in server.targets() {
+        for (label, server) in &servers {
+            let mut targets = server.targets();
+            if plan.cli_clients {
+                targets.extend(server.client_targets());
+            }
+            for (name, url) in targets {
+                let name = match label {
+                    Some(label) => format!("{name}-{label}"),
+                    None => name,
+                };
                 let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
                 plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
                 let mut settings: BTreeMap<String, String> =
@@ -167,9 +188,9 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
                 ctx.server_pids.insert(name, server.pid());
             }
         }
-        let result = runner::execute(&plan, &ctx).await.map_err(|e| blame_dead_servers(e, &mut servers));
+        let result = runner::execute(&plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
         watcher.abort();
-        for server in servers {
+        for (_, server) in servers {
             if let Err(e) = server.stop().await {
                 tracing::warn!("stopping a spawned server: {e}");
             }
@@ -193,9 +214,8 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
 
 /// A run that failed while a spawned server was dead failed because of that server: exit 1
 /// (never "fix the URL") with the last lines of the server's log.
-fn blame_dead_servers(e: Error, servers: &mut [servers::Server]) -> Error {
+fn blame_dead_servers<'a>(e: Error, servers: impl Iterator<Item = &'a mut servers::Server>) -> Error {
     let dead: Vec<String> = servers
-        .iter_mut()
         .filter_map(|s| {
             let tail = s.died()?;
             Some(format!("the spawned {} server (pid {}) died during the run; the last lines of its log:\n{tail}", s.kind(), s.pid()))
@@ -244,7 +264,18 @@ fn voided_points(report: &report::model::Report) -> Option<String> {
 
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.
 fn print_budget(plan: &plan::Plan) {
-    let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).chain(plan.spawn.iter().flat_map(|k| k.target_names())).collect();
+    let mut names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
+    for (label, _) in plan.spawn_rounds().iter().filter(|_| !plan.spawn.is_empty()) {
+        for kind in &plan.spawn {
+            let clients = kind.client_target_name().filter(|_| plan.cli_clients);
+            for name in kind.target_names().into_iter().chain(clients) {
+                names.push(match label {
+                    Some(label) => format!("{name}-{label}"),
+                    None => name,
+                });
+            }
+        }
+    }
     let targets = names.len();
     println!(
         "study {} ({}), seed {}, data {}",

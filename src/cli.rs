@@ -37,15 +37,15 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum GenCommand {
-    /// N unique integer keys with values, shuffled by Fisher-Yates from a seed (the
-    /// insert-find study's input), as CSV `key,value`.
+    /// Keys 1..=N shuffled by Fisher-Yates from a seed, with their values, as CSV
+    /// `key,value`: the rows the insert-find study stores (integer values).
     Keys {
         n: u64,
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Bytes per value.
-        #[arg(long, default_value_t = 10)]
-        value_bytes: usize,
+        /// Text values of this many bytes instead of integers (the in-memory study's kind).
+        #[arg(long, value_name = "BYTES")]
+        value_bytes: Option<usize>,
         /// Write to this file (atomically) instead of stdout.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -109,9 +109,11 @@ pub struct RunArgs {
     /// memcached, hyper, h2, cassandra, or all (comma-separated). They are stopped and removed afterwards.
     #[arg(long, value_delimiter = ',', value_name = "SERVERS")]
     pub spawn: Vec<String>,
-    /// Directory for spawned servers' data (e.g. a tmpfs versus a disk).
-    #[arg(long, value_name = "DIR")]
-    pub data_root: Option<PathBuf>,
+    /// Directory for spawned servers' data (e.g. a tmpfs versus a disk). Several
+    /// (comma-separated, each DIR or LABEL=DIR) make storage a sweep axis: every spawned
+    /// server runs once per directory, as a target named SERVER-LABEL.
+    #[arg(long = "data-root", value_delimiter = ',', value_name = "DIRS")]
+    pub data_roots: Vec<String>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total; latency is also measured
     /// from each op's intended start. Default: closed loop at maximum throughput.
     #[arg(long, value_name = "OPS_PER_SEC")]

@@ -1,7 +1,9 @@
 //! The command-line client adapters (`mysql-cli://`, `redis-cli://`) against real servers
 //! started by dbsweep's spawn code: the shared conformance body (it runs only the declared
-//! ops), a 1000-row batch insert read back through the library adapter, a 100-key multi-get,
-//! values with awkward characters, and the password kept off the client's command line.
+//! ops; its pairs part sends one 70,000-row MSET / INSERT and one MGET / IN through the
+//! client), a 1000-row batch insert read back through the library adapter, a 100-key
+//! multi-get, values with awkward characters, and the password kept off the client's
+//! command line.
 
 #[path = "conformance/body.rs"]
 #[allow(unused_macros)]
@@ -52,6 +54,7 @@ async fn mysql_cli_conformance() {
     let target = mysql_cli().await.0;
     body::check_measured_failures(target.clone(), body::Fault::DuplicateKey).await;
     body::check_target(target).await;
+    body::check_pairs(mysql_cli().await.0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,6 +63,7 @@ async fn mysql_cli_per_op_conformance() {
     let target = mysql_cli_per_op().await.0;
     body::check_measured_failures(target.clone(), body::Fault::DuplicateKey).await;
     body::check_target(target).await;
+    body::check_pairs(mysql_cli_per_op().await.0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,6 +72,7 @@ async fn redis_cli_conformance() {
     let target = redis_cli().await.0;
     body::check_measured_failures(target.clone(), body::Fault::Custom(support::faults::redis_key_set_string)).await;
     body::check_target(target).await;
+    body::check_pairs(redis_cli().await.0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,6 +81,7 @@ async fn redis_cli_per_op_conformance() {
     let target = redis_cli_per_op().await.0;
     body::check_measured_failures(target.clone(), body::Fault::Custom(support::faults::redis_key_set_string)).await;
     body::check_target(target).await;
+    body::check_pairs(redis_cli_per_op().await.0).await;
 }
 
 /// 1000 keys in one batch through the client, counted by the library adapter; a 100-key

@@ -32,7 +32,8 @@ use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Valu
 use crate::error::{Error, Result};
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use futures_util::future::try_join_all;
+use futures_util::future::{BoxFuture, FutureExt};
+use futures_util::stream::{self, TryStreamExt};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::{ExecutionError, RequestAttemptError};
@@ -62,8 +63,14 @@ const LOAD_BATCH: usize = 32;
 const LOAD_CONCURRENCY: usize = 256;
 /// Statements per UNLOGGED BATCH of an insert batch ...
 const BATCH_CHUNK: usize = 100;
-/// ... and at most about this many bytes of values (Cassandra fails batches above 50 KiB).
+/// ... and at most about this many bytes of values (Cassandra fails batches above 50 KiB)
+/// ...
 const BATCH_BYTES: usize = 40 * 1024;
+/// ... with at most this many chunks in flight: a 70,000-row batch sent as 700 concurrent
+/// chunks times out in a single node's write path on a small machine.
+const BATCH_CHUNKS_IN_FLIGHT: usize = 4;
+/// Keys per `IN` request of a multi-get (larger multi-gets are split, see `execute`).
+const MULTI_GET_CHUNK: usize = 1000;
 /// Rows per page of full-table reads.
 const PAGE_SIZE: i32 = 5000;
 /// Client-side timeout of schema changes and full-table reads.
@@ -334,12 +341,18 @@ impl Cassandra {
             }
             .into(),
         );
-        settings.insert("insert".into(), "plain INSERT (an upsert: a duplicate key overwrites)".into());
-        settings.insert("multi_get".into(), "one SELECT ... WHERE key IN ? request".into());
+        settings.insert("request.insert".into(), "plain INSERT (an upsert: a duplicate key overwrites)".into());
+        settings.insert("request.insert_batch".into(), "UNLOGGED BATCHes of INSERTs, see batch".into());
+        settings.insert(
+            "request.multi_get".into(),
+            format!(
+                "one SELECT ... WHERE key IN ? request; beyond {MULTI_GET_CHUNK} keys, requests of {MULTI_GET_CHUNK} keys, {BATCH_CHUNKS_IN_FLIGHT} in flight"
+            ),
+        );
         settings.insert(
             "batch".into(),
             format!(
-                "inserts: UNLOGGED BATCHes of up to {BATCH_CHUNK} statements and ~{} KiB (chunks sent concurrently); other kinds: concurrent requests",
+                "inserts: UNLOGGED BATCHes of up to {BATCH_CHUNK} statements and ~{} KiB, {BATCH_CHUNKS_IN_FLIGHT} chunks in flight; other kinds: concurrent requests, {LOAD_CONCURRENCY} in flight",
                 BATCH_BYTES / 1024
             ),
         );
@@ -712,9 +725,34 @@ impl Planned {
     }
 }
 
+/// Sends one chunk of an insert batch as one UNLOGGED BATCH; returns its row count.
+async fn send_chunk(session: &Session, chunk: &[Planned]) -> Result<u64, OpError> {
+    let mut batch = Batch::new(BatchType::Unlogged);
+    for p in chunk {
+        batch.append_statement(BatchStatement::PreparedStatement(p.stmt.clone()));
+    }
+    let values: Vec<&Vec<Option<CqlValue>>> = chunk.iter().map(|p| &p.values).collect();
+    session.batch(&batch, values).await.map_err(op_error)?;
+    Ok(chunk.len() as u64)
+}
+
 #[async_trait]
 impl Connection for CassandraConnection {
     async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        if let Op::MultiGet { table, keys } = op
+            && keys.len() > MULTI_GET_CHUNK
+        {
+            // One coordinator read of 70,000 partitions times out on a single node: IN
+            // requests of MULTI_GET_CHUNK keys, a few in flight.
+            let mut plans = Vec::with_capacity(keys.len().div_ceil(MULTI_GET_CHUNK));
+            for chunk in keys.chunks(MULTI_GET_CHUNK) {
+                plans.push(self.plan(&Op::MultiGet { table: *table, keys: chunk.to_vec() }).await?);
+            }
+            let session = &*self.session;
+            let runs: Vec<BoxFuture<'_, Result<Outcome, OpError>>> = plans.iter().map(|p| p.run(session).boxed()).collect();
+            let outcomes: Vec<Outcome> = stream::iter(runs).buffer_unordered(BATCH_CHUNKS_IN_FLIGHT).try_collect().await?;
+            return Ok(Outcome::rows(outcomes.iter().map(|o| o.rows).sum()));
+        }
         let planned = self.plan(op).await?;
         planned.run(&self.session).await
     }
@@ -727,20 +765,14 @@ impl Connection for CassandraConnection {
         let session = &*self.session;
         if ops.iter().all(|op| matches!(op, Op::Insert { .. })) {
             // Writes to different partitions: UNLOGGED BATCHes (no batch log), one request
-            // per chunk, the chunks concurrently.
-            let chunks = batch_chunks(&plans, |p| &p.values).into_iter().map(|chunk| async move {
-                let mut batch = Batch::new(BatchType::Unlogged);
-                for p in chunk {
-                    batch.append_statement(BatchStatement::PreparedStatement(p.stmt.clone()));
-                }
-                let values: Vec<&Vec<Option<CqlValue>>> = chunk.iter().map(|p| &p.values).collect();
-                session.batch(&batch, values).await.map_err(op_error)?;
-                Ok::<u64, OpError>(chunk.len() as u64)
-            });
-            let done = try_join_all(chunks).await?;
+            // per chunk, a few chunks concurrently.
+            let chunks: Vec<BoxFuture<'_, Result<u64, OpError>>> =
+                batch_chunks(&plans, |p| &p.values).into_iter().map(|chunk| send_chunk(session, chunk).boxed()).collect();
+            let done: Vec<u64> = stream::iter(chunks).buffer_unordered(BATCH_CHUNKS_IN_FLIGHT).try_collect().await?;
             return Ok(Outcome::rows(done.iter().sum()));
         }
-        let outcomes = try_join_all(plans.iter().map(|p| p.run(session))).await?;
+        let runs: Vec<BoxFuture<'_, Result<Outcome, OpError>>> = plans.iter().map(|p| p.run(session).boxed()).collect();
+        let outcomes: Vec<Outcome> = stream::iter(runs).buffer_unordered(LOAD_CONCURRENCY).try_collect().await?;
         Ok(Outcome::rows(outcomes.iter().map(|o| o.rows).sum()))
     }
 }

@@ -12,14 +12,20 @@
 //! (DESIGN §5) are exactly the library adapters'. Must not put the password on a command
 //! line (it goes in the child's `MYSQL_PWD` / `REDISCLI_AUTH`) nor show it.
 //!
-//! What each request is: MariaDB gets the library adapter's statements as text (a batch of
-//! inserts is one multi-row `INSERT` + `SELECT ROW_COUNT()`, a multi-get one `IN (...)`), run
-//! with `--batch --force` so an error line does not end the client. redis-cli (interactive
-//! mode on a pipe, `--no-raw` so every reply element is one quoted line) sends each input
-//! line as its own request and waits for the reply, so a batch or multi-get of N keys costs
-//! N round trips through the client: that is the client's behaviour, not emulated here. A
-//! dead client is an `ErrorClass::Connection` error; the next request starts a new one.
+//! What each request is: MariaDB gets the library adapter's statements as text with literal
+//! values (a batch of inserts is one multi-row `INSERT` + `SELECT ROW_COUNT()`, a multi-get
+//! one `IN (...)`), run with `--batch --force` so an error line does not end the client.
+//! redis-cli (interactive mode on a pipe, `--no-raw` so every reply element is one quoted
+//! line) sends each input line as its own request and waits for the reply. On a pairs table
+//! (the library adapter's plain-string mapping) a batch of inserts is one `MSET` line and a
+//! multi-get one `MGET` line, as the insert-find paper typed them; on hash rows a batch is
+//! one `MULTI`…`EXEC` and a multi-get one `HGETALL` line per key, so N round trips through
+//! the client: that is the client's behaviour, not emulated here. The requests are listed
+//! in the target's settings (`request.*`). A dead client is an `ErrorClass::Connection`
+//! error; the next request starts a new one.
 
+use super::mysql::literal;
+use super::redis::strings as redis_strings;
 use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::base::table::{Row, TableDef, Value};
@@ -215,6 +221,9 @@ impl Target for CliTarget {
             let lib = self.inner.info();
             let mut info = self.base.clone();
             info.version = lib.version.clone();
+            for (k, v) in requests(self.launch.kind, tables) {
+                info.settings.insert(k.to_string(), v);
+            }
             for (k, v) in &lib.settings {
                 info.settings.entry(k.clone()).or_insert_with(|| v.clone());
             }
@@ -292,6 +301,37 @@ impl Launch {
     }
 }
 
+/// What an insert, a batch of inserts, a multi-get and a delete send through the client
+/// for these tables (the target's `request.*` settings).
+fn requests(kind: Kind, tables: &[Arc<TableDef>]) -> Vec<(&'static str, String)> {
+    match kind {
+        Kind::MySql => vec![
+            ("request.insert", "INSERT INTO <table> (<columns>) VALUES (<literals>); SELECT ROW_COUNT();".into()),
+            ("request.insert_batch", "one multi-row INSERT with literal values; SELECT ROW_COUNT();".into()),
+            ("request.multi_get", "one SELECT * FROM <table> WHERE <key> IN (<literal keys>)".into()),
+            ("request.delete", "DELETE … WHERE <key> = <literal>; SELECT ROW_COUNT(); (a batch: in one transaction)".into()),
+        ],
+        Kind::Redis => {
+            let pairs = tables.iter().any(|t| redis_strings::applies_to(t));
+            let hashes = tables.iter().any(|t| !redis_strings::applies_to(t));
+            let mut out: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
+            if pairs {
+                out.entry("request.insert").or_default().push("pairs: a SET line");
+                out.entry("request.insert_batch").or_default().push("pairs: one MSET line");
+                out.entry("request.multi_get").or_default().push("pairs: one MGET line");
+                out.entry("request.delete").or_default().push("pairs: a DEL line (a batch: one DEL line of every key)");
+            }
+            if hashes {
+                out.entry("request.insert").or_default().push("hash rows: MULTI, DEL, HSET, ZADD lines, EXEC");
+                out.entry("request.insert_batch").or_default().push("hash rows: one MULTI … EXEC of every row's lines");
+                out.entry("request.multi_get").or_default().push("hash rows: one HGETALL line per key (a round trip each)");
+                out.entry("request.delete").or_default().push("hash rows: MULTI, DEL, ZREM lines, EXEC");
+            }
+            out.into_iter().map(|(k, v)| (k, v.join("; "))).collect()
+        }
+    }
+}
+
 /// How a request's output lines become a row count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Parse {
@@ -307,6 +347,10 @@ enum Parse {
     RedisHashes,
     /// DEL replies inside EXEC: lines `1) (integer) N`.
     RedisFirstInts,
+    /// GET or MGET replies: the lines holding a (quoted) value, not `(nil)`.
+    RedisNonNil,
+    /// Top-level integer replies: lines `(integer) N`, added up.
+    RedisInts,
 }
 
 pub struct CliConn {
@@ -409,6 +453,8 @@ impl CliConn {
             Parse::RedisFirstInts => {
                 lines.iter().filter_map(|l| l.strip_prefix("1) (integer) ")).map(int).sum::<Result<i64, _>>()?.max(0) as u64
             }
+            Parse::RedisNonNil => lines.iter().filter(|l| redis_reply_value(l).is_some_and(|v| v.starts_with('"'))).count() as u64,
+            Parse::RedisInts => lines.iter().filter_map(|l| l.strip_prefix("(integer) ")).map(int).sum::<Result<i64, _>>()?.max(0) as u64,
         };
         Ok(Outcome::rows(rows))
     }
@@ -458,14 +504,7 @@ impl CliConn {
                         if i > 0 {
                             s.push(',');
                         }
-                        s.push('(');
-                        for (j, v) in row.iter().enumerate() {
-                            if j > 0 {
-                                s.push(',');
-                            }
-                            s.push_str(&sql_literal(v)?);
-                        }
-                        s.push(')');
+                        s.push_str(&literal::row_tuple(row)?);
                     }
                     s.push_str(";\nSELECT ROW_COUNT();\n");
                 }
@@ -506,7 +545,67 @@ impl CliConn {
         }
     }
 
+    /// The lines for ops on pairs tables (the plain-string mapping): one SET/MSET, GET/MGET
+    /// or DEL line for the whole batch.
+    fn plan_redis_pairs(&self, ops: &[Op], kind: OpKind) -> Result<(String, Parse), OpError> {
+        let row_key = |table: usize, key: i64| -> Result<String, OpError> {
+            Ok(format!("{}{}{key}", self.launch.key_prefix, self.table(table)?.name))
+        };
+        let mut args: Vec<String> = Vec::new();
+        let parse = match kind {
+            OpKind::Insert => {
+                args.push(if ops.len() == 1 { "SET" } else { "MSET" }.into());
+                for op in ops {
+                    let Op::Insert { table, row } = op else { unreachable!("checked kind") };
+                    let pk = row.first().and_then(Value::as_int).ok_or_else(|| OpError::client("the key column must be an integer"))?;
+                    args.push(row_key(*table, pk)?);
+                    args.push(redis_strings::value_text(row)?);
+                }
+                Parse::Fixed(ops.len() as u64)
+            }
+            OpKind::Get | OpKind::MultiGet => {
+                args.push("MGET".into());
+                for op in ops {
+                    match op {
+                        Op::Get { table, key } => args.push(row_key(*table, *key)?),
+                        Op::MultiGet { table, keys } => {
+                            for k in keys {
+                                args.push(row_key(*table, *k)?);
+                            }
+                        }
+                        _ => unreachable!("checked kind"),
+                    }
+                }
+                if args.len() == 1 {
+                    return Ok((String::new(), Parse::Zero));
+                }
+                Parse::RedisNonNil
+            }
+            OpKind::Delete => {
+                args.push("DEL".into());
+                for op in ops {
+                    let Op::Delete { table, key } = op else { unreachable!("checked kind") };
+                    args.push(row_key(*table, *key)?);
+                }
+                Parse::RedisInts
+            }
+            other => {
+                return Err(OpError::new(ErrorClass::Unsupported, format!("{other} is not offered by the command-line client adapter")));
+            }
+        };
+        let quoted: Vec<String> = args.iter().map(|a| redis_quote(a)).collect();
+        Ok((quoted.join(" ") + "\n", parse))
+    }
+
     fn plan_redis(&self, ops: &[Op], kind: OpKind) -> Result<(String, Parse), OpError> {
+        if let Some(table) = ops.first().and_then(Op::table)
+            && redis_strings::applies_to(self.table(table)?)
+        {
+            if ops.iter().any(|op| op.table() != Some(table)) {
+                return Err(OpError::client("a batch must stay in one table"));
+            }
+            return self.plan_redis_pairs(ops, kind);
+        }
         let mut s = String::new();
         let line = |s: &mut String, args: &[&str]| {
             let quoted: Vec<String> = args.iter().map(|a| redis_quote(a)).collect();
@@ -615,6 +714,19 @@ fn is_error_line(kind: Kind, l: &str) -> bool {
     }
 }
 
+/// The value of one reply line: `"v"`, `(nil)` or `(integer) 3` at top level, or the same
+/// after an array index (`  12) "v"`); `None` for other lines — `OK`, and the `(0.51s)`
+/// redis-cli prints after a command that took longer than half a second.
+fn redis_reply_value(line: &str) -> Option<&str> {
+    let l = line.trim_start();
+    let rest = match l.split_once(") ") {
+        Some((n, rest)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => rest,
+        _ => l,
+    };
+    let value = rest.starts_with('"') || rest == "(nil)" || rest.starts_with("(integer) ") || rest.starts_with("(error)");
+    value.then_some(rest)
+}
+
 fn select_keys(database: &str, def: &TableDef, verb: &str, keys: &[i64]) -> String {
     let list: Vec<String> = keys.iter().map(i64::to_string).collect();
     let k = sql_ident(&def.key_column().name);
@@ -628,37 +740,6 @@ fn select_keys(database: &str, def: &TableDef, verb: &str, keys: &[i64]) -> Stri
 
 fn sql_ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
-}
-
-/// A SQL string literal for MariaDB's default sql_mode (backslash escapes on), on one line.
-fn sql_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('\'');
-    for ch in s.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\0' => out.push_str("\\0"),
-            '\x1a' => out.push_str("\\Z"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
-fn sql_literal(v: &Value) -> Result<String, OpError> {
-    Ok(match v {
-        Value::Null => "NULL".into(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) if f.is_finite() => format!("{f:?}"),
-        Value::Float(f) => return Err(OpError::client(format!("MariaDB cannot store the float {f}"))),
-        Value::Decimal(d) => sql_string(&d.to_string()),
-        Value::Date(d) => sql_string(&d.to_iso()),
-        Value::Text(s) => sql_string(s),
-    })
 }
 
 /// One argument in redis-cli's input syntax: double-quoted, `\"` `\\`, other bytes `\xHH`.
@@ -693,17 +774,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sql_strings_escape_quotes_backslashes_and_newlines() {
-        assert_eq!(sql_string("a'b\\c\nd\0"), "'a\\'b\\\\c\\nd\\0'");
-        assert_eq!(sql_literal(&Value::Float(0.1)).unwrap(), "0.1");
-        assert_eq!(sql_literal(&Value::Float(1e300)).unwrap(), "1e300");
-        assert!(sql_literal(&Value::Float(f64::NAN)).is_err());
-    }
-
-    #[test]
     fn redis_args_are_quoted_byte_exactly() {
         assert_eq!(redis_quote("a b\"c\\"), "\"a b\\\"c\\\\\"");
         assert_eq!(redis_quote("x\ny\u{e9}"), "\"x\\x0ay\\xc3\\xa9\"");
+    }
+
+    #[test]
+    fn redis_reply_values_are_read_at_top_level_and_in_arrays() {
+        assert_eq!(redis_reply_value("\"42\""), Some("\"42\""));
+        assert_eq!(redis_reply_value("(nil)"), Some("(nil)"));
+        assert_eq!(redis_reply_value("   12) (nil)"), Some("(nil)"));
+        assert_eq!(redis_reply_value("1) \"(nil)\""), Some("\"(nil)\""));
+        assert_eq!(redis_reply_value("OK"), None);
+        assert_eq!(redis_reply_value("(0.51s)"), None, "the client's timing line");
     }
 
     #[test]

@@ -98,7 +98,14 @@ impl DuckDb {
             ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("multi_get".to_string(), format!("IN list of bound keys up to {IN_LIST_MAX}, else one BIGINT[] list parameter")),
+            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
+            ("request.insert_batch".to_string(), "one transaction of single-row prepared INSERTs".to_string()),
+            (
+                "request.multi_get".to_string(),
+                format!(
+                    "SELECT … WHERE <key> IN (?, …) of bound keys up to {IN_LIST_MAX}, else IN (SELECT unnest(one BIGINT[] parameter))"
+                ),
+            ),
         ]);
         settings.extend(file_settings);
         Ok(DuckDb {

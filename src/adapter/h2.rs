@@ -26,9 +26,9 @@
 //!   value undecodable); statements are prepared with explicit types instead and use
 //!   `CAST`-free `$n`, with `DATEADD`/`DATEDIFF` for the day-number encoding of dates.
 //! - **No arrays on the wire** (H2 reads a binary int8[] parameter as a string) and no
-//!   `type[]` syntax: `= ANY($1)` becomes `IN ($1, ..., $n)` with the key list
-//!   deduplicated and padded (with its last key) to a power of two, so a handful of
-//!   statements per table serve every list length; `INSERT ... SELECT FROM UNNEST(arrays)`
+//!   `type[]` syntax: `= ANY($1)` becomes `IN ($1, ..., $n)` lists of at most
+//!   `MAX_IN_KEYS` distinct keys, each padded (with its own last key) to a power of two, so
+//!   a handful of statements per table serve every list length; `INSERT ... SELECT FROM UNNEST(arrays)`
 //!   becomes a multi-row `INSERT ... VALUES (...), (...)`.
 //! - **No COPY**: bulk load is multi-row `INSERT ... VALUES` of up to [`MAX_PARAMS`]
 //!   parameters per statement, one prepared statement per chunk size, autocommitted per
@@ -142,6 +142,15 @@ impl H2 {
         settings.insert("load".into(), format!("multi-row INSERT ... VALUES, {MAX_PARAMS} parameters per statement (no COPY in H2)"));
         settings.insert("text_on_the_wire".into(), "STRINGTOUTF8 (bytea): H2's PG server has no binary text output".into());
         settings.insert("queries".into(), "TPC-H in PostgreSQL syntax, simple (text) protocol".into());
+        settings.insert("request.insert".into(), "INSERT INTO <table> VALUES ($1, …), prepared".into());
+        settings.insert(
+            "request.insert_batch".into(),
+            format!("multi-row INSERT … VALUES of up to {MAX_PARAMS} parameters per statement; several in one transaction"),
+        );
+        settings.insert(
+            "request.multi_get".into(),
+            format!("SELECT … WHERE <key> IN ($1, …): up to {MAX_IN_KEYS} distinct keys per statement, padded to a power of two"),
+        );
         let ops = OpKind::ALL.to_vec();
         Ok(H2 {
             initial: TargetInfo {
@@ -524,16 +533,20 @@ fn chunk_rows(t: &PgTable) -> usize {
     (MAX_PARAMS / t.def.columns.len().max(1)).max(1)
 }
 
-/// The keys of an `IN` list: distinct, then padded with the last one to a power of two
-/// (a repeated key matches its row once, so results do not change).
-fn padded(keys: &[i64]) -> Vec<i64> {
+/// The `IN` lists for `keys`: distinct keys, at most `MAX_IN_KEYS` per list, each list
+/// padded with its own last key to a power of two (a repeated key matches its row once
+/// within one statement, so results do not change and few statement shapes are prepared).
+fn in_lists(keys: &[i64]) -> Vec<Vec<i64>> {
     let mut keys = keys.to_vec();
     keys.sort_unstable();
     keys.dedup();
-    if let Some(&last) = keys.last() {
-        keys.resize(keys.len().next_power_of_two(), last);
-    }
-    keys
+    keys.chunks(MAX_IN_KEYS)
+        .map(|chunk| {
+            let mut list = chunk.to_vec();
+            list.resize(chunk.len().next_power_of_two(), chunk[chunk.len() - 1]);
+            list
+        })
+        .collect()
 }
 
 /// Decodes the single value `range_sql(.., Max { column })` returns into the column's type.
@@ -832,9 +845,8 @@ impl H2Connection {
 
     /// Rows with these keys found (`Get`) or deleted, through `IN` lists.
     async fn by_keys(&mut self, table: usize, keys: &[i64], delete: bool) -> Result<u64, OpError> {
-        let keys = padded(keys);
         let mut rows = 0;
-        for chunk in keys.chunks(MAX_IN_KEYS) {
+        for chunk in &in_lists(keys) {
             let n = chunk.len();
             let key = if delete { Key::DeleteMany(table, n) } else { Key::GetMany(table, n) };
             let statement = self.statement(key).await?;
@@ -1080,10 +1092,15 @@ mod tests {
 
     #[test]
     fn key_lists_are_distinct_and_padded_to_a_power_of_two() {
-        assert_eq!(padded(&[5, 1, 5, 3, 9]), vec![1, 3, 5, 9]);
-        assert_eq!(padded(&[4, 2, 7]), vec![2, 4, 7, 7]);
-        assert_eq!(padded(&[1, 2, 3, 4, 5]), vec![1, 2, 3, 4, 5, 5, 5, 5]);
-        assert_eq!(padded(&[]), Vec::<i64>::new());
+        assert_eq!(in_lists(&[5, 1, 5, 3, 9]), vec![vec![1, 3, 5, 9]]);
+        assert_eq!(in_lists(&[4, 2, 7]), vec![vec![2, 4, 7, 7]]);
+        assert_eq!(in_lists(&[1, 2, 3, 4, 5]), vec![vec![1, 2, 3, 4, 5, 5, 5, 5]]);
+        assert!(in_lists(&[]).is_empty());
+        // Beyond one list, every list pads with its own keys: no key is counted twice.
+        let many: Vec<i64> = (0..MAX_IN_KEYS as i64 * 2 + 3).collect();
+        let lists = in_lists(&many);
+        assert_eq!(lists.iter().map(Vec::len).collect::<Vec<_>>(), [MAX_IN_KEYS, MAX_IN_KEYS, 4]);
+        assert_eq!(lists[2], vec![2048, 2049, 2050, 2050]);
     }
 
     #[test]

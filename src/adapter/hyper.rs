@@ -99,6 +99,9 @@ impl Hyper {
                 .into(),
         );
         settings.insert("load".into(), "COPY FROM STDIN WITH (FORMAT text)".into());
+        settings.insert("request.insert".into(), "INSERT … SELECT $1, … WHERE NOT EXISTS (the key), prepared".into());
+        settings.insert("request.insert_batch".into(), "one INSERT … SELECT FROM UNNEST(one array per column), prepared".into());
+        settings.insert("request.multi_get".into(), "one SELECT … WHERE <key> = ANY($1::int8[]), prepared".into());
         let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
         Ok(Hyper {
             initial: TargetInfo {

@@ -78,6 +78,9 @@ impl Memcached {
         let address = format!("{}:{}", url.host().unwrap_or("127.0.0.1"), url.port().unwrap_or(11211));
         let mut settings = BTreeMap::new();
         settings.insert("batch".into(), "pipelined, no atomicity".into());
+        settings.insert("request.insert".into(), "add <key> (refused if present)".into());
+        settings.insert("request.insert_batch".into(), "one pipeline of add commands".into());
+        settings.insert("request.multi_get".into(), "one get <key> <key> …".into());
         settings.insert("layout".into(), "one item per row; value = non-key columns, length-prefixed text".into());
         settings.insert("count_rows".into(), "lru_crawler metadump (exact only on a quiet server)".into());
         let base = TargetInfo {

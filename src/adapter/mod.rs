@@ -16,6 +16,7 @@ pub mod hyper;
 pub mod lease;
 pub mod memcached;
 pub mod mock;
+pub mod monetdbe;
 pub mod mongodb;
 pub mod mysql;
 pub mod nodb;

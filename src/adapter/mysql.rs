@@ -11,6 +11,11 @@
 //! text this module keeps per op kind and table). Batches: inserts are one multi-row
 //! `INSERT`, gets and deletes one `... IN (...)` statement; other batches run as one
 //! transaction of statements sent one after another (the protocol has no pipelining).
+//! A prepared statement has at most 65,535 placeholders: a multi-row `INSERT` or `IN` list
+//! that needs more is sent as the same statement with literal values over the text
+//! protocol (what the `mariadb` client sends, see [`literal`]), split into several
+//! statements (in one transaction when they write) only where one would exceed the
+//! server's `max_allowed_packet`. The target's `request.*` settings say so.
 //! Bulk loads are multi-row prepared `INSERT`s of 1000 rows; `LOAD DATA LOCAL INFILE`
 //! needs `local_infile` enabled on the server, so it is not used.
 
@@ -28,6 +33,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 mod lease;
+pub(crate) mod literal;
 mod mycnf;
 
 /// The password for a MariaDB/MySQL URL: the URL's (userinfo or `?password=`), else
@@ -247,6 +253,28 @@ fn parse_hundredths(text: &str) -> Option<Decimal> {
     Some(Decimal(if negative { -value } else { value }))
 }
 
+/// What an insert, a batch of inserts, a multi-get and a delete send (the target's
+/// `request.*` settings).
+fn requests(max_packet: &str) -> [(&'static str, String); 4] {
+    let split = format!("split into several statements only where one would exceed max_allowed_packet ({max_packet} bytes)");
+    [
+        ("request.insert", "INSERT INTO <table> (<columns>) VALUES (?, …), prepared".into()),
+        (
+            "request.insert_batch",
+            format!(
+                "one multi-row INSERT, prepared with ? placeholders while it needs at most 65,535; beyond that the same INSERT                  with literal values (text protocol, as the mariadb client sends it); {split}, in one transaction"
+            ),
+        ),
+        (
+            "request.multi_get",
+            format!(
+                "one SELECT * FROM <table> WHERE <key> IN (?, …), prepared up to 65,535 keys; beyond that with literal keys                  (text protocol); {split}"
+            ),
+        ),
+        ("request.delete", "DELETE FROM <table> WHERE <key> = ?, prepared (a batch: one DELETE … IN (…), as a multi-get)".into()),
+    ]
+}
+
 fn op_error(e: mysql_async::Error) -> OpError {
     let class = match &e {
         mysql_async::Error::Server(_) => ErrorClass::Server,
@@ -368,10 +396,15 @@ impl MySql {
         let vars: Vec<(String, String)> = conn
             .query(
                 "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
-                 ('innodb_flush_log_at_trx_commit', 'tx_isolation', 'transaction_isolation', 'log_bin', 'sync_binlog')",
+                 ('innodb_flush_log_at_trx_commit', 'tx_isolation', 'transaction_isolation', 'log_bin', 'sync_binlog', \
+                 'max_allowed_packet')",
             )
             .await
             .map_err(|e| self.runtime("SHOW VARIABLES", &e))?;
+        let max_packet = vars.iter().find(|(n, _)| n == "max_allowed_packet").map(|(_, v)| v.clone()).unwrap_or_default();
+        for (key, text) in requests(&max_packet) {
+            info.settings.insert(key.to_string(), text);
+        }
         for (name, value) in vars {
             let key = match name.as_str() {
                 "tx_isolation" | "transaction_isolation" => "isolation".to_string(),
@@ -550,7 +583,11 @@ impl Target for MySql {
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         let conn = self.open_conn().await?;
         let tables = self.tables.lock().unwrap().clone();
-        let mut session = MyConnection { conn, tables, sql: HashMap::new(), queries: HashMap::new() };
+        let mut conn = conn;
+        let max_packet: Option<u64> =
+            conn.query_first("SELECT @@max_allowed_packet").await.map_err(|e| self.runtime("SELECT @@max_allowed_packet", &e))?;
+        let max_packet = max_packet.unwrap_or(4 << 20) as usize;
+        let mut session = MyConnection { conn, max_packet, tables, sql: HashMap::new(), queries: HashMap::new() };
         session.warm().await.map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
         Ok(Box::new(session))
     }
@@ -594,6 +631,8 @@ enum Key {
 
 struct MyConnection {
     conn: Conn,
+    /// The server's `max_allowed_packet`: the longest statement it accepts.
+    max_packet: usize,
     tables: Arc<Vec<MyTable>>,
     sql: HashMap<Key, Arc<str>>,
     /// Analytic query texts (prepared through the driver's statement cache).
@@ -704,6 +743,12 @@ impl MyConnection {
         if keys.is_empty() {
             return Ok(0);
         }
+        if keys.len() > literal::MAX_PLACEHOLDERS {
+            let t = self.table(table)?;
+            let prefix = format!("{} FROM {} WHERE {} IN (", if delete { "DELETE" } else { "SELECT *" }, t.qualified, t.key);
+            let statements = literal::statements(&prefix, ")", keys.iter().map(i64::to_string), self.max_packet);
+            return self.literal_statements(statements, delete).await;
+        }
         let n = keys.len();
         let params = keys.into_iter().map(MyValue::Int).collect();
         if delete {
@@ -794,6 +839,54 @@ impl MyConnection {
         })
     }
 
+    /// Multi-row inserts as literal statements (see [`literal`]).
+    async fn insert_literal(&mut self, table: usize, rows: &[&Row]) -> Result<u64, OpError> {
+        let t = self.table(table)?;
+        let cols: Vec<String> = t.def.columns.iter().map(|c| quote(&c.name)).collect();
+        let prefix = format!("INSERT INTO {} ({}) VALUES ", t.qualified, cols.join(", "));
+        let mut tuples = Vec::with_capacity(rows.len());
+        for row in rows {
+            if row.len() != t.def.columns.len() {
+                return Err(OpError::client(format!(
+                    "{}: row has {} values, table has {} columns",
+                    t.def.name,
+                    row.len(),
+                    t.def.columns.len()
+                )));
+            }
+            tuples.push(literal::row_tuple(row)?);
+        }
+        let statements = literal::statements(&prefix, "", tuples, self.max_packet);
+        self.literal_statements(statements, true).await
+    }
+
+    /// Sends literal statements over the text protocol: the affected rows of writes (in one
+    /// transaction when there are several), else the rows returned.
+    async fn literal_statements(&mut self, statements: Vec<String>, writes: bool) -> Result<u64, OpError> {
+        if !writes {
+            let mut rows = 0;
+            for sql in statements {
+                rows += self.conn.query_fold(sql, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?;
+            }
+            return Ok(rows);
+        }
+        if let [sql] = statements.as_slice() {
+            self.conn.query_drop(sql).await.map_err(op_error)?;
+            return Ok(self.conn.affected_rows());
+        }
+        self.conn.query_drop("START TRANSACTION").await.map_err(op_error)?;
+        let mut rows = 0;
+        for sql in statements {
+            if let Err(e) = self.conn.query_drop(sql).await {
+                let _ = self.conn.query_drop("ROLLBACK").await;
+                return Err(op_error(e));
+            }
+            rows += self.conn.affected_rows();
+        }
+        self.conn.query_drop("COMMIT").await.map_err(op_error)?;
+        Ok(rows)
+    }
+
     /// Runs the ops one after another inside one transaction.
     async fn in_transaction(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
         self.conn.query_drop("START TRANSACTION").await.map_err(op_error)?;
@@ -827,6 +920,16 @@ impl Connection for MyConnection {
         let same_table = table_of(first).filter(|t| ops.iter().all(|op| table_of(op) == Some(*t)));
         let Some(table) = same_table else { return self.in_transaction(ops).await };
         match first.kind() {
+            OpKind::Insert if ops.len() * self.table(table)?.def.columns.len() > literal::MAX_PLACEHOLDERS => {
+                let mut rows = Vec::with_capacity(ops.len());
+                for op in ops {
+                    match op {
+                        Op::Insert { row, .. } => rows.push(row),
+                        _ => return Err(OpError::client("a batch mixes op kinds")),
+                    }
+                }
+                Ok(Outcome::rows(self.insert_literal(table, &rows).await?))
+            }
             OpKind::Insert => {
                 let t = self.table(table)?;
                 let mut params = Vec::with_capacity(ops.len() * t.def.columns.len());

@@ -1,8 +1,11 @@
-//! Redis adapter: the kv-vs-relational study's row mapping on the `redis` crate (async,
-//! one multiplexed connection per client), for Redis and for LedisDB (`ledis://`, a
-//! Redis-protocol server on LevelDB); what differs between the two is in [`dialect`].
+//! Redis adapter: the studies' row mappings on the `redis` crate (async, one multiplexed
+//! connection per client), for Redis and for LedisDB (`ledis://`, a Redis-protocol server
+//! on LevelDB); what differs between the two is in [`dialect`].
 //!
-//! Mapping (seed 000/001): every row is a hash `dbsweep:<table><pk>` (e.g. `dbsweep:kv17`)
+//! A two-column table without secondary indexes (`pairs`) is stored as plain string keys,
+//! one per row, with SET/GET/MSET/MGET (see [`strings`]; the insert-find and in-memory
+//! studies). Every other table uses the kv-vs-relational study's mapping (seed 000/001):
+//! every row is a hash `dbsweep:<table><pk>` (e.g. `dbsweep:kv17`)
 //! with one field per column, values as text (Decimal `12.34`, Date ISO `1998-12-01`, Null
 //! = field absent). A sorted set `dbsweep:<table>:pk` (score = member = pk) serves Scan and
 //! `count_rows`; each indexed column has a sorted set `dbsweep:<table>:idx:<col>` with
@@ -38,10 +41,12 @@ use crate::error::{Error, Result};
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisConnectionInfo, RedisError, Script};
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 mod dialect;
+pub(crate) mod strings;
 mod tpch;
 
 use dialect::Dialect;
@@ -125,6 +130,8 @@ enum BatchMode {
 /// The keys of one table in dbsweep's namespace.
 struct TableKeys {
     def: Arc<TableDef>,
+    /// Stored as plain string keys (see [`strings`]) instead of hashes and sorted sets.
+    strings: bool,
     /// Row hashes are `<row_prefix><pk>`.
     row_prefix: String,
     /// Sorted set of all primary keys.
@@ -138,7 +145,7 @@ impl TableKeys {
         let row_prefix = format!("{prefix}{}", def.name);
         let index_sets =
             (0..def.columns.len()).map(|c| def.indexed.contains(&c).then(|| format!("{row_prefix}:idx:{}", def.columns[c].name))).collect();
-        TableKeys { def: def.clone(), pk_set: format!("{row_prefix}:pk"), row_prefix, index_sets }
+        TableKeys { def: def.clone(), strings: strings::applies_to(def), pk_set: format!("{row_prefix}:pk"), row_prefix, index_sets }
     }
 
     fn row_key(&self, pk: i64) -> String {
@@ -300,12 +307,14 @@ impl Redis {
         Ok(conn)
     }
 
-    /// Asks the server for its version and the settings that change results.
-    async fn probe(&self, conn: &mut MultiplexedConnection) {
+    /// Asks the server for its version and the settings that change results, and describes
+    /// the mappings `tables` use (capabilities and requests).
+    async fn probe(&self, conn: &mut MultiplexedConnection, tables: &[Arc<TableDef>]) {
         if self.probed.get().is_some() {
             return;
         }
         let mut info = self.base.clone();
+        describe_mappings(self.dialect, &mut info, tables);
         if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await
             && let Some(v) = info_field(&text, self.dialect.version_field())
         {
@@ -398,6 +407,47 @@ impl Redis {
         } else {
             Err(Error::runtime(format!("target '{}': table {} was not prepared", self.name(), table.name)))
         }
+    }
+}
+
+/// The requests of the hash mapping on `dialect`'s server, for the target's settings.
+fn hash_requests(dialect: Dialect) -> [(&'static str, String); 4] {
+    let (open, close) = if dialect.has_multi() { ("MULTI, ", ", EXEC") } else { ("one pipeline (no transactions): ", "") };
+    let (remove, write) = (dialect.row_delete_name(), dialect.hash_write());
+    let batch = if dialect.has_multi() {
+        "every row's commands in one MULTI/EXEC (batch=pipeline: one pipeline)"
+    } else {
+        "every row's commands in one pipeline"
+    };
+    [
+        ("request.insert", format!("hash rows: {open}{remove}, {write} of every column, ZADD to the key set and each index set{close}")),
+        ("request.insert_batch", format!("hash rows: {batch}")),
+        ("request.multi_get", "hash rows: one pipeline of HGETALL per key".into()),
+        ("request.delete", format!("hash rows: {open}{remove}, ZREM from the key set and each index set{close}")),
+    ]
+}
+
+/// Capabilities, layout and requests of the mappings the prepared tables use. The
+/// plain-string mapping offers fewer ops; a target holding a pairs table declares only
+/// those (capabilities are per target, and must never promise what one table cannot do).
+fn describe_mappings(dialect: Dialect, info: &mut TargetInfo, tables: &[Arc<TableDef>]) {
+    let strings = tables.iter().any(|t| strings::applies_to(t));
+    let hashes = tables.iter().any(|t| !strings::applies_to(t));
+    let mut layouts = Vec::new();
+    let mut requests: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    if hashes {
+        layouts.push(info.settings.get("layout").cloned().unwrap_or_default());
+        hash_requests(dialect).into_iter().for_each(|(k, v)| requests.entry(k).or_default().push(v));
+    }
+    if strings {
+        info.capabilities.ops.retain(|k| strings::OPS.contains(k));
+        info.capabilities.secondary_indexes = hashes;
+        layouts.push(strings::LAYOUT.to_string());
+        strings::REQUESTS.into_iter().chain(dialect.string_requests()).for_each(|(k, v)| requests.entry(k).or_default().push(v.into()));
+    }
+    info.settings.insert("layout".into(), layouts.join("; "));
+    for (k, v) in requests {
+        info.settings.insert(k.to_string(), v.join("; "));
     }
 }
 
@@ -518,6 +568,10 @@ enum Reduce {
     Existed,
     /// Every reply is an HGETALL; rows = the non-empty ones.
     NonEmptyHashes,
+    /// A GET or MGET reply; rows = the non-nil values.
+    NonNil,
+    /// `SET … XX`: 1 when it wrote (`OK`), 0 when the key did not exist (nil).
+    Written,
     /// ZCOUNT: an `Answer::Scalar(Int)`.
     Count,
     /// The max script's text reply, decoded to the column's type.
@@ -555,8 +609,76 @@ impl RedisConnection {
         })
     }
 
+    /// Compiles an op on a plain-string table (see [`strings`]); `None` for fetch-all,
+    /// which needs several round trips.
+    fn plan_strings(&self, t: &TableKeys, op: &Op) -> Result<Option<Planned>, OpError> {
+        let one = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        Ok(match op {
+            Op::Insert { row, .. } => {
+                one(redis::cmd("SET").arg(t.row_key(key_of(row)?)).arg(strings::value_text(row)?).clone(), Reduce::Fixed(1))
+            }
+            Op::Get { key, .. } => one(redis::cmd("GET").arg(t.row_key(*key)).clone(), Reduce::NonNil),
+            Op::MultiGet { keys, .. } if keys.is_empty() => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
+            Op::MultiGet { keys, .. } => {
+                one(redis::cmd("MGET").arg(keys.iter().map(|k| t.row_key(*k)).collect::<Vec<_>>()).clone(), Reduce::NonNil)
+            }
+            Op::Delete { key, .. } => one(self.dialect.string_delete(vec![t.row_key(*key)]), Reduce::FirstInt),
+            Op::Update { key, column: 1, value, .. } => {
+                let text = value_text(value).ok_or_else(|| OpError::client("redis: a pairs value cannot be NULL"))?;
+                one(self.dialect.string_update(t.row_key(*key), text), Reduce::Written)
+            }
+            Op::FetchAll { .. } => None,
+            other => {
+                return Err(OpError::new(
+                    ErrorClass::Unsupported,
+                    format!("redis: {} is not offered on {} (plain string keys keep no order or index)", other.kind(), t.def.name),
+                ));
+            }
+        })
+    }
+
+    /// One command for a batch of inserts, gets or deletes on one plain-string table:
+    /// `MSET`, `MGET` or `DEL` of every key. `None` for other batches.
+    fn strings_batch(&self, ops: &[Op]) -> Result<Option<Planned>, OpError> {
+        let Some(table) = ops.first().and_then(Op::table) else { return Ok(None) };
+        let t = self.table(table)?;
+        if !t.strings || ops.iter().any(|op| op.table() != Some(table) || op.kind() != ops[0].kind()) {
+            return Ok(None);
+        }
+        let planned = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        let keys = |f: &dyn Fn(&Op) -> Vec<i64>| ops.iter().flat_map(f).map(|k| t.row_key(k)).collect::<Vec<_>>();
+        Ok(match ops[0].kind() {
+            OpKind::Insert => {
+                let rows = ops.iter().filter_map(|op| if let Op::Insert { row, .. } = op { Some(row) } else { None });
+                planned(strings::mset(|k| t.row_key(k), rows)?, Reduce::Fixed(ops.len() as u64))
+            }
+            OpKind::Get | OpKind::MultiGet => {
+                let keys = keys(&|op| match op {
+                    Op::Get { key, .. } => vec![*key],
+                    Op::MultiGet { keys, .. } => keys.clone(),
+                    _ => Vec::new(),
+                });
+                if keys.is_empty() {
+                    return Ok(None);
+                }
+                planned(redis::cmd("MGET").arg(keys).clone(), Reduce::NonNil)
+            }
+            OpKind::Delete => {
+                let keys = keys(&|op| if let Op::Delete { key, .. } = op { vec![*key] } else { Vec::new() });
+                planned(self.dialect.string_delete(keys), Reduce::FirstInt)
+            }
+            _ => None,
+        })
+    }
+
     /// Compiles a one-round-trip op; `None` for ops that need two (Scan, RangeRows, RMW).
     fn plan(&self, op: &Op) -> Result<Option<Planned>, OpError> {
+        if let Some(table) = op.table()
+            && let t = self.table(table)?
+            && t.strings
+        {
+            return self.plan_strings(t, op);
+        }
         let one = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
         Ok(match op {
             Op::Echo => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
@@ -667,6 +789,24 @@ impl RedisConnection {
 
     async fn two_step(&mut self, op: &Op) -> Result<Outcome, OpError> {
         match op {
+            Op::FetchAll { table } if self.table(*table)?.strings => {
+                // The table's keys a page at a time, one MGET per page of keys not seen yet.
+                let prefix = self.table(*table)?.row_prefix.clone();
+                let (mut rows, mut seen) = (0u64, std::collections::HashSet::new());
+                let mut cursor = Some(self.dialect.first_cursor().to_string());
+                while let Some(at) = cursor {
+                    let (next, keys) =
+                        self.dialect.string_key_page(&mut self.conn, &prefix, &at).await.map_err(|e| op_error(self.dialect, e))?;
+                    let ours: Vec<String> =
+                        keys.into_iter().filter(|k| strings::is_row_key(&prefix, k) && seen.insert(k.clone())).collect();
+                    if !ours.is_empty() {
+                        let reply = redis::cmd("MGET").arg(ours).query_async::<redis::Value>(&mut self.conn).await;
+                        rows += strings::non_nil(&reply.map_err(|e| op_error(self.dialect, e))?);
+                    }
+                    cursor = next;
+                }
+                Ok(Outcome::rows(rows))
+            }
             Op::FetchAll { table } => {
                 // Every pk from the table's key set, then the hashes in pipelines of
                 // FETCH_ALL_CHUNK, so the client never holds more than one chunk of rows.
@@ -770,6 +910,8 @@ fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> 
         Reduce::FirstInt => Outcome::rows(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?.max(0) as u64),
         Reduce::Existed => Outcome::rows(u64::from(reply_int(replies.first().unwrap_or(&redis::Value::Nil))? > 0)),
         Reduce::NonEmptyHashes => Outcome::rows(replies.iter().filter(|r| is_non_empty(r)).count() as u64),
+        Reduce::NonNil => Outcome::rows(replies.iter().map(strings::non_nil).sum()),
+        Reduce::Written => Outcome::rows(replies.iter().filter(|r| !matches!(r, redis::Value::Nil)).count() as u64),
         Reduce::Count => Outcome::answer(1, Answer::Scalar(Value::Int(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?))),
         Reduce::Max(ty) => {
             let value = match replies.first() {
@@ -806,6 +948,10 @@ impl Connection for RedisConnection {
     }
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if let Some(planned) = self.strings_batch(ops)? {
+            let replies = self.send(planned.cmds, false).await?;
+            return reduce(planned.reduce, &replies);
+        }
         let mut plans = Vec::with_capacity(ops.len());
         for op in ops {
             match self.plan(op)? {
@@ -861,8 +1007,12 @@ impl Target for Redis {
                 )));
             }
         }
+        let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+        if let Some((a, b)) = strings::ambiguous_names(&names) {
+            return Err(Error::runtime(format!("redis: tables {a} and {b} would share row keys (dbsweep:<table><key>); rename one")));
+        }
         let mut conn = self.admin().await?;
-        self.probe(&mut conn).await;
+        self.probe(&mut conn, tables).await;
         self.check_owned(&mut conn).await?;
         self.clear_namespace(&mut conn).await?;
         redis::cmd("SET")
@@ -884,6 +1034,16 @@ impl Target for Redis {
         let mut conn = self.admin().await?;
         let mut loaded = 0u64;
         let mut rows = rows.peekable();
+        if t.strings {
+            // One MSET per chunk of rows.
+            while rows.peek().is_some() {
+                let chunk: Vec<Row> = rows.by_ref().take(LOAD_CHUNK).collect();
+                let cmd = strings::mset(|k| t.row_key(k), chunk.iter()).map_err(|e| Error::runtime(e.message))?;
+                cmd.query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("MSET", e))?;
+                loaded += chunk.len() as u64;
+            }
+            return Ok(loaded);
+        }
         while rows.peek().is_some() {
             let mut pipe = redis::pipe();
             let mut pk_pairs = Vec::with_capacity(LOAD_CHUNK * 2);
@@ -935,6 +1095,18 @@ impl Target for Redis {
         let tables = self.keys_of(table)?;
         let t = tables.iter().find(|t| t.def.name == table.name).expect("checked by keys_of");
         let mut conn = self.admin().await?;
+        if t.strings {
+            // Plain string keys have no key set: count the table's row keys, each once.
+            let mut seen = std::collections::HashSet::new();
+            let mut cursor = Some(self.dialect.first_cursor().to_string());
+            while let Some(at) = cursor {
+                let (next, keys) =
+                    self.dialect.string_key_page(&mut conn, &t.row_prefix, &at).await.map_err(|e| self.setup_error("listing keys", e))?;
+                seen.extend(keys.into_iter().filter(|k| strings::is_row_key(&t.row_prefix, k)));
+                cursor = next;
+            }
+            return Ok(seen.len() as u64);
+        }
         redis::cmd("ZCARD").arg(&t.pk_set).query_async::<u64>(&mut conn).await.map_err(|e| self.setup_error("ZCARD", e))
     }
 

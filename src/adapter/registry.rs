@@ -52,7 +52,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "redis://",
         system: "redis",
-        description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline)",
+        description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline); two-column pairs tables as plain string keys (SET/MGET/MSET)",
         unavailable: None,
     },
     SystemEntry {

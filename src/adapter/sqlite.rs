@@ -116,7 +116,12 @@ impl Sqlite {
             ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("multi_get".to_string(), format!("IN list of bound keys, {IN_LIST_MAX} per statement, one read transaction")),
+            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
+            ("request.insert_batch".to_string(), "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs".to_string()),
+            (
+                "request.multi_get".to_string(),
+                format!("SELECT … WHERE <key> IN (?, …) of bound keys, {IN_LIST_MAX} per statement, in one read transaction"),
+            ),
         ]);
         settings.extend(file_settings);
         Ok(Sqlite {

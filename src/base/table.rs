@@ -110,6 +110,21 @@ impl fmt::Display for Decimal {
 impl Date {
     /// The date as `YYYY-MM-DD` (proleptic Gregorian), for SQL literals and text stores.
     pub fn to_iso(self) -> String {
+        let (y, m, d) = self.to_civil();
+        format!("{y:04}-{m:02}-{d:02}")
+    }
+
+    /// Parses `YYYY-MM-DD`.
+    pub fn from_iso(s: &str) -> Option<Date> {
+        let mut parts = s.splitn(3, '-');
+        let y: i64 = parts.next()?.parse().ok()?;
+        let m: u32 = parts.next()?.parse().ok()?;
+        let d: u32 = parts.next()?.parse().ok()?;
+        Date::from_civil(y, m, d)
+    }
+
+    /// (year, month 1-12, day 1-31) of the proleptic Gregorian calendar.
+    pub fn to_civil(self) -> (i64, u32, u32) {
         // Howard Hinnant's civil_from_days.
         let z = self.0 as i64 + 719_468;
         let era = z.div_euclid(146_097);
@@ -120,25 +135,22 @@ impl Date {
         let d = doy - (153 * mp + 2) / 5 + 1;
         let m = if mp < 10 { mp + 3 } else { mp - 9 };
         let y = yoe + era * 400 + i64::from(m <= 2);
-        format!("{y:04}-{m:02}-{d:02}")
+        (y, m as u32, d as u32)
     }
 
-    /// Parses `YYYY-MM-DD`.
-    pub fn from_iso(s: &str) -> Option<Date> {
-        let mut parts = s.splitn(3, '-');
-        let y: i64 = parts.next()?.parse().ok()?;
-        let m: i64 = parts.next()?.parse().ok()?;
-        let d: i64 = parts.next()?.parse().ok()?;
+    /// The date of (year, month, day); `None` when month or day is out of range.
+    pub fn from_civil(y: i64, m: u32, d: u32) -> Option<Date> {
         if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
             return None;
         }
+        let (m, d) = (i64::from(m), i64::from(d));
         let y = if m <= 2 { y - 1 } else { y };
         let era = y.div_euclid(400);
         let yoe = y.rem_euclid(400);
         let mp = if m > 2 { m - 3 } else { m + 9 };
         let doy = (153 * mp + 2) / 5 + d - 1;
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        Some(Date((era * 146_097 + doe - 719_468) as i32))
+        i32::try_from(era * 146_097 + doe - 719_468).ok().map(Date)
     }
 }
 

@@ -1,7 +1,9 @@
-//! Shuffled key sets (the insert-find study): N unique integer keys with values, in an
-//! order shuffled by Fisher-Yates from a seed, so other tools can be fed the same input
-//! (`dbsweep gen keys`). Must not hold state beyond the returned vector.
+//! Shuffled key sets (the insert-find study): N unique integer keys in an order shuffled by
+//! Fisher-Yates from a seed — the one generator behind the study's rows and `dbsweep gen
+//! keys`, so other tools can be fed the same input. Must not hold state beyond the returned
+//! vector.
 
+use super::pairs::PairGen;
 use crate::base::rng::{Stream, hash_str};
 
 /// Keys `1..=n` in Fisher-Yates order: for i from n-1 down to 1, swap position i with a
@@ -16,20 +18,16 @@ pub fn shuffled(n: u64, seed: u64) -> Vec<u64> {
     keys
 }
 
-/// The value stored under `key`: `len` printable characters.
-pub fn value(seed: u64, key: u64, len: usize) -> String {
-    let stream = Stream::new(seed, hash_str("key-values"));
-    (0..len).map(|i| (b'a' + (stream.below(key, i as u64, 26)) as u8) as char).collect()
-}
-
-/// The key set as CSV text (`key,value` per line, with a header).
-pub fn to_csv(n: u64, seed: u64, value_len: usize) -> String {
-    let mut out = String::with_capacity((n as usize) * (value_len + 10) + 10);
+/// The key set as CSV text (`key,value` per line, with a header): keys `1..=n` in
+/// Fisher-Yates order with the values of `values` — exactly the rows a `pairs` data set
+/// with `keys = "shuffled"` holds.
+pub fn to_csv(n: u64, seed: u64, values: &PairGen) -> String {
+    let mut out = String::with_capacity((n as usize) * (values.value_bytes.max(7) + 10) + 10);
     out.push_str("key,value\n");
     for k in shuffled(n, seed) {
         out.push_str(&k.to_string());
         out.push(',');
-        out.push_str(&value(seed, k, value_len));
+        out.push_str(&values.value(k as i64).to_string());
         out.push('\n');
     }
     out
@@ -59,10 +57,15 @@ mod tests {
 
     #[test]
     fn csv_has_a_header_and_n_lines() {
-        let text = to_csv(50, 0, 8);
+        use crate::data::pairs::PairValue;
+        let text = to_csv(50, 0, &PairGen::new(0, PairValue::Text, 8));
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "key,value");
         assert_eq!(lines.len(), 51);
         assert!(lines[1..].iter().all(|l| l.split(',').nth(1).unwrap().len() == 8));
+        let ints = to_csv(50, 0, &PairGen::new(0, PairValue::Int, 0));
+        let first: Vec<&str> = ints.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(first[0], shuffled(50, 0)[0].to_string());
+        assert!(first[1].parse::<i64>().is_ok(), "{first:?}");
     }
 }

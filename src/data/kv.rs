@@ -60,7 +60,7 @@ impl KvGen {
 }
 
 /// A printable ASCII payload of `len` bytes derived from `bits`.
-fn payload(mut bits: u64, len: usize) -> String {
+pub(crate) fn payload(mut bits: u64, len: usize) -> String {
     const ALPHABET: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
     let mut s = String::with_capacity(len);
     for i in 0..len {
@@ -71,22 +71,6 @@ fn payload(mut bits: u64, len: usize) -> String {
         bits >>= 6;
     }
     s
-}
-
-/// The `pairs` table of the in-memory study: a key and one text value, no secondary
-/// index — the plain key-value pair the study stored.
-pub fn pairs_def() -> TableDef {
-    TableDef {
-        name: "pairs".into(),
-        columns: vec![Column { name: "k".into(), ty: ColumnType::Int }, Column { name: "v".into(), ty: ColumnType::Text }],
-        indexed: vec![],
-    }
-}
-
-/// A `pairs` row: the key and `value_bytes` of text, a pure function of (seed, key).
-pub fn pair(seed: u64, key: i64, value_bytes: usize) -> Row {
-    let bits = Stream::new(seed, ROW_STREAM).u64(key as u64, 3);
-    vec![Value::Int(key), Value::Text(payload(bits, value_bytes).into())]
 }
 
 /// The `kv` table definition shared by a dataset.

@@ -10,6 +10,10 @@ use crate::base::table::{ColumnType, TableId};
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
+
+/// One round of spawned servers: a label for their targets' names (`None` when only one
+/// data root is used) and where they keep their data.
+pub type SpawnRound = (Option<String>, SpawnOptions);
 use crate::workload::experiment::{Experiment, ExperimentOp, Point};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -75,9 +79,59 @@ pub struct StudyFile {
     /// before and after each (see `Experiment::lifecycle`).
     #[serde(default)]
     pub lifecycle: bool,
+    /// What the study's paper measured and how dbsweep's measurement differs, shown at the
+    /// top of the report.
+    #[serde(default)]
+    pub method: Option<StudyMethod>,
+    /// When the run spawns MariaDB or Redis, also benchmark them through their command-line
+    /// clients (`mysql-cli://`, `redis-cli://`) next to the library drivers.
+    #[serde(default)]
+    pub cli_clients: bool,
     /// Overrides applied by `--quick`.
     #[serde(default)]
     pub quick: Option<QuickOverrides>,
+}
+
+/// Two lines for a reader of the report: the paper's measurement and dbsweep's.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyMethod {
+    /// What the paper measured, and how.
+    pub paper: String,
+    /// How dbsweep measures, where it differs from the paper.
+    pub dbsweep: String,
+}
+
+/// One `--data-root` directory: spawned servers keep their data under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DataRoot {
+    /// Appended to the spawned targets' names when several roots are swept (`mariadb-tmpfs`).
+    pub label: String,
+    pub path: PathBuf,
+}
+
+impl DataRoot {
+    /// `DIR` or `LABEL=DIR`; without a label, the path's components joined by `-`.
+    pub fn parse(text: &str) -> Result<DataRoot> {
+        let (label, path) = match text.split_once('=') {
+            Some((label, path)) => (label.trim().to_string(), path.trim()),
+            None => {
+                let derived: Vec<String> = std::path::Path::new(text.trim())
+                    .components()
+                    .filter_map(|c| match c {
+                        std::path::Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+                        _ => None,
+                    })
+                    .collect();
+                (derived.join("-"), text.trim())
+            }
+        };
+        let label: String = label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+        if path.is_empty() || label.is_empty() {
+            return Err(Error::usage(format!("--data-root: '{text}' is not DIR or LABEL=DIR")));
+        }
+        Ok(DataRoot { label, path: PathBuf::from(path) })
+    }
 }
 
 /// Sizes as a list or a `start:end:step` range.
@@ -214,8 +268,9 @@ pub struct RunOptions {
     pub rate: Option<f64>,
     /// Throwaway servers to start (`postgres,redis` or `all`); their targets are added.
     pub spawn: Vec<String>,
-    /// Where spawned servers keep their data (e.g. a tmpfs or a disk).
-    pub data_root: Option<PathBuf>,
+    /// Where spawned servers keep their data (e.g. a tmpfs or a disk): `DIR` or
+    /// `LABEL=DIR`; several make storage a sweep axis (each server runs once per root).
+    pub data_roots: Vec<String>,
     /// `--namespace NAME`: run in `dbsweep_NAME` instead of `dbsweep`, side by side with
     /// other runs on the same servers.
     pub namespace: Option<String>,
@@ -249,7 +304,13 @@ pub struct Plan {
     pub unavailable: Vec<(String, String)>,
     /// Servers to start for this run; their targets are added when they are up.
     pub spawn: Vec<ServerKind>,
-    pub spawn_options: SpawnOptions,
+    /// Where spawned servers keep their data; each server runs once per root. Empty: the
+    /// system's temporary directory.
+    pub data_roots: Vec<DataRoot>,
+    /// See `StudyFile::method`.
+    pub method: Option<StudyMethod>,
+    /// See `StudyFile::cli_clients`.
+    pub cli_clients: bool,
     /// See `StudyFile::lifecycle`.
     pub lifecycle: bool,
     /// dbsweep's namespace in every shared target.
@@ -257,6 +318,16 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The rounds of spawned servers: one per data root (the default temporary directory
+    /// when none was given).
+    pub fn spawn_rounds(&self) -> Vec<SpawnRound> {
+        match self.data_roots.as_slice() {
+            [] => vec![(None, SpawnOptions::default())],
+            [one] => vec![(None, SpawnOptions { data_root: Some(one.path.clone()) })],
+            many => many.iter().map(|r| (Some(r.label.clone()), SpawnOptions { data_root: Some(r.path.clone()) })).collect(),
+        }
+    }
+
     /// The plan as saved in reports: URLs redacted.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -272,7 +343,9 @@ impl Plan {
             "timeout_secs": self.timeout_secs,
             "rate": self.rate,
             "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
-            "data_root": self.spawn_options.data_root,
+            "data_roots": self.data_roots,
+            "method": self.method,
+            "cli_clients": self.cli_clients,
             "lifecycle": self.lifecycle,
             "namespace": self.namespace.name(),
         })
@@ -447,8 +520,14 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             }
         }
     }
-    if opts.data_root.is_some() && spawn.is_empty() {
+    if !opts.data_roots.is_empty() && spawn.is_empty() {
         return Err(Error::usage("--data-root only applies to spawned servers; add --spawn"));
+    }
+    let data_roots: Vec<DataRoot> = opts.data_roots.iter().map(|r| DataRoot::parse(r)).collect::<Result<_>>()?;
+    for (i, r) in data_roots.iter().enumerate() {
+        if data_roots[..i].iter().any(|o| o.label == r.label) {
+            return Err(Error::usage(format!("--data-root: label '{}' is used twice; name the roots with LABEL=DIR", r.label)));
+        }
     }
     if let Some(rate) = opts.rate
         && !(rate > 0.0 && rate.is_finite())
@@ -478,12 +557,19 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                 return Err(Error::usage("data.payload_bytes must be at most 1048576"));
             }
         }
-        DataSpec::Pairs { rows, value_bytes } => {
+        DataSpec::Pairs { rows, value_bytes, empty_table, .. } => {
             if let Some(r) = opts.rows.or(quick.rows) {
                 *rows = r;
             }
             if *value_bytes > 1 << 20 {
                 return Err(Error::usage("data.value_bytes must be at most 1048576"));
+            }
+            if let Some(name) = empty_table
+                && (name == "pairs" || name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            {
+                return Err(Error::usage(format!(
+                    "data.empty_table '{name}' must be letters, digits or '_' and differ from the store table 'pairs'"
+                )));
             }
         }
         DataSpec::Ycsb { recordcount, insertorder, fieldcount, .. } => {
@@ -675,7 +761,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         timeout_secs,
         rate: opts.rate,
         spawn,
-        spawn_options: SpawnOptions { data_root: opts.data_root.clone() },
+        data_roots,
+        method: study.method.clone(),
+        cli_clients: study.cli_clients,
         unavailable,
         lifecycle: study.lifecycle,
         namespace: Namespace::new(opts.namespace.as_deref())?,
@@ -812,6 +900,49 @@ mod tests {
         let err =
             resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("7:3:1".into()), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--sizes"), "{err}");
+    }
+
+    #[test]
+    fn insert_find_uses_the_papers_table_and_keys() {
+        use crate::data::pairs::{KeyOrder, PairValue};
+        let plan = resolve(&RunOptions { study: Some("insert-find".into()), ..Default::default() }).unwrap();
+        let DataSpec::Pairs { value, keys, rows, empty_table, .. } = &plan.data else { panic!("{:?}", plan.data) };
+        assert_eq!((*value, *keys, *rows, empty_table.as_deref()), (PairValue::Int, KeyOrder::Shuffled, 100_000, Some("pairs_new")));
+        let table = |name: &str| plan.experiments.iter().find(|e| e.name == name).unwrap().table;
+        assert_eq!((table("insert-all"), table("insert-each"), table("find")), (1, 1, 0));
+        assert!(plan.cli_clients);
+        assert!(plan.method.as_ref().is_some_and(|m| m.paper.contains("TIME") && m.dbsweep.contains("end to end")));
+        let full = resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("100:100000:100".into()), ..Default::default() });
+        assert_eq!(full.unwrap().experiments[1].points.len(), 1000);
+    }
+
+    #[test]
+    fn data_roots_are_labelled_sweeps_of_spawned_servers() {
+        let opts = |roots: &[&str], spawn: &[&str]| RunOptions {
+            study: Some("insert-find".into()),
+            data_roots: roots.iter().map(|r| r.to_string()).collect(),
+            spawn: spawn.iter().map(|r| r.to_string()).collect(),
+            ..Default::default()
+        };
+        let plan = resolve(&opts(&["tmpfs=/dev/shm/x", "/var/tmp/y"], &["redis"])).unwrap();
+        let labels: Vec<&str> = plan.data_roots.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["tmpfs", "var-tmp-y"]);
+        let rounds = plan.spawn_rounds();
+        assert_eq!(rounds.len(), 2);
+        assert_eq!(rounds[1].0.as_deref(), Some("var-tmp-y"));
+        assert_eq!(rounds[1].1.data_root.as_deref(), Some(std::path::Path::new("/var/tmp/y")));
+        let single = resolve(&opts(&["/var/tmp/y"], &["redis"])).unwrap().spawn_rounds();
+        assert_eq!(single.len(), 1);
+        assert_eq!(single[0].0, None, "one root: targets keep their plain names");
+        for (roots, spawn, needle) in [
+            (vec!["a=/x", "a=/y"], vec!["redis"], "used twice"),
+            (vec!["/x"], vec![], "add --spawn"),
+            (vec!["=/x"], vec!["redis"], "LABEL=DIR"),
+        ] {
+            let err = resolve(&opts(&roots, &spawn)).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
     }
 
     #[test]

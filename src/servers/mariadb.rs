@@ -31,6 +31,9 @@ impl System for Mariadb {
     fn aliases(&self) -> &'static [&'static str] {
         &["mysql"]
     }
+    fn client_scheme(&self) -> Option<&'static str> {
+        Some("mysql-cli")
+    }
     fn package(&self) -> &'static str {
         "mariadb-server"
     }

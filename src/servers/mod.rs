@@ -108,6 +108,11 @@ trait System: Send + Sync {
     fn variants(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
+    /// The URL scheme of the adapter that drives this server through its command-line
+    /// client (`mysql-cli`), if dbsweep has one.
+    fn client_scheme(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A server system dbsweep can start by itself.
@@ -164,6 +169,12 @@ impl ServerKind {
             [] => vec![system.name().to_string()],
             variants => variants.iter().map(|(name, _)| name.to_string()).collect(),
         }
+    }
+
+    /// The name of the target that drives this server through its command-line client
+    /// (`mariadb-cli`, `redis-cli`), if there is a client adapter.
+    pub fn client_target_name(self) -> Option<String> {
+        self.system().client_scheme().map(|_| format!("{}-cli", self.name()))
     }
 }
 
@@ -253,6 +264,15 @@ impl Server {
             [] => vec![(system.name().to_string(), url)],
             variants => variants.iter().map(|(name, suffix)| (name.to_string(), format!("{url}{suffix}"))).collect(),
         }
+    }
+
+    /// The same server through its command-line client, as (name, URL): `mariadb-cli`
+    /// (`mysql-cli://`) and `redis-cli`; none for the other systems.
+    pub fn client_targets(&self) -> Vec<(String, String)> {
+        let (Some(scheme), Some(name)) = (self.kind.system().client_scheme(), self.kind.client_target_name()) else { return Vec::new() };
+        let url = self.url();
+        let (_, rest) = url.split_once("://").expect("server URLs have a scheme");
+        vec![(name, format!("{scheme}://{rest}"))]
     }
 
     /// The pid of the server process itself (never a wrapper), e.g. for SIGSTOP in tests.
@@ -404,6 +424,9 @@ async fn spawn_inner(
                 server.version = ready.version;
                 server.settings = ready.settings;
                 server.settings.insert("data_dir".into(), ctx.dir.display().to_string());
+                if let Some(fs) = filesystem_of(&ctx.dir) {
+                    server.settings.insert("data_fs".into(), fs);
+                }
                 return Ok(server);
             }
             Err(Failure::PortTaken) => {
@@ -417,6 +440,24 @@ async fn spawn_inner(
         }
     }
     Err(last_error.unwrap_or_else(|| Error::runtime(format!("{kind}: no free port found"))))
+}
+
+/// The file system type and mount point holding `path` (`tmpfs on /dev/shm`), from the
+/// longest matching mount point in `/proc/self/mounts`.
+fn filesystem_of(path: &Path) -> Option<String> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    let path = path.canonicalize().ok()?;
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (device, point, fs) = (fields.next()?, fields.next()?, fields.next()?);
+            // Mount points escape spaces and tabs as octal.
+            let point = point.replace("\\040", " ").replace("\\011", "\t");
+            path.starts_with(&point).then(|| (point.len(), format!("{fs} on {point} ({device})")))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, text)| text)
 }
 
 /// A fresh private directory `dbsweep-KIND-*` under the data root.

@@ -23,6 +23,9 @@ impl System for Redis {
     fn package(&self) -> &'static str {
         "redis-server"
     }
+    fn client_scheme(&self) -> Option<&'static str> {
+        Some("redis-cli")
+    }
     fn programs(&self) -> &'static [&'static str] {
         &["redis-server"]
     }

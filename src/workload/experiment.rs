@@ -3,7 +3,9 @@
 //! Owns the mapping (experiment, point, run, sequence number) -> `Op`, a pure function, so
 //! every system and every run sees the same operations: read experiments replay identical
 //! ops in every run; write experiments use disjoint key ranges per point and run, so no run
-//! depends on another. Must not execute ops or time anything.
+//! depends on another — except sized inserts into shuffled pairs (the insert-find study),
+//! which insert the same Fisher-Yates keys in every run, as the paper did, into a table the
+//! runner restores after each run. Must not execute ops or time anything.
 
 use crate::base::op::{Needs, Op, OpKind, PlannedOp, QueryId, RangeAgg};
 use crate::base::table::TableId;
@@ -355,7 +357,12 @@ impl OpStream {
             ExperimentOp::MultiGet => {
                 let count = point.param.unwrap_or(1).min(self.preloaded);
                 let first = seq * count;
-                let keys = (first..first + count).map(|i| self.dataset.key_at(table, self.read_order.apply(i % self.preloaded))).collect();
+                // Keys already in a seeded random order are read in that order: request
+                // `seq` of N keys asks for the (seq+1)-th window of N, as the paper read the
+                // first N keys of its input file.
+                let shuffled = self.dataset.keys_shuffled();
+                let position = |i: u64| if shuffled { i % self.preloaded } else { self.read_order.apply(i % self.preloaded) };
+                let keys = (first..first + count).map(|i| self.dataset.key_at(table, position(i))).collect();
                 (Op::MultiGet { table, keys }, count * loaded)
             }
             ExperimentOp::Ycsb => {
@@ -369,6 +376,15 @@ impl OpStream {
                 return planned;
             }
             ExperimentOp::Get => (Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) }, loaded),
+            ExperimentOp::Insert if self.sized && self.dataset.keys_shuffled() => {
+                // The paper's insert: the N keys of `dbsweep gen keys N` in their
+                // Fisher-Yates order, after the table's preloaded keys. The same keys in
+                // every run, as the paper re-inserted its input; the runner removes them
+                // after each run.
+                let n = point.param.unwrap_or(self.ops).max(1);
+                let key = self.dataset.initial_rows(table) as i64 + self.dataset.fisher_yates(n)[(seq % n) as usize] as i64;
+                (Op::Insert { table, row: self.dataset.new_row(table, key) }, 1)
+            }
             ExperimentOp::Insert => {
                 let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
                 (Op::Insert { table, row: self.dataset.new_row(table, key) }, 1)
@@ -476,7 +492,16 @@ mod tests {
             points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(n) }],
             ..experiment(op)
         };
-        let data = Dataset::new(&DataSpec::Pairs { rows: 0, value_bytes: 20 }, 1);
+        let data = Dataset::new(
+            &DataSpec::Pairs {
+                rows: 0,
+                value: crate::data::pairs::PairValue::Text,
+                value_bytes: 20,
+                keys: crate::data::pairs::KeyOrder::Sequential,
+                empty_table: None,
+            },
+            1,
+        );
         let stream = |op| {
             let e = phase(op);
             (OpStream::new(&e, 1, &data, 7, 3), e.points[0])
@@ -505,6 +530,49 @@ mod tests {
         let (fetch, p) = stream(ExperimentOp::FetchAll);
         assert_eq!(fetch.ops_at(&p), 1);
         assert_eq!(fetch.op(&p, 0, 0, 0), Op::FetchAll { table: 0 });
+    }
+
+    #[test]
+    fn shuffled_pairs_insert_the_papers_keys_and_find_them_in_file_order() {
+        use crate::data::pairs::{KeyOrder, PairValue};
+        let spec = DataSpec::Pairs {
+            rows: 1000,
+            value: PairValue::Int,
+            value_bytes: 0,
+            keys: KeyOrder::Shuffled,
+            empty_table: Some("pairs_new".into()),
+        };
+        let data = Dataset::new(&spec, 0);
+        let sized = |op, table, n| Experiment {
+            sized: op == ExperimentOp::Insert,
+            table,
+            ops: n,
+            points: vec![Point { clients: 1, batch: n as usize, batched: true, param: Some(n) }],
+            ..experiment(op)
+        };
+        // insert-all at N = 300 into the empty table: `gen keys 300`'s keys, in its order,
+        // the same in every run.
+        let e = sized(ExperimentOp::Insert, 1, 300);
+        let s = OpStream::new(&e, 1, &data, 0, 6);
+        let keys = |run| -> Vec<u64> {
+            (0..300)
+                .map(|seq| match s.op(&e.points[0], 0, run, seq) {
+                    Op::Insert { table: 1, row } => row[0].as_int().unwrap() as u64,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(keys(0), crate::data::keys::shuffled(300, 0));
+        assert_eq!(keys(0), keys(4), "the paper re-inserted the same input in every repeat");
+        // find at N = 200: the first 200 keys of the 1,000-key store, as loaded.
+        let e = sized(ExperimentOp::MultiGet, 0, 200);
+        let s = OpStream::new(&e, 2, &data, 0, 6);
+        let Op::MultiGet { keys, .. } = s.op(&e.points[0], 0, 3, 0) else { panic!("multi-get") };
+        let store = crate::data::keys::shuffled(1000, 0);
+        assert_eq!(keys, store[..200].iter().map(|&k| k as i64).collect::<Vec<_>>());
+        let loaded: Vec<i64> = data.initial(0).map(|row| row[0].as_int().unwrap()).collect();
+        assert_eq!(loaded, store.iter().map(|&k| k as i64).collect::<Vec<_>>());
+        assert_eq!(data.initial_rows(1), 0, "the inserts' table starts empty");
     }
 
     #[test]
@@ -557,7 +625,14 @@ mod tests {
         let n = 100u64;
         let point = Point { clients: 1, batch: 1, batched: false, param: Some(n) };
         let phase = |op, name: &str| Experiment { name: name.into(), lifecycle: true, ops: 30, points: vec![point], ..experiment(op) };
-        let data = Dataset::new(&DataSpec::Pairs { rows: 0, value_bytes: 20 }, 1);
+        let spec = DataSpec::Pairs {
+            rows: 0,
+            value: crate::data::pairs::PairValue::Text,
+            value_bytes: 20,
+            keys: crate::data::pairs::KeyOrder::Sequential,
+            empty_table: None,
+        };
+        let data = Dataset::new(&spec, 1);
         let plan = [
             phase(ExperimentOp::Insert, "write"),
             phase(ExperimentOp::Get, "read-before"),

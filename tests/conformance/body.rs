@@ -1,5 +1,8 @@
 //! The one conformance body every adapter must pass: it checks stored and returned values
-//! against the generator, so an adapter that drops, duplicates or misreads rows fails.
+//! against the generator, so an adapter that drops, duplicates or misreads rows fails. A
+//! second part does the same on the insert-find study's two-column `pairs` tables at a size
+//! beyond every statement limit (65,535 placeholders): one batch of `PAIRS` rows, one
+//! multi-get of all of them.
 
 use dbsweep::adapter::Target;
 use dbsweep::base::measurement::RunMeasurement;
@@ -16,11 +19,14 @@ use std::time::Duration;
 
 pub const ROWS: u64 = 1_000;
 pub const SEED: u64 = 7;
+/// Rows in the pairs part's one insert batch and one multi-get: more than 65,535 values.
+pub const PAIRS: u64 = 70_000;
 
-/// Runs one body per adapter as its own `#[test]` with a multi-threaded runtime.
-/// `$make` is an async expression yielding `(Arc<dyn Target>, guard)`; the guard (e.g. a
-/// spawned server) lives until the body ends. `$fault` says how the system is made to
-/// reject a request of a measured batch (default: a repeated primary key).
+/// Runs the body per adapter as its own `#[test]` with a multi-threaded runtime: measured
+/// failures and the kv part, then the pairs part on a fresh target. `$make` is an async
+/// expression yielding `(Arc<dyn Target>, guard)`; the guard (e.g. a spawned server) lives
+/// until its part ends. `$fault` says how the system is made to reject a request of a
+/// measured batch (default: a repeated primary key).
 #[macro_export]
 macro_rules! conformance {
     ($name:ident, $make:expr) => {
@@ -32,6 +38,8 @@ macro_rules! conformance {
             let (target, _guard) = $make.await;
             $crate::body::check_measured_failures(target.clone(), $fault).await;
             $crate::body::check_target(target).await;
+            let (target, _guard) = $make.await;
+            $crate::body::check_pairs(target).await;
         }
     };
 }
@@ -177,6 +185,68 @@ pub async fn check_target(target: Arc<dyn Target>) {
     }
     drop(conn);
 
+    target.cleanup().await.expect("cleanup");
+}
+
+/// The insert-find study's data: a 1,000-key store of shuffled pairs with BIGINT values and
+/// an empty second table. One batch inserts `PAIRS` rows into the empty table, one
+/// multi-get reads them all back, and the counts must match exactly.
+pub async fn check_pairs(target: Arc<dyn Target>) {
+    use dbsweep::data::pairs::{KeyOrder, PairValue};
+    let spec = DataSpec::Pairs {
+        rows: ROWS,
+        value: PairValue::Int,
+        value_bytes: 0,
+        keys: KeyOrder::Shuffled,
+        empty_table: Some("pairs_new".into()),
+    };
+    let data = Dataset::new(&spec, SEED);
+    let (store, fresh) = (&data.tables[0], &data.tables[1]);
+    let caps = target.info().capabilities.clone();
+    let supports = |k: OpKind| caps.supports_kind(k);
+    target.prepare(&data.tables).await.expect("prepare pairs");
+    assert_eq!(target.load(store, data.initial(0)).await.expect("load pairs"), ROWS);
+    assert_eq!(target.count_rows(store).await.expect("count"), ROWS);
+    assert_eq!(target.count_rows(fresh).await.expect("count"), 0);
+    let mut conn = target.connect().await.expect("connect");
+    if supports(OpKind::MultiGet) {
+        let keys: Vec<i64> = (0..ROWS).map(|i| data.key_at(0, i)).chain([0, ROWS as i64 + 1]).collect();
+        assert_eq!(conn.execute(&Op::MultiGet { table: 0, keys }).await.expect("multi-get").rows, ROWS, "store keys 1..=ROWS");
+    }
+    if !supports(OpKind::Insert) {
+        return target.cleanup().await.expect("cleanup");
+    }
+    let keys = data.fisher_yates(PAIRS);
+    let batch: Vec<Op> = keys.iter().map(|&k| Op::Insert { table: 1, row: data.new_row(1, k as i64) }).collect();
+    assert_eq!(conn.execute_batch(&batch).await.expect("one batch of PAIRS inserts").rows, PAIRS);
+    assert_eq!(target.count_rows(fresh).await.expect("count"), PAIRS);
+    assert_eq!(target.count_rows(store).await.expect("count"), ROWS, "the store is untouched");
+    if supports(OpKind::Get) {
+        assert_eq!(conn.execute(&Op::Get { table: 1, key: keys[17] as i64 }).await.unwrap().rows, 1);
+    }
+    if supports(OpKind::MultiGet) {
+        let all = Op::MultiGet { table: 1, keys: keys.iter().map(|&k| k as i64).collect() };
+        assert_eq!(conn.execute(&all).await.expect("multi-get of PAIRS keys").rows, PAIRS);
+    }
+    if supports(OpKind::Delete) {
+        let some: Vec<Op> = keys[..100].iter().map(|&k| Op::Delete { table: 1, key: k as i64 }).collect();
+        assert_eq!(conn.execute_batch(&some).await.expect("batch delete").rows, 100);
+        assert_eq!(target.count_rows(fresh).await.expect("count"), PAIRS - 100);
+        assert_eq!(conn.execute_batch(&some).await.expect("batch delete again").rows, 0, "deleted keys are not found again");
+        let one = Op::Delete { table: 1, key: keys[0] as i64 };
+        assert_eq!(conn.execute(&one).await.expect("delete again").rows, 0, "a deleted key is not found again");
+    }
+    if supports(OpKind::Update) {
+        let update = |key: u64| Op::Update { table: 1, key: key as i64, column: 1, value: Value::Int(-5) };
+        assert_eq!(conn.execute(&update(keys[200])).await.expect("update").rows, 1, "update of a stored key");
+        assert_eq!(conn.execute(&update(PAIRS + 10)).await.expect("update of a missing key").rows, 0, "nothing to update");
+        assert_eq!(target.count_rows(fresh).await.expect("count"), if supports(OpKind::Delete) { PAIRS - 100 } else { PAIRS });
+    }
+    if supports(OpKind::FetchAll) {
+        let expected = if supports(OpKind::Delete) { PAIRS - 100 } else { PAIRS };
+        assert_eq!(conn.execute(&Op::FetchAll { table: 1 }).await.expect("fetch all").rows, expected);
+    }
+    drop(conn);
     target.cleanup().await.expect("cleanup");
 }
 

@@ -1,5 +1,7 @@
 //! The Redis adapter on LedisDB (`ledis://`, Redis protocol on LevelDB) against a server
-//! started by dbsweep's spawn code: batches are pipelines (LedisDB has no MULTI/EXEC).
+//! started by dbsweep's spawn code: batches are pipelines (LedisDB has no MULTI/EXEC); the
+//! pairs part runs on plain string keys (MSET/MGET; deletes and updates by script, since
+//! LedisDB's DEL counts the keys given and its SET has no XX).
 //!
 //! Only the body's value checks run here, not `check_measured_failures`: nothing makes
 //! LedisDB refuse an insert. Each data type is its own key space (a string under the key
@@ -22,6 +24,7 @@ async fn open() -> Arc<dyn Target> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ledisdb() {
     crate::body::check_target(open().await).await;
+    crate::body::check_pairs(open().await).await;
 }
 
 // DB index 3, as the Redis lease body uses on its own server.

@@ -71,6 +71,9 @@ impl Postgres {
         }
         let mut settings = BTreeMap::new();
         settings.insert("layout".to_string(), layout.name().to_string());
+        settings.insert("request.insert".to_string(), "INSERT INTO <table> VALUES ($1, …), prepared".to_string());
+        settings.insert("request.insert_batch".to_string(), "one INSERT … SELECT FROM UNNEST(one array per column), prepared".to_string());
+        settings.insert("request.multi_get".to_string(), "one SELECT * … WHERE <key> = ANY($1::int8[]), prepared".to_string());
         let ops = OpKind::ALL.to_vec();
         Ok(Postgres {
             initial: TargetInfo {

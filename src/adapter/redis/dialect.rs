@@ -12,6 +12,8 @@
 //! memory figure of the data (its `Mem` section is the Go heap; the data lives in LevelDB
 //! files) and `CONFIG GET` knows only `databases`. `EVAL`/`EVALSHA`/`SCRIPT LOAD` work
 //! (gopher-lua): scripts run one at a time, but other clients' commands run beside them.
+//! `DEL` replies with the number of keys given, not the number removed, and `SET` takes no
+//! options (`XX`): plain string keys are deleted and updated by scripts that ask `EXISTS`.
 //! `ECHO`, `GET`/`SET`/`MGET`/`MSET`, `HMSET`/`HGETALL`/`HMGET`/`HLEN`, `ZADD` with several
 //! members, `ZRANGE`, `ZRANGEBYSCORE ... LIMIT`, `ZCOUNT`, `ZCARD`, `ZREM` and `SELECT 0-15`
 //! behave as in Redis.
@@ -24,6 +26,13 @@ use std::collections::BTreeMap;
 
 /// Keys per listing page (and per delete command) when dbsweep's prefix is scanned.
 const PAGE: usize = 1000;
+
+/// LedisDB: deletes the string keys that exist, replies with their number.
+const LEDIS_STRING_DELETE: &str =
+    "local n = 0 for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('DEL', k) n = n + 1 end end return n";
+/// LedisDB: `SET` of an existing string key; 1, or nil (false) when it does not exist.
+const LEDIS_STRING_UPDATE: &str =
+    "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('SET', KEYS[1], ARGV[1]) return 1 end return false";
 
 /// Which Redis-protocol server a target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,14 +98,53 @@ impl Dialect {
         }
     }
 
-    /// The command that removes a row hash; its reply is > 0 when the row existed.
-    pub(super) fn row_delete(self, key: &str) -> Cmd {
-        redis::cmd(match self {
+    /// The name of the command that removes a row hash.
+    pub(super) fn row_delete_name(self) -> &'static str {
+        match self {
             Dialect::Redis => "DEL",
             Dialect::LedisDb => "HCLEAR",
-        })
-        .arg(key)
-        .clone()
+        }
+    }
+
+    /// The command that removes a row hash; its reply is > 0 when the row existed.
+    pub(super) fn row_delete(self, key: &str) -> Cmd {
+        redis::cmd(self.row_delete_name()).arg(key).clone()
+    }
+
+    /// Deletes plain string keys; the reply is how many existed. Redis: one `DEL`. LedisDB's
+    /// `DEL` replies with the number of keys it was given, found or not, so a script deletes
+    /// the keys `EXISTS` finds and counts them (one round trip, not isolated: LedisDB has no
+    /// transactions).
+    pub(super) fn string_delete(self, keys: Vec<String>) -> Cmd {
+        match self {
+            Dialect::Redis => redis::cmd("DEL").arg(keys).clone(),
+            Dialect::LedisDb => redis::cmd("EVAL").arg(LEDIS_STRING_DELETE).arg(keys.len()).arg(keys).clone(),
+        }
+    }
+
+    /// Overwrites a plain string key only if it exists; the reply is nil when it did not.
+    /// Redis: `SET … XX`. LedisDB's `SET` has no options: a script checks `EXISTS` first.
+    pub(super) fn string_update(self, key: String, value: String) -> Cmd {
+        match self {
+            Dialect::Redis => redis::cmd("SET").arg(key).arg(value).arg("XX").clone(),
+            Dialect::LedisDb => redis::cmd("EVAL").arg(LEDIS_STRING_UPDATE).arg(1).arg(key).arg(value).clone(),
+        }
+    }
+
+    /// What a delete and an update of a plain string key send, for the target's settings.
+    pub(super) fn string_requests(self) -> [(&'static str, &'static str); 2] {
+        match self {
+            Dialect::Redis => {
+                [("request.delete", "pairs: DEL <key> (a batch: one DEL of every key)"), ("request.update", "pairs: SET <key> <value> XX")]
+            }
+            Dialect::LedisDb => [
+                (
+                    "request.delete",
+                    "pairs: one EVAL of a script that DELs each key EXISTS finds (LedisDB's DEL counts the keys given, not those removed)",
+                ),
+                ("request.update", "pairs: one EVAL of a script: SET <key> <value> if EXISTS <key> (LedisDB's SET has no XX)"),
+            ],
+        }
     }
 
     /// The `INFO server` field that holds the version.
@@ -144,7 +192,7 @@ impl Dialect {
     ) -> RedisResult<(String, Vec<String>)> {
         let cmd = match space.ledis_type {
             // SCAN's MATCH is a glob; XSCAN's is a Go regular expression.
-            None => redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(format!("{prefix}*")).arg("COUNT").arg(PAGE).clone(),
+            None => redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(format!("{}*", glob_quote(prefix))).arg("COUNT").arg(PAGE).clone(),
             Some(ty) => {
                 redis::cmd("XSCAN").arg(ty).arg(cursor).arg("MATCH").arg(format!("^{}", regex_quote(prefix))).arg("COUNT").arg(PAGE).clone()
             }
@@ -155,11 +203,25 @@ impl Dialect {
     }
 
     /// Where a listing starts, and the cursor that says it is done.
-    fn first_cursor(self) -> &'static str {
+    pub(super) fn first_cursor(self) -> &'static str {
         match self {
             Dialect::Redis => "0",
             Dialect::LedisDb => "",
         }
+    }
+
+    /// One page of the plain string keys (Redis: keys of any type) under `prefix`, from
+    /// `cursor` (start with `first_cursor`): the next cursor, `None` at the end, and the
+    /// keys. A Redis SCAN may return a key twice while the key space is rehashed: callers
+    /// that count keep the keys they have seen.
+    pub(super) async fn string_key_page(
+        self,
+        conn: &mut MultiplexedConnection,
+        prefix: &str,
+        cursor: &str,
+    ) -> RedisResult<(Option<String>, Vec<String>)> {
+        let (next, keys) = self.page(conn, self.spaces()[0], prefix, "", cursor).await?;
+        Ok(((next != self.first_cursor()).then_some(next), keys))
     }
 
     /// The first key under `prefix` (of any type) other than `keep`, if any.
@@ -197,6 +259,18 @@ impl Dialect {
         }
         Ok(())
     }
+}
+
+/// Escapes the characters a Redis glob pattern treats specially.
+fn glob_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Escapes the characters a Go regular expression treats specially.
@@ -240,5 +314,6 @@ mod tests {
     fn prefixes_are_quoted_for_xscan() {
         assert_eq!(regex_quote("dbsweep:"), "dbsweep:");
         assert_eq!(regex_quote("a.b*c"), r"a\.b\*c");
+        assert_eq!(glob_quote("dbsweep:a*b[1]"), r"dbsweep:a\*b\[1\]");
     }
 }

@@ -277,6 +277,8 @@ td.url { min-width: 200px; max-width: 280px; word-break: break-all; }
 td.settings { min-width: 480px; }
 .settings code { display: inline-block; background: #f3f3f3; margin: 1px 2px; padding: 0 4px; border-radius: 3px; }
 .warnings li { color: #7a5b00; }
+.method { border-left: 3px solid #8aa; padding: 0.1em 0.8em; margin: 0.6em 0; background: #f5f8f8; }
+.method p { margin: 0.3em 0; }
 details.data summary { cursor: pointer; color: #355; font-size: 0.9em; }
 "#;
 
@@ -329,12 +331,27 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// The study's two method lines (`[method]` in its TOML): what the paper measured and how
+/// dbsweep's measurement differs.
+fn method(out: &mut String, r: &Report) {
+    let line = |key: &str| r.plan.get("method").and_then(|m| m.get(key)).and_then(|v| v.as_str()).filter(|t| !t.is_empty());
+    if let (Some(paper), Some(dbsweep)) = (line("paper"), line("dbsweep")) {
+        let _ = writeln!(
+            out,
+            "<div class=\"method\" id=\"study-method\">\n<p><b>The paper measured:</b> {}</p>\n<p><b>dbsweep differs:</b> {}</p>\n</div>",
+            esc(paper),
+            esc(dbsweep)
+        );
+    }
+}
+
 fn header(out: &mut String, r: &Report, colors: &Colors) {
     let description = r.plan.get("description").and_then(|v| v.as_str()).unwrap_or("");
     let _ = write!(out, "<header>\n<h1>dbsweep: {}</h1>\n", esc(&r.study));
     if !description.is_empty() {
         let _ = writeln!(out, "<p>{}</p>", esc(description));
     }
+    method(out, r);
     let status = if r.complete {
         "<span class=\"status-ok\">complete</span>".to_string()
     } else {

@@ -127,8 +127,13 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         spawn: args.spawn,
         data_roots: args.data_roots,
         namespace: args.namespace,
+        ycsb_files: args.ycsb_files,
+        ycsb_properties: args.ycsb_properties,
     };
     let mut plan = plan::resolve(&opts)?;
+    for w in &plan.warnings {
+        eprintln!("dbsweep: warning: {w}");
+    }
     if args.dry_run {
         print_budget(&plan);
         return Ok(());
@@ -179,6 +184,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
                     None => name,
                 };
                 let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
+                let url = plan.spawned_target_url(server.kind(), &url);
                 plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
                 let mut settings: BTreeMap<String, String> =
                     server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();

@@ -54,8 +54,17 @@ pub enum GenCommand {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Built-in study name or path to a study TOML file.
+    /// Built-in study name, path to a study TOML file, or a YCSB workload file (runs the
+    /// ycsb study with it, as -P FILE).
     pub study: Option<String>,
+    /// A YCSB workload file (repeatable; later files override earlier ones), as YCSB's -P:
+    /// the ycsb study runs this one workload.
+    #[arg(short = 'P', value_name = "FILE")]
+    pub ycsb_files: Vec<PathBuf>,
+    /// A YCSB property (repeatable; overrides the files), as YCSB's -p, e.g. -p
+    /// recordcount=5000. Properties dbsweep does not honour are listed as warnings.
+    #[arg(short = 'p', value_name = "KEY=VALUE")]
+    pub ycsb_properties: Vec<String>,
     /// A target as NAME=URL (repeatable), e.g. pg=postgres://user@127.0.0.1:5432/db; replaces the study's targets.
     #[arg(long = "target", value_name = "NAME=URL")]
     pub targets: Vec<String>,
@@ -90,9 +99,10 @@ pub struct RunArgs {
     /// Ops per run.
     #[arg(long)]
     pub ops: Option<u64>,
-    /// Rows preloaded into the data set.
-    #[arg(long)]
-    pub rows: Option<u64>,
+    /// Rows preloaded into the data set; for YCSB data the record count, or a list that
+    /// sweeps record counts (each loaded on its own), e.g. 1000,5000,10000.
+    #[arg(long, value_delimiter = ',', value_name = "N[,N...]")]
+    pub rows: Option<Vec<u64>>,
     /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
     #[arg(long)]
     pub scale: Option<f64>,

@@ -17,6 +17,14 @@
 //!                   layers they share (`sql`) and the factory (`registry`, the only module
 //!                   that names every system); workload: experiments -> seeded op streams,
 //!                   YCSB; servers: throwaway local servers (`--spawn`, end-to-end tests)
+//!                   Inside adapter, again downward only:
+//!                     registry -> a system's module -> its family's shared session and
+//!                     target (pgwire, embedded) -> sql -> the contract
+//!                   sql: statements, dialects, the planner, the one SQL session; pgwire: the
+//!                   PostgreSQL-protocol session and target (flavors); embedded: the
+//!                   in-process SQL session and target (engines). A SQL system is a dialect
+//!                   plus a flavor (pgwire), an engine (embedded) or its own driver's
+//!                   `Executor` (mysql, cli_client).
 //! 1  data   stats   data: generated rows (TPC-H, kv, YCSB records, shuffled keys) and the
 //!                   TPC-H queries' parameters and answer shapes; stats: HDR recorders,
 //!                   client CPU

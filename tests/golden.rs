@@ -6,6 +6,9 @@
 //! - `docs/report.schema.json` must equal the schema generated from the model, and real
 //!   reports (the fixture and a fresh run) must validate against it.
 //!
+//! - `tests/golden/statements.txt` lists every SQL statement of every dialect: a change
+//!   to generated SQL is a reviewed diff.
+//!
 //! A deliberate format change: run `UPDATE_GOLDEN=1 cargo test --test golden`, review the
 //! diff of the golden files, and bump `FORMAT_VERSION` when a field changes meaning.
 
@@ -134,4 +137,9 @@ fn a_fresh_run_validates_against_the_schema() {
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap()).unwrap();
     assert!(report["points"].as_array().is_some_and(|p| !p.is_empty()));
     validate(&published_schema(), &report, "a fresh report.json");
+}
+
+#[test]
+fn sql_statements_match_the_golden_file() {
+    check_golden(&root().join("tests/golden/statements.txt"), &dbsweep::adapter::sql::listing::all_statements());
 }

@@ -100,6 +100,21 @@ fn in_memory_study_on_spawned_servers_measures_time_and_memory_per_record() {
         }
     }
 
+    // Cassandra sends the paper's plain DELETE (no Paxos round); its replies cannot count
+    // rows, so the read-back after each run confirmed every key gone (rows above, no
+    // missing rows), and fetch-all found N - 100 pairs.
+    let cassandra = report["targets"].as_array().unwrap().iter().find(|t| t["name"] == "cassandra").unwrap();
+    assert!(cassandra["url"].as_str().unwrap().ends_with("?affected=plain"), "{}", cassandra["url"]);
+    assert!(cassandra["settings"]["delete_update"].as_str().unwrap().starts_with("deletes: plain DELETE"));
+    for n in SIZES {
+        let p = point(&report, "delete-one", "cassandra", n);
+        assert!(p["runs"].as_array().unwrap().iter().all(|r| r["missing_rows"] == 0 && r["short_ops"] == 0), "{p}");
+    }
+    // The report opens with the paper's method and dbsweep's; memory per operation in MiB.
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("id=\"study-method\"") && html.contains("free heap"), "the method lines");
+    assert!(html.contains("Memory per operation (MiB"), "the memory table");
+
     // Redis: deleting keys frees memory the engine reports.
     for n in SIZES {
         let delete = memory(point(&report, "delete-one", "redis", n));

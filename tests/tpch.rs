@@ -2,7 +2,8 @@
 //! the reference computation against brute force and against TPC-H's SF 1 answers, and
 //! the generated SQL run by a real SQLite (rusqlite) over generated rows.
 
-use dbsweep::adapter::sql::tpch::{self as tpch_sql, Dialect};
+use dbsweep::adapter::sql::dialects::SQLITE;
+use dbsweep::adapter::sql::tpch as tpch_sql;
 use dbsweep::base::op::{Answer, QueryId};
 use dbsweep::base::table::{ColumnType, Row, Value};
 use dbsweep::data::tpch::{self, TpchGen};
@@ -307,7 +308,7 @@ fn sqlite_runs_the_generated_queries_with_the_reference_answers() {
     let q3 = tpch_reference::q3(SF);
     let q14 = tpch_reference::q14(SF);
     for (q, reference) in [(QueryId::TpchQ1, q1), (QueryId::TpchQ3, q3), (QueryId::TpchQ6, q6), (QueryId::TpchQ14, q14)] {
-        let text = tpch_sql::sql(q, Dialect::Sqlite, &|t| t.to_string());
+        let text = tpch_sql::sql(q, &SQLITE, &mut |t| t.to_string());
         let types = tpch_queries::answer_columns(q);
         let mut stmt = db.prepare(&text).unwrap_or_else(|e| panic!("{q:?}: {e}\n{text}"));
         let got: Vec<Row> = stmt

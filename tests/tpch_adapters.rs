@@ -4,7 +4,7 @@
 //! computed exactly by `tpch_reference`, with the result types `answer_columns` names.
 //!
 //! PostgreSQL (three layouts on one server) and MariaDB run on throwaway servers started
-//! by `servers::spawn`; SQLite and DuckDB use throwaway files. The `#[ignore]`d
+//! by `servers::spawn`; SQLite and DuckDB use throwaway files, MonetDB a throwaway database directory. The `#[ignore]`d
 //! `pg_row_load_sf*` tests time bulk loads (run them in release with `--nocapture`).
 
 use dbsweep::adapter::registry;
@@ -132,6 +132,12 @@ async fn sqlite_loads_and_answers_tpch() {
 async fn duckdb_loads_and_answers_tpch() {
     let dir = tempfile::tempdir().unwrap();
     check_tpch(open("duckdb", "duckdb:", dir.path())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monetdb_loads_and_answers_tpch() {
+    let dir = tempfile::tempdir().unwrap();
+    check_tpch(open("monetdb", "monetdb:", dir.path())).await;
 }
 
 /// Times a pg-row bulk load of every table at `scale`, table by table.

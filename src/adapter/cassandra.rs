@@ -12,10 +12,13 @@
 //! Delete and Update must report how many rows they touched: by default they are
 //! lightweight transactions (`IF EXISTS`, Paxos) whose `[applied]` flag is that count;
 //! `?affected=read` instead reads the key first and then writes unconditionally (two round
-//! trips, not atomic). Scan is not offered: Cassandra keeps partitions in token order,
+//! trips, not atomic); `?affected=plain` sends a plain `DELETE` (one round trip, what the
+//! in-memory study's paper sent) whose reply cannot tell whether the key existed, so the
+//! runner reads the deleted keys back after the run, untimed (`Target::blind_deletes`);
+//! updates stay lightweight transactions there (a plain UPDATE is an upsert). Scan is not offered: Cassandra keeps partitions in token order,
 //! not key order. Insert is a plain INSERT, i.e. an upsert.
 //!
-//! URL: `cassandra://host:port[/keyspace][?affected=lwt|read]`. Each `connect` opens its
+//! URL: `cassandra://host:port[/keyspace][?affected=lwt|read|plain]`. Each `connect` opens its
 //! own driver session (its own connection).
 //!
 //! Safety: the keyspace is dbsweep's only when it holds the marker table `dbsweep_owner`
@@ -83,6 +86,9 @@ enum Affected {
     Lwt,
     /// A read of the key, then an unconditional write when it exists (not atomic).
     Read,
+    /// A plain DELETE (the key's existence unknown: verified by reading back after the run);
+    /// updates as `Lwt`.
+    Plain,
 }
 
 /// CQL text of one table's statements, built once by `prepare`.
@@ -324,7 +330,10 @@ impl Cassandra {
         let affected = match url.param("affected").as_deref() {
             None | Some("lwt") => Affected::Lwt,
             Some("read") => Affected::Read,
-            Some(other) => return Err(Error::usage(format!("target '{name}': affected must be 'lwt' or 'read', got '{other}'"))),
+            Some("plain") => Affected::Plain,
+            Some(other) => {
+                return Err(Error::usage(format!("target '{name}': affected must be 'lwt', 'read' or 'plain', got '{other}'")));
+            }
         };
         let mut settings = BTreeMap::new();
         settings.insert("keyspace".into(), format!("{keyspace} (SimpleStrategy, replication_factor 1)"));
@@ -338,6 +347,9 @@ impl Cassandra {
             match affected {
                 Affected::Lwt => "IF EXISTS lightweight transactions (Paxos); [applied] is the row count",
                 Affected::Read => "read the key, then an unconditional write if it exists (two round trips, not atomic)",
+                Affected::Plain => {
+                    "deletes: plain DELETE, one round trip, rows verified by reading the keys back after the run (untimed); updates: IF EXISTS lightweight transactions"
+                }
             }
             .into(),
         );
@@ -580,6 +592,10 @@ impl CassandraConnection {
                 let t = self.table(*table)?;
                 let key = vec![Some(CqlValue::BigInt(*key))];
                 match self.affected {
+                    Affected::Plain => {
+                        let cql = t.delete.clone();
+                        Planned { how: How::Fixed(1), ..plain(self.stmt(&cql).await?, key) }
+                    }
                     Affected::Lwt => {
                         let cql = t.delete_lwt.clone();
                         Planned { how: How::Applied, ..plain(self.stmt(&cql).await?, key) }
@@ -598,7 +614,7 @@ impl CassandraConnection {
                 };
                 let values = vec![to_cql(col.ty, value)?, Some(CqlValue::BigInt(*key))];
                 match self.affected {
-                    Affected::Lwt => {
+                    Affected::Lwt | Affected::Plain => {
                         let cql = t.update_lwt[*column].clone().expect("a non-key column");
                         Planned { how: How::Applied, ..plain(self.stmt(&cql).await?, values) }
                     }
@@ -781,6 +797,10 @@ impl Connection for CassandraConnection {
 impl Target for Cassandra {
     fn info(&self) -> &TargetInfo {
         self.probed.get().unwrap_or(&self.base)
+    }
+
+    fn blind_deletes(&self) -> bool {
+        self.affected == Affected::Plain
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
@@ -1013,6 +1033,10 @@ mod tests {
         assert_eq!((c.keyspace.as_str(), c.affected, c.node.as_str()), ("dbsweep", Affected::Lwt, "127.0.0.1:9042"));
         let c = open("cassandra://h:1/other_ks?affected=read").unwrap();
         assert_eq!((c.keyspace.as_str(), c.affected), ("other_ks", Affected::Read));
+        assert!(!c.blind_deletes());
+        let c = open("cassandra://h:1?affected=plain").unwrap();
+        assert_eq!(c.affected, Affected::Plain);
+        assert!(c.blind_deletes() && c.info().settings["delete_update"].starts_with("deletes: plain DELETE"));
         assert_eq!(open("cassandra://h:1/Bad-Name").err().unwrap().exit_code(), 2);
         assert_eq!(open("cassandra://h:1/?affected=maybe").err().unwrap().exit_code(), 2);
         assert!(!c.info().capabilities.ops.contains(&OpKind::Scan));

@@ -26,9 +26,12 @@
 
 use super::mysql::literal;
 use super::redis::strings as redis_strings;
-use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
+use super::sql::dialect::SqlTable;
+use super::sql::dialects::MYSQL;
+use super::sql::statement::Statement;
+use super::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
-use crate::base::table::{Row, TableDef, Value};
+use crate::base::table::{Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -472,10 +475,15 @@ impl CliConn {
         }
     }
 
+    /// The library adapter's statements (the `mariadb` dialect) with literal values.
     fn plan_sql(&self, ops: &[Op], kind: OpKind) -> Result<(String, Parse), OpError> {
         let mut s = String::new();
-        match kind {
-            OpKind::Echo => Ok((s, Parse::Zero)),
+        let statement = |table: usize, statement: Statement, values: &[&Value]| -> Result<String, OpError> {
+            let text = SqlTable::in_schema(&MYSQL, Arc::new(self.table(table)?.clone()), &self.launch.database).text(&MYSQL, statement);
+            Ok(format!("{};\n", with_literals(&text, values)?))
+        };
+        let parse = match kind {
+            OpKind::Echo => Parse::Zero,
             OpKind::Insert => {
                 let mut groups: BTreeMap<usize, Vec<&Row>> = BTreeMap::new();
                 for op in ops {
@@ -483,47 +491,33 @@ impl CliConn {
                         groups.entry(*table).or_default().push(row);
                     }
                 }
-                for (t, rows) in groups {
-                    let def = self.table(t)?;
-                    let cols: Vec<String> = def.columns.iter().map(|c| sql_ident(&c.name)).collect();
-                    s.push_str(&format!(
-                        "INSERT INTO {}.{} ({}) VALUES ",
-                        sql_ident(&self.launch.database),
-                        sql_ident(&def.name),
-                        cols.join(", ")
-                    ));
-                    for (i, row) in rows.iter().enumerate() {
-                        if row.len() != def.columns.len() {
-                            return Err(OpError::client(format!(
-                                "{}: row has {} values, table has {} columns",
-                                def.name,
-                                row.len(),
-                                def.columns.len()
-                            )));
-                        }
-                        if i > 0 {
-                            s.push(',');
-                        }
-                        s.push_str(&literal::row_tuple(row)?);
+                for (table, rows) in groups {
+                    let def = self.table(table)?;
+                    if let Some(row) = rows.iter().find(|r| r.len() != def.columns.len()) {
+                        let (name, got, width) = (&def.name, row.len(), def.columns.len());
+                        return Err(OpError::client(format!("{name}: row has {got} values, table has {width} columns")));
                     }
-                    s.push_str(";\nSELECT ROW_COUNT();\n");
+                    let values: Vec<&Value> = rows.iter().flat_map(|row| row.iter()).collect();
+                    s.push_str(&statement(table, Statement::Insert { table, rows: rows.len() }, &values)?);
+                    s.push_str("SELECT ROW_COUNT();\n");
                 }
-                Ok((s, Parse::SumInts))
+                Parse::SumInts
             }
             OpKind::Get | OpKind::MultiGet => {
                 for op in ops {
-                    let (table, keys): (usize, Vec<i64>) = match op {
-                        Op::Get { table, key } => (*table, vec![*key]),
-                        Op::MultiGet { table, keys } => (*table, keys.clone()),
+                    let (table, keys): (usize, Vec<Value>) = match op {
+                        Op::Get { table, key } => (*table, vec![Value::Int(*key)]),
+                        Op::MultiGet { table, keys } => (*table, keys.iter().map(|k| Value::Int(*k)).collect()),
                         _ => unreachable!("checked kind"),
                     };
-                    if keys.is_empty() {
-                        continue;
+                    let keys: Vec<&Value> = keys.iter().collect();
+                    match keys.len() {
+                        0 => {}
+                        1 => s.push_str(&statement(table, Statement::Get { table }, &keys)?),
+                        n => s.push_str(&statement(table, Statement::GetMany { table, keys: n }, &keys)?),
                     }
-                    let def = self.table(table)?;
-                    s.push_str(&select_keys(&self.launch.database, def, "SELECT *", &keys));
                 }
-                Ok((s, Parse::Lines))
+                Parse::Lines
             }
             OpKind::Delete => {
                 let multi = ops.len() > 1;
@@ -532,17 +526,20 @@ impl CliConn {
                 }
                 for op in ops {
                     if let Op::Delete { table, key } = op {
-                        s.push_str(&select_keys(&self.launch.database, self.table(*table)?, "DELETE", &[*key]));
+                        s.push_str(&statement(*table, Statement::Delete { table: *table }, &[&Value::Int(*key)])?);
                         s.push_str("SELECT ROW_COUNT();\n");
                     }
                 }
                 if multi {
                     s.push_str("COMMIT;\n");
                 }
-                Ok((s, Parse::SumInts))
+                Parse::SumInts
             }
-            other => Err(OpError::new(ErrorClass::Unsupported, format!("{other} is not offered by the command-line client adapter"))),
-        }
+            other => {
+                return Err(OpError::new(ErrorClass::Unsupported, format!("{other} is not offered by the command-line client adapter")));
+            }
+        };
+        Ok((s, parse))
     }
 
     /// The lines for ops on pairs tables (the plain-string mapping): one SET/MSET, GET/MGET
@@ -727,19 +724,28 @@ fn redis_reply_value(line: &str) -> Option<&str> {
     value.then_some(rest)
 }
 
-fn select_keys(database: &str, def: &TableDef, verb: &str, keys: &[i64]) -> String {
-    let list: Vec<String> = keys.iter().map(i64::to_string).collect();
-    let k = sql_ident(&def.key_column().name);
-    let t = format!("{}.{}", sql_ident(database), sql_ident(&def.name));
-    if keys.len() == 1 {
-        format!("{verb} FROM {t} WHERE {k} = {};\n", list[0])
-    } else {
-        format!("{verb} FROM {t} WHERE {k} IN ({});\n", list.join(","))
+/// A statement with each `?` placeholder (outside quotes) replaced by the next value as
+/// a literal, in order.
+fn with_literals(text: &str, values: &[&Value]) -> Result<String, OpError> {
+    let mut out = String::with_capacity(text.len() + values.len() * 8);
+    let (mut values, mut quote) = (values.iter(), None);
+    for c in text.chars() {
+        match (c, quote) {
+            ('`' | '\'', None) => quote = Some(c),
+            (c, Some(q)) if c == q => quote = None,
+            ('?', None) => {
+                let value = values.next().ok_or_else(|| OpError::client("more placeholders than values"))?;
+                literal::push_literal(&mut out, value)?;
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
     }
-}
-
-fn sql_ident(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
+    if values.next().is_some() {
+        return Err(OpError::client("more values than placeholders"));
+    }
+    Ok(out)
 }
 
 /// One argument in redis-cli's input syntax: double-quoted, `\"` `\\`, other bytes `\xHH`.
@@ -772,6 +778,17 @@ fn score(v: &Value) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_outside_quotes_become_literals() {
+        let text = "SELECT * FROM `d`.`t?` WHERE `k` IN (?, ?)";
+        assert_eq!(
+            with_literals(text, &[&Value::Int(1), &Value::Text("a'b".into())]).unwrap(),
+            "SELECT * FROM `d`.`t?` WHERE `k` IN (1, X'612762')"
+        );
+        assert!(with_literals(text, &[&Value::Int(1)]).is_err());
+        assert!(with_literals(text, &[&Value::Int(1), &Value::Int(2), &Value::Int(3)]).is_err());
+    }
 
     #[test]
     fn redis_args_are_quoted_byte_exactly() {

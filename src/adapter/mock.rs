@@ -3,7 +3,10 @@
 //! It answers every op exactly, so tests can check the runner, the answers other engines
 //! give, and fault handling without any server. It is a reference, never a stand-in for a
 //! real server in a comparison. Options: `mock:?latency_us=N` sleeps N µs per request;
-//! `mock:?fail_every=N` fails every Nth request with a server error.
+//! `mock:?fail_every=N` fails every Nth request with a server error;
+//! `mock:?blind_deletes=1` answers every delete with one row whether or not the key existed
+//! (as a plain Cassandra `DELETE` does), and `lose_deletes_every=N` (blind too) silently
+//! skips every Nth delete, so the runner's read-back must find the key.
 
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
@@ -30,6 +33,11 @@ struct Shared {
     latency: Option<Duration>,
     fail_every: Option<u64>,
     requests: AtomicU64,
+    /// Deletes reply one row without saying whether the key existed.
+    blind_deletes: bool,
+    /// Blind deletes: every Nth delete is skipped.
+    lose_deletes_every: Option<u64>,
+    deletes: AtomicU64,
 }
 
 impl Mock {
@@ -41,12 +49,20 @@ impl Mock {
         };
         let latency = number("latency_us")?.filter(|us| *us > 0).map(Duration::from_micros);
         let fail_every = number("fail_every")?.filter(|n| *n > 0);
+        let lose_deletes_every = number("lose_deletes_every")?.filter(|n| *n > 0);
+        let blind_deletes = number("blind_deletes")?.is_some_and(|n| n > 0) || lose_deletes_every.is_some();
         let mut settings = BTreeMap::new();
         if let Some(l) = latency {
             settings.insert("latency_us".into(), l.as_micros().to_string());
         }
         if let Some(f) = fail_every {
             settings.insert("fail_every".into(), f.to_string());
+        }
+        if blind_deletes {
+            settings.insert("delete".into(), "blind: one row per delete, verified by reading back".into());
+        }
+        if let Some(n) = lose_deletes_every {
+            settings.insert("lose_deletes_every".into(), n.to_string());
         }
         Ok(Mock {
             info: TargetInfo {
@@ -69,6 +85,9 @@ impl Mock {
                 latency,
                 fail_every,
                 requests: AtomicU64::new(0),
+                blind_deletes,
+                lose_deletes_every,
+                deletes: AtomicU64::new(0),
             }),
         })
     }
@@ -113,6 +132,10 @@ impl Target for Mock {
     async fn cleanup(&self) -> Result<()> {
         self.shared.tables.lock().unwrap().clear();
         Ok(())
+    }
+
+    fn blind_deletes(&self) -> bool {
+        self.shared.blind_deletes
     }
 }
 
@@ -159,6 +182,13 @@ impl MockConnection {
             Op::MultiGet { table: t, keys } => {
                 let rows = table(*t)?;
                 Outcome::rows(keys.iter().filter(|k| rows.contains_key(k)).count() as u64)
+            }
+            Op::Delete { table: t, key } if self.shared.blind_deletes => {
+                let n = self.shared.deletes.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+                if !self.shared.lose_deletes_every.is_some_and(|every| n.is_multiple_of(every)) {
+                    table(*t)?.remove(key);
+                }
+                Outcome::rows(1)
             }
             Op::Delete { table: t, key } => Outcome::rows(u64::from(table(*t)?.remove(key).is_some())),
             Op::Update { table: t, key, column, value } | Op::ReadModifyWrite { table: t, key, column, value } => {

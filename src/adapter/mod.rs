@@ -10,9 +10,7 @@
 
 pub mod cassandra;
 pub mod cli_client;
-pub mod duckdb;
-pub mod h2;
-pub mod hyper;
+pub mod embedded;
 pub mod lease;
 pub mod memcached;
 pub mod mock;
@@ -20,12 +18,10 @@ pub mod monetdbe;
 pub mod mongodb;
 pub mod mysql;
 pub mod nodb;
-pub mod postgres;
-pub mod redb;
+pub mod pgwire;
 pub mod redis;
 pub mod registry;
 pub mod sql;
-pub mod sqlite;
 pub mod url;
 
 use crate::base::op::{Needs, Op, OpError, OpKind, Outcome, QueryId};
@@ -149,6 +145,13 @@ pub trait Target: Send + Sync {
     /// system has no such figure. Read between runs only, never while ops are timed.
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
         Ok(None)
+    }
+
+    /// True when a delete's reply cannot say whether the key existed (a plain Cassandra
+    /// `DELETE`): the adapter then reports one row per key sent, and the runner reads the
+    /// deleted keys back after the run, untimed, counting any still stored as missing rows.
+    fn blind_deletes(&self) -> bool {
+        false
     }
 }
 

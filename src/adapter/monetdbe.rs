@@ -25,7 +25,10 @@
 //!   connection mutably for its whole life (no other call can run meanwhile), `Column` and
 //!   `Cell` borrow the `Rows`, and dropping `Rows` cleans the result up.
 //! - A prepared statement belongs to its connection: `Connection` owns them (cached by
-//!   text) and cleans them up before it closes. `monetdbe_bind` of a string keeps the
+//!   text) and cleans them up before it closes. A schema change (DDL) frees the plans of
+//!   the connection's prepared statements; executing one then crashes, so every statement
+//!   run through `query` (other than transaction control) forgets the cache; so does a
+//!   failed execution (which frees the plans as well). `monetdbe_bind` of a string keeps the
 //!   pointer, not a copy: the bound strings live in the call until `monetdbe_execute`
 //!   returns. Every parameter is bound before each execution, in the type the statement
 //!   declares (`monetdbe_statement.type`).
@@ -316,6 +319,14 @@ impl Connection {
         Ok(self.handle)
     }
 
+    /// Drops the cached statements without cleaning them up: a schema change (any
+    /// statement run by `query` may be one) and a failed execution free the statements'
+    /// plans in MonetDB, and `monetdbe_cleanup_statement` would free them again. The small
+    /// statement records are leaked instead.
+    fn forget_statements(&mut self) {
+        self.statements.clear();
+    }
+
     /// Cleans up the statements and closes the handle (it becomes null).
     fn close(&mut self) {
         if self.handle.is_null() {
@@ -339,6 +350,9 @@ impl Connection {
         // SAFETY: a live handle of this thread, a NUL-terminated text that outlives the
         // call, out-pointers to locals; the error string is copied before any other call.
         let error = unsafe { MonetError::from_raw(sys::monetdbe_query(handle, text.as_ptr().cast_mut(), &mut result, &mut affected)) };
+        if !is_transaction_control(sql) {
+            self.forget_statements();
+        }
         self.rows(error, result, affected)
     }
 
@@ -385,6 +399,10 @@ impl Connection {
         // SAFETY: every parameter is bound to live values; out-pointers to locals.
         let error = unsafe { MonetError::from_raw(sys::monetdbe_execute(stmt, &mut result, &mut affected)) };
         drop(bound);
+        if error.is_some() {
+            // A failed execution leaves MonetDB's plan freed: running it again crashes.
+            self.forget_statements();
+        }
         self.rows(error, result, affected)
     }
 
@@ -506,6 +524,12 @@ fn open_handle(url: Option<&CString>, options: Options) -> Result<sys::monetdbe_
         e
     };
     Err(message.unwrap_or_else(|| MonetError::new(format!("monetdbe_open failed ({rc})"))))
+}
+
+/// Statements that only open or end a transaction (they leave the query cache alone).
+fn is_transaction_control(sql: &str) -> bool {
+    let sql = sql.trim();
+    ["START TRANSACTION", "BEGIN", "COMMIT", "ROLLBACK"].iter().any(|c| sql.eq_ignore_ascii_case(c))
 }
 
 fn describe(location: &Location) -> String {

@@ -4,8 +4,10 @@
 //! The only module that names every adapter; adapters never import it. Must not connect
 //! to anything: adapters connect in `prepare`/`connect`.
 
+use super::embedded::{duckdb, monetdb, redb, sqlite};
+use super::pgwire::{PgWire, h2, hyper, postgres};
 use super::{OpenContext, Target, TargetUrl};
-use super::{cassandra, cli_client, duckdb, h2, hyper, memcached, mock, mongodb, mysql, nodb, postgres, redb, redis, sqlite};
+use super::{cassandra, cli_client, memcached, mock, mongodb, mysql, nodb, redis};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -41,6 +43,12 @@ pub const SYSTEMS: &[SystemEntry] = &[
         scheme: "duckdb:[PATH]",
         system: "duckdb",
         description: "DuckDB, embedded column store (prebuilt libduckdb)",
+        unavailable: None,
+    },
+    SystemEntry {
+        scheme: "monetdb:[PATH]",
+        system: "monetdb",
+        description: "MonetDB 11.41 embedded (MonetDBe, prebuilt libmonetdbe), column store; a database directory, one per process",
         unavailable: None,
     },
     SystemEntry {
@@ -118,7 +126,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "cassandra://",
         system: "cassandra",
-        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write); no scans",
+        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
         unavailable: None,
     },
     SystemEntry {
@@ -126,12 +134,6 @@ pub const SYSTEMS: &[SystemEntry] = &[
         system: "mongodb",
         description: "MongoDB wire protocol (official driver): a document per row, indexes for ranges; a real MongoDB you run, or FerretDB 1.24 (--spawn ferretdb, on SQLite)",
         unavailable: None,
-    },
-    SystemEntry {
-        scheme: "monetdb://",
-        system: "monetdb",
-        description: "MonetDB column store",
-        unavailable: Some("not supported yet: dbsweep has no MonetDB adapter (its embedded build, MonetDBe, is planned)"),
     },
     SystemEntry {
         scheme: "aerospike://",
@@ -167,11 +169,12 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "sqlite" => Ok(Arc::new(sqlite::Sqlite::open(name, url, ctx)?)),
         "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
+        "monetdb" => Ok(Arc::new(monetdb::MonetDb::open(name, url, ctx)?)),
         "redis" | "ledis" | "ledisdb" => Ok(Arc::new(redis::Redis::new(name, url, ctx)?)),
         "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url, ctx)?)),
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::Postgres::new(name, url, ctx)?)),
-        "hyper" => Ok(Arc::new(hyper::Hyper::new(name, url, ctx)?)),
-        "h2" => Ok(Arc::new(h2::H2::new(name, url, ctx)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(PgWire(postgres::Postgres::new(name, url, ctx)?))),
+        "hyper" => Ok(Arc::new(PgWire(hyper::Hyper::new(name, url, ctx)?))),
+        "h2" => Ok(Arc::new(PgWire(h2::H2::new(name, url, ctx)?))),
         "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url, ctx)?)),
         "mongodb" => Ok(Arc::new(mongodb::MongoDb::new(name, url, ctx)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url, ctx)?)),

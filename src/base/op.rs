@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What a range operation computes over `lo <= column <= hi`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RangeAgg {
     /// Return the matching rows.
     Rows,
@@ -152,6 +152,24 @@ impl OpKind {
             OpKind::Query => "query",
             OpKind::FetchAll => "fetch_all",
             OpKind::Mixed => "mixed",
+        }
+    }
+}
+
+impl OpKind {
+    /// The operation types of a YCSB workload, in the order YCSB reports them.
+    pub const YCSB: [OpKind; 5] = [OpKind::Get, OpKind::Update, OpKind::Insert, OpKind::Scan, OpKind::ReadModifyWrite];
+
+    /// YCSB's name of an operation type of a workload (`READ`, `UPDATE`, `INSERT`, `SCAN`,
+    /// `READ-MODIFY-WRITE`), as in YCSB's output and the ycsb study's figures.
+    pub fn ycsb_name(self) -> Option<&'static str> {
+        match self {
+            OpKind::Get => Some("READ"),
+            OpKind::Update => Some("UPDATE"),
+            OpKind::Insert => Some("INSERT"),
+            OpKind::Scan => Some("SCAN"),
+            OpKind::ReadModifyWrite => Some("READ-MODIFY-WRITE"),
+            _ => None,
         }
     }
 }

@@ -79,16 +79,93 @@ pub enum DataSpec {
     /// artificial keys for `partsupp` and `lineitem` (see [`tpch`]).
     Tpch { scale: f64 },
     /// YCSB's `usertable`: `recordcount` records of `fieldcount` text fields of
-    /// `fieldlength` bytes, keyed by YCSB's `insertorder` (`hashed` or `ordered`).
+    /// `fieldlength` bytes (YCSB's `fieldlengthdistribution` and `minfieldlength` when they
+    /// vary), keyed by YCSB's `insertorder` (`hashed` or `ordered`). A list of record
+    /// counts is a sweep: each count is loaded on its own and every experiment runs on it.
     Ycsb {
-        recordcount: u64,
+        recordcount: RecordCounts,
         #[serde(default = "default_fieldcount")]
         fieldcount: usize,
         #[serde(default = "default_fieldlength")]
         fieldlength: usize,
+        #[serde(default, skip_serializing_if = "is_constant")]
+        fieldlengthdistribution: ycsb::FieldLengths,
+        #[serde(default = "default_minfieldlength", skip_serializing_if = "is_one")]
+        minfieldlength: usize,
         #[serde(default = "default_insertorder")]
         insertorder: String,
     },
+}
+
+/// YCSB record counts: one (`1000`) or a sweep (`[1000, 5000, 10000]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RecordCounts {
+    One(u64),
+    Many(Vec<u64>),
+}
+
+impl RecordCounts {
+    /// One count as `One`, several as `Many`, in the order given.
+    pub fn from_list(counts: &[u64]) -> RecordCounts {
+        match counts {
+            [one] => RecordCounts::One(*one),
+            many => RecordCounts::Many(many.to_vec()),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u64> {
+        match self {
+            RecordCounts::One(n) => vec![*n],
+            RecordCounts::Many(v) => v.clone(),
+        }
+    }
+
+    /// The first count: the one a plan loads before its first experiment.
+    pub fn first(&self) -> u64 {
+        self.to_vec().first().copied().unwrap_or(0)
+    }
+}
+
+fn is_constant(l: &ycsb::FieldLengths) -> bool {
+    *l == ycsb::FieldLengths::Constant
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+fn default_minfieldlength() -> usize {
+    1
+}
+
+impl DataSpec {
+    /// YCSB data: the record counts it sweeps (one or more); other data: none.
+    pub fn record_counts(&self) -> Vec<u64> {
+        match self {
+            DataSpec::Ycsb { recordcount, .. } => recordcount.to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The same data with `records` records (YCSB data); other data unchanged.
+    pub fn with_records(&self, records: u64) -> DataSpec {
+        let mut spec = self.clone();
+        if let DataSpec::Ycsb { recordcount, .. } = &mut spec {
+            *recordcount = RecordCounts::One(records);
+        }
+        spec
+    }
+
+    /// The YCSB record shape (field count and value lengths); `None` for other data.
+    pub fn ycsb_shape(&self) -> Option<Result<ycsb::Shape, String>> {
+        match self {
+            DataSpec::Ycsb { fieldcount, fieldlength, fieldlengthdistribution, minfieldlength, .. } => {
+                Some(ycsb::Shape::new(*fieldcount, *fieldlengthdistribution, *minfieldlength, *fieldlength))
+            }
+            _ => None,
+        }
+    }
 }
 
 fn default_fieldcount() -> usize {
@@ -148,7 +225,7 @@ enum Source {
     Kv { rows: u64, generator: kv::KvGen },
     Pairs { rows: u64, values: pairs::PairGen, order: pairs::KeyOrder, shuffled: FisherYates },
     Tpch(tpch::TpchGen),
-    Ycsb { seed: u64, recordcount: u64, fieldcount: usize, fieldlength: usize, order: ycsb::InsertOrder },
+    Ycsb { seed: u64, recordcount: u64, shape: ycsb::Shape, order: ycsb::InsertOrder },
 }
 
 impl Dataset {
@@ -180,15 +257,16 @@ impl Dataset {
                 seed,
                 source: Source::Tpch(tpch::TpchGen::new(*scale)),
             },
-            DataSpec::Ycsb { recordcount, fieldcount, fieldlength, insertorder } => Dataset {
+            // A sweep of record counts starts with its first; runners make one dataset per
+            // count with `DataSpec::with_records`.
+            DataSpec::Ycsb { recordcount, fieldcount, fieldlength, insertorder, .. } => Dataset {
                 tables: vec![Arc::new(ycsb::table_def(*fieldcount))],
                 spec: spec.clone(),
                 seed,
                 source: Source::Ycsb {
                     seed,
-                    recordcount: *recordcount,
-                    fieldcount: *fieldcount,
-                    fieldlength: *fieldlength,
+                    recordcount: recordcount.first(),
+                    shape: spec.ycsb_shape().and_then(Result::ok).unwrap_or_else(|| ycsb::Shape::constant(*fieldcount, *fieldlength)),
                     order: ycsb::InsertOrder::parse(insertorder).unwrap_or_default(),
                 },
             },
@@ -240,9 +318,9 @@ impl Dataset {
                 Box::new((0..keys.len()).map(move |i| values.row(keys[i] as i64)))
             }
             Source::Tpch(g) => tpch::stream(g.scale(), table),
-            Source::Ycsb { seed, recordcount, fieldcount, fieldlength, order } => {
-                let (seed, fieldcount, fieldlength, order) = (*seed, *fieldcount, *fieldlength, *order);
-                Box::new((0..*recordcount).map(move |i| ycsb::row(seed, order.key(i), fieldcount, fieldlength)))
+            Source::Ycsb { seed, recordcount, shape, order } => {
+                let (seed, shape, order) = (*seed, shape.clone(), *order);
+                Box::new((0..*recordcount).map(move |i| ycsb::row(seed, order.key(i), &shape)))
             }
         }
     }
@@ -253,7 +331,7 @@ impl Dataset {
             Source::Kv { generator, .. } => generator.row(key),
             Source::Pairs { values, .. } => values.row(key),
             Source::Tpch(g) => g.new_row(table, key),
-            Source::Ycsb { seed, fieldcount, fieldlength, .. } => ycsb::row(*seed, key, *fieldcount, *fieldlength),
+            Source::Ycsb { seed, shape, .. } => ycsb::row(*seed, key, shape),
         }
     }
 

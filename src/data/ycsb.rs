@@ -1,21 +1,88 @@
 //! The YCSB `usertable`: one Int key column `ycsb_key` and `fieldcount` Text fields.
 //!
 //! Owns the table definition, the key of the i-th record (YCSB's `insertorder`: `hashed`
-//! maps a record number through FNV-64, `ordered` keeps it) and the content of a row, a pure
-//! function of (seed, key). Must not decide which records an operation touches (that is
-//! `workload::ycsb`).
+//! maps a record number through FNV-64, `ordered` keeps it), the length of field values
+//! (YCSB's `fieldlengthdistribution`) and the content of a row, a pure function of (seed,
+//! key). Must not decide which records an operation touches (that is `workload::ycsb`).
 
 use crate::base::rng::{Stream, mix};
 use crate::base::table::{Column, ColumnType, Row, TableDef, Value};
+use crate::base::zipfian::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
+use serde::{Deserialize, Serialize};
 
 /// Name of the table, as in YCSB.
 pub const TABLE: &str = "usertable";
 
 /// Stream id of field contents.
 const FIELD_STREAM: u64 = 0x7963_7362;
+/// Stream id of field lengths (only drawn when they are not constant).
+const LENGTH_STREAM: u64 = 0x7963_736c;
+
+/// YCSB's `fieldlengthdistribution` (`histogram`, read from a file, is not offered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldLengths {
+    /// Every value is `fieldlength` bytes (YCSB's default).
+    #[default]
+    Constant,
+    /// Uniform in `minfieldlength..=fieldlength`.
+    Uniform,
+    /// Zipfian over `minfieldlength..=fieldlength`, favouring short values.
+    Zipfian,
+}
+
+impl FieldLengths {
+    pub fn parse(s: &str) -> Option<FieldLengths> {
+        match s {
+            "constant" => Some(FieldLengths::Constant),
+            "uniform" => Some(FieldLengths::Uniform),
+            "zipfian" => Some(FieldLengths::Zipfian),
+            _ => None,
+        }
+    }
+}
+
+/// What a record looks like: how many fields, and how long each value is.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub fieldcount: usize,
+    lengths: FieldLengths,
+    /// Longest (or constant) value length.
+    max: usize,
+    min: usize,
+    zipf: Option<Zipfian>,
+}
+
+impl Shape {
+    /// Values of `lengths` between `min` and `max` bytes (`min` only matters when they vary).
+    pub fn new(fieldcount: usize, lengths: FieldLengths, min: usize, max: usize) -> Result<Shape, String> {
+        if lengths != FieldLengths::Constant && !(1..=max).contains(&min) {
+            return Err(format!("minfieldlength must be between 1 and fieldlength ({max}), got {min}"));
+        }
+        let zipf = (lengths == FieldLengths::Zipfian).then(|| Zipfian::new((max - min + 1) as u64, &Zeta::new(ZIPFIAN_CONSTANT)));
+        Ok(Shape { fieldcount, lengths, max, min, zipf })
+    }
+
+    /// `fieldcount` values of `fieldlength` bytes each.
+    pub fn constant(fieldcount: usize, fieldlength: usize) -> Shape {
+        Shape { fieldcount, lengths: FieldLengths::Constant, max: fieldlength, min: fieldlength, zipf: None }
+    }
+
+    /// The length of the value drawn at (`seq`, `lane`) of `stream`; constant lengths draw
+    /// nothing.
+    pub fn length(&self, stream: &Stream, seq: u64, lane: u64) -> usize {
+        let span = (self.max - self.min + 1) as u64;
+        match (self.lengths, &self.zipf) {
+            (FieldLengths::Constant, _) => self.max,
+            (FieldLengths::Zipfian, Some(z)) => self.min + z.from_unit(stream.unit(seq, lane)) as usize,
+            _ => self.min + stream.below(seq, lane, span) as usize,
+        }
+    }
+}
 
 /// YCSB's `insertorder`: how a record number becomes a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum InsertOrder {
     /// `hashed` (YCSB's default): key = FNV-64 of the record number, made non-negative,
     /// so consecutive records are scattered over the key space.
@@ -82,14 +149,16 @@ pub fn table_def(fieldcount: usize) -> TableDef {
     TableDef { name: TABLE.into(), columns, indexed: vec![] }
 }
 
-/// The row stored under `key`: the key, then `fieldcount` printable-ASCII fields of
-/// `fieldlength` bytes. Pure in (seed, key).
-pub fn row(seed: u64, key: i64, fieldcount: usize, fieldlength: usize) -> Row {
+/// The row stored under `key`: the key, then `fieldcount` printable-ASCII fields whose
+/// lengths follow `shape`. Pure in (seed, key).
+pub fn row(seed: u64, key: i64, shape: &Shape) -> Row {
     let stream = Stream::new(seed, FIELD_STREAM);
-    let mut row = Vec::with_capacity(fieldcount + 1);
+    let lengths = Stream::new(seed, LENGTH_STREAM);
+    let mut row = Vec::with_capacity(shape.fieldcount + 1);
     row.push(Value::Int(key));
-    for f in 0..fieldcount {
-        row.push(Value::Text(ascii(stream.u64(key as u64, f as u64), fieldlength).into()));
+    for f in 0..shape.fieldcount {
+        let len = shape.length(&lengths, key as u64, f as u64);
+        row.push(Value::Text(ascii(stream.u64(key as u64, f as u64), len).into()));
     }
     row
 }
@@ -130,9 +199,10 @@ mod tests {
 
     #[test]
     fn rows_are_pure_printable_and_sized() {
-        let r = row(7, 12345, 10, 100);
-        assert_eq!(r, row(7, 12345, 10, 100));
-        assert_ne!(r, row(8, 12345, 10, 100));
+        let shape = Shape::constant(10, 100);
+        let r = row(7, 12345, &shape);
+        assert_eq!(r, row(7, 12345, &shape));
+        assert_ne!(r, row(8, 12345, &shape));
         assert_eq!(r[0], Value::Int(12345));
         for v in &r[1..] {
             let Value::Text(s) = v else { panic!("{v:?}") };
@@ -149,6 +219,32 @@ mod tests {
             })
             .collect();
         assert!(distinct.len() > 80, "{}", distinct.len());
+    }
+
+    #[test]
+    fn varying_lengths_stay_in_bounds_and_zipfian_favours_short_values() {
+        let uniform = Shape::new(10, FieldLengths::Uniform, 5, 50).unwrap();
+        let zipfian = Shape::new(10, FieldLengths::Zipfian, 5, 50).unwrap();
+        let lengths = |shape: &Shape| -> Vec<usize> {
+            (0..2000)
+                .flat_map(|key| row(3, key, shape).into_iter().skip(1))
+                .map(|v| match v {
+                    Value::Text(s) => s.len(),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        let u = lengths(&uniform);
+        assert!(u.iter().all(|l| (5..=50).contains(l)));
+        let mean = |v: &[usize]| v.iter().sum::<usize>() as f64 / v.len() as f64;
+        assert!((mean(&u) - 27.5).abs() < 1.0, "{}", mean(&u));
+        assert!(u.contains(&5) && u.contains(&50));
+        let z = lengths(&zipfian);
+        assert!(z.iter().all(|l| (5..=50).contains(l)));
+        assert!(mean(&z) < 20.0, "{}", mean(&z));
+        assert!(Shape::new(10, FieldLengths::Uniform, 0, 50).is_err());
+        assert!(Shape::new(10, FieldLengths::Uniform, 51, 50).is_err());
+        assert_eq!(FieldLengths::parse("histogram"), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use crate::adapter::TargetUrl;
 use crate::adapter::lease::Namespace;
 use crate::base::table::{ColumnType, TableId};
-use crate::data::{DataSpec, Dataset};
+use crate::data::{DataSpec, Dataset, RecordCounts};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
 
@@ -16,7 +16,11 @@ use crate::servers::{ServerKind, SpawnOptions};
 pub type SpawnRound = (Option<String>, SpawnOptions);
 use crate::workload::experiment::{Experiment, ExperimentOp, Point};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+pub mod ycsb;
+pub mod ycsb_properties;
 
 /// Built-in studies: (name, TOML text). Each file is also an example of the format.
 pub const BUILT_IN: &[(&str, &str)] = &[
@@ -79,6 +83,11 @@ pub struct StudyFile {
     /// before and after each (see `Experiment::lifecycle`).
     #[serde(default)]
     pub lifecycle: bool,
+    /// URL options appended to the targets of spawned servers, by server name (`--spawn`
+    /// names): what the study's paper sent where it differs from the adapter's default,
+    /// e.g. `cassandra = "affected=plain"` for plain DELETEs.
+    #[serde(default)]
+    pub spawn_target_options: BTreeMap<String, String>,
     /// What the study's paper measured and how dbsweep's measurement differs, shown at the
     /// top of the report.
     #[serde(default)]
@@ -257,11 +266,16 @@ pub struct RunOptions {
     pub runs: Option<u32>,
     pub warmup: Option<u32>,
     pub ops: Option<u64>,
-    pub rows: Option<u64>,
+    /// `--rows`: rows of kv data, or YCSB record counts (a list sweeps them).
+    pub rows: Option<Vec<u64>>,
     pub scale: Option<f64>,
     pub seed: Option<u64>,
     pub out: Option<PathBuf>,
     pub quick: bool,
+    /// `-P FILE`: YCSB workload files, later ones overriding earlier ones.
+    pub ycsb_files: Vec<PathBuf>,
+    /// `-p key=value`: YCSB properties, overriding the files.
+    pub ycsb_properties: Vec<String>,
     /// Per-op timeout in seconds.
     pub timeout_secs: Option<f64>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total.
@@ -315,6 +329,10 @@ pub struct Plan {
     pub lifecycle: bool,
     /// dbsweep's namespace in every shared target.
     pub namespace: Namespace,
+    /// See `StudyFile::spawn_target_options`.
+    pub spawn_target_options: BTreeMap<String, String>,
+    /// Properties accepted but not honoured (YCSB files and `-p`), one line each.
+    pub warnings: Vec<String>,
 }
 
 impl Plan {
@@ -348,7 +366,16 @@ impl Plan {
             "cli_clients": self.cli_clients,
             "lifecycle": self.lifecycle,
             "namespace": self.namespace.name(),
+            "spawn_target_options": self.spawn_target_options,
         })
+    }
+
+    /// The URL of a spawned server's target with the study's options for that server.
+    pub fn spawned_target_url(&self, server: ServerKind, url: &str) -> String {
+        match self.spawn_target_options.get(server.name()) {
+            Some(options) => format!("{url}{}{options}", if url.contains('?') { '&' } else { '?' }),
+            None => url.to_string(),
+        }
     }
 }
 
@@ -468,8 +495,16 @@ fn resolve_columns(e: &ExperimentEntry, dataset: &Dataset) -> Result<(TableId, u
 
 /// Validates raw options against a study and resolves everything into a plan.
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
-    let study_name = opts.study.as_deref().unwrap_or(DEFAULT_STUDY);
-    let study = load_study(study_name)?;
+    let (study_name, ycsb_files) = ycsb::study_and_files(opts.study.as_deref(), &opts.ycsb_files, !opts.ycsb_properties.is_empty());
+    let mut study = load_study(study_name.as_deref().unwrap_or(DEFAULT_STUDY))?;
+    let ycsb_cli = ycsb::CommandLine::read(&ycsb_files, &opts.ycsb_properties)?;
+    let mut warnings: Vec<String> = Vec::new();
+    let mut from_ycsb = ycsb::ClientOverrides::default();
+    if let Some(cli) = &ycsb_cli {
+        ycsb::adapt_study(&mut study, cli)?;
+        from_ycsb = ycsb::client_overrides(cli, opts.rows.as_ref(), opts.ops, opts.clients.as_ref(), opts.rate)?;
+        warnings.extend(cli.applied.warnings.iter().cloned());
+    }
     let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
 
     let seed = opts.seed.or(study.seed).unwrap_or(42);
@@ -478,11 +513,18 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     if runs == 0 {
         return Err(Error::usage("--runs must be at least 1"));
     }
-    let ops = opts.ops.or(quick.ops).or(study.ops).unwrap_or(50_000);
+    let cli_ops = opts.ops.or(from_ycsb.ops);
+    let ops = cli_ops.or(quick.ops).or(study.ops).unwrap_or(50_000);
     if ops == 0 {
         return Err(Error::usage("--ops must be at least 1"));
     }
-    let clients = opts.clients.clone().or(quick.clients.clone()).or(study.clients.clone()).unwrap_or_else(|| vec![1, 2, 4, 8]);
+    let clients = opts
+        .clients
+        .clone()
+        .or(from_ycsb.clients.clone())
+        .or(quick.clients.clone())
+        .or(study.clients.clone())
+        .unwrap_or_else(|| vec![1, 2, 4, 8]);
     positive_list("--clients", &clients)?;
     let batch = opts.batch.clone().or(quick.batch.clone()).or(study.batch.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
     positive_list("--batch", &batch)?;
@@ -504,6 +546,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
 
+    for name in study.spawn_target_options.keys() {
+        name.parse::<ServerKind>().map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
+    }
     let all_kinds: Vec<ServerKind> = match &study.spawn_all {
         None => ServerKind::ALL.to_vec(),
         Some(names) => names
@@ -534,8 +579,17 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     {
         return Err(Error::usage("--rate must be a positive number of ops per second"));
     }
+    let rate = opts.rate.or(from_ycsb.rate.flatten());
     let mut data = study.data.clone();
-    match (&data, opts.rows, opts.scale) {
+    let rows = opts.rows.clone().or(from_ycsb.records.clone());
+    if let Some(list) = &rows {
+        positive_list("--rows", list)?;
+        if list.len() > 1 && !matches!(data, DataSpec::Ycsb { .. }) {
+            return Err(Error::usage("a list of --rows sweeps YCSB record counts; this study's data takes one row count"));
+        }
+    }
+    let single_rows = rows.as_ref().map(|r| r[0]);
+    match (&data, single_rows, opts.scale) {
         (DataSpec::Tpch { .. }, Some(_), _) => return Err(Error::usage("--rows applies to kv data; TPC-H data is sized with --scale")),
         (DataSpec::Kv { .. } | DataSpec::Pairs { .. }, _, Some(_)) => {
             return Err(Error::usage("--scale applies to TPC-H data; kv data is sized with --rows"));
@@ -547,7 +601,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     }
     match &mut data {
         DataSpec::Kv { rows, payload_bytes } => {
-            if let Some(r) = opts.rows.or(quick.rows) {
+            if let Some(r) = single_rows.or(quick.rows) {
                 *rows = r;
             }
             if *rows == 0 {
@@ -558,7 +612,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             }
         }
         DataSpec::Pairs { rows, value_bytes, empty_table, .. } => {
-            if let Some(r) = opts.rows.or(quick.rows) {
+            if let Some(r) = single_rows.or(quick.rows) {
                 *rows = r;
             }
             if *value_bytes > 1 << 20 {
@@ -573,14 +627,17 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             }
         }
         DataSpec::Ycsb { recordcount, insertorder, fieldcount, .. } => {
-            if let Some(r) = opts.rows.or(quick.rows) {
-                *recordcount = r;
+            if let Some(r) = rows.clone().or(quick.rows.map(|r| vec![r])) {
+                *recordcount = RecordCounts::from_list(&r);
             }
-            if *recordcount == 0 || *fieldcount == 0 {
+            if recordcount.to_vec().contains(&0) || recordcount.to_vec().is_empty() || *fieldcount == 0 {
                 return Err(Error::usage("data.recordcount and data.fieldcount must be at least 1"));
             }
             if crate::data::ycsb::InsertOrder::parse(insertorder).is_none() {
                 return Err(Error::usage(format!("data.insertorder must be hashed or ordered, got '{insertorder}'")));
+            }
+            if let Some(Err(e)) = data.ycsb_shape() {
+                return Err(Error::usage(format!("data: {e}")));
             }
         }
         DataSpec::Tpch { scale } => {
@@ -614,6 +671,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         return Err(Error::usage(format!("unknown experiment '{bad}' in --experiments; study '{}' has: {}", study.name, known.join(", "))));
     }
     let mut experiments = Vec::new();
+    let records_fixed = rows.is_some() || (opts.quick && quick.rows.is_some());
+    let mut record_rounds: Vec<u64> = Vec::new();
     if let Some(e) = study.experiments.iter().find(|e| e.name == FLOOR_EXPERIMENT) {
         return Err(Error::usage(format!("experiment name '{}' is reserved for the echo floor every run measures", e.name)));
     }
@@ -623,6 +682,35 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         }
         if e.sweep.is_empty() {
             return Err(Error::usage(format!("experiment '{}' needs a sweep (clients, batch or widths)", e.name)));
+        }
+        let workload = match (e.op, &e.workload) {
+            (ExperimentOp::Ycsb, Some(w)) => Some(ycsb::resolve_workload(&e.name, w, ycsb_cli.as_ref(), &data)?),
+            (ExperimentOp::Ycsb, None) => {
+                return Err(Error::usage(format!(
+                    "experiment '{}': op = \"ycsb\" needs workload = \"a\"..\"f\" or a workload file",
+                    e.name
+                )));
+            }
+            (_, Some(_)) => return Err(Error::usage(format!("experiment '{}': `workload` only applies to op = \"ycsb\"", e.name))),
+            (_, None) => None,
+        };
+        for w in workload.iter().flat_map(|w| &w.warnings) {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+        // YCSB data: every experiment runs at each record count (its workload file's, unless
+        // --rows, -p recordcount or --quick say otherwise), recorded as the point's `param`.
+        let records: Vec<u64> = match (&data, workload.as_ref().and_then(|w| w.records)) {
+            (DataSpec::Ycsb { .. }, Some(n)) if !records_fixed => vec![n],
+            (DataSpec::Ycsb { recordcount, .. }, _) => recordcount.to_vec(),
+            _ => Vec::new(),
+        };
+        if !records.is_empty() && e.sweep.iter().any(|s| !matches!(s, Sweep::Clients | Sweep::Single)) {
+            return Err(Error::usage(format!(
+                "experiment '{}': a study of YCSB data sweeps clients (threads) and record counts only (sweep = [\"clients\"])",
+                e.name
+            )));
         }
         let mut points: Vec<Point> = Vec::new();
         let mut add = |p: Point| {
@@ -656,6 +744,14 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
                 }
             }
         }
+        if !records.is_empty() {
+            points = records.iter().flat_map(|&n| points.iter().map(move |p| Point { param: Some(n), ..*p })).collect();
+            for n in &records {
+                if !record_rounds.contains(n) {
+                    record_rounds.push(*n);
+                }
+            }
+        }
         if e.op.is_range() && points.iter().any(|p| p.param.is_none()) {
             return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
         }
@@ -670,8 +766,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             _ if sized => sizes.iter().copied().max().unwrap_or(1),
             // Analytic queries: one query per run unless the experiment says otherwise.
             Some(_) => e.ops.unwrap_or(1),
-            None if opts.ops.is_some() || opts.quick => ops,
-            None => e.ops.unwrap_or(ops),
+            None if cli_ops.is_some() || opts.quick => ops,
+            None => e.ops.or(workload.as_ref().and_then(|w| w.ops)).unwrap_or(ops),
         };
         let (table, column, max_column) = resolve_columns(e, &dataset)?;
         // The study reads each table with batches no larger than the table, so that no key
@@ -685,24 +781,12 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         if exp_runs == 0 {
             return Err(Error::usage(format!("experiment '{}': runs must be at least 1", e.name)));
         }
-        let workload = match (e.op, &e.workload) {
-            (ExperimentOp::Ycsb, Some(w)) => {
-                crate::workload::experiment::load_ycsb_workload(w).map_err(|m| Error::usage(format!("experiment '{}': {m}", e.name)))?;
-                Some(w.clone())
-            }
-            (ExperimentOp::Ycsb, None) => {
-                return Err(Error::usage(format!(
-                    "experiment '{}': op = \"ycsb\" needs workload = \"a\"..\"f\" or a workload file",
-                    e.name
-                )));
-            }
-            (_, Some(_)) => return Err(Error::usage(format!("experiment '{}': `workload` only applies to op = \"ycsb\"", e.name))),
-            (_, None) => None,
-        };
         experiments.push(Experiment {
             name: e.name.clone(),
             op: e.op,
-            workload,
+            workload: e.workload.clone(),
+            time_limit_secs: workload.as_ref().and_then(|w| w.time_limit_secs),
+            ycsb: workload.map(|w| w.workload),
             sized,
             lifecycle: study.lifecycle,
             table,
@@ -722,6 +806,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             name: FLOOR_EXPERIMENT.into(),
             op: ExperimentOp::Echo,
             workload: None,
+            ycsb: None,
+            time_limit_secs: None,
             sized: false,
             lifecycle: false,
             table: 0,
@@ -743,6 +829,11 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
             }
         }
     }
+    if let DataSpec::Ycsb { recordcount, .. } = &mut data
+        && !record_rounds.is_empty()
+    {
+        *recordcount = RecordCounts::from_list(&record_rounds);
+    }
     if experiments.is_empty() {
         return Err(Error::usage("no experiments selected; check --experiments"));
     }
@@ -759,7 +850,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         out: opts.out.clone(),
         quick: opts.quick,
         timeout_secs,
-        rate: opts.rate,
+        rate,
         spawn,
         data_roots,
         method: study.method.clone(),
@@ -767,6 +858,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         unavailable,
         lifecycle: study.lifecycle,
         namespace: Namespace::new(opts.namespace.as_deref())?,
+        spawn_target_options: study.spawn_target_options,
+        warnings,
     })
 }
 
@@ -803,6 +896,21 @@ mod tests {
             assert!(!plan.experiments.is_empty());
             assert_eq!(plan.targets[0].name, "nodb");
         }
+    }
+
+    #[test]
+    fn in_memory_sends_plain_cassandra_deletes_to_spawned_servers_only() {
+        let plan = resolve(&RunOptions { study: Some("in-memory".into()), ..Default::default() }).unwrap();
+        assert_eq!(plan.spawned_target_url(ServerKind::Cassandra, "cassandra://127.0.0.1:9"), "cassandra://127.0.0.1:9?affected=plain");
+        assert_eq!(plan.spawned_target_url(ServerKind::Redis, "redis://127.0.0.1:9"), "redis://127.0.0.1:9");
+        let kv = resolve(&RunOptions { study: Some("kv-vs-relational".into()), ..Default::default() }).unwrap();
+        assert_eq!(kv.spawned_target_url(ServerKind::Cassandra, "cassandra://h:9/ks?x=1"), "cassandra://h:9/ks?x=1");
+        let with = |options: &str| {
+            let mut plan = plan.clone();
+            plan.spawn_target_options.insert("postgres".into(), options.into());
+            plan.spawned_target_url(ServerKind::Postgres, "postgres://h:9/db?layout=hstore")
+        };
+        assert_eq!(with("a=b"), "postgres://h:9/db?layout=hstore&a=b");
     }
 
     #[test]
@@ -885,7 +993,7 @@ mod tests {
             assert_eq!(err.exit_code(), 2);
             assert!(err.to_string().contains(needle), "{err}");
         }
-        let err = resolve(&RunOptions { study: Some("in-memory".into()), rows: Some(5), ..Default::default() }).unwrap_err();
+        let err = resolve(&RunOptions { study: Some("in-memory".into()), rows: Some(vec![5]), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--sizes"), "{err}");
     }
 

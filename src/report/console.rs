@@ -2,7 +2,7 @@
 //! median throughput, its spread over the measured runs, p99 latency and flag marks.
 //! Must not compute statistics; it formats the model.
 
-use super::model::{Flag, PointResult, PointStatus, Report};
+use super::model::{Flag, MemoryDelta, MemorySummary, PointResult, PointStatus, Report};
 use crate::base::op::OpKind;
 use std::fmt::Write as _;
 
@@ -30,34 +30,23 @@ pub fn micros(us: f64) -> String {
     }
 }
 
-/// Signed human-friendly bytes: +1.2MB, -340kB, +96B.
-pub fn bytes(v: f64) -> String {
-    let sign = if v < 0.0 { "-" } else { "+" };
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{sign}{:.2}GB", a / 1e9)
-    } else if a >= 1e6 {
-        format!("{sign}{:.1}MB", a / 1e6)
-    } else if a >= 1e3 {
-        format!("{sign}{:.0}kB", a / 1e3)
-    } else {
-        format!("{sign}{a:.0}B")
+/// A memory change in MiB (the unit of the in-memory study's paper: MB of 2^20 bytes),
+/// `<noise` when the noise rule says it is not a measurement, `-` without a reading.
+pub fn memory_delta(d: MemoryDelta) -> String {
+    match d {
+        MemoryDelta::Missing => "-".into(),
+        MemoryDelta::BelowNoise { .. } => "<noise".into(),
+        MemoryDelta::Bytes(b) => format!("{:+.2}MiB", b / MIB),
     }
 }
 
-/// `engine (per row) / server (per row) / client`, `-` where a figure is missing.
-fn memory_cell(m: &super::model::MemorySummary) -> String {
-    let with_row = |delta: Option<f64>, per_row: Option<f64>| match (delta, per_row) {
-        (Some(d), Some(r)) => format!("{} ({r:.0}B)", bytes(d)),
-        (Some(d), None) => bytes(d),
-        _ => "-".into(),
-    };
-    format!(
-        "{} / {} / {}",
-        with_row(m.engine_delta_bytes, m.engine_bytes_per_row),
-        with_row(m.server_delta_bytes, m.server_bytes_per_row),
-        bytes(m.client_delta_bytes)
-    )
+/// Bytes per MiB.
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+/// `client / server / engine` change over the operation: the client's first, the
+/// paper's metric.
+fn memory_cell(m: &MemorySummary) -> String {
+    format!("{} / {} / {}", memory_delta(m.client()), memory_delta(m.server()), memory_delta(m.engine()))
 }
 
 /// A point's parameters in a few characters: `c=4 b=100 w=10`.
@@ -92,17 +81,15 @@ fn void_cell(p: &PointResult) -> String {
     text
 }
 
-/// Lifecycle studies report time, as the in-memory study did: the run's duration (median
-/// over measured runs) and the time per op.
+/// Lifecycle studies report time, as the in-memory study did: the median wall time of
+/// the measured runs and the median time per op, the same statistic report.html prints.
 fn lifecycle_cell(p: &PointResult) -> String {
-    let ops = p.runs.iter().find(|r| !r.warmup).map(|r| r.ops).unwrap_or(0);
-    let median = p.summary.as_ref().and_then(|s| s.median_ops_per_sec);
-    match (&p.status, median) {
-        (PointStatus::NotSupported { .. }, _) => "n/a".into(),
+    let ops = p.measured_runs().first().map(|r| r.ops).unwrap_or(0);
+    match (&p.status, p.run_seconds(), p.seconds_per_op()) {
+        (PointStatus::NotSupported { .. }, _, _) => "n/a".into(),
         _ if p.is_void() => void_cell(p),
-        (_, Some(median)) if median > 0.0 && ops > 0 => {
-            let seconds = ops as f64 / median;
-            let mut text = format!("{} ({}/op × {ops})", micros(seconds * 1e6), micros(seconds * 1e6 / ops as f64));
+        (_, Some(run), Some(per_op)) if ops > 0 => {
+            let mut text = format!("{} ({}/op × {ops})", micros(run.median * 1e6), micros(per_op.median * 1e6));
             for f in &p.flags {
                 text.push_str(match f {
                     Flag::AnswerMismatch { .. } => " [WRONG ROWS]",
@@ -146,6 +133,15 @@ fn cell(p: &PointResult) -> String {
     }
 }
 
+/// Rows as left-aligned columns, indented by two spaces.
+fn write_table(out: &mut String, rows: &[Vec<String>]) {
+    let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in rows {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+    }
+}
+
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let targets: Vec<&str> = report.targets.iter().map(|t| t.name.as_str()).collect();
@@ -175,17 +171,40 @@ pub fn render(report: &Report) -> String {
             }
             rows.push(row);
         }
-        let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
         let op = points.first().map(|p| p.op.name()).unwrap_or_default();
         let lifecycle_exp = lifecycle && points.iter().any(|p| p.point.param.is_some());
         if lifecycle_exp {
-            let _ = writeln!(out, "\n{exp} ({op}; time of the run, median of measured runs, and per op)");
+            let _ = writeln!(out, "\n{exp} ({op}; median wall time of the measured runs, and per op)");
         } else {
             let _ = writeln!(out, "\n{exp} ({op}; median of measured runs, ± half the min-max spread)");
         }
-        for row in rows {
-            let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-            let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+        write_table(&mut out, &rows);
+        if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| !s.by_kind.is_empty())) {
+            let _ = writeln!(out, "  per operation type (YCSB's names): ops/s of the type, p99");
+            let mut rows: Vec<Vec<String>> =
+                vec![std::iter::once("point".to_string()).chain(targets.iter().map(|t| t.to_string())).collect()];
+            for label in &labels {
+                for kind in OpKind::YCSB {
+                    let at = |t: &&str| {
+                        let p = points.iter().find(|p| p.target == *t && point_label(p) == *label)?;
+                        p.summary.as_ref()?.by_kind.get(&kind)
+                    };
+                    if !targets.iter().any(|t| at(t).is_some()) {
+                        continue;
+                    }
+                    let mut row = vec![format!("{label} {}", kind.ycsb_name().unwrap_or(kind.name()))];
+                    row.extend(targets.iter().map(|t| {
+                        at(t)
+                            .map(|k| match k.median_ops_per_sec {
+                                Some(v) => format!("{}/s p99 {}", rate(v), micros(k.latency.p99_us)),
+                                None => "VOID".into(),
+                            })
+                            .unwrap_or_default()
+                    }));
+                    rows.push(row);
+                }
+            }
+            write_table(&mut out, &rows);
         }
         if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some())) {
             let mut rows: Vec<Vec<String>> =
@@ -202,12 +221,11 @@ pub fn render(report: &Report) -> String {
                 }
                 rows.push(row);
             }
-            let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-            let _ = writeln!(out, "  memory change per run: engine-reported / server process (PSS) / dbsweep client; per row in ()");
-            for row in rows {
-                let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-                let _ = writeln!(out, "  {}", line.join("  ").trim_end());
-            }
+            let _ = writeln!(
+                out,
+                "  memory change over the operation (median of the measured runs): client (the paper's metric) / server process (PSS) / engine-reported; <noise: within one page or half the runs' spread, or runs disagree in sign"
+            );
+            write_table(&mut out, &rows);
         }
     }
     if !report.unavailable.is_empty() {
@@ -245,8 +263,9 @@ mod tests {
         assert_eq!(micros(0.25), "250ns");
         assert_eq!(micros(12.0), "12µs");
         assert_eq!(micros(3400.0), "3.4ms");
-        assert_eq!(bytes(1_234_567.0), "+1.2MB");
-        assert_eq!(bytes(-340_000.0), "-340kB");
-        assert_eq!(bytes(96.0), "+96B");
+        assert_eq!(memory_delta(MemoryDelta::Bytes(2.5 * MIB)), "+2.50MiB");
+        assert_eq!(memory_delta(MemoryDelta::Bytes(-0.25 * MIB)), "-0.25MiB");
+        assert_eq!(memory_delta(MemoryDelta::BelowNoise { floor: 4096.0 }), "<noise");
+        assert_eq!(memory_delta(MemoryDelta::Missing), "-");
     }
 }

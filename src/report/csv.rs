@@ -1,9 +1,12 @@
-//! The tidy CSV exporter: one row per target x experiment x point x measured run, for
+//! The tidy CSV exporter: one row per target x experiment x point x measured run (a YCSB
+//! workload's run: an `OVERALL` row and one row per operation type, as YCSB reports it), for
 //! pandas and spreadsheets. Rendered only from the saved model, so `dbsweep report DIR`
 //! reproduces it byte for byte. Must not compute anything the model does not hold.
 
 use super::model::{PointStatus, Report};
+use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::base::op::OpKind;
+use crate::stats::merge_summaries;
 
 pub const COLUMNS: &[&str] = &[
     "study",
@@ -47,6 +50,44 @@ pub const COLUMNS: &[&str] = &[
     "missing_rows",
 ];
 
+/// One CSV row of a measured run.
+struct RunLine {
+    op: &'static str,
+    ops: u64,
+    latency: Option<LatencySummary>,
+    response: Option<LatencySummary>,
+    /// The whole run (requests, rows and errors are known); false for one operation type of
+    /// a YCSB workload, whose successful ops are its own requests.
+    whole_run: bool,
+}
+
+/// The rows of one measured run: one, or for a YCSB workload (a mixed point) YCSB's report
+/// — an `OVERALL` row for the whole run, then one row per operation type under YCSB's name
+/// (`READ`, `UPDATE`, ...) with its own count, throughput and latency.
+fn run_lines(op: OpKind, r: &RunMeasurement) -> Vec<RunLine> {
+    if op != OpKind::Mixed {
+        let (latency, response) = (r.service.get(&op).cloned(), r.response.get(&op).cloned());
+        return vec![RunLine { op: op.name(), ops: r.ops, latency, response, whole_run: true }];
+    }
+    let overall = RunLine {
+        op: "OVERALL",
+        ops: r.ops,
+        latency: merge_summaries(r.service.values()),
+        response: merge_summaries(r.response.values()),
+        whole_run: true,
+    };
+    let kinds = OpKind::YCSB.into_iter().filter_map(|k| Some((k, r.service.get(&k)?, k.ycsb_name()?)));
+    std::iter::once(overall)
+        .chain(kinds.map(|(k, l, name)| RunLine {
+            op: name,
+            ops: l.count,
+            latency: Some(l.clone()),
+            response: r.response.get(&k).cloned(),
+            whole_run: false,
+        }))
+        .collect()
+}
+
 /// Quotes a field when it holds a separator, quote or newline (RFC 4180).
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
@@ -82,42 +123,38 @@ pub fn render(report: &Report) -> String {
             continue;
         }
         for (i, r) in measured.iter().enumerate() {
-            // A mixed (YCSB) point gets one row per op kind and run: throughput and
-            // latency per operation type. Other points: one row per run.
-            let kinds: Vec<OpKind> = if p.op == OpKind::Mixed { r.service.keys().copied().collect() } else { vec![p.op] };
-            for kind in kinds {
-                let lat = r.service.get(&kind);
-                let resp = r.response.get(&kind);
-                let us = |f: fn(&crate::base::measurement::LatencySummary) -> f64| lat.map(|l| format!("{:.1}", f(l))).unwrap_or_default();
+            for line in run_lines(p.op, r) {
+                let us = |f: fn(&LatencySummary) -> f64| line.latency.as_ref().map(|l| format!("{:.1}", f(l))).unwrap_or_default();
                 let cpu_pct = if r.seconds > 0.0 { format!("{:.1}", 100.0 * r.client_cpu_seconds / r.seconds) } else { String::new() };
                 // A void point publishes no throughput, in any of its rows.
                 let void = p.is_void();
                 let per_sec = |v: Option<f64>| v.filter(|_| !void).map(|v| format!("{v:.1}")).unwrap_or_default();
-                let (ops, ops_per_sec) = match (p.op, lat) {
-                    (OpKind::Mixed, Some(l)) => (l.count, per_sec(r.ops_per_sec().map(|_| l.count as f64 / r.seconds))),
-                    _ => (r.ops, per_sec(r.ops_per_sec())),
+                let ops_per_sec = match line.whole_run {
+                    true => per_sec(r.ops_per_sec()),
+                    false => per_sec(r.ops_per_sec().map(|_| line.ops as f64 / r.seconds)),
                 };
+                let whole_run = |v: String| if line.whole_run { v } else { String::new() };
                 let mut row: Vec<String> = head.to_vec();
-                row[2] = kind.name().to_string();
+                row[2] = line.op.to_string();
                 row.extend([
                     (i + 1).to_string(),
-                    ops.to_string(),
-                    r.requests.to_string(),
-                    r.rows.to_string(),
+                    line.ops.to_string(),
+                    if line.whole_run { r.requests } else { line.ops }.to_string(),
+                    whole_run(r.rows.to_string()),
                     format!("{:.6}", r.seconds),
                     ops_per_sec,
-                    per_sec(r.rows_per_sec()),
+                    whole_run(per_sec(r.rows_per_sec())),
                     us(|l| l.p50_us),
                     us(|l| l.p90_us),
                     us(|l| l.p99_us),
                     us(|l| l.p999_us),
                     us(|l| l.max_us),
-                    r.error_count().to_string(),
+                    whole_run(r.error_count().to_string()),
                     cpu_pct,
                     share.clone(),
                     rate.clone(),
-                    resp.map(|l| format!("{:.1}", l.p50_us)).unwrap_or_default(),
-                    resp.map(|l| format!("{:.1}", l.p99_us)).unwrap_or_default(),
+                    line.response.as_ref().map(|l| format!("{:.1}", l.p50_us)).unwrap_or_default(),
+                    line.response.as_ref().map(|l| format!("{:.1}", l.p99_us)).unwrap_or_default(),
                     if p.rate.is_some() { r.late_ops.to_string() } else { String::new() },
                     field(&flags),
                     r.complete.to_string(),
@@ -133,7 +170,7 @@ pub fn render(report: &Report) -> String {
                     ]),
                     None => row.extend(std::iter::repeat_n(String::new(), 5)),
                 }
-                row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows].map(|n| n.to_string()));
+                row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows].map(|n| whole_run(n.to_string())));
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

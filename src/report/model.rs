@@ -8,6 +8,7 @@ use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::base::op::OpKind;
 use crate::workload::experiment::Point;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// 2: `ops` counts every op sent and throughput counts only `ok_ops`; `failed_ops`,
 /// `short_ops` and `missing_rows` were added; a point with errors or missing rows is void
@@ -110,6 +111,52 @@ impl PointResult {
     pub fn is_void(&self) -> bool {
         self.flags.iter().any(Flag::voids) || self.summary.as_ref().is_some_and(PointSummary::is_void)
     }
+
+    /// The measured runs (warm-up excluded).
+    pub fn measured_runs(&self) -> Vec<&RunMeasurement> {
+        self.runs.iter().filter(|r| !r.warmup).collect()
+    }
+
+    /// Wall seconds of the measured runs as (median, min, max); `None` when void. The
+    /// one time statistic of a run: the console and report.html both print it.
+    pub fn run_seconds(&self) -> Option<Spread> {
+        if self.is_void() {
+            return None;
+        }
+        Spread::of(&self.measured_runs().iter().map(|r| r.seconds).collect::<Vec<_>>())
+    }
+
+    /// Seconds per op (per key, per query) of the measured runs as (median, min, max).
+    pub fn seconds_per_op(&self) -> Option<Spread> {
+        if self.is_void() {
+            return None;
+        }
+        Spread::of(&self.measured_runs().iter().filter(|r| r.ops > 0).map(|r| r.seconds / r.ops as f64).collect::<Vec<_>>())
+    }
+}
+
+/// Median, min and max of a point's measured runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// `None` for no values. The median of an even count is the mean of the middle two.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let min = values.iter().copied().fold(f64::MAX, f64::min);
+        let max = values.iter().copied().fold(f64::MIN, f64::max);
+        Some(Spread { median: crate::stats::median(values), min, max })
+    }
+
+    pub fn tuple(self) -> (f64, f64, f64) {
+        (self.median, self.min, self.max)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -126,19 +173,72 @@ pub enum PointStatus {
     },
 }
 
-/// Median memory change over the measured runs of a point; per row = the change divided
-/// by the rows the run wrote, deleted or returned.
+/// Median memory change over the measured runs of a point (one phase of a lifecycle
+/// study: the paper's "memory per operation"); per row = the change divided by the rows
+/// the run wrote, deleted or returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemorySummary {
     pub engine_source: Option<String>,
     pub engine_delta_bytes: Option<f64>,
     pub server_delta_bytes: Option<f64>,
+    /// The benchmark client's (dbsweep's) resident memory change: the in-memory study's
+    /// paper measured its Java client's heap change the same way.
     pub client_delta_bytes: f64,
     pub engine_bytes_per_row: Option<f64>,
     pub server_bytes_per_row: Option<f64>,
     /// Engine and server memory after the run (median), for the absolute table.
     pub engine_after_bytes: Option<f64>,
     pub server_after_bytes: Option<f64>,
+    /// [min, max] of each change over the measured runs, for the noise rule
+    /// (`MemorySummary::engine` and friends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_delta_range: Option<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_delta_range: Option<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_delta_range: Option<[f64; 2]>,
+}
+
+/// The granularity of resident memory (one page): no smaller change is a measurement.
+pub const PAGE_BYTES: f64 = 4096.0;
+
+/// One memory change as the console and report.html print it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryDelta {
+    /// No reading from this source.
+    Missing,
+    /// Not distinguishable from the noise of the readings; `floor` is the noise floor.
+    BelowNoise { floor: f64 },
+    /// A change in bytes (median over the measured runs).
+    Bytes(f64),
+}
+
+impl MemoryDelta {
+    /// The noise rule. A change is below the noise when its magnitude is not above the
+    /// noise floor — the larger of one page and half the min–max spread of the measured
+    /// runs' changes — or when the runs disagree in sign (a garbage collection gave memory
+    /// back during one run and not another).
+    pub fn classify(median: Option<f64>, range: Option<[f64; 2]>) -> MemoryDelta {
+        let Some(median) = median else { return MemoryDelta::Missing };
+        let [lo, hi] = range.unwrap_or([median, median]);
+        let floor = PAGE_BYTES.max((hi - lo) / 2.0);
+        if median.abs() <= floor || (lo < 0.0 && hi > 0.0) { MemoryDelta::BelowNoise { floor } } else { MemoryDelta::Bytes(median) }
+    }
+}
+
+impl MemorySummary {
+    pub fn engine(&self) -> MemoryDelta {
+        MemoryDelta::classify(self.engine_delta_bytes, self.engine_delta_range)
+    }
+
+    pub fn server(&self) -> MemoryDelta {
+        MemoryDelta::classify(self.server_delta_bytes, self.server_delta_range)
+    }
+
+    /// The paper's metric (the client's memory change).
+    pub fn client(&self) -> MemoryDelta {
+        MemoryDelta::classify(Some(self.client_delta_bytes), self.client_delta_range)
+    }
 }
 
 /// Median and spread over the measured runs of a point.
@@ -172,6 +272,22 @@ pub struct PointSummary {
     /// Studies that measure memory: the change per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
+    /// A YCSB workload (a mixed point): each operation type's own throughput and latency,
+    /// as YCSB reports them per operation type.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_kind: BTreeMap<OpKind, KindSummary>,
+}
+
+/// One operation type of a mixed point over its measured runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KindSummary {
+    /// Ops of this type completed per second of the run: median, min and max over the runs;
+    /// `None` when the point is void (as `PointSummary::median_ops_per_sec`).
+    pub median_ops_per_sec: Option<f64>,
+    pub min_ops_per_sec: Option<f64>,
+    pub max_ops_per_sec: Option<f64>,
+    /// Service latency of this type, merged over the measured runs.
+    pub latency: LatencySummary,
 }
 
 impl PointSummary {
@@ -233,6 +349,36 @@ impl Flag {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_changes_within_the_noise_floor_are_not_data() {
+        let c = MemoryDelta::classify;
+        assert_eq!(c(None, None), MemoryDelta::Missing);
+        // One page or less is below the granularity of resident memory.
+        assert_eq!(c(Some(4096.0), None), MemoryDelta::BelowNoise { floor: 4096.0 });
+        assert_eq!(c(Some(-3000.0), Some([-3000.0, -3000.0])), MemoryDelta::BelowNoise { floor: 4096.0 });
+        assert_eq!(c(Some(2e6), Some([1.9e6, 2.1e6])), MemoryDelta::Bytes(2e6));
+        // H2 after writing 1,000 pairs: -7.6 MB in the median, runs from -9 MB to +2 MB: a
+        // collection gave memory back in some runs, not a cost of the phase.
+        assert_eq!(c(Some(-7.6e6), Some([-9e6, 2e6])), MemoryDelta::BelowNoise { floor: 5.5e6 });
+        // Consistent drops larger than the spread are data (Redis frees deleted keys).
+        assert_eq!(c(Some(-8e6), Some([-8.5e6, -7.5e6])), MemoryDelta::Bytes(-8e6));
+        // A median inside half the spread is noise even with one sign.
+        assert_eq!(c(Some(1e6), Some([0.1e6, 5e6])), MemoryDelta::BelowNoise { floor: 2.45e6 });
+    }
+
+    #[test]
+    fn one_time_statistic_per_point() {
+        let mut r: Report = serde_json::from_str(include_str!("../../tests/golden/report.json")).unwrap();
+        let p = r.points.iter_mut().find(|p| p.summary.is_some() && !p.is_void()).unwrap();
+        p.runs.retain(|r| !r.warmup);
+        p.runs.truncate(2);
+        (p.runs[0].seconds, p.runs[0].ops) = (0.1, 10);
+        (p.runs[1].seconds, p.runs[1].ops) = (0.65, 10);
+        // Two runs: the median is the mean of the two, in seconds (not ops / median ops/s).
+        assert_eq!(p.run_seconds(), Some(Spread { median: 0.375, min: 0.1, max: 0.65 }));
+        assert_eq!(p.seconds_per_op().unwrap().median, 0.0375);
+    }
 
     #[test]
     fn a_format_1_report_with_errors_loses_its_throughput() {

@@ -36,6 +36,9 @@ pub struct RunJob {
     /// Fixed-rate (open-loop) runs: total ops per second across all clients. `None` is a
     /// closed loop: each client sends its next request when the previous one returns.
     pub rate: Option<f64>,
+    /// YCSB's `maxexecutiontime`: clients stop claiming ops this long after the start; the
+    /// run is complete with the ops done by then.
+    pub time_limit: Option<Duration>,
     /// Compare each request's rows with the rows the plan expects (false for NO-DB, whose
     /// ops do no work and so return no real rows).
     pub check_rows: bool,
@@ -54,6 +57,8 @@ struct ClientResult {
     finished: Instant,
     /// Set when the client gave up on a dead server.
     gave_up: Option<String>,
+    /// The run's time limit stopped this client before the ops ran out.
+    time_limited: bool,
 }
 
 /// Runs one warm-up or measured run and returns its measurement.
@@ -87,6 +92,7 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
     let mut end: Option<Instant> = None;
     let mut merged = Recorder::default();
     let mut gave_up = None;
+    let mut time_limited = false;
     for h in handles {
         let result = match h {
             ClientHandle::Task(t) => t.await.map_err(|e| e.to_string()),
@@ -100,6 +106,7 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
                 end = Some(end.map_or(r.finished, |e| e.max(r.finished)));
                 merged.merge(r.recorder);
                 gave_up = gave_up.or(r.gave_up);
+                time_limited |= r.time_limited;
             }
             Err(e) => merged.record_error(ErrorClass::Client, &format!("client crashed: {e}")),
         }
@@ -109,8 +116,12 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         (Some(s), Some(e)) => e.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
-    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && merged.ops == job.ops;
-    merged.into_measurement(job.run, job.warmup, seconds, cpu, complete)
+    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == job.ops || time_limited);
+    let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
+    if job.check_rows && job.stream.kind() == crate::base::op::OpKind::Delete && job.target.blind_deletes() {
+        super::verify::blind_deletes(&job, &mut m).await;
+    }
+    m
 }
 
 enum ClientHandle {
@@ -128,7 +139,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         Ok(c) => c,
         Err(e) => {
             recorder.record_error(ErrorClass::Connection, &e.to_string());
-            return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()) };
+            return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
     let kind = job.stream.kind();
@@ -144,8 +155,16 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
     let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
     let mut claimed = 0..0u64;
     let mut unreported = 0u64;
+    let deadline = job.time_limit.map(|limit| started + limit);
+    let mut time_limited = false;
     loop {
         if job.cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(at) = deadline
+            && Instant::now() >= at
+        {
+            time_limited = true;
             break;
         }
         // Sequence numbers are claimed a chunk at a time so clients rarely contend on the
@@ -231,7 +250,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
     drop(conn);
-    ClientResult { recorder, started, finished: Instant::now(), gave_up }
+    ClientResult { recorder, started, finished: Instant::now(), gave_up, time_limited }
 }
 
 /// Applies the per-op timeout to network requests. Embedded calls block the thread, so a
@@ -264,16 +283,23 @@ mod tests {
 
     /// One run of `get` on a mock whose every `fail_every`-th request fails.
     async fn run_on_flaky_mock(fail_every: u64, batch: usize, ops: u64) -> RunMeasurement {
-        let url = TargetUrl::parse(&format!("mock:?fail_every={fail_every}")).unwrap();
+        run_on_mock(&format!("fail_every={fail_every}"), ExperimentOp::Get, batch, ops).await
+    }
+
+    /// One run of `op` on a mock with these URL options and 1,000 loaded rows.
+    async fn run_on_mock(options: &str, op: ExperimentOp, batch: usize, ops: u64) -> RunMeasurement {
+        let url = TargetUrl::parse(&if options.is_empty() { "mock:".to_string() } else { format!("mock:?{options}") }).unwrap();
         let target = crate::adapter::registry::open("flaky", &url, &OpenContext::new(std::env::temp_dir())).unwrap();
         let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
         target.prepare(&dataset.tables).await.unwrap();
         target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();
         let point = Point { clients: 1, batch, batched: batch > 1, param: None };
         let experiment = Experiment {
-            name: "get".into(),
-            op: ExperimentOp::Get,
+            name: "run".into(),
+            op,
             workload: None,
+            ycsb: None,
+            time_limit_secs: None,
             table: 0,
             column: 0,
             max_column: 0,
@@ -284,9 +310,14 @@ mod tests {
             warmup: 0,
             points: vec![point],
         };
+        let stream = Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1));
+        // As the runner does: a delete run's keys are loaded before it starts.
+        if let Some(keys) = stream.rows_to_preload(0, 0) {
+            target.load(&dataset.tables[0], dataset.new_rows(0, keys)).await.unwrap();
+        }
         let job = RunJob {
             target,
-            stream: Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1)),
+            stream,
             point,
             point_index: 0,
             run: 0,
@@ -296,6 +327,7 @@ mod tests {
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
             rate: None,
+            time_limit: None,
             check_rows: true,
         };
         run_once(Arc::new(job)).await
@@ -318,6 +350,24 @@ mod tests {
         assert_eq!((m.requests, m.ok_ops, m.failed_ops), (10, 70, 30));
         assert_eq!(m.errors["server"], 3);
         assert_eq!((m.rows, m.service[&OpKind::Get].count), (70, 7));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blind_deletes_are_read_back_and_a_key_still_there_is_a_missing_row() {
+        // Every delete replies "1 row"; the read-back after the run confirms them all.
+        let m = run_on_mock("blind_deletes=1", ExperimentOp::Delete, 1, 100).await;
+        assert_eq!((m.ok_ops, m.short_ops, m.missing_rows, m.rows), (100, 0, 0, 100));
+        assert!(!m.is_void());
+        // Without blind deletes the same run needs no read-back and counts the same.
+        let m = run_on_mock("", ExperimentOp::Delete, 1, 100).await;
+        assert_eq!((m.ok_ops, m.short_ops, m.rows), (100, 0, 100));
+        // Every 10th delete is silently skipped: 10 keys are still there, the run is void.
+        let m = run_on_mock("lose_deletes_every=10", ExperimentOp::Delete, 1, 100).await;
+        assert_eq!((m.ok_ops, m.short_ops, m.missing_rows, m.rows), (90, 10, 10, 90));
+        assert!(m.is_void() && m.ops_per_sec().is_none());
+        // The same in batches of 10 (one request each).
+        let m = run_on_mock("lose_deletes_every=25", ExperimentOp::Delete, 10, 100).await;
+        assert_eq!((m.requests, m.short_ops, m.missing_rows), (10, 4, 4));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -192,6 +192,7 @@ async fn run_target(
                 cancel: shared.ctx.cancel.flag(),
                 progress: progress.counter(),
                 rate: None,
+                time_limit: None,
                 check_rows: checks_rows,
             });
             let mut m = client::run_once(job).await;

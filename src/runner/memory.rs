@@ -41,12 +41,21 @@ pub fn summarize(measured: &[&RunMeasurement]) -> Option<MemorySummary> {
         return None;
     }
     let med = |values: Vec<f64>| (!values.is_empty()).then(|| median(&values));
+    let range = |values: Vec<f64>| {
+        (!values.is_empty()).then(|| [values.iter().copied().fold(f64::MAX, f64::min), values.iter().copied().fold(f64::MIN, f64::max)])
+    };
+    let engine: Vec<f64> = with.iter().filter_map(|(m, _)| m.engine_delta()).map(|d| d as f64).collect();
+    let server: Vec<f64> = with.iter().filter_map(|(m, _)| m.server_delta()).map(|d| d as f64).collect();
+    let client: Vec<f64> = with.iter().map(|(m, _)| m.client_delta() as f64).collect();
     let per_row = |delta: Option<i64>, rows: u64| delta.filter(|_| rows > 0).map(|d| d as f64 / rows as f64);
     Some(MemorySummary {
         engine_source: with.iter().find_map(|(m, _)| m.engine_source.clone()),
-        engine_delta_bytes: med(with.iter().filter_map(|(m, _)| m.engine_delta()).map(|d| d as f64).collect()),
-        server_delta_bytes: med(with.iter().filter_map(|(m, _)| m.server_delta()).map(|d| d as f64).collect()),
-        client_delta_bytes: median(&with.iter().map(|(m, _)| m.client_delta() as f64).collect::<Vec<_>>()),
+        engine_delta_bytes: med(engine.clone()),
+        server_delta_bytes: med(server.clone()),
+        client_delta_bytes: median(&client),
+        engine_delta_range: range(engine),
+        server_delta_range: range(server),
+        client_delta_range: range(client),
         engine_bytes_per_row: med(with.iter().filter_map(|(m, rows)| per_row(m.engine_delta(), *rows)).collect()),
         server_bytes_per_row: med(with.iter().filter_map(|(m, rows)| per_row(m.server_delta(), *rows)).collect()),
         engine_after_bytes: med(with.iter().filter_map(|(m, _)| m.after.engine_bytes).map(|b| b as f64).collect()),
@@ -141,6 +150,7 @@ mod tests {
         assert_eq!(s.server_delta_bytes, Some(10_000.0));
         assert_eq!(s.server_bytes_per_row, Some(1000.0));
         assert_eq!(s.client_delta_bytes, 200.0);
+        assert_eq!((s.engine_delta_range, s.client_delta_range), (Some([1000.0, 4000.0]), Some([200.0, 200.0])));
         assert_eq!(s.engine_source.as_deref(), Some("test"));
     }
 }

@@ -11,6 +11,7 @@ pub mod client;
 mod lifecycle;
 pub mod memory;
 pub mod progress;
+mod verify;
 
 use crate::adapter::lease::{Holder, Leases};
 use crate::adapter::registry;
@@ -122,17 +123,52 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let mut failed_targets: BTreeMap<String, String> = BTreeMap::new();
     let mut references = References::default();
 
-    'experiments: for (experiment, stream) in plan.experiments.iter().zip(&streams) {
+    // YCSB record counts: each is loaded on its own and every experiment runs its points at
+    // that count on it; points without a count (the echo floor) run on the first data.
+    let rounds: Vec<Option<u64>> = match plan.data.record_counts() {
+        counts if counts.len() > 1 => counts.into_iter().map(Some).collect(),
+        counts => vec![counts.first().copied()],
+    };
+    let schedule = rounds.iter().enumerate().flat_map(|(ri, _)| (0..plan.experiments.len()).map(move |ei| (ri, ei)));
+    let mut round_streams = streams.clone();
+    let mut current_round = 0;
+    'experiments: for (ri, ei) in schedule {
+        let experiment = &plan.experiments[ei];
         if stop_reason.is_some() {
             break;
         }
         if experiment.lifecycle {
             continue;
         }
+        if ri != current_round {
+            current_round = ri;
+            if ctx.cancel.is_stopped() {
+                stop_reason = Some(ctx.cancel.reason());
+                break;
+            }
+            let records = rounds[ri].unwrap_or(0);
+            let data = Dataset::new(&plan.data.with_records(records), plan.seed);
+            reload(&targets, &data, &mut failed_targets, &mut progress, &mut report.warnings).await;
+            round_streams = plan
+                .experiments
+                .iter()
+                .enumerate()
+                .map(|(i, e)| Arc::new(OpStream::new(e, i, &data, plan.seed, e.warmup + e.runs)))
+                .collect();
+        }
+        let stream = &round_streams[ei];
+        let in_round = |p: &crate::workload::experiment::Point| match p.param {
+            _ if rounds.len() == 1 => true,
+            None => ri == 0,
+            n => n == rounds[ri],
+        };
         let total_runs = experiment.warmup + experiment.runs;
         // The echo floor is always a closed-loop measurement of the bare round trip.
         let point_rate = if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate };
         for (pi, point) in experiment.points.iter().enumerate() {
+            if !in_round(point) {
+                continue;
+            }
             let mut results = Vec::new();
             for target in &targets {
                 let info = target.info();
@@ -191,13 +227,15 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         cancel: ctx.cancel.flag(),
                         progress: progress.counter(),
                         rate: point_rate,
+                        time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
                         check_rows: info.system != "nodb",
                     });
                     let m = client::run_once(job).await;
                     if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
                         // Later experiments (index ranges, analytic queries) expect the
                         // generated data: remove what this run inserted, untimed.
-                        if let Err(e) = remove_inserted(target.as_ref(), &stream, point, pi, run, m.rows).await {
+                        let keys = stream.inserted_keys(point, pi, run);
+                        if let Err(e) = remove_keys(target.as_ref(), stream.table(), &keys, Some(m.rows)).await {
                             report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
                         }
                     }
@@ -250,6 +288,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
             if stop_reason.is_some() {
                 break 'experiments;
             }
+        }
+        if experiment.op == ExperimentOp::Ycsb {
+            remove_workload_inserts(&targets, &failed_targets, experiment, stream, &in_round, &mut report.warnings).await;
         }
     }
     if stop_reason.is_none() {
@@ -342,7 +383,7 @@ fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Target>], starte
             .collect(),
         unavailable: ctx.unavailable.clone(),
         points: Vec::new(),
-        warnings: Vec::new(),
+        warnings: plan.warnings.clone(),
     }
 }
 
@@ -419,36 +460,85 @@ async fn release_targets(
     warnings
 }
 
-/// Deletes the rows one insert run wrote, in batches, so every experiment leaves the data
-/// as it found it.
-async fn remove_inserted(
-    target: &dyn Target,
-    stream: &OpStream,
-    point: &crate::workload::experiment::Point,
-    point_index: usize,
-    run: u32,
-    inserted: u64,
-) -> Result<()> {
-    if !target.info().capabilities.supports_kind(crate::base::op::OpKind::Delete) {
+/// Deletes `keys` in batches, untimed, so every experiment leaves the data as it found it.
+/// With `inserted`, the run's count of inserted rows: every one must be found again, which
+/// checks that they were stored.
+async fn remove_keys(target: &dyn Target, table: crate::base::table::TableId, keys: &[i64], inserted: Option<u64>) -> Result<()> {
+    if !target.info().capabilities.supports_kind(OpKind::Delete) {
         return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
     }
     let mut conn = target.connect().await?;
-    let keys: Vec<i64> = (0..stream.ops_at(point))
-        .filter_map(|seq| match stream.op(point, point_index, run, seq) {
-            crate::base::op::Op::Insert { row, .. } => row[0].as_int(),
-            _ => None,
-        })
-        .collect();
     let mut deleted = 0;
     for chunk in keys.chunks(500) {
-        let ops: Vec<crate::base::op::Op> = chunk.iter().map(|&key| crate::base::op::Op::Delete { table: stream.table(), key }).collect();
+        let ops: Vec<crate::base::op::Op> = chunk.iter().map(|&key| crate::base::op::Op::Delete { table, key }).collect();
         deleted += conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?.rows;
     }
-    // Every insert the run counted must be found again: this checks that they were stored.
-    if deleted != inserted {
-        return Err(Error::runtime(format!("{} rows reported inserted, {deleted} found stored", inserted)));
+    match inserted {
+        Some(n) if n != deleted => Err(Error::runtime(format!("{n} rows reported inserted, {deleted} found stored"))),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// After a YCSB workload with inserts ran its points at one record count: removes the
+/// records it inserted from every target, so the next workload reads exactly the loaded
+/// records (YCSB's advice: reload between workloads that insert).
+async fn remove_workload_inserts(
+    targets: &[Arc<dyn Target>],
+    failed_targets: &BTreeMap<String, String>,
+    experiment: &crate::workload::experiment::Experiment,
+    stream: &OpStream,
+    in_round: &dyn Fn(&crate::workload::experiment::Point) -> bool,
+    warnings: &mut Vec<String>,
+) {
+    let mut keys = Vec::new();
+    for (pi, point) in experiment.points.iter().enumerate().filter(|(_, p)| in_round(p)) {
+        for run in 0..experiment.warmup + experiment.runs {
+            keys.extend(stream.inserted_keys(point, pi, run));
+        }
+    }
+    if keys.is_empty() {
+        return;
+    }
+    for t in targets.iter().filter(|t| t.info().system != "nodb" && !failed_targets.contains_key(&t.info().name)) {
+        if let Err(e) = remove_keys(t.as_ref(), stream.table(), &keys, None).await {
+            warnings.push(format!("{} / {}: records the workload inserted were left in place: {e}", experiment.name, t.info().name));
+        }
+    }
+}
+
+/// Replaces every target's data with `dataset` (the next YCSB record count): its tables
+/// are dropped and recreated by `prepare` and loaded again. A target that fails is skipped
+/// from then on.
+async fn reload(
+    targets: &[Arc<dyn Target>],
+    dataset: &Dataset,
+    failed_targets: &mut BTreeMap<String, String>,
+    progress: &mut Progress,
+    warnings: &mut Vec<String>,
+) {
+    for t in targets {
+        let name = t.info().name.clone();
+        if failed_targets.contains_key(&name) {
+            continue;
+        }
+        let result = async {
+            t.prepare(&dataset.tables).await?;
+            for (id, table) in dataset.tables.iter().enumerate() {
+                let n = dataset.initial_rows(id);
+                progress.message(format!("loading {n} records of {} into {name}", table.name));
+                let loaded = t.load(table, dataset.initial(id)).await?;
+                if loaded != n {
+                    return Err(Error::runtime(format!("loaded {loaded} of {n} rows into {}", table.name)));
+                }
+            }
+            Ok::<(), Error>(())
+        }
+        .await;
+        if let Err(e) = result {
+            warnings.push(format!("{name}: loading the next record count failed: {e}"));
+            failed_targets.insert(name.clone(), format!("{name} could not load the next record count"));
+        }
+    }
 }
 
 /// Exact reference answers of analytic queries, computed once per run from the generator.
@@ -516,7 +606,30 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
         failed_ops: result.runs.iter().map(|r| r.failed_ops).sum(),
         missing_rows: result.runs.iter().map(|r| r.missing_rows).sum(),
         memory: memory::summarize(&measured),
+        by_kind: if result.op == OpKind::Mixed { by_kind(&measured, void) } else { BTreeMap::new() },
     })
+}
+
+/// Per operation type of a mixed (YCSB) point: its ops per second of each run (median,
+/// min, max; none for a void point) and its latency merged over the runs.
+fn by_kind(measured: &[&RunMeasurement], void: bool) -> BTreeMap<OpKind, crate::report::model::KindSummary> {
+    let kinds: std::collections::BTreeSet<OpKind> = measured.iter().flat_map(|r| r.service.keys().copied()).collect();
+    kinds
+        .into_iter()
+        .filter_map(|kind| {
+            let latency = merge_summaries(measured.iter().filter_map(|r| r.service.get(&kind)))?;
+            let rates: Vec<f64> =
+                measured.iter().map(|r| r.service.get(&kind).map_or(0, |l| l.count) as f64 / r.seconds.max(1e-12)).collect();
+            let valid = |v: f64| (!void).then_some(v);
+            let summary = crate::report::model::KindSummary {
+                median_ops_per_sec: valid(median(&rates)),
+                min_ops_per_sec: valid(rates.iter().copied().fold(f64::INFINITY, f64::min)),
+                max_ops_per_sec: valid(rates.iter().copied().fold(0.0, f64::max)),
+                latency,
+            };
+            Some((kind, summary))
+        })
+        .collect()
 }
 
 /// The flags that void a point: failed requests and missing rows in any of its runs,

@@ -8,24 +8,10 @@
 //! runner restores after each run. Must not execute ops or time anything.
 
 use crate::base::op::{Needs, Op, OpKind, PlannedOp, QueryId, RangeAgg};
+use crate::base::rng::{Permutation, Stream, hash_str};
 use crate::base::table::TableId;
 use crate::data::{Dataset, RangeCounter};
 use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
-
-/// A YCSB workload by core letter (`a`..`f`) or from a YCSB workload file.
-pub fn load_ycsb_workload(spec: &str) -> Result<Workload, String> {
-    let mut letters = spec.chars();
-    match (letters.next(), letters.next()) {
-        (Some(c), None) => Workload::core(c),
-        _ => {
-            let text = std::fs::read_to_string(spec).map_err(|e| format!("cannot read workload file {spec}: {e}"))?;
-            let w = Workload::parse(&text).map_err(|e| format!("{spec}: {e}"))?;
-            w.validate().map_err(|e| format!("{spec}: {e}"))?;
-            Ok(w)
-        }
-    }
-}
-use crate::base::rng::{Permutation, Stream, hash_str};
 use serde::{Deserialize, Serialize};
 
 /// The operation an experiment measures.
@@ -133,8 +119,14 @@ pub struct Point {
 pub struct Experiment {
     pub name: String,
     pub op: ExperimentOp,
-    /// YCSB experiments: the core workload letter or workload file.
+    /// YCSB experiments: the core workload letter or workload file, as given.
     pub workload: Option<String>,
+    /// YCSB experiments: the workload as resolved (file, `-P`, `-p` and the data's shape).
+    #[serde(default)]
+    pub ycsb: Option<Workload>,
+    /// YCSB's `maxexecutiontime`: a run stops after this many seconds even if ops remain.
+    #[serde(default)]
+    pub time_limit_secs: Option<f64>,
     /// The table the ops touch.
     pub table: TableId,
     /// Range experiments: the indexed column of `lo <= column <= hi`.
@@ -211,6 +203,9 @@ pub struct OpStream {
     dataset: Dataset,
     /// YCSB experiments: the workload's op generator.
     ycsb: Option<YcsbGen>,
+    /// YCSB experiments: each point's index among the points at its record count (each
+    /// record count is loaded afresh, so its workload sequence starts at 0).
+    ycsb_point: Vec<usize>,
     sized: bool,
     lifecycle: bool,
     /// Range experiments over a column whose counts the generator defines (kv groups): the
@@ -243,17 +238,19 @@ impl OpStream {
             range_counter: if experiment.op.is_range() { dataset.range_counter(table, experiment.column) } else { None },
             deletes_before: Vec::new(),
             dataset: dataset.clone(),
-            ycsb: experiment.workload.as_deref().map(|w| {
-                let mut workload = load_ycsb_workload(w).expect("workloads are validated in the plan");
-                if let crate::data::DataSpec::Ycsb { recordcount, fieldcount, fieldlength, insertorder } = &dataset.spec {
-                    workload.recordcount = *recordcount;
-                    workload.fieldcount = *fieldcount;
-                    workload.fieldlength = *fieldlength;
-                    workload.insertorder = crate::data::ycsb::InsertOrder::parse(insertorder).unwrap_or_default();
-                }
-                workload.operationcount = experiment.ops * runs_per_point as u64 * experiment.points.len().max(1) as u64;
+            ycsb: experiment.ycsb.as_ref().map(|w| {
+                let mut workload = w.clone();
+                workload.recordcount = dataset.initial_rows(table);
+                let points_per_count = experiment.points.iter().filter(|p| p.param == experiment.points[0].param).count();
+                workload.operationcount = experiment.ops * runs_per_point as u64 * points_per_count.max(1) as u64;
                 YcsbGen::new(&workload, seed, table).expect("workloads are validated in the plan")
             }),
+            ycsb_point: experiment
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| experiment.points[..i].iter().filter(|q| q.param == p.param).count())
+                .collect(),
         }
     }
 
@@ -306,6 +303,33 @@ impl OpStream {
     pub fn after_deletes(mut self, ops: Vec<u64>) -> Self {
         self.deletes_before = ops;
         self
+    }
+
+    /// The workload sequence number of a YCSB op: every run of every point at one record
+    /// count continues the sequence, so inserted keys never repeat across runs.
+    fn ycsb_seq(&self, point_index: usize, run: u32, seq: u64) -> u64 {
+        let index = self.ycsb_point.get(point_index).copied().unwrap_or(point_index) as u64;
+        (index * self.runs_per_point + run as u64) * self.ops + seq
+    }
+
+    /// The keys one run of one point inserts (insert experiments, YCSB workloads with
+    /// inserts), in sequence order; empty for experiments that insert nothing.
+    pub fn inserted_keys(&self, point: &Point, point_index: usize, run: u32) -> Vec<i64> {
+        let ops = self.ops_at(point);
+        match &self.ycsb {
+            Some(g) if g.workload().insertproportion > 0.0 => (0..ops)
+                .map(|seq| self.ycsb_seq(point_index, run, seq))
+                .filter(|&s| g.kind(s) == OpKind::Insert)
+                .map(|s| g.key_of(g.workload().recordcount + s))
+                .collect(),
+            Some(_) => Vec::new(),
+            None => (0..ops)
+                .filter_map(|seq| match self.op(point, point_index, run, seq) {
+                    Op::Insert { row, .. } => row[0].as_int(),
+                    _ => None,
+                })
+                .collect(),
+        }
     }
 
     /// The YCSB workload of this stream, if it is one.
@@ -366,14 +390,11 @@ impl OpStream {
                 (Op::MultiGet { table, keys }, count * loaded)
             }
             ExperimentOp::Ycsb => {
-                // Every run of every point continues the workload's sequence, so inserted
-                // keys never repeat across runs.
-                let run_start = (point_index as u64 * self.runs_per_point + run as u64) * self.ops;
+                let run_start = self.ycsb_seq(point_index, run, 0);
                 // One client executes in sequence order, so every earlier insert is done;
                 // with more, inserts of this run may still be in flight on other clients.
                 let settled = if point.clients == 1 { run_start + seq } else { run_start };
-                let planned = self.ycsb.as_ref().expect("ycsb experiments have a generator").planned(run_start + seq, settled);
-                return planned;
+                return self.ycsb.as_ref().expect("ycsb experiments have a generator").planned(run_start + seq, settled);
             }
             ExperimentOp::Get => (Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) }, loaded),
             ExperimentOp::Insert if self.sized && self.dataset.keys_shuffled() => {
@@ -425,6 +446,8 @@ mod tests {
             name: format!("{op:?}"),
             op,
             workload: None,
+            ycsb: None,
+            time_limit_secs: None,
             sized: false,
             lifecycle: false,
             table: 0,

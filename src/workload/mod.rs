@@ -7,3 +7,6 @@
 pub mod distribution;
 pub mod experiment;
 pub mod ycsb;
+
+#[cfg(test)]
+mod ycsb_pinned;

@@ -1,40 +1,49 @@
 //! YCSB's CoreWorkload as a pure, seeded op generator over the `usertable`.
 //!
-//! Owns the workload properties (YCSB's names and defaults, core workloads A–F, parsing of
-//! YCSB workload files) and `OpGen`, which turns a sequence number into an op: the op type
-//! by proportion, the record by the request distribution over records that exist at that
-//! sequence number. Must not hold state: any client may execute any sequence number.
+//! Owns the workload (YCSB's property names and defaults, core workloads A–F; reading
+//! workload files and `-p` properties is `ycsb_properties`) and `OpGen`, which turns a
+//! sequence number into an op: the op type by proportion, the record by the request
+//! distribution over records that exist at that sequence number. Must not hold state: any
+//! client may execute any sequence number.
 //!
 //! Record numbers ("keynums"): records `0..recordcount` are loaded; the insert at sequence
 //! number `s` inserts keynum `recordcount + s`, so the keynums that exist at sequence `q`
 //! are the loaded ones plus `recordcount + s` for every insert sequence `s < q`. A keynum
 //! becomes a key through `insertorder` (see `data::ycsb`).
 
-use super::distribution::{Distribution, ZIPFIAN_CONSTANT, Zeta, Zipfian};
+use super::distribution::Distribution;
 use crate::base::op::{Op, OpKind, PlannedOp};
 use crate::base::rng::{Stream, hash_str};
 use crate::base::table::{Row, TableDef, TableId, Value};
-use crate::data::ycsb::{self as data, InsertOrder};
+use crate::base::zipfian::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
+use crate::data::ycsb::{self as data, FieldLengths, InsertOrder, Shape};
+use serde::{Deserialize, Serialize};
 
 /// YCSB's `requestdistribution`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RequestDistribution {
     Uniform,
     Zipfian,
     Latest,
     Hotspot,
     Exponential,
+    /// Record numbers in order, wrapping around (YCSB's SequentialGenerator).
+    Sequential,
 }
 
 /// YCSB's `scanlengthdistribution`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ScanLengthDistribution {
     Uniform,
     Zipfian,
 }
 
-/// A YCSB CoreWorkload configuration; field names are YCSB's property names.
-#[derive(Debug, Clone, PartialEq)]
+/// A YCSB CoreWorkload configuration; field names are YCSB's property names. Reads fetch
+/// whole records and updates write one field (YCSB's defaults `readallfields=true`,
+/// `writeallfields=false`; the other values are refused when the properties are read).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     pub recordcount: u64,
     pub operationcount: u64,
@@ -48,16 +57,19 @@ pub struct Workload {
     pub maxscanlength: u64,
     pub scanlengthdistribution: ScanLengthDistribution,
     pub fieldcount: usize,
+    /// The length of every value, or the longest with varying lengths.
     pub fieldlength: usize,
+    pub fieldlengthdistribution: FieldLengths,
+    pub minfieldlength: usize,
     pub insertorder: InsertOrder,
     pub hotspotdatafraction: f64,
     pub hotspotopnfraction: f64,
     /// `exponential.percentile`.
+    #[serde(rename = "exponential.percentile")]
     pub exponential_percentile: f64,
     /// `exponential.frac`.
+    #[serde(rename = "exponential.frac")]
     pub exponential_frac: f64,
-    pub readallfields: bool,
-    pub writeallfields: bool,
 }
 
 impl Default for Workload {
@@ -77,33 +89,16 @@ impl Default for Workload {
             scanlengthdistribution: ScanLengthDistribution::Uniform,
             fieldcount: 10,
             fieldlength: 100,
+            fieldlengthdistribution: FieldLengths::Constant,
+            minfieldlength: 1,
             insertorder: InsertOrder::Hashed,
             hotspotdatafraction: 0.2,
             hotspotopnfraction: 0.8,
             exponential_percentile: 95.0,
             exponential_frac: 0.8571428571,
-            readallfields: true,
-            writeallfields: false,
         }
     }
 }
-
-/// Keys YCSB understands that this generator does not honour: parsing accepts them but
-/// reports a warning.
-const WARN_KEYS: &[&str] = &[
-    "fieldlengthdistribution",
-    "insertstart",
-    "insertcount",
-    "dataintegrity",
-    "zeropadding",
-    "fieldnameprefix",
-    "table",
-    "readallfieldsbyname",
-    "writeallfieldsbyname",
-    "core_workload_insertion_retry_limit",
-    "core_workload_insertion_retry_interval",
-    "hotspotdatafraction.cold",
-];
 
 impl Workload {
     /// YCSB's core workload files `workloads/workload{a..f}`.
@@ -128,104 +123,13 @@ impl Workload {
         })
     }
 
-    /// Parses a YCSB workload file (`key=value` lines, `#`/`!` comments) over YCSB's
-    /// defaults. Unknown keys are ignored.
-    pub fn parse(text: &str) -> Result<Workload, String> {
-        Self::parse_with_warnings(text).map(|(w, _)| w)
-    }
-
-    /// As [`parse`](Self::parse), also returning one warning per key that YCSB honours
-    /// but this generator does not (e.g. `fieldlengthdistribution=zipfian`).
-    pub fn parse_with_warnings(text: &str) -> Result<(Workload, Vec<String>), String> {
-        let mut w = Workload::default();
-        let mut warnings = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line_no = i + 1;
-            let line = raw.trim();
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-                continue;
-            }
-            let Some((key, value)) = line.split_once('=') else {
-                return Err(format!("line {line_no}: expected key=value, got '{line}'"));
-            };
-            let (key, value) = (key.trim(), value.trim());
-            let bad = |what: &str| format!("line {line_no}: {key}={value}: {what}");
-            let uint = || value.parse::<u64>().map_err(|_| bad("expected a non-negative integer"));
-            let prop = || match value.parse::<f64>() {
-                Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-                _ => Err(bad("expected a non-negative number")),
-            };
-            let fraction = || match value.parse::<f64>() {
-                Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-                _ => Err(bad("expected a number between 0 and 1")),
-            };
-            let boolean = || match value.to_ascii_lowercase().as_str() {
-                "true" => Ok(true),
-                "false" => Ok(false),
-                _ => Err(bad("expected true or false")),
-            };
-            match key {
-                "workload" if !matches!(value, "site.ycsb.workloads.CoreWorkload" | "com.yahoo.ycsb.workloads.CoreWorkload") => {
-                    return Err(bad("only CoreWorkload is supported"));
-                }
-                "recordcount" => w.recordcount = uint()?,
-                "operationcount" => w.operationcount = uint()?,
-                "readproportion" => w.readproportion = prop()?,
-                "updateproportion" => w.updateproportion = prop()?,
-                "insertproportion" => w.insertproportion = prop()?,
-                "scanproportion" => w.scanproportion = prop()?,
-                "readmodifywriteproportion" => w.readmodifywriteproportion = prop()?,
-                "requestdistribution" => {
-                    w.requestdistribution = match value {
-                        "uniform" => RequestDistribution::Uniform,
-                        "zipfian" => RequestDistribution::Zipfian,
-                        "latest" => RequestDistribution::Latest,
-                        "hotspot" => RequestDistribution::Hotspot,
-                        "exponential" => RequestDistribution::Exponential,
-                        _ => return Err(bad("expected uniform, zipfian, latest, hotspot or exponential")),
-                    }
-                }
-                "minscanlength" => w.minscanlength = uint()?,
-                "maxscanlength" => w.maxscanlength = uint()?,
-                "scanlengthdistribution" => {
-                    w.scanlengthdistribution = match value {
-                        "uniform" => ScanLengthDistribution::Uniform,
-                        "zipfian" => ScanLengthDistribution::Zipfian,
-                        _ => return Err(bad("expected uniform or zipfian")),
-                    }
-                }
-                "fieldcount" => w.fieldcount = uint()? as usize,
-                "fieldlength" => w.fieldlength = uint()? as usize,
-                "insertorder" => w.insertorder = InsertOrder::parse(value).ok_or_else(|| bad("expected hashed or ordered"))?,
-                "hotspotdatafraction" => w.hotspotdatafraction = fraction()?,
-                "hotspotopnfraction" => w.hotspotopnfraction = fraction()?,
-                "exponential.percentile" => match value.parse::<f64>() {
-                    Ok(v) if v > 0.0 && v < 100.0 => w.exponential_percentile = v,
-                    _ => return Err(bad("expected a number between 0 and 100 (exclusive)")),
-                },
-                "exponential.frac" => match value.parse::<f64>() {
-                    Ok(v) if v > 0.0 && v.is_finite() => w.exponential_frac = v,
-                    _ => return Err(bad("expected a positive number")),
-                },
-                "readallfields" => w.readallfields = boolean()?,
-                "writeallfields" => w.writeallfields = boolean()?,
-                "fieldlengthdistribution" if value == "constant" => {}
-                "dataintegrity" if value == "false" => {}
-                k if WARN_KEYS.contains(&k) => {
-                    warnings.push(format!("line {line_no}: {key}={value} is not supported and is ignored"));
-                }
-                _ => {}
-            }
-        }
-        w.validate()?;
-        if !w.readallfields {
-            warnings.push("readallfields=false: reads still fetch the whole row".into());
-        }
-        Ok((w, warnings))
+    /// The record shape: field count and value lengths.
+    pub fn shape(&self) -> Result<Shape, String> {
+        Shape::new(self.fieldcount, self.fieldlengthdistribution, self.minfieldlength, self.fieldlength)
     }
 
     /// Checks the values are usable: proportions sum > 0, at least one record and field,
-    /// scan lengths ordered.
+    /// scan lengths ordered, value lengths in range.
     pub fn validate(&self) -> Result<(), String> {
         if self.total_proportion() <= 0.0 || !self.total_proportion().is_finite() {
             return Err("the operation proportions (read/update/insert/scan/readmodifywrite) sum to 0".into());
@@ -242,10 +146,7 @@ impl Workload {
                 self.minscanlength, self.maxscanlength
             ));
         }
-        if self.writeallfields {
-            return Err("writeallfields=true is not supported: updates write one field".into());
-        }
-        Ok(())
+        self.shape().map(|_| ())
     }
 
     fn total_proportion(&self) -> f64 {
@@ -265,6 +166,7 @@ pub struct OpGen {
     workload: Workload,
     seed: u64,
     table: TableId,
+    shape: Shape,
     /// Cumulative proportions of read, update, insert, scan, read-modify-write.
     cumulative: [f64; 5],
     keys: Distribution,
@@ -284,7 +186,8 @@ impl OpGen {
             cumulative[i] += cumulative[i - 1];
         }
         let keys = match w.requestdistribution {
-            RequestDistribution::Uniform => Distribution::uniform(),
+            // Sequential draws nothing (see `keynum`).
+            RequestDistribution::Uniform | RequestDistribution::Sequential => Distribution::uniform(),
             RequestDistribution::Zipfian => Distribution::zipfian(),
             RequestDistribution::Latest => Distribution::latest(),
             RequestDistribution::Hotspot => Distribution::hotspot(w.hotspotdatafraction, w.hotspotopnfraction),
@@ -298,6 +201,7 @@ impl OpGen {
             workload: w.clone(),
             seed,
             table,
+            shape: w.shape()?,
             cumulative,
             keys,
             scan_zipf,
@@ -325,7 +229,7 @@ impl OpGen {
 
     /// The row stored under `key` (loaded or inserted).
     pub fn row(&self, key: i64) -> Row {
-        data::row(self.seed, key, self.workload.fieldcount, self.workload.fieldlength)
+        data::row(self.seed, key, &self.shape)
     }
 
     /// The `recordcount` rows of the load phase, streamed in record-number order.
@@ -399,7 +303,8 @@ impl OpGen {
     /// One field (column index >= 1) and a fresh value for it.
     fn new_field(&self, seq: u64) -> (usize, Value) {
         let field = self.field_stream.below(seq, 0, self.workload.fieldcount as u64) as usize;
-        let value = data::ascii(self.field_stream.u64(seq, 1), self.workload.fieldlength);
+        let len = self.shape.length(&self.field_stream, seq, 2);
+        let value = data::ascii(self.field_stream.u64(seq, 1), len);
         (field + 1, Value::Text(value.into()))
     }
 
@@ -441,6 +346,8 @@ impl OpGen {
         match w.requestdistribution {
             // CoreWorkload draws these over the loaded records only.
             RequestDistribution::Uniform | RequestDistribution::Hotspot => self.keys.sample(s, seq, 0, rc),
+            // One record after the other over the loaded records, wrapping around.
+            RequestDistribution::Sequential => seq % rc,
             // Over a fixed space covering loaded and future records, redrawn while the
             // record does not exist yet (CoreWorkload: keychooser over
             // recordcount + expected new keys, `while keynum > last inserted`).
@@ -472,28 +379,6 @@ impl OpGen {
 mod tests {
     use super::*;
     use std::collections::HashSet;
-
-    const CORE_A: &str = "# Yahoo! Cloud System Benchmark
-# Workload A: Update heavy workload
-#   Application example: Session store recording recent actions
-#
-#   Read/update ratio: 50/50
-#   Default data size: 1 KB records (10 fields, 100 bytes each, plus key)
-#   Request distribution: zipfian
-
-recordcount=1000
-operationcount=1000
-workload=site.ycsb.workloads.CoreWorkload
-
-readallfields=true
-
-readproportion=0.5
-updateproportion=0.5
-scanproportion=0
-insertproportion=0
-
-requestdistribution=zipfian
-";
 
     fn kind_counts(g: &OpGen, n: u64) -> [u64; 5] {
         let mut c = [0u64; 5];
@@ -708,32 +593,26 @@ requestdistribution=zipfian
     }
 
     #[test]
-    fn parse_core_a_equals_core() {
-        assert_eq!(Workload::parse(CORE_A).unwrap(), Workload::core('a').unwrap());
-        let (_, warnings) = Workload::parse_with_warnings(CORE_A).unwrap();
-        assert!(warnings.is_empty(), "{warnings:?}");
-    }
-
-    #[test]
-    fn parse_errors_and_warnings() {
-        let e = Workload::parse("recordcount=1000\nreadproportion=abc\n").unwrap_err();
-        assert!(e.contains("readproportion") && e.contains("line 2"), "{e}");
-        let e = Workload::parse("recordcount=-5").unwrap_err();
-        assert!(e.contains("recordcount") && e.contains("line 1"), "{e}");
-        let e = Workload::parse("readproportion=0\nupdateproportion=0").unwrap_err();
-        assert!(e.contains("sum to 0"), "{e}");
-        assert!(Workload::parse("workload=site.ycsb.workloads.TimeSeriesWorkload").is_err());
-        assert!(Workload::parse("requestdistribution=sequential").is_err());
-        assert!(Workload::parse("writeallfields=true").is_err());
-        assert!(Workload::parse("just words").is_err());
-        let (w, warnings) = Workload::parse_with_warnings(
-            "fieldlengthdistribution=zipfian\nsomeunknownkey=1\ninsertorder=ordered\nhotspotdatafraction=0.3\n",
-        )
-        .unwrap();
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].contains("fieldlengthdistribution"));
-        assert_eq!(w.insertorder, InsertOrder::Ordered);
-        assert_eq!(w.hotspotdatafraction, 0.3);
-        assert_eq!(w.readproportion, 0.95);
+    fn sequential_walks_the_records_and_varying_lengths_reach_updates() {
+        let w = Workload {
+            recordcount: 7,
+            requestdistribution: RequestDistribution::Sequential,
+            fieldlengthdistribution: FieldLengths::Uniform,
+            minfieldlength: 3,
+            fieldlength: 9,
+            ..Workload::core('a').unwrap()
+        };
+        let g = OpGen::new(&w, 2, 0).unwrap();
+        let keynums: Vec<u64> = (0..10).map(|seq| g.keynum(seq)).collect();
+        assert_eq!(keynums, [0, 1, 2, 3, 4, 5, 6, 0, 1, 2]);
+        let mut lengths = HashSet::new();
+        for seq in 0..500 {
+            if let Op::Update { value: Value::Text(v), .. } = g.op(seq) {
+                lengths.insert(v.len());
+            }
+        }
+        assert_eq!(lengths, (3..=9).collect::<HashSet<usize>>());
+        let bad = Workload { minfieldlength: 10, ..w };
+        assert!(OpGen::new(&bad, 2, 0).unwrap_err().contains("minfieldlength"));
     }
 }

@@ -261,6 +261,8 @@ fn stream(op: ExperimentOp, data: &Dataset) -> OpStream {
         name: format!("{op:?}"),
         op,
         workload: None,
+        ycsb: None,
+        time_limit_secs: None,
         table: 0,
         column: kv::GROUP,
         max_column: kv::VALUE,
@@ -289,6 +291,7 @@ async fn measure(target: &Arc<dyn Target>, data: &Dataset, op: ExperimentOp) -> 
         cancel: Arc::new(AtomicBool::new(false)),
         progress: Arc::new(AtomicU64::new(0)),
         rate: None,
+        time_limit: None,
         check_rows: true,
     };
     run_once(Arc::new(job)).await

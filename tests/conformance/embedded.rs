@@ -15,6 +15,51 @@ conformance!(mock, open("mock:"));
 conformance!(sqlite, open("sqlite:"));
 conformance!(redb, open("redb:"));
 conformance!(duckdb, open("duckdb:"));
+conformance!(monetdb, monetdb::open());
+
+/// MonetDBe runs one database per process: the MonetDB tests of this binary take turns. A
+/// test may open a second target once its first is dropped (the conformance body does), so
+/// the turn belongs to the test's thread and is taken again there without waiting.
+mod monetdb {
+    use dbsweep::adapter::Target;
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::thread::{self, ThreadId};
+
+    /// The thread holding the turn, and how many `Turn`s it holds.
+    static HOLDER: Mutex<Option<(ThreadId, usize)>> = Mutex::new(None);
+    static FREED: Condvar = Condvar::new();
+
+    pub struct Turn {
+        _dir: tempfile::TempDir,
+    }
+
+    impl Drop for Turn {
+        fn drop(&mut self) {
+            let mut holder = HOLDER.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, n)) = holder.as_mut() {
+                *n -= 1;
+                if *n == 0 {
+                    *holder = None;
+                    FREED.notify_all();
+                }
+            }
+        }
+    }
+
+    /// A `monetdb:` target (a throwaway database) while no other test's MonetDB runs.
+    pub async fn open() -> (Arc<dyn Target>, Turn) {
+        let me = thread::current().id();
+        let mut holder = HOLDER.lock().unwrap_or_else(|e| e.into_inner());
+        while holder.is_some_and(|(owner, _)| owner != me) {
+            holder = FREED.wait(holder).unwrap_or_else(|e| e.into_inner());
+        }
+        let count = holder.map_or(0, |(_, n)| n);
+        *holder = Some((me, count + 1));
+        drop(holder);
+        let (target, dir) = super::open("monetdb:").await;
+        (target, Turn { _dir: dir })
+    }
+}
 
 // Engine-specific checks on user files: what dbsweep leaves alone, reopening, concurrency.
 
@@ -186,6 +231,15 @@ macro_rules! embedded_file_tests {
 
 embedded_file_tests!(sqlite, redb, duckdb);
 
+/// Four clients inserting distinct keys into one keyed table at once: MonetDB aborts
+/// some of the commits ("concurrency conflicts"); each lost statement runs again, and
+/// every row is stored exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_monetdb_inserts_are_retried_after_conflicts() {
+    let (target, _turn) = monetdb::open().await;
+    concurrent_inserts(target, 4, 250).await;
+}
+
 /// The insert-find study looks up to 100,000 keys in one request: more than SQLite's
 /// 32,766 bound parameters.
 async fn large_multi_get(target: Arc<dyn Target>) {
@@ -204,6 +258,11 @@ async fn large_multi_get(target: Arc<dyn Target>) {
 }
 
 mod large_multi_get {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn monetdb() {
+        let (target, _turn) = super::monetdb::open().await;
+        super::large_multi_get(target).await;
+    }
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite() {
         let (target, _dir) = super::open("sqlite:").await;

@@ -1,13 +1,35 @@
-//! Servers for end-to-end tests, started by dbsweep's own spawn code (the same code
-//! `--spawn` uses): one server per kind per test binary, shared by its tests, killed and
-//! removed when the test binary exits.
+//! Shared by the end-to-end tests: running the `dbsweep` binary and reading its run
+//! directory, and servers started by dbsweep's own spawn code (the same code `--spawn`
+//! uses): one server per kind per test binary, shared by its tests, killed and removed
+//! when the test binary exits.
 
 #![allow(dead_code)]
 
 pub mod faults;
 
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output};
 use std::sync::{Mutex, Once};
+
+/// Runs the dbsweep binary with `args`.
+pub fn dbsweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().expect("run dbsweep")
+}
+
+/// The rows of a run directory's results.csv, by column name.
+pub fn csv_rows(dir: &Path) -> Vec<HashMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
+    lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()
+}
+
+/// A run directory's report.json.
+pub fn report(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
 
 static SERVERS: Mutex<Vec<Server>> = Mutex::new(Vec::new());
 static AT_EXIT: Once = Once::new();

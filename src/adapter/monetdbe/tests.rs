@@ -85,6 +85,19 @@ fn parameters_are_bound_in_the_declared_types() {
         1
     );
     assert_eq!(conn.statements.len(), 1);
+    // A schema change frees MonetDB's plans: the statement is prepared again, not run freed.
+    conn.execute("START TRANSACTION").unwrap();
+    conn.execute("CREATE TABLE other (k INT)").unwrap();
+    conn.execute("DROP TABLE other").unwrap();
+    conn.execute("COMMIT").unwrap();
+    assert!(conn.statements.is_empty());
+    assert_eq!(
+        conn.prepared(insert, &[Param::Int(4), Param::Int(0), Param::Int(0), Param::Double(0.0), Param::Text("x"), Param::Date(Date(1))])
+            .unwrap()
+            .affected(),
+        1
+    );
+    conn.execute("DELETE FROM p WHERE k = 4").unwrap();
     assert_eq!(
         scalar(&mut conn, "SELECT CAST(price AS VARCHAR(20)) || ' ' || CAST(d AS VARCHAR(10)) || ' ' || name FROM p WHERE k = 1"),
         Cell::Text("12.34 1998-12-31 é one")
@@ -233,4 +246,22 @@ fn a_lone_connection_that_moves_keeps_its_in_memory_database() {
     .join()
     .unwrap();
     assert_eq!(scalar(&mut conn, "SELECT SUM(k) FROM lone"), int(3));
+}
+
+#[test]
+fn a_statement_that_failed_runs_again() {
+    let _serial = exclusive();
+    let mut conn = memory();
+    conn.execute("CREATE TABLE f (k BIGINT PRIMARY KEY)").unwrap();
+    let insert = "INSERT INTO f VALUES (?)";
+    conn.prepared(insert, &[Param::Int(1)]).unwrap();
+    // MonetDB frees the plan of a failed execution: the statement is prepared again.
+    let err = conn.prepared(insert, &[Param::Int(1)]).err().unwrap();
+    assert_eq!(err.sqlstate(), Some("40002"), "{err}");
+    assert_eq!(conn.prepared(insert, &[Param::Int(2)]).unwrap().affected(), 1);
+    conn.execute("START TRANSACTION").unwrap();
+    assert!(conn.prepared(insert, &[Param::Int(1)]).is_err());
+    conn.execute("ROLLBACK").unwrap();
+    assert_eq!(conn.prepared(insert, &[Param::Int(3)]).unwrap().affected(), 1);
+    assert_eq!(scalar(&mut conn, "SELECT COUNT(*) FROM f"), int(3));
 }

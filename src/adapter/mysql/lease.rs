@@ -4,8 +4,10 @@
 //! the lease table, and the database when only its marker is left. Must not touch any
 //! other table.
 
-use super::{MySql, quote};
+use super::MySql;
 use crate::adapter::lease::LeaseStore;
+use crate::adapter::sql::dialect::Dialect;
+use crate::adapter::sql::dialects::MYSQL;
 use crate::error::Result;
 use async_trait::async_trait;
 use mysql_async::Conn;
@@ -18,7 +20,7 @@ const NO_SUCH_TABLE: u16 = 1146;
 
 impl MySql {
     fn lease_table(&self) -> String {
-        format!("{}.{}", quote(&self.database), quote(LEASE_TABLE))
+        MYSQL.table_name_in(&self.database, LEASE_TABLE)
     }
 
     /// The stored record; `None` when dbsweep's database or the lease table is absent.

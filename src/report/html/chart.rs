@@ -63,6 +63,9 @@ pub struct Series {
     pub name: String,
     pub color: RGBColor,
     pub points: Vec<Pt>,
+    /// Dashed line (dash length, gap, in pixels) to tell apart series of one colour; `None`
+    /// is solid.
+    pub dash: Option<(u32, u32)>,
     /// x values of void points (errors or missing rows): no value, so the line breaks
     /// there and a red × on the x axis marks the gap.
     pub voids: Vec<f64>,
@@ -257,7 +260,13 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
         for s in series {
             let tp = |p: &Pt| (t(x.scale, p.x), clamp(t(y.scale, p.y)));
             for segment in segments(&s.points, &s.voids) {
-                chart.draw_series(LineSeries::new(segment.into_iter().map(tp), s.color.stroke_width(2))).map_err(err)?;
+                let segment = segment.into_iter().map(tp);
+                match s.dash {
+                    Some((dash, gap)) => {
+                        chart.draw_series(DashedLineSeries::new(segment, dash, gap, s.color.stroke_width(2))).map_err(err)?
+                    }
+                    None => chart.draw_series(LineSeries::new(segment, s.color.stroke_width(2))).map_err(err)?,
+                };
             }
             chart.draw_series(s.voids.iter().map(|vx| Cross::new((t(x.scale, *vx), void_y), 6, RED.stroke_width(2)))).map_err(err)?;
             if !markers {
@@ -424,7 +433,7 @@ mod tests {
             &Axis::values(Scale::Linear, &[1.0], ""),
             "clients",
             "ops/s",
-            &[Series { name: "a".into(), color: RGBColor(1, 2, 3), points: points.to_vec(), voids: vec![4.0] }],
+            &[Series { name: "a".into(), color: RGBColor(1, 2, 3), points: points.to_vec(), voids: vec![4.0], dash: None }],
         )
         .unwrap();
         assert!(svg.contains("#FF0000") || svg.contains("#ff0000"), "the void point is marked in red");
@@ -440,6 +449,7 @@ mod tests {
                 Pt { x: 1.0, y: 10.0, lo: 9.0, hi: 11.0, hollow: false, flagged: false },
                 Pt { x: 4.0, y: 30.0, lo: 30.0, hi: 30.0, hollow: false, flagged: true },
             ],
+            dash: None,
         };
         let svg = lines(
             &Axis::at(Scale::Linear, &[1.0, 4.0]),

@@ -1,8 +1,8 @@
 //! Which figures a report gets: from each experiment's op kind and point parameters, the
 //! figures its study's paper had, with the same axes (throughput vs clients, vs batch size
-//! and vs range width; time vs key count; analytic query durations; YCSB per workload and
-//! per op type; the in-memory study's time and memory per record count; latency
-//! percentiles).
+//! and vs range width; time vs key count; analytic query durations; YCSB per workload and,
+//! per record count, per operation type vs threads; the in-memory study's time and memory
+//! per record count; latency percentiles).
 //!
 //! Owns the choice and the ids of figures. Must not draw, and must not compute numbers.
 
@@ -53,10 +53,16 @@ pub enum FigureKind {
     ThroughputBars,
     /// Seconds per query: one group per query experiment, one bar per target.
     QueryDurations,
-    /// YCSB: ops/s per workload at one thread count, one bar per target.
-    YcsbWorkloads { clients: usize },
-    /// Latency per op type (from each run's per-kind service times) at this client count.
-    OpLatency { clients: usize },
+    /// Median ops/s vs clients (threads) at one YCSB record count, one line per target.
+    ThroughputAtRecords { records: u64 },
+    /// YCSB: ops/s per workload at one thread count and record count, one bar per target.
+    YcsbWorkloads { clients: usize, records: Option<u64> },
+    /// YCSB, as the paper's figures: ops/s of each operation type vs threads at one record
+    /// count, one line per (target, operation type).
+    YcsbOpThroughput { records: Option<u64> },
+    /// YCSB: service time of each operation type vs threads at one record count, one line
+    /// per (target, operation type).
+    YcsbOpLatency { records: Option<u64> },
     /// Latency vs percentile from the merged histogram at one point.
     Percentiles { point: Point },
     /// Lifecycle studies: seconds per run per record count, one bar per target.
@@ -116,6 +122,39 @@ fn is_range(op: OpKind) -> bool {
     matches!(op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax | OpKind::Scan)
 }
 
+/// True when the report's data is YCSB's usertable: every point's `param` is its record
+/// count, and experiments are drawn per record count against threads.
+pub fn is_ycsb_data(report: &Report) -> bool {
+    report.plan.get("data").and_then(|d| d.get("kind")).and_then(|k| k.as_str()) == Some("ycsb")
+}
+
+/// "10,000": a count with thousands separators.
+pub fn count_label(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The record counts (`param`) of YCSB points, ascending; `None` for reports saved before
+/// record counts were a sweep.
+pub fn record_counts(points: &[&PointResult]) -> Vec<Option<u64>> {
+    let mut v: Vec<Option<u64>> = points.iter().map(|p| p.point.param).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// ", 1,000 records" (nothing without a count).
+pub fn records_suffix(records: Option<u64>) -> String {
+    records.map(|n| format!(", {} records", count_label(n))).unwrap_or_default()
+}
+
 /// True when the report comes from a lifecycle study (in-memory): tables per record count.
 pub fn is_lifecycle(report: &Report) -> bool {
     report.plan.get("lifecycle").and_then(|v| v.as_bool()).unwrap_or(false)
@@ -149,12 +188,52 @@ pub fn representative_point(points: &[&PointResult]) -> Option<Point> {
     let measured: Vec<&&PointResult> = points.iter().filter(with_latency).collect();
     let unbatched = measured.iter().filter(|p| !p.point.batched && p.point.param.is_none()).max_by_key(|p| p.point.clients);
     let batched = measured.iter().filter(|p| p.point.batched && p.point.param.is_none()).max_by_key(|p| p.point.batch);
-    let param = measured.iter().filter(|p| p.point.param.is_some()).max_by_key(|p| p.point.param);
+    let param = measured.iter().filter(|p| p.point.param.is_some()).max_by_key(|p| (p.point.param, p.point.clients));
     unbatched.or(batched).or(param).map(|p| p.point)
 }
 
+/// The figures of one experiment of a YCSB-data study, per record count: a workload's
+/// throughput and latency per operation type vs threads (the paper's figures), other
+/// experiments' throughput vs threads; then latency percentiles at the largest point.
+fn ycsb_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Vec<FigureSpec> {
+    let id = slug(name);
+    let mut figures = Vec::new();
+    let mut add = |suffix: String, title: String, kind: FigureKind| {
+        figures.push(FigureSpec { id: format!("fig-{id}-{suffix}"), title, kind, experiments: vec![name.to_string()] })
+    };
+    for records in record_counts(points) {
+        let at = records_suffix(records);
+        let n = records.map(|n| format!("n{n}-")).unwrap_or_default();
+        match (op, records) {
+            (OpKind::Mixed, _) => {
+                let what = format!("{name}{at}: throughput per operation type vs threads");
+                add(format!("{n}ops"), what, FigureKind::YcsbOpThroughput { records });
+                add(
+                    format!("{n}op-latency"),
+                    format!("{name}{at}: latency per operation type vs threads"),
+                    FigureKind::YcsbOpLatency { records },
+                );
+            }
+            (_, Some(records)) => {
+                add(format!("{n}clients"), format!("{name}{at}: throughput vs threads"), FigureKind::ThroughputAtRecords { records })
+            }
+            (_, None) => {
+                add("clients".into(), format!("{name}: throughput vs threads"), FigureKind::Throughput { x: XAxis::Clients, log_x: false })
+            }
+        }
+    }
+    if let Some(point) = representative_point(points) {
+        let label = format!("{} thread{}{}", point.clients, if point.clients == 1 { "" } else { "s" }, records_suffix(point.param));
+        add("latency".into(), format!("{name}: latency by percentile at {label}"), FigureKind::Percentiles { point });
+    }
+    figures
+}
+
 /// The figures of one experiment (not lifecycle, not query, which are grouped).
-pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Vec<FigureSpec> {
+pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult], ycsb_data: bool) -> Vec<FigureSpec> {
+    if op == OpKind::Mixed || (ycsb_data && points.iter().all(|p| p.point.param.is_some())) {
+        return ycsb_figures(name, op, points);
+    }
     let id = slug(name);
     let mut figures = Vec::new();
     let mut add = |suffix: &str, title: String, kind: FigureKind| {
@@ -164,8 +243,7 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Ve
     let has_batched = points.iter().any(|p| p.point.batched && p.point.param.is_none());
     let params = distinct(points.iter().filter_map(|p| p.point.param.map(|v| v as f64)));
     if unbatched_clients.len() >= 2 {
-        let what = if op == OpKind::Mixed { "threads" } else { "clients" };
-        add("clients", format!("{name}: throughput vs {what}"), FigureKind::Throughput { x: XAxis::Clients, log_x: false });
+        add("clients", format!("{name}: throughput vs clients"), FigureKind::Throughput { x: XAxis::Clients, log_x: false });
     }
     if has_batched {
         add("batch", format!("{name}: throughput vs batch size"), FigureKind::Throughput { x: XAxis::Batch, log_x: true });
@@ -180,12 +258,6 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Ve
     let only_bars = unbatched_clients.len() < 2 && !has_batched && params.is_empty();
     if only_bars {
         add("bars", format!("{name}: throughput"), FigureKind::ThroughputBars);
-    }
-    if op == OpKind::Mixed
-        && let Some(c) = unbatched_clients.last()
-    {
-        let c = *c as usize;
-        add("ops", format!("{name}: latency per operation type at {c} threads"), FigureKind::OpLatency { clients: c });
     }
     if let Some(point) = representative_point(points) {
         add("latency", format!("{name}: latency by percentile at {}", point_label(&point, op)), FigureKind::Percentiles { point });
@@ -309,31 +381,39 @@ pub fn plan(report: &Report) -> Vec<Section> {
         }
         if *op == OpKind::Mixed && !ycsb_done {
             ycsb_done = true;
-            let names: Vec<String> = experiments.iter().filter(|(_, o)| *o == OpKind::Mixed).map(|(n, _)| n.clone()).collect();
-            let clients = distinct(report.points.iter().filter(|p| p.op == OpKind::Mixed).map(|p| p.point.clients as f64));
-            let figures = clients
-                .iter()
-                .map(|&c| {
-                    let c = c as usize;
-                    FigureSpec {
-                        id: format!("fig-ycsb-threads-{c}"),
-                        title: format!("YCSB: throughput per workload, {c} thread{}", if c == 1 { "" } else { "s" }),
-                        kind: FigureKind::YcsbWorkloads { clients: c },
-                        experiments: names.clone(),
-                    }
-                })
-                .collect();
-            sections.push(Section { id: "ycsb".into(), title: "YCSB workloads".into(), figures, lifecycle_tables: false });
+            sections.push(ycsb_overview(report, &experiments));
         }
         let points = points_of(report, name);
         sections.push(Section {
             id: format!("exp-{}", slug(name)),
             title: name.clone(),
-            figures: experiment_figures(name, *op, &points),
+            figures: experiment_figures(name, *op, &points, is_ycsb_data(report)),
             lifecycle_tables: false,
         });
     }
     sections
+}
+
+/// The YCSB overview: per record count, every workload's throughput at the most threads,
+/// one bar per target.
+fn ycsb_overview(report: &Report, experiments: &[(String, OpKind)]) -> Section {
+    let names: Vec<String> = experiments.iter().filter(|(_, o)| *o == OpKind::Mixed).map(|(n, _)| n.clone()).collect();
+    let mixed: Vec<&PointResult> = report.points.iter().filter(|p| p.op == OpKind::Mixed).collect();
+    let clients = mixed.iter().map(|p| p.point.clients).max().unwrap_or(1);
+    let figures = record_counts(&mixed)
+        .into_iter()
+        .map(|records| FigureSpec {
+            id: records.map(|n| format!("fig-ycsb-n{n}")).unwrap_or_else(|| "fig-ycsb".into()),
+            title: format!(
+                "YCSB: throughput per workload{}, {clients} thread{}",
+                records_suffix(records),
+                if clients == 1 { "" } else { "s" }
+            ),
+            kind: FigureKind::YcsbWorkloads { clients, records },
+            experiments: names.clone(),
+        })
+        .collect();
+    Section { id: "ycsb".into(), title: "YCSB workloads".into(), figures, lifecycle_tables: false }
 }
 
 /// Every figure id of the report, in page order (the browser test checks them).
@@ -370,6 +450,7 @@ mod tests {
                 failed_ops: 0,
                 missing_rows: 0,
                 memory: None,
+                by_kind: Default::default(),
             }),
             flags: vec![],
         }
@@ -389,7 +470,7 @@ mod tests {
         ];
         let refs: Vec<&PointResult> = pts.iter().collect();
         assert_eq!(
-            kinds(&experiment_figures("get", OpKind::Get, &refs)),
+            kinds(&experiment_figures("get", OpKind::Get, &refs, false)),
             vec![FigureKind::Throughput { x: XAxis::Clients, log_x: false }, FigureKind::Throughput { x: XAxis::Batch, log_x: true }]
         );
     }
@@ -400,26 +481,44 @@ mod tests {
             [point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1)), point("rc", OpKind::RangeCount, "a", 8, 1, false, Some(1000))];
         let refs: Vec<&PointResult> = range.iter().collect();
         assert_eq!(
-            kinds(&experiment_figures("rc", OpKind::RangeCount, &refs)),
+            kinds(&experiment_figures("rc", OpKind::RangeCount, &refs, false)),
             vec![FigureKind::Throughput { x: XAxis::Width, log_x: true }]
         );
         let sized =
             [point("ins", OpKind::Insert, "a", 1, 100, true, Some(100)), point("ins", OpKind::Insert, "a", 1, 10000, true, Some(10000))];
         let refs: Vec<&PointResult> = sized.iter().collect();
-        assert_eq!(kinds(&experiment_figures("ins", OpKind::Insert, &refs)), vec![FigureKind::TimeVsRecords { log_x: true }]);
+        assert_eq!(kinds(&experiment_figures("ins", OpKind::Insert, &refs, false)), vec![FigureKind::TimeVsRecords { log_x: true }]);
         let linear = [point("f", OpKind::MultiGet, "a", 1, 1, false, Some(100)), point("f", OpKind::MultiGet, "a", 1, 1, false, Some(500))];
         let refs: Vec<&PointResult> = linear.iter().collect();
-        assert_eq!(kinds(&experiment_figures("f", OpKind::MultiGet, &refs)), vec![FigureKind::TimeVsRecords { log_x: false }]);
+        assert_eq!(kinds(&experiment_figures("f", OpKind::MultiGet, &refs, false)), vec![FigureKind::TimeVsRecords { log_x: false }]);
     }
 
     #[test]
-    fn ycsb_gets_threads_lines_and_op_latency_at_the_most_threads() {
-        let pts = [point("workload-a", OpKind::Mixed, "a", 1, 1, false, None), point("workload-a", OpKind::Mixed, "a", 8, 1, false, None)];
+    fn ycsb_gets_the_papers_figures_per_record_count() {
+        let pts: Vec<PointResult> =
+            [1000, 5000].into_iter().flat_map(|n| [1, 8].map(|c| point("workload-a", OpKind::Mixed, "a", c, 1, false, Some(n)))).collect();
         let refs: Vec<&PointResult> = pts.iter().collect();
+        let figs = experiment_figures("workload-a", OpKind::Mixed, &refs, true);
         assert_eq!(
-            kinds(&experiment_figures("workload-a", OpKind::Mixed, &refs)),
-            vec![FigureKind::Throughput { x: XAxis::Clients, log_x: false }, FigureKind::OpLatency { clients: 8 }]
+            kinds(&figs),
+            vec![
+                FigureKind::YcsbOpThroughput { records: Some(1000) },
+                FigureKind::YcsbOpLatency { records: Some(1000) },
+                FigureKind::YcsbOpThroughput { records: Some(5000) },
+                FigureKind::YcsbOpLatency { records: Some(5000) },
+            ]
         );
+        assert_eq!(figs[2].id, "fig-workload-a-n5000-ops");
+        assert_eq!(figs[2].title, "workload-a, 5,000 records: throughput per operation type vs threads");
+        // The load experiment of a YCSB study: throughput vs threads per record count.
+        let load: Vec<PointResult> = [1, 8].map(|c| point("load", OpKind::Insert, "a", c, 1, false, Some(10_000))).into();
+        let refs: Vec<&PointResult> = load.iter().collect();
+        assert_eq!(
+            kinds(&experiment_figures("load", OpKind::Insert, &refs, true)),
+            vec![FigureKind::ThroughputAtRecords { records: 10_000 }]
+        );
+        assert_eq!(count_label(1234567), "1,234,567");
+        assert_eq!(count_label(100), "100");
     }
 
     fn report(points: Vec<PointResult>, lifecycle: bool) -> Report {
@@ -431,21 +530,25 @@ mod tests {
     }
 
     #[test]
-    fn queries_are_grouped_into_one_bar_figure_and_ycsb_gets_an_overview_per_thread_count() {
+    fn queries_are_grouped_into_one_bar_figure_and_ycsb_gets_an_overview_per_record_count() {
         let r = report(
             vec![
                 point("tpch-q1", OpKind::Query, "a", 1, 1, false, None),
                 point("tpch-q6", OpKind::Query, "a", 1, 1, false, None),
-                point("workload-a", OpKind::Mixed, "a", 1, 1, false, None),
-                point("workload-a", OpKind::Mixed, "a", 2, 1, false, None),
-                point("workload-b", OpKind::Mixed, "a", 1, 1, false, None),
+                point("workload-a", OpKind::Mixed, "a", 1, 1, false, Some(1000)),
+                point("workload-a", OpKind::Mixed, "a", 2, 1, false, Some(1000)),
+                point("workload-a", OpKind::Mixed, "a", 2, 1, false, Some(5000)),
+                point("workload-b", OpKind::Mixed, "a", 1, 1, false, Some(1000)),
             ],
             false,
         );
         let ids = figure_ids(&r);
         assert!(ids.contains(&"fig-queries".to_string()), "{ids:?}");
-        assert!(ids.contains(&"fig-ycsb-threads-1".to_string()) && ids.contains(&"fig-ycsb-threads-2".to_string()), "{ids:?}");
-        assert!(ids.contains(&"fig-workload-a-clients".to_string()) && ids.contains(&"fig-workload-b-bars".to_string()), "{ids:?}");
+        assert!(ids.contains(&"fig-ycsb-n1000".to_string()) && ids.contains(&"fig-ycsb-n5000".to_string()), "{ids:?}");
+        assert!(
+            ids.contains(&"fig-workload-a-n5000-ops".to_string()) && ids.contains(&"fig-workload-b-n1000-op-latency".to_string()),
+            "{ids:?}"
+        );
         assert!(!ids.iter().any(|i| i.starts_with("fig-tpch-q1-bars")), "queries are not per-experiment bars: {ids:?}");
     }
 
@@ -461,6 +564,9 @@ mod tests {
             server_bytes_per_row: None,
             engine_after_bytes: None,
             server_after_bytes: None,
+            engine_delta_range: None,
+            server_delta_range: None,
+            client_delta_range: None,
         });
         let floor = point("echo-floor", OpKind::Echo, "a", 1, 1, false, None);
         let r = report(vec![floor, write, point("fetch-all", OpKind::FetchAll, "a", 1, 1, false, Some(1000))], true);

@@ -9,8 +9,9 @@
 
 pub mod chart;
 pub mod figures;
+mod ycsb;
 
-use super::model::{Flag, PointResult, PointStatus, Report};
+use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
 use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::base::op::OpKind;
 use chart::{Axis, BarSeries, Pt, Scale, Series};
@@ -106,37 +107,23 @@ fn css(c: RGBColor) -> String {
 /// A point's (median, min, max) of some quantity.
 type ValueOf = dyn Fn(&PointResult) -> Option<(f64, f64, f64)>;
 
-/// Per op kind: merged latency and median ops/s.
-type KindStats = Vec<(OpKind, LatencySummary, f64)>;
-
 fn measured(p: &PointResult) -> Vec<&RunMeasurement> {
-    p.runs.iter().filter(|r| !r.warmup).collect()
+    p.measured_runs()
 }
 
 /// (median, min, max) of non-empty values.
 fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
-    if values.is_empty() {
-        return None;
-    }
-    let lo = values.iter().copied().fold(f64::MAX, f64::min);
-    let hi = values.iter().copied().fold(f64::MIN, f64::max);
-    Some((crate::stats::median(values), lo, hi))
+    Spread::of(values).map(Spread::tuple)
 }
 
-/// Seconds per measured run: (median, min, max).
+/// Seconds per measured run: (median, min, max); the console prints the same statistic.
 fn run_seconds(p: &PointResult) -> Option<(f64, f64, f64)> {
-    if p.is_void() {
-        return None;
-    }
-    spread(&measured(p).iter().map(|r| r.seconds).collect::<Vec<_>>())
+    p.run_seconds().map(Spread::tuple)
 }
 
 /// Seconds per op (per query) over the measured runs.
 fn seconds_per_op(p: &PointResult) -> Option<(f64, f64, f64)> {
-    if p.is_void() {
-        return None;
-    }
-    spread(&measured(p).iter().filter(|r| r.ops > 0).map(|r| r.seconds / r.ops as f64).collect::<Vec<_>>())
+    p.seconds_per_op().map(Spread::tuple)
 }
 
 pub fn fmt_secs(s: f64) -> String {
@@ -454,8 +441,10 @@ fn open_figure(out: &mut String, f: &FigureSpec) {
         FigureKind::TimeVsRecords { .. } => "time",
         FigureKind::ThroughputBars => "throughput-bars",
         FigureKind::QueryDurations => "query-durations",
+        FigureKind::ThroughputAtRecords { .. } => "throughput",
         FigureKind::YcsbWorkloads { .. } => "ycsb-workloads",
-        FigureKind::OpLatency { .. } => "op-latency",
+        FigureKind::YcsbOpThroughput { .. } => "ycsb-op-throughput",
+        FigureKind::YcsbOpLatency { .. } => "ycsb-op-latency",
         FigureKind::Percentiles { .. } => "percentiles",
         FigureKind::LifecycleTime => "lifecycle-time",
         FigureKind::MemoryPerRecord => "memory-per-record",
@@ -482,12 +471,14 @@ fn chart_or_error(out: &mut String, svg: Result<String, String>) {
 fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
     open_figure(out, f);
     match &f.kind {
-        FigureKind::Throughput { x, log_x } => throughput(out, r, colors, &f.experiments[0], *x, *log_x),
+        FigureKind::Throughput { x, log_x } => throughput(out, r, colors, &f.experiments[0], *x, *log_x, None),
+        FigureKind::ThroughputAtRecords { records } => throughput(out, r, colors, &f.experiments[0], XAxis::Clients, false, Some(*records)),
         FigureKind::TimeVsRecords { log_x } => time_vs_records(out, r, colors, &f.experiments[0], *log_x),
         FigureKind::ThroughputBars => throughput_bars(out, r, colors, &f.experiments[0]),
         FigureKind::QueryDurations => query_durations(out, r, colors, &f.experiments),
-        FigureKind::YcsbWorkloads { clients } => ycsb_workloads(out, r, colors, &f.experiments, *clients),
-        FigureKind::OpLatency { clients } => op_latency(out, r, colors, &f.experiments[0], *clients),
+        FigureKind::YcsbWorkloads { clients, records } => ycsb::workloads(out, r, colors, &f.experiments, *clients, *records),
+        FigureKind::YcsbOpThroughput { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Throughput),
+        FigureKind::YcsbOpLatency { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Latency),
         FigureKind::Percentiles { point } => percentiles(out, r, colors, &f.experiments[0], point),
         FigureKind::LifecycleTime => lifecycle_time(out, r, colors, &f.experiments[0]),
         FigureKind::MemoryPerRecord => memory_per_record(out, r, colors, &f.experiments[0]),
@@ -526,18 +517,20 @@ fn line_series(
                     })
                     .collect(),
                 voids: mine.iter().filter(|p| p.is_void()).map(|p| x(p)).collect(),
+                dash: None,
             }
         })
         .collect()
 }
 
-fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x: XAxis, log_x: bool) {
+/// Throughput vs `x`; `records`: only the points at this YCSB record count (vs clients).
+fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x: XAxis, log_x: bool, records: Option<u64>) {
     let all = points_of(r, experiment);
     let batch_clients = all.iter().find(|p| p.point.batched && p.point.param.is_none()).map(|p| p.point.clients);
     let points: Vec<&PointResult> = all
         .into_iter()
         .filter(|p| match x {
-            XAxis::Clients => !p.point.batched && p.point.param.is_none(),
+            XAxis::Clients => !p.point.batched && p.point.param == records,
             XAxis::Batch => p.point.param.is_none() && (p.point.batched || (p.point.batch == 1 && Some(p.point.clients) == batch_clients)),
             XAxis::Width | XAxis::Records => p.point.param.is_some(),
         })
@@ -795,94 +788,6 @@ fn query_durations(out: &mut String, r: &Report, colors: &Colors, experiments: &
     value_table(out, colors, "query", &groups, "time per query", &seconds_per_op, &fmt_secs);
 }
 
-fn ycsb_workloads(out: &mut String, r: &Report, colors: &Colors, experiments: &[String], clients: usize) {
-    let groups: Vec<(String, Vec<&PointResult>)> =
-        experiments.iter().map(|e| (e.clone(), points_of(r, e).into_iter().filter(|p| p.point.clients == clients).collect())).collect();
-    grouped_bars(out, colors, &groups, "ops/s", &ops_spread, false);
-    value_table(out, colors, "workload", &groups, "ops/s", &ops_spread, &chart::short);
-}
-
-/// Per op kind: merged latency over the measured runs and median ops/s of that kind.
-fn per_kind(p: &PointResult) -> KindStats {
-    let runs = measured(p);
-    let kinds: BTreeSet<OpKind> = runs.iter().flat_map(|r| r.service.keys().copied()).collect();
-    kinds
-        .into_iter()
-        .filter_map(|k| {
-            let merged = crate::stats::merge_summaries(runs.iter().filter_map(|r| r.service.get(&k)))?;
-            let rates: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.seconds > 0.0)
-                .map(|r| r.service.get(&k).map(|l| l.count).unwrap_or(0) as f64 / r.seconds)
-                .collect();
-            Some((k, merged, crate::stats::median(&rates)))
-        })
-        .collect()
-}
-
-fn op_latency(out: &mut String, r: &Report, colors: &Colors, experiment: &str, clients: usize) {
-    let points: Vec<&PointResult> =
-        points_of(r, experiment).into_iter().filter(|p| p.point.clients == clients && !p.point.batched).collect();
-    let per: Vec<(&PointResult, KindStats)> = points.iter().map(|p| (*p, per_kind(p))).collect();
-    let kinds: BTreeSet<OpKind> = per.iter().flat_map(|(_, v)| v.iter().map(|(k, _, _)| *k)).collect();
-    let targets = targets_of(colors, &points);
-    let series: Vec<BarSeries> = targets
-        .iter()
-        .map(|t| BarSeries {
-            name: t.clone(),
-            color: colors.of(t),
-            values: kinds
-                .iter()
-                .map(|k| {
-                    let (p, v) = per.iter().find(|(p, _)| &p.target == t && !p.is_void())?;
-                    let (_, l, _) = v.iter().find(|(kk, _, _)| kk == k)?;
-                    Some(Pt { x: 0.0, y: l.p50_us, lo: l.p50_us, hi: l.p99_us, hollow: false, flagged: is_flagged(p) })
-                })
-                .collect(),
-            voids: if per.iter().any(|(p, _)| &p.target == t && p.is_void()) { (0..kinds.len()).collect() } else { Vec::new() },
-        })
-        .collect();
-    let ys: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().flat_map(|p| [p.y, p.hi])).collect();
-    let scale = if figures::wants_log(&ys) && ys.iter().all(|v| *v > 0.0) { Scale::Log } else { Scale::Linear };
-    let labels: Vec<String> = kinds.iter().map(|k| k.name().to_string()).collect();
-    legend(out, colors, &targets);
-    chart_or_error(out, chart::bars(&labels, &Axis::values(scale, &ys, ""), "service time p50 (µs)", &series));
-    out.push_str("<p class=\"note\">Bar: p50 service time per operation type, merged over the measured runs; whisker up to p99.</p>\n");
-    table_open(out, per.iter().map(|(_, v)| v.len()).sum());
-    out.push_str("<tr><th>operation</th><th>target</th><th>flags</th><th>ops/s (median)</th><th>count</th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n");
-    for k in &kinds {
-        for (p, v) in &per {
-            if p.is_void() {
-                let _ = writeln!(
-                    out,
-                    "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>{}</tr>",
-                    k.name(),
-                    css(colors.of(&p.target)),
-                    esc(&p.target),
-                    flags_html(p),
-                    void_cells(6)
-                );
-            } else if let Some((_, l, rate)) = v.iter().find(|(kk, _, _)| kk == k) {
-                let _ = writeln!(
-                    out,
-                    "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                    k.name(),
-                    css(colors.of(&p.target)),
-                    esc(&p.target),
-                    flags_html(p),
-                    chart::short(*rate),
-                    l.count,
-                    us(l.mean_us),
-                    us(l.p50_us),
-                    us(l.p99_us),
-                    us(l.max_us),
-                );
-            }
-        }
-    }
-    out.push_str("</table></details>\n");
-}
-
 /// (percentile axis x, latency µs) points of a histogram, up to the nines its count
 /// supports.
 pub fn percentile_curve(l: &LatencySummary) -> Vec<(f64, f64)> {
@@ -913,6 +818,7 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
         series.push(Series {
             name: p.target.clone(),
             color: colors.of(&p.target),
+            dash: None,
             points: curve.into_iter().map(|(x, y)| Pt { x, y, lo: y, hi: y, hollow: false, flagged: false }).collect(),
             voids: Vec::new(),
         });
@@ -1078,34 +984,18 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
         None => format!("<td>{}</td>", flags_html(p)),
     });
     out.push_str("</table>\n");
-    head(out, "lifecycle-memory", "Memory per operation (change over the operation, median of the measured runs)");
+    head(out, "lifecycle-memory", "Memory per operation (MiB: change over the whole operation, median of the measured runs)");
     let mut sources = BTreeSet::new();
     lifecycle_rows(out, r, colors, &experiments, &counts, &mut |t, p| match p.summary.as_ref().and_then(|s| s.memory.as_ref()) {
         Some(m) => {
             if let Some(src) = &m.engine_source {
                 sources.insert(format!("{t}: {src}"));
             }
-            let mut parts = Vec::new();
-            if let Some(d) = m.engine_delta_bytes {
-                parts.push(format!(
-                    "engine Δ {}{}",
-                    fmt_bytes(d),
-                    m.engine_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
-                ));
-            }
-            if let Some(d) = m.server_delta_bytes {
-                parts.push(format!(
-                    "server Δ {}{}",
-                    fmt_bytes(d),
-                    m.server_bytes_per_row.map(|b| format!(" ({b:.0} B/row)")).unwrap_or_default()
-                ));
-            }
-            parts.push(format!("client Δ {}", fmt_bytes(m.client_delta_bytes)));
-            if let Some((b, src)) = bytes_per_record(p)
-                && src == "client RSS"
-            {
-                parts.push(format!("{b:.0} B/row (client)"));
-            }
+            let parts = [("client", m.client()), ("server", m.server()), ("engine", m.engine())]
+                .into_iter()
+                .filter(|(_, d)| *d != MemoryDelta::Missing)
+                .map(|(what, d)| format!("{what} {}", memory_delta_html(d)))
+                .collect::<Vec<_>>();
             format!("<td class=\"num\">{} {}</td>", parts.join("<br>"), flags_html(p))
         }
         None => {
@@ -1115,13 +1005,23 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     out.push_str("</table>\n");
     let _ = writeln!(
         out,
-        "<p class=\"note\">engine: memory as the engine reports it ({}); server: PSS of the spawned server's process group (/proc/PID/smaps_rollup); client: dbsweep's own resident memory, which for embedded engines includes the engine. Δ = after − before the operation; B/row = Δ / rows the operation touched.</p>",
+        "<p class=\"note\">client: dbsweep's own resident memory, the paper's metric (its Java client's heap change over each operation); for embedded engines it includes the engine. server: PSS of the spawned server's process group (/proc/PID/smaps_rollup). engine: memory as the engine reports it ({}). Each cell is after − before the whole operation, as the paper's tables, in MiB. &lt; noise: the change is not above the noise floor (one 4 KiB page, or half the min–max spread of the measured runs' changes if larger) or the runs disagree in sign, e.g. a garbage collection gave memory back during the operation.</p>",
         if sources.is_empty() {
             "no engine figure in this run".to_string()
         } else {
             esc(&sources.into_iter().collect::<Vec<_>>().join("; "))
         }
     );
+}
+
+/// A memory change in MiB, or `< noise` with the floor in its title.
+fn memory_delta_html(d: MemoryDelta) -> String {
+    match d {
+        MemoryDelta::BelowNoise { floor } => {
+            format!("<span class=\"noise\" title=\"noise floor {}\">&lt; noise</span>", fmt_bytes(floor))
+        }
+        other => esc(&super::console::memory_delta(other)),
+    }
 }
 
 #[cfg(test)]

@@ -132,3 +132,72 @@ fn void_points_show_their_flags_loudly_and_are_not_plotted() {
     // Its place in the chart is a red × on the axis instead of a point on the line.
     assert!(fig.contains("<line opacity=\"1\" stroke=\"#FF0000\""), "the gap is marked");
 }
+
+/// A lifecycle (in-memory) report of one write-all point at N = 1,000 whose two measured
+/// runs took 100 ms and 650 ms, with an H2-like memory reading: the client grew by 2 MiB,
+/// the server's PSS fell by 7.6 MB in one run and rose in the other.
+fn lifecycle_fixture() -> Report {
+    let mut r = fixture();
+    let mut p =
+        r.points.iter().find(|p| p.summary.is_some() && !p.is_void() && p.runs.iter().filter(|r| !r.warmup).count() >= 2).unwrap().clone();
+    (p.experiment, p.op, p.point.param) = ("write-all".into(), OpKind::Insert, Some(1000));
+    (p.point.clients, p.point.batch, p.point.batched) = (1, 1, false);
+    p.flags.clear();
+    p.runs.retain(|r| !r.warmup);
+    p.runs.truncate(2);
+    for (run, seconds) in p.runs.iter_mut().zip([0.1, 0.65]) {
+        (run.seconds, run.ops, run.ok_ops) = (seconds, 1000, 1000);
+    }
+    let s = p.summary.as_mut().unwrap();
+    s.median_ops_per_sec = Some(crate::stats::median(&[10_000.0, 1000.0 / 0.65]));
+    s.memory = Some(crate::report::model::MemorySummary {
+        engine_source: None,
+        engine_delta_bytes: None,
+        server_delta_bytes: Some(-7.6e6),
+        client_delta_bytes: 2.0 * 1024.0 * 1024.0,
+        engine_bytes_per_row: None,
+        server_bytes_per_row: Some(-7600.0),
+        engine_after_bytes: None,
+        server_after_bytes: Some(300e6),
+        engine_delta_range: None,
+        server_delta_range: Some([-9e6, 2e6]),
+        client_delta_range: Some([2.0 * 1024.0 * 1024.0, 2.0 * 1024.0 * 1024.0]),
+    });
+    r.targets.retain(|t| t.name == p.target);
+    r.points = vec![p];
+    r.plan["lifecycle"] = serde_json::json!(true);
+    r
+}
+
+#[test]
+fn console_and_html_print_the_same_time_statistic_and_memory_rule() {
+    let r = lifecycle_fixture();
+    let console = crate::report::console::render(&r);
+    let html = render(&r);
+    // The median of the runs' seconds (100 and 650 ms): 375 ms in both, never the
+    // 173 ms that ops over the median throughput gives.
+    assert!(console.contains("375.0ms (375µs/op × 1000)"), "{console}");
+    assert!(html.contains("375.000 ms"), "the HTML time table has the same median");
+    assert!(!console.contains("173") && !html.contains("173."), "no second statistic");
+    assert!(console.contains("median wall time of the measured runs"), "{console}");
+    // Memory: the client's change first (the paper's metric), the server's -7.6 MB with
+    // runs of both signs is noise, in both outputs.
+    assert!(console.contains("+2.00MiB / <noise / -"), "{console}");
+    assert!(html.contains("client +2.00MiB<br>server <span class=\"noise\""), "the HTML memory cell");
+    assert!(!html.contains("7.6") && !console.contains("7.6"), "a garbage collection is not printed as data");
+}
+
+#[test]
+fn every_built_in_study_report_opens_with_the_papers_method_and_dbsweeps() {
+    for study in ["embedded", "kv-vs-relational", "insert-find", "ycsb", "in-memory"] {
+        let plan = crate::plan::resolve(&crate::plan::RunOptions { study: Some(study.into()), ..Default::default() }).unwrap();
+        let mut r = fixture();
+        r.plan = plan.to_json();
+        let html = render(&r);
+        let method = plan.method.as_ref().unwrap_or_else(|| panic!("{study}: no [method]"));
+        assert!(method.paper.len() > 80 && method.dbsweep.len() > 80, "{study}: two real lines");
+        let block = html.find("id=\"study-method\"").unwrap_or_else(|| panic!("{study}: no method block"));
+        assert!(block < html.find("<h2").unwrap_or(html.len()), "{study}: the method lines open the report");
+        assert!(html.contains(&esc(&method.paper)) && html.contains(&esc(&method.dbsweep)), "{study}");
+    }
+}

@@ -6,7 +6,8 @@
 //! the other pure-Rust candidate, has had no stable release in years.
 //!
 //! `redb:` uses a throwaway file in the run's scratch directory; `redb:/path` the user's
-//! file, locked for the run by a `lease::FileLease` (see `sqlite::EngineFile`). Layout, all in dbsweep's namespace:
+//! file, locked for the run by a `lease::FileLease` (see `embedded::target`). Layout, all in
+//! dbsweep's namespace:
 //! - `dbsweep:<table>`: primary key (i64) → the row in a compact binary encoding
 //!   (see [`encode_row`]);
 //! - `dbsweep:<table>:idx:<column>`: (column value, primary key) → (), one per indexed
@@ -25,10 +26,13 @@
 //! it back, fix the index. All clients share one `redb::Database` (`Execution::Blocking`);
 //! redb runs one writer at a time and readers concurrently. Must not time anything.
 
-use super::lease::FileLease;
-use super::sqlite::{EngineFile, clip, writes};
-use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
+use super::clip;
+use super::target::DatabaseFile;
+use crate::adapter::lease::FileLease;
+use crate::adapter::sql::connection::writes;
+use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::base::table::RowSource;
 use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::error::{Error, Result};
 use ::redb::{
@@ -101,9 +105,9 @@ fn op_error(e: impl Into<::redb::Error>) -> OpError {
 
 impl Redb {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let file = EngineFile::new(name, url, ctx, "redb", "dbsweep.redb")?;
+        let file = DatabaseFile::of(name, url, ctx, "redb", "dbsweep.redb")?;
         let file_settings = file.settings();
-        let EngineFile { path, scratch, lease } = file;
+        let DatabaseFile { path, scratch, lease } = file;
         let db = Database::create(&path).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open redb file {}: {e}; check the path in the URL", path.display()))
         })?;

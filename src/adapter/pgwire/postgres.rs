@@ -6,49 +6,83 @@
 //! is created with the comment `dbsweep-owned` and used only when that marker is present;
 //! tables are named `<table>`, `<table>_hstore` and `<table>_jsonb` so the three layouts
 //! share one server. The run's lease record is the one row of `<schema>.dbsweep_lease`
-//! (see [`lease`]). It must not touch any other schema, and never drops a schema or table
-//! it did not create. Passwords come from the URL (userinfo or `?password=`),
+//! (see `pgwire::lease`). It must not touch any other schema, and never drops a schema or
+//! table it did not create. Passwords come from the URL (userinfo or `?password=`),
 //! `PGPASSWORD` or `~/.pgpass` and are never shown.
 
-pub(crate) mod conn;
-mod lease;
-mod pgpass;
-pub(crate) mod sql;
-
-use self::sql::{Layout, MARKER, PgTable, quote_ident, quote_literal};
-use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
-use crate::base::op::{OpKind, QueryId};
-use crate::base::table::TableDef;
+use super::encode::Wire;
+use super::session::QUERIES;
+use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive, pgpass};
+use crate::adapter::lease::LeaseStore;
+use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, quote_literal};
+use crate::adapter::{Capabilities, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::base::op::OpKind;
+use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures_util::SinkExt;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
+/// The three layouts' sessions: PostgreSQL aborts a transaction at its first error, so a
+/// batch is one pipeline; parameter types come from the statements' casts.
+static FLAVORS: [Flavor; 3] = [
+    Flavor {
+        dialect: &PG_ROW,
+        layout: Layout::Row,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+    Flavor {
+        dialect: &PG_HSTORE,
+        layout: Layout::Hstore,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+    Flavor {
+        dialect: &PG_JSONB,
+        layout: Layout::Jsonb,
+        typed_parameters: false,
+        commit: Commit::Pipelined,
+        text_answers: false,
+        prepare_on_connect: true,
+    },
+];
+
+fn flavor(layout: Layout) -> &'static Flavor {
+    &FLAVORS[layout as usize]
+}
+
+/// The system name of a layout's target.
+fn system(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Row => "pg-row",
+        Layout::Hstore => "pg-hstore",
+        Layout::Jsonb => "pg-jsonb",
+    }
+}
+
 /// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
 /// different layouts can prepare and clean up concurrently.
-const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
+pub(super) const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
 
 pub struct Postgres {
-    /// Description before the server was asked for its version and settings.
-    initial: TargetInfo,
-    /// The full description, filled at the first successful connection.
-    described: OnceLock<TargetInfo>,
+    /// Description, flavor and prepared tables.
+    pg: PgTarget,
     layout: Layout,
     /// Connection parameters, password included (never printed).
     config: tokio_postgres::Config,
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
-    database: String,
-    /// dbsweep's schema: the namespace's name.
-    schema: String,
-    /// Tables of the last `prepare`, by `TableId`.
-    tables: Mutex<Arc<Vec<PgTable>>>,
+    pub(super) database: String,
     /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
     hstore_schema: Mutex<Option<String>>,
 }
@@ -76,45 +110,34 @@ impl Postgres {
         settings.insert("request.multi_get".to_string(), "one SELECT * … WHERE <key> = ANY($1::int8[]), prepared".to_string());
         let ops = OpKind::ALL.to_vec();
         Ok(Postgres {
-            initial: TargetInfo {
-                name: name.to_string(),
-                system: layout.system().to_string(),
-                url: url.redacted(),
-                execution: Execution::Async,
-                capabilities: Capabilities {
-                    ops,
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
-                    native_batch: true,
-                    secondary_indexes: true,
+            pg: PgTarget::new(
+                TargetInfo {
+                    name: name.to_string(),
+                    system: system(layout).to_string(),
+                    url: url.redacted(),
+                    execution: Execution::Async,
+                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
+                    version: "unknown (not connected yet)".into(),
+                    settings,
                 },
-                version: "unknown (not connected yet)".into(),
-                settings,
-            },
-            described: OnceLock::new(),
+                flavor(layout),
+                ctx.namespace.name(),
+            ),
             layout,
             config,
             endpoint: format!("{host}:{port}"),
             user,
             database,
-            schema: ctx.namespace.name().to_string(),
-            tables: Mutex::new(Arc::new(Vec::new())),
             hstore_schema: Mutex::new(None),
         })
     }
 
     /// Opens one session and spawns its connection driver. Failures are `Unreachable`
     /// with the fix in the message.
-    async fn open_client(&self) -> Result<Client> {
+    pub(super) async fn open_client(&self) -> Result<Client> {
         let (client, connection) = self.config.connect(NoTls).await.map_err(|e| self.connect_error(&e))?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped or the server goes away; errors surface on
-            // the client's next request.
-            let _ = connection.await;
-        });
-        if self.described.get().is_none() {
-            let info = self.describe(&client).await?;
-            let _ = self.described.set(info);
-        }
+        drive(connection);
+        self.pg.describe_once(|| self.describe(&client)).await?;
         Ok(client)
     }
 
@@ -122,7 +145,7 @@ impl Postgres {
     /// is the user's to fix (`Unreachable`, exit 2); a server out of connection slots or
     /// not accepting connections yet is a run failure (exit 1).
     fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
-        let name = &self.initial.name;
+        let name = self.pg.name();
         let detail = match e.as_db_error() {
             Some(db) if *db.code() == SqlState::TOO_MANY_CONNECTIONS => {
                 return Error::runtime(format!(
@@ -145,14 +168,14 @@ impl Postgres {
                 db.message()
             ),
             Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
-            None if e.to_string().contains("password") || conn::describe(e).contains("password missing") => format!(
+            None if e.to_string().contains("password") || describe(e).contains("password missing") => format!(
                 "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
                 self.endpoint, self.user
             ),
             None => format!(
                 "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
                 self.endpoint,
-                conn::describe(e)
+                describe(e)
             ),
         };
         Error::unreachable(name, detail)
@@ -160,10 +183,10 @@ impl Postgres {
 
     /// Asks the server for its version and the settings that change results.
     async fn describe(&self, client: &Client) -> Result<TargetInfo> {
-        let mut info = self.initial.clone();
+        let mut info = self.pg.initial.clone();
         let show = |name: &'static str| async move {
-            let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.runtime("SHOW", &e))?;
-            row.try_get::<_, String>(0).map_err(|e| self.runtime("SHOW", &e))
+            let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.pg.runtime("SHOW", &e))?;
+            row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("SHOW", &e))
         };
         info.version = show("server_version").await?;
         for (key, setting) in [
@@ -177,33 +200,30 @@ impl Postgres {
         Ok(info)
     }
 
-    fn runtime(&self, what: &str, e: &tokio_postgres::Error) -> Error {
-        Error::runtime(format!("target '{}': {what}: {}", self.initial.name, conn::describe(e)))
-    }
-
     /// Takes the DDL lock and checks the schema marker inside an open transaction.
     /// Returns whether the schema exists (and is owned); `NotOwned` if it is someone else's.
-    async fn lock_and_check(&self, client: &Client) -> Result<bool> {
-        client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.runtime("lock", &e))?;
+    pub(super) async fn lock_and_check(&self, client: &Client) -> Result<bool> {
+        client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.pg.runtime("lock", &e))?;
         self.check_schema(client).await
     }
 
     /// Whether the schema exists (and is owned); `NotOwned` if it is someone else's.
-    async fn check_schema(&self, client: &Client) -> Result<bool> {
+    pub(super) async fn check_schema(&self, client: &Client) -> Result<bool> {
         let rows = client
-            .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&self.schema])
+            .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&self.pg.schema()])
             .await
-            .map_err(|e| self.runtime("checking schema", &e))?;
+            .map_err(|e| self.pg.runtime("checking schema", &e))?;
         match rows.first() {
             None => Ok(false),
-            Some(row) => match row.try_get::<_, Option<String>>(0).map_err(|e| self.runtime("checking schema", &e))? {
+            Some(row) => match row.try_get::<_, Option<String>>(0).map_err(|e| self.pg.runtime("checking schema", &e))? {
                 Some(comment) if comment == MARKER => Ok(true),
                 _ => Err(Error::not_owned(
-                    &self.initial.name,
+                    self.pg.name(),
                     format!(
                         "schema {} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                          drop or rename it, or point the target at another database",
-                        self.schema, self.endpoint
+                        self.pg.schema(),
+                        self.endpoint
                     ),
                 )),
             },
@@ -211,78 +231,60 @@ impl Postgres {
     }
 
     /// Creates the schema with its marker (inside the caller's transaction).
-    async fn create_schema(&self, client: &Client) -> Result<()> {
-        let schema = quote_ident(&self.schema);
+    pub(super) async fn create_schema(&self, client: &Client) -> Result<()> {
+        let schema = self.dialect().quote(self.pg.schema());
         for sql in [format!("CREATE SCHEMA {schema}"), format!("COMMENT ON SCHEMA {schema} IS {}", quote_literal(MARKER))] {
-            client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e))?;
         }
         Ok(())
     }
 
-    async fn prepare_in_tx(&self, client: &Client, tables: &[PgTable]) -> Result<Option<String>> {
-        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) };
+    async fn prepare_in_tx(&self, client: &Client, defs: &[Arc<TableDef>]) -> Result<(Vec<SqlTable>, Option<String>)> {
+        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e)) };
         if !self.lock_and_check(client).await? {
             self.create_schema(client).await?;
         }
-        let schema = quote_ident(&self.schema);
+        let schema = self.pg.schema();
         let mut hstore_schema = None;
         if self.layout == Layout::Hstore {
             let query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'hstore'";
-            let rows = client.query(query, &[]).await.map_err(|e| self.runtime("checking hstore", &e))?;
+            let rows = client.query(query, &[]).await.map_err(|e| self.pg.runtime("checking hstore", &e))?;
             hstore_schema = Some(match rows.first() {
-                Some(row) => row.try_get::<_, String>(0).map_err(|e| self.runtime("checking hstore", &e))?,
+                Some(row) => row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("checking hstore", &e))?,
                 None => {
                     // Installed into dbsweep's own schema so cleanup can remove it again.
-                    run(format!("CREATE EXTENSION hstore WITH SCHEMA {schema}")).await.map_err(|e| {
+                    run(format!("CREATE EXTENSION hstore WITH SCHEMA {}", self.dialect().quote(schema))).await.map_err(|e| {
                         Error::Missing(format!(
                             "{e}; the hstore extension is needed for ?layout=hstore: install postgresql-contrib, \
                              or have a superuser run CREATE EXTENSION hstore"
                         ))
                     })?;
-                    self.schema.clone()
+                    schema.to_string()
                 }
             });
-            run(format!("SET LOCAL search_path TO {schema}, {}", hstore_schema.as_deref().map(quote_ident).unwrap())).await?;
+            let extension = self.dialect().quote(hstore_schema.as_deref().unwrap_or(schema));
+            run(format!("SET LOCAL search_path TO {}, {extension}", self.dialect().quote(schema))).await?;
         }
-        for table in tables {
-            run(table.drop_sql()).await?;
-            for statement in table.create_sql() {
-                run(statement).await?;
-            }
-        }
-        Ok(hstore_schema)
-    }
-
-    /// A session with the search path the layout needs.
-    async fn session(&self) -> Result<Client> {
-        let client = self.open_client().await?;
-        let extension = self.hstore_schema.lock().unwrap().clone();
-        if let Some(schema) = extension {
-            let sql = format!("SET search_path TO {}, {}", quote_ident(&self.schema), quote_ident(&schema));
-            client.batch_execute(&sql).await.map_err(|e| self.runtime("setting search_path", &e))?;
-        }
-        Ok(client)
+        Ok((self.pg.create_tables(client, defs).await?, hstore_schema))
     }
 
     /// Drops the schema (and an hstore extension dbsweep installed into it) when no
     /// relation is left in it; other layouts' targets or a lease record may still use it.
     /// Runs inside the caller's transaction, under the DDL lock.
-    async fn drop_schema_if_empty(&self, client: &Client) -> Result<()> {
-        let run = |sql: &'static str| async move { client.batch_execute(sql).await.map_err(|e| self.runtime(sql, &e)) };
+    pub(super) async fn drop_schema_if_empty(&self, client: &Client) -> Result<()> {
+        let schema = self.pg.schema();
+        let run = |sql: &'static str| async move { client.batch_execute(sql).await.map_err(|e| self.pg.runtime(sql, &e)) };
         let left: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1",
-                &[&self.schema],
-            )
+            .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", &[&schema])
             .await
             .and_then(|r| r.try_get(0))
-            .map_err(|e| self.runtime("cleanup", &e))?;
+            .map_err(|e| self.pg.runtime("cleanup", &e))?;
         if left > 0 {
             return Ok(());
         }
         run("SAVEPOINT drop_schema").await?;
         let ext_here = client
-            .query("SELECT 1 FROM pg_extension WHERE extname = 'hstore' AND extnamespace = $1::text::regnamespace", &[&self.schema])
+            .query("SELECT 1 FROM pg_extension WHERE extname = 'hstore' AND extnamespace = $1::text::regnamespace", &[&schema])
             .await
             .map(|rows| !rows.is_empty());
         let dropped = match ext_here {
@@ -291,42 +293,51 @@ impl Postgres {
             Err(e) => Err(e),
         };
         let dropped = match dropped {
-            Ok(()) => client.batch_execute(&format!("DROP SCHEMA {}", quote_ident(&self.schema))).await,
+            Ok(()) => client.batch_execute(&format!("DROP SCHEMA {}", self.dialect().quote(schema))).await,
             Err(e) => Err(e),
         };
         if let Err(e) = dropped {
             // Something else now depends on the schema: keep it.
-            tracing::info!("keeping schema {}: {}", self.schema, conn::describe(&e));
+            tracing::info!("keeping schema {schema}: {}", describe(&e));
             run("ROLLBACK TO SAVEPOINT drop_schema").await?;
         }
         Ok(())
     }
 
-    fn table(&self, def: &TableDef) -> Result<(Arc<Vec<PgTable>>, usize)> {
-        let tables = self.tables.lock().unwrap().clone();
-        let index = tables
-            .iter()
-            .position(|t| t.def.name == def.name)
-            .ok_or_else(|| Error::runtime(format!("target '{}': table {} was not prepared", self.initial.name, def.name)))?;
-        Ok((tables, index))
+    fn dialect(&self) -> &'static dyn Dialect {
+        self.layout.dialect()
+    }
+
+    pub(super) fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 }
 
 #[async_trait]
-impl Target for Postgres {
-    fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.initial)
+impl PgServer for Postgres {
+    fn pg(&self) -> &PgTarget {
+        &self.pg
+    }
+
+    /// A session with the search path the layout needs.
+    async fn session(&self) -> Result<Client> {
+        let client = self.open_client().await?;
+        let extension = self.hstore_schema.lock().unwrap().clone();
+        if let Some(schema) = extension {
+            let sql = format!("SET search_path TO {}, {}", self.dialect().quote(self.pg.schema()), self.dialect().quote(&schema));
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime("setting search_path", &e))?;
+        }
+        Ok(client)
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.open_client().await?;
-        let tables: Vec<PgTable> = tables.iter().map(|t| PgTable::in_schema(t.clone(), self.layout, &self.schema)).collect();
-        client.batch_execute("BEGIN").await.map_err(|e| self.runtime("BEGIN", &e))?;
-        match self.prepare_in_tx(&client, &tables).await {
-            Ok(hstore_schema) => {
-                client.batch_execute("COMMIT").await.map_err(|e| self.runtime("COMMIT", &e))?;
+        client.batch_execute("BEGIN").await.map_err(|e| self.pg.runtime("BEGIN", &e))?;
+        match self.prepare_in_tx(&client, tables).await {
+            Ok((tables, hstore_schema)) => {
+                client.batch_execute("COMMIT").await.map_err(|e| self.pg.runtime("COMMIT", &e))?;
                 *self.hstore_schema.lock().unwrap() = hstore_schema;
-                *self.tables.lock().unwrap() = Arc::new(tables);
+                self.pg.set_tables(tables);
                 Ok(())
             }
             Err(e) => {
@@ -337,74 +348,44 @@ impl Target for Postgres {
     }
 
     async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
+        let (tables, index) = self.pg.table(def)?;
         let table = &tables[index];
         let client = self.session().await?;
-        let sink = client.copy_in::<_, Bytes>(&table.copy_sql()).await.map_err(|e| self.runtime("COPY", &e))?;
-        futures_util::pin_mut!(sink);
-        // Text COPY, sent in chunks of about 256 KiB.
-        let mut chunk = String::with_capacity(300 * 1024);
-        let mut sent = 0u64;
-        for row in rows {
-            table
-                .copy_row(&row, &mut chunk)
-                .map_err(|e| Error::runtime(format!("target '{}': loading {}: {e}", self.initial.name, def.name)))?;
-            sent += 1;
-            if chunk.len() >= 256 * 1024 {
-                let bytes = Bytes::from(std::mem::replace(&mut chunk, String::with_capacity(300 * 1024)));
-                sink.send(bytes).await.map_err(|e| self.runtime("COPY", &e))?;
-            }
-        }
-        if !chunk.is_empty() {
-            sink.send(Bytes::from(chunk)).await.map_err(|e| self.runtime("COPY", &e))?;
-        }
-        let loaded = sink.finish().await.map_err(|e| self.runtime("COPY", &e))?;
-        if loaded != sent {
-            return Err(Error::runtime(format!("target '{}': COPY stored {loaded} of {sent} rows", self.initial.name)));
-        }
+        let copy = format!("COPY {} ({}) FROM STDIN", table.name, copy_columns(self.dialect(), table));
+        let loaded = copy_in(&self.pg, &client, &copy, Wire { def: &table.def, layout: self.layout }, rows).await?;
         // Fresh statistics (also for the expression indexes), so the first measured run
         // gets the same plans as later ones.
-        client.batch_execute(&format!("ANALYZE {}", table.qualified)).await.map_err(|e| self.runtime("ANALYZE", &e))?;
+        client.batch_execute(&format!("ANALYZE {}", table.name)).await.map_err(|e| self.pg.runtime("ANALYZE", &e))?;
         Ok(loaded)
-    }
-
-    async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let client = self.session().await?;
-        let tables = self.tables.lock().unwrap().clone();
-        Ok(Box::new(conn::PgConnection::new(client, tables, self.layout).await.map_err(|e| self.runtime("connect", &e))?))
-    }
-
-    async fn count_rows(&self, def: &TableDef) -> Result<u64> {
-        let (tables, index) = self.table(def)?;
-        let client = self.session().await?;
-        let row = client.query_one(&tables[index].count_sql(), &[]).await.map_err(|e| self.runtime("count", &e))?;
-        let n: i64 = row.try_get(0).map_err(|e| self.runtime("count", &e))?;
-        Ok(n as u64)
     }
 
     /// The on-disk size of dbsweep's tables with their indexes and TOAST
     /// (`pg_total_relation_size`); PostgreSQL keeps no per-table figure for memory.
-    async fn engine_memory(&self) -> Result<Option<super::EngineMemory>> {
-        let tables = self.tables.lock().unwrap().clone();
+    async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
+        let tables = self.pg.tables();
         if tables.is_empty() {
             return Ok(None);
         }
-        let names: Vec<String> = tables.iter().map(|t| t.qualified.clone()).collect();
+        let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
         let client = self.session().await?;
         let row = client
             .query_one("SELECT COALESCE(SUM(pg_total_relation_size(t::regclass)), 0)::int8 FROM unnest($1::text[]) AS t", &[&names])
             .await
-            .map_err(|e| self.runtime("pg_total_relation_size", &e))?;
-        let bytes: i64 = row.try_get(0).map_err(|e| self.runtime("pg_total_relation_size", &e))?;
-        Ok(Some(super::EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
+            .map_err(|e| self.pg.runtime("pg_total_relation_size", &e))?;
+        let bytes: i64 = row.try_get(0).map_err(|e| self.pg.runtime("pg_total_relation_size", &e))?;
+        Ok(Some(EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
+    }
+
+    fn lease_store(&self) -> Option<&dyn LeaseStore> {
+        Some(self)
     }
 
     async fn cleanup(&self) -> Result<()> {
         let client = self.open_client().await?;
-        let tables = self.tables.lock().unwrap().clone();
+        let tables = self.pg.tables();
         let run = |sql: String| {
             let client = &client;
-            async move { client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e)) }
+            async move { client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e)) }
         };
         run("BEGIN".into()).await?;
         let owned = match self.lock_and_check(&client).await {
@@ -418,7 +399,7 @@ impl Target for Postgres {
         };
         if owned {
             for table in tables.iter() {
-                run(table.drop_sql()).await?;
+                run(table.drop()).await?;
             }
             if let Err(e) = self.drop_schema_if_empty(&client).await {
                 let _ = run("ROLLBACK".into()).await;
@@ -426,11 +407,7 @@ impl Target for Postgres {
             }
         }
         run("COMMIT".into()).await?;
-        *self.tables.lock().unwrap() = Arc::new(Vec::new());
+        self.pg.set_tables(Vec::new());
         Ok(())
-    }
-
-    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
-        Some(self)
     }
 }

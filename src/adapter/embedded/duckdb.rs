@@ -1,0 +1,237 @@
+//! DuckDB adapter: the embedded column store (the MonetDB/HyPer family), linked against
+//! the prebuilt libduckdb that `scripts/setup-embedded` installs (see `build.rs`).
+//!
+//! `duckdb:` uses a throwaway file in the run's scratch directory; `duckdb:/path` the user's
+//! file. One `duckdb::Connection` is opened on the file and every client gets its own
+//! `try_clone()` of it (`Execution::Blocking`). dbsweep's tables are `dbsweep_<table>`,
+//! registered in the marker table `dbsweep_owner`; `prepare` replaces only registered
+//! tables and refuses with `NotOwned` when a same-named table is not registered.
+//!
+//! Tables get a `PRIMARY KEY` and an index on each indexed column; both are ART indexes,
+//! which DuckDB uses for point lookups and highly selective filters (otherwise it scans
+//! with zone maps). Bulk loads use the Appender inside one transaction; ops use cached
+//! prepared statements of the `duckdb` dialect; a batch is one transaction, and so is a
+//! read-modify-write.
+//! Types: Int `BIGINT`, Float `DOUBLE`, Decimal `DECIMAL(15,2)`, Text `VARCHAR`, Date
+//! `DATE` (converted exactly to and from dbsweep's hundredths and days). Must not time
+//! anything.
+
+use super::session::{Engine, binding_calls};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
+use super::{Embedded, clip};
+use crate::adapter::sql::dialect::Dialect;
+use crate::adapter::sql::dialects::{DUCKDB, DUCKDB_IN_LIST_MAX};
+use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::op::OpError;
+use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
+use crate::error::{Error, Result};
+use ::duckdb::appender_params_from_iter;
+use ::duckdb::types::{ToSqlOutput, ValueRef};
+use std::collections::BTreeMap;
+
+/// Prepared statements kept per connection (multi-gets add one per batch size).
+const STATEMENT_CACHE: usize = 256;
+
+pub struct DuckDb {
+    /// The admin connection is the one clients are cloned from.
+    file: EmbeddedFile<DuckDbEngine>,
+}
+
+fn runtime(e: ::duckdb::Error) -> Error {
+    Error::runtime(format!("duckdb: {e}"))
+}
+
+fn op_error(e: ::duckdb::Error) -> OpError {
+    OpError::server(clip(format!("duckdb: {e}")))
+}
+
+impl DuckDb {
+    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
+        let file = DatabaseFile::of(name, url, ctx, "duckdb", "dbsweep.duckdb")?;
+        let base = ::duckdb::Connection::open(&file.path).map_err(|e| {
+            Error::usage(format!("target '{name}': cannot open DuckDB file {}: {e}; check the path in the URL", file.path.display()))
+        })?;
+        let version = base.version().map_err(runtime)?;
+        let setting = |name: &str| -> Result<String> {
+            base.query_row(&format!("SELECT current_setting('{name}')::VARCHAR"), [], |r| r.get(0)).map_err(runtime)
+        };
+        let settings = BTreeMap::from([
+            ("threads".to_string(), setting("threads")?),
+            ("memory_limit".to_string(), setting("memory_limit")?),
+            ("checkpoint_threshold".to_string(), setting("checkpoint_threshold")?),
+            ("durability".to_string(), "WAL written and synced at each commit (DuckDB's fixed behaviour)".to_string()),
+            (
+                "indexes".to_string(),
+                "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
+            ),
+            ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
+            ("date".to_string(), "DATE".to_string()),
+            ("bulk_load".to_string(), "Appender in one transaction".to_string()),
+            ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
+            ("batch".to_string(), "one transaction per batch".to_string()),
+            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
+            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
+            ("request.insert_batch".to_string(), "one transaction of single-row prepared INSERTs".to_string()),
+            (
+                "request.multi_get".to_string(),
+                format!(
+                    "SELECT … WHERE <key> IN (?, …) of bound keys up to {DUCKDB_IN_LIST_MAX}, else IN (SELECT unnest(one BIGINT[] parameter))"
+                ),
+            ),
+        ]);
+        let info = sql_target_info(name, url, "duckdb", version, &file, settings);
+        Ok(Embedded(DuckDb { file: EmbeddedFile::new(info, &DUCKDB, file, DuckDbEngine(base)) }))
+    }
+}
+
+impl EmbeddedSql for DuckDb {
+    type Engine = DuckDbEngine;
+
+    fn file(&self) -> &EmbeddedFile<DuckDbEngine> {
+        &self.file
+    }
+
+    /// Every client gets its own `try_clone()` of the admin connection.
+    fn client(&self, admin: &mut DuckDbEngine) -> Result<DuckDbEngine> {
+        let conn = admin.0.try_clone().map_err(runtime)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Ok(DuckDbEngine(conn))
+    }
+
+    /// The Appender, in one transaction.
+    fn load(&self, admin: &mut DuckDbEngine, table: &TableDef, rows: RowSource) -> Result<u64> {
+        let name = DUCKDB.bare_name(&table.name);
+        in_transaction(admin, &DUCKDB, |engine| {
+            let mut appender = engine.0.appender(&name).map_err(runtime)?;
+            let mut n = 0;
+            for row in rows {
+                appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
+                n += 1;
+            }
+            appender.flush().map_err(runtime)?;
+            Ok(n)
+        })
+    }
+
+    /// The buffer manager's memory (`duckdb_memory()`, summed over its tags): what DuckDB
+    /// holds in memory for the database, its indexes and its work areas.
+    fn engine_memory(&self, admin: &mut DuckDbEngine) -> Result<EngineMemory> {
+        let sql = "SELECT COALESCE(SUM(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()";
+        let bytes = admin.0.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime)?;
+        Ok(EngineMemory { bytes: bytes as u64, source: "duckdb_memory() memory_usage_bytes".into() })
+    }
+}
+
+/// DuckDB's calls on one `duckdb::Connection`.
+pub struct DuckDbEngine(::duckdb::Connection);
+
+impl Engine for DuckDbEngine {
+    binding_calls!(duckdb);
+
+    /// DuckDB transactions are optimistic (conflicts fail at write time), so reads and
+    /// writes begin the same way.
+    fn begin(&self, _writes: bool) -> &'static str {
+        "BEGIN TRANSACTION"
+    }
+
+    fn table_exists(&mut self, name: &str) -> Result<bool, OpError> {
+        let query =
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = $1";
+        Ok(self.query(query, &[Value::Text(name.into())], &[], &mut drop)? > 0)
+    }
+}
+
+/// Binds a dbsweep value as a DuckDB value of the matching column type.
+struct Bind<'a>(&'a Value);
+
+impl ::duckdb::ToSql for Bind<'_> {
+    fn to_sql(&self) -> ::duckdb::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self.0 {
+            Value::Null => ValueRef::Null,
+            Value::Int(v) => ValueRef::BigInt(*v),
+            Value::Float(v) => ValueRef::Double(*v),
+            Value::Decimal(d) => ValueRef::Decimal(decimal(*d)?),
+            Value::Date(d) => ValueRef::Date32(d.0),
+            Value::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+/// Hundredths as a DuckDB decimal with scale 2.
+fn decimal(d: Decimal) -> ::duckdb::Result<::duckdb::types::Decimal> {
+    let width = if d.0.unsigned_abs() < 10u64.pow(18) { 18 } else { 38 };
+    ::duckdb::types::Decimal::new(width, 2, i128::from(d.0)).map_err(|e| ::duckdb::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// Reads a DuckDB value back as dbsweep's value of the column's type.
+fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
+    Ok(match (value, ty) {
+        (ValueRef::Null, _) => Value::Null,
+        (ValueRef::BigInt(v), ColumnType::Int) => Value::Int(v),
+        (ValueRef::Int(v), ColumnType::Int) => Value::Int(v.into()),
+        (ValueRef::Double(v), ColumnType::Float) => Value::Float(v),
+        (ValueRef::BigInt(v), ColumnType::Float) => Value::Float(v as f64),
+        (ValueRef::Decimal(d), ColumnType::Decimal) => {
+            let scale = u32::from(d.scale());
+            let hundredths = if scale >= 2 { d.value() / 10i128.pow(scale - 2) } else { d.value() * 10i128.pow(2 - scale) };
+            Value::Decimal(Decimal(i64::try_from(hundredths).map_err(|_| OpError::client("duckdb: decimal out of range"))?))
+        }
+        (ValueRef::Date32(d), ColumnType::Date) => Value::Date(Date(d)),
+        (ValueRef::Text(s), ColumnType::Text) => Value::Text(String::from_utf8_lossy(s).into()),
+        (other, ty) => return Err(OpError::client(format!("duckdb: a {ty:?} column returned {:?}", other.data_type()))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::Target;
+    use crate::base::op::{Answer, Op, RangeAgg};
+    use std::path::Path;
+
+    fn open_at(path: &Path) -> Embedded<DuckDb> {
+        let url = TargetUrl::parse(&format!("duckdb:{}", path.display())).unwrap();
+        DuckDb::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn reports_the_library_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = open_at(&dir.path().join("v.duckdb"));
+        assert_eq!(target.info().version, "v1.5.6");
+        assert!(target.info().settings["threads"].parse::<u32>().unwrap() >= 1);
+    }
+
+    #[tokio::test]
+    async fn decimals_and_dates_round_trip_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = open_at(&dir.path().join("types.duckdb"));
+        let def = crate::adapter::embedded::typed_table(vec![2]);
+        target.prepare(std::slice::from_ref(&def)).await.unwrap();
+        let rows = vec![
+            vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
+            vec![Value::Int(2), Value::Decimal(Decimal(-5)), Value::Date(Date(10_591))],
+        ];
+        target.load(&def, Box::new(rows.into_iter())).await.unwrap();
+        let mut conn = target.connect().await.unwrap();
+        // DuckDB itself sees the right values, not just a round trip of dbsweep's numbers.
+        let text: String = target
+            .0
+            .file
+            .with_admin(|c| {
+                c.0.query_row("SELECT string_agg(price::VARCHAR || ' ' || day::VARCHAR, ',' ORDER BY k) FROM dbsweep_typed", [], |r| {
+                    r.get(0)
+                })
+                .map_err(runtime)
+            })
+            .unwrap();
+        assert_eq!(text, "12.34 1992-01-01,-0.05 1998-12-31");
+        let insert = Op::Insert { table: 0, row: vec![Value::Int(3), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(9000))] };
+        assert_eq!(conn.execute(&insert).await.unwrap().rows, 1);
+        // A range over the date column (days), MAX of the decimal column (hundredths).
+        let max = Op::Range { table: 0, column: 2, lo: 8035, hi: 9000, agg: RangeAgg::Max { column: 1 } };
+        assert_eq!(conn.execute(&max).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
+        let max_day = Op::Range { table: 0, column: 2, lo: 0, hi: 20_000, agg: RangeAgg::Max { column: 2 } };
+        assert_eq!(conn.execute(&max_day).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));
+    }
+}

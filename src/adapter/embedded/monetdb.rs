@@ -1,0 +1,333 @@
+//! MonetDB adapter: MonetDBe, the embedded build of the MonetDB column store (11.41,
+//! Jul2021), through the binding in `adapter::monetdbe` (the paper ran the `mserver5`
+//! server; this is the same engine in-process).
+//!
+//! `monetdb:` uses a throwaway database directory in the run's scratch directory;
+//! `monetdb:/path` the user's database directory. MonetDBe runs one database per process,
+//! so a run has at most one monetdb target. A MonetDB client belongs to the thread that
+//! opened it: `connect` opens one per client on the client's own thread
+//! (`Execution::Blocking`), and the target's admin connection (prepare, load, counts,
+//! memory, cleanup) also keeps the database open between runs. dbsweep's tables are
+//! `dbsweep_<table>`, registered in the marker table `dbsweep_owner` (the embedded
+//! engines' shared ownership rules).
+//!
+//! Tables get a named `PRIMARY KEY` and a `CREATE INDEX` on each indexed column (MonetDB
+//! takes indexes as hints and builds hash and imprint indexes itself). Bulk loads use
+//! `monetdbe_append`, which in 11.41 refuses tables with key constraints: the key is
+//! dropped, the rows appended, and the key added back (which checks it), in one
+//! transaction. Ops use prepared statements of the `monetdb` dialect; a batch is one
+//! transaction, and so is a read-modify-write. MonetDB's transactions are optimistic: a
+//! transaction that wrote what a concurrent one wrote first fails at commit with
+//! "concurrency conflicts"; the op or batch fails and counts as an error, never as done.
+//! Types: Int `BIGINT`, Float `DOUBLE`, Decimal `DECIMAL(15,2)`, Text `VARCHAR`, Date `DATE`.
+//! Must not time anything.
+
+use super::session::Engine;
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
+use super::{Embedded, clip};
+use crate::adapter::monetdbe::{self, AppendColumn, AppendDate, Cell, Location, MonetError, Options, Param};
+use crate::adapter::sql::dialect::Dialect;
+use crate::adapter::sql::dialects::{MONETDB, MONETDB_MAX_KEYS};
+use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::op::OpError;
+use crate::base::table::{ColumnType, Decimal, Row, RowSource, TableDef, Value};
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+
+/// MonetDB's schema for dbsweep's tables (MonetDBe's user works in `sys`).
+const SCHEMA: &str = "sys";
+/// Rows appended per `monetdbe_append` call (columns are built in memory first).
+const APPEND_CHUNK: usize = 100_000;
+
+pub struct MonetDb {
+    /// The admin connection also keeps the database open between runs (MonetDB shuts it
+    /// down with its last connection).
+    file: EmbeddedFile<MonetDbEngine>,
+}
+
+fn runtime(e: MonetError) -> Error {
+    Error::runtime(format!("monetdb: {e}"))
+}
+
+fn op_error(e: MonetError) -> OpError {
+    OpError::server(clip(format!("monetdb: {e}")))
+}
+
+impl MonetDb {
+    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
+        if url.host().is_some_and(|h| !h.is_empty()) {
+            return Err(Error::usage(format!(
+                "target '{name}': monetdb: is MonetDB embedded (monetdb:/path/to/database-dir, or monetdb: for a throwaway one); \
+                 dbsweep has no client for a MonetDB server at {}",
+                url.redacted()
+            )));
+        }
+        let file = DatabaseFile::of(name, url, ctx, "monetdb", "db")?;
+        let admin = monetdbe::Connection::open(Location::Directory(file.path.clone()), Options::default()).map_err(|e| {
+            Error::usage(format!(
+                "target '{name}': cannot open the MonetDB database {}: {e}; check the path in the URL",
+                file.path.display()
+            ))
+        })?;
+        let mut admin = MonetDbEngine::new(admin);
+        let mut env = |setting: &str| -> Result<String> {
+            let mut value = String::new();
+            let sql = "SELECT value FROM sys.env() WHERE name = ?";
+            admin
+                .query(sql, &[Value::Text(setting.into())], &[ColumnType::Text], &mut |row| {
+                    if let Some(Value::Text(v)) = row.into_iter().next() {
+                        value = v.to_string();
+                    }
+                })
+                .map_err(|e| Error::runtime(e.message))?;
+            Ok(value)
+        };
+        let settings = BTreeMap::from([
+            ("engine".to_string(), "MonetDB 11.41 embedded (MonetDBe), in-process; the paper ran the mserver5 server".to_string()),
+            ("revision".to_string(), env("revision")?),
+            ("threads".to_string(), "every core (MonetDBe's default)".to_string()),
+            ("memory_limit".to_string(), format!("{} bytes (gdk_mem_maxsize)", env("gdk_mem_maxsize")?)),
+            ("optimizer".to_string(), env("sql_optimizer")?),
+            ("durability".to_string(), "write-ahead log in the database directory, per commit (MonetDB's default)".to_string()),
+            (
+                "concurrency".to_string(),
+                "optimistic: a transaction that conflicts with one committed first fails (\"concurrency conflicts\") and counts as an error".to_string(),
+            ),
+            (
+                "indexes".to_string(),
+                "PRIMARY KEY; CREATE INDEX on each indexed column (a hint: MonetDB builds hash and imprint indexes itself)".to_string(),
+            ),
+            ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
+            ("date".to_string(), "DATE".to_string()),
+            ("bulk_load".to_string(), "monetdbe_append with the key constraint dropped and added back, in one transaction".to_string()),
+            ("library".to_string(), concat!(env!("DBSWEEP_MONETDBE_LIB_DIR"), "/libmonetdbe.so (PyPI wheel monetdbe 0.11)").to_string()),
+            ("batch".to_string(), "one transaction per batch".to_string()),
+            ("echo".to_string(), "SELECT 1 through a prepared statement".to_string()),
+            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a prepared statement".to_string()),
+            ("request.insert_batch".to_string(), "multi-row INSERT … VALUES (…), (…) prepared statements in one transaction".to_string()),
+            (
+                "request.multi_get".to_string(),
+                format!("SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"),
+            ),
+        ]);
+        let version = format!("11.41 (MonetDBe {})", monetdbe::library_version());
+        let info = sql_target_info(name, url, "monetdb", version, &file, settings);
+        Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
+    }
+}
+
+impl EmbeddedSql for MonetDb {
+    type Engine = MonetDbEngine;
+
+    fn file(&self) -> &EmbeddedFile<MonetDbEngine> {
+        &self.file
+    }
+
+    /// A new MonetDB client, opened on the calling thread (the client's own): a MonetDB
+    /// client serves only the thread that opened it.
+    fn client(&self, admin: &mut MonetDbEngine) -> Result<MonetDbEngine> {
+        admin.conn.database().connect().map(MonetDbEngine::new).map_err(runtime)
+    }
+
+    /// `monetdbe_append` in chunks, with the key constraint dropped and added back (which
+    /// checks the keys), in one transaction.
+    fn load(&self, admin: &mut MonetDbEngine, table: &TableDef, rows: RowSource) -> Result<u64> {
+        let name = MONETDB.bare_name(&table.name);
+        let quoted = MONETDB.table_name(&name);
+        let key = MONETDB.quote(&MONETDB.primary_key_name(&name));
+        let key_column = MONETDB.quote(&table.columns[0].name);
+        let ddl = |engine: &mut MonetDbEngine, sql: String| engine.batch(&sql).map_err(|e| Error::runtime(e.message));
+        in_transaction(admin, &MONETDB, |engine| {
+            ddl(engine, format!("ALTER TABLE {quoted} DROP CONSTRAINT {key}"))?;
+            let mut n = 0;
+            let mut rows = rows.peekable();
+            while rows.peek().is_some() {
+                let chunk: Vec<Row> = rows.by_ref().take(APPEND_CHUNK).collect();
+                engine.conn.append(SCHEMA, &name, &append_columns(table, &chunk)?).map_err(runtime)?;
+                n += chunk.len() as u64;
+            }
+            ddl(engine, format!("ALTER TABLE {quoted} ADD CONSTRAINT {key} PRIMARY KEY ({key_column})"))?;
+            Ok(n)
+        })
+    }
+
+    /// The bytes of dbsweep's tables as MonetDB stores them (`sys.storage()`: columns,
+    /// string heaps, hash, imprint and order indexes). MonetDB reports no process-wide
+    /// memory figure, so work areas of running queries are not in it.
+    fn engine_memory(&self, admin: &mut MonetDbEngine) -> Result<EngineMemory> {
+        let sql = "SELECT CAST(COALESCE(SUM(columnsize + heapsize + hashes + imprints + orderidx), 0) AS BIGINT) \
+                   FROM sys.storage() WHERE \"schema\" = 'sys' AND \"table\" LIKE 'dbsweep_%'";
+        let mut bytes = 0u64;
+        admin
+            .query(sql, &[], &[ColumnType::Int], &mut |row| {
+                if let Some(Value::Int(v)) = row.first() {
+                    bytes = *v as u64;
+                }
+            })
+            .map_err(|e| Error::runtime(e.message))?;
+        Ok(EngineMemory { bytes, source: "sys.storage(): column, string heap and index bytes of dbsweep's tables".into() })
+    }
+}
+
+/// A chunk of rows as append columns of the table's storage types.
+fn append_columns(table: &TableDef, rows: &[Row]) -> Result<Vec<AppendColumn>> {
+    let wrong = |c: usize, v: &Value| Error::runtime(format!("monetdb: column {} of {} got {v:?}", table.columns[c].name, table.name));
+    (table.columns.iter().enumerate())
+        .map(|(c, column)| {
+            let values = rows.iter().map(move |row| row.get(c).unwrap_or(&Value::Null));
+            Ok(match column.ty {
+                ColumnType::Int | ColumnType::Decimal => AppendColumn::Int64(
+                    values
+                        .map(|v| match v {
+                            Value::Int(i) => Ok(*i),
+                            Value::Decimal(d) => Ok(d.0),
+                            Value::Null => Ok(i64::MIN),
+                            v => Err(wrong(c, v)),
+                        })
+                        .collect::<Result<_>>()?,
+                ),
+                ColumnType::Float => AppendColumn::Double(
+                    values
+                        .map(|v| match v {
+                            Value::Float(f) => Ok(*f),
+                            Value::Int(i) => Ok(*i as f64),
+                            Value::Null => Ok(f64::NAN),
+                            v => Err(wrong(c, v)),
+                        })
+                        .collect::<Result<_>>()?,
+                ),
+                ColumnType::Text => AppendColumn::Text(
+                    values
+                        .map(|v| match v {
+                            Value::Text(s) => CString::new(s.as_bytes()).map(Some).map_err(|_| wrong(c, v)),
+                            Value::Null => Ok(None),
+                            v => Err(wrong(c, v)),
+                        })
+                        .collect::<Result<_>>()?,
+                ),
+                ColumnType::Date => AppendColumn::Date(
+                    values
+                        .map(|v| match v {
+                            Value::Date(d) => AppendDate::new(*d).map_err(runtime),
+                            Value::Null => Ok(AppendDate::NULL),
+                            v => Err(wrong(c, v)),
+                        })
+                        .collect::<Result<_>>()?,
+                ),
+            })
+        })
+        .collect()
+}
+
+/// MonetDB's calls on one MonetDBe connection.
+pub struct MonetDbEngine {
+    conn: monetdbe::Connection,
+    /// Inside `START TRANSACTION` … `COMMIT`/`ROLLBACK` (a conflict there fails the
+    /// transaction; outside, a statement is its own transaction and is retried).
+    in_transaction: bool,
+    /// Statements run again after a concurrency conflict, since the connection opened.
+    retries: u64,
+}
+
+/// Times an autocommit statement is run again after a concurrency conflict before its
+/// error counts.
+const CONFLICT_RETRIES: u32 = 100;
+
+impl MonetDbEngine {
+    fn new(conn: monetdbe::Connection) -> Self {
+        MonetDbEngine { conn, in_transaction: false, retries: 0 }
+    }
+
+    /// Statements retried after a concurrency conflict so far.
+    pub fn retries(&self) -> u64 {
+        self.retries
+    }
+}
+
+impl Engine for MonetDbEngine {
+    fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
+        let params: Vec<Param<'_>> = params.iter().map(param).collect();
+        let rows = self.conn.prepared(sql, &params).map_err(op_error)?;
+        let columns = (0..types.len()).map(|c| rows.column(c).map_err(op_error)).collect::<Result<Vec<_>, _>>()?;
+        for r in 0..rows.len() {
+            let values = (columns.iter().zip(types))
+                .map(|(column, ty)| decode(column.get(r).ok_or_else(|| OpError::client("monetdb: a cell of an unreadable type"))?, *ty))
+                .collect::<Result<Row, _>>()?;
+            row(values);
+        }
+        Ok(rows.len() as u64)
+    }
+
+    /// Outside a transaction, a statement that lost a concurrency conflict is its own
+    /// transaction, rolled back by MonetDB: it runs again, as MonetDB's users do, and the
+    /// retry is counted.
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError> {
+        let params: Vec<Param<'_>> = params.iter().map(param).collect();
+        let mut attempts = 0;
+        loop {
+            match self.conn.prepared(sql, &params) {
+                Ok(rows) => return Ok(rows.affected().max(0) as u64),
+                Err(e) if e.is_conflict() && !self.in_transaction && attempts < CONFLICT_RETRIES => {
+                    attempts += 1;
+                    self.retries += 1;
+                }
+                Err(e) => return Err(op_error(e)),
+            }
+        }
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), OpError> {
+        let result = self.conn.execute(sql).map(drop).map_err(op_error);
+        match sql {
+            "START TRANSACTION" => self.in_transaction = result.is_ok(),
+            // A failed COMMIT is rolled back by MonetDB too.
+            "COMMIT" | "ROLLBACK" => self.in_transaction = false,
+            _ => {}
+        }
+        result
+    }
+
+    /// MonetDB's transactions are optimistic (conflicts fail at commit), so reads and
+    /// writes begin the same way.
+    fn begin(&self, _writes: bool) -> &'static str {
+        "START TRANSACTION"
+    }
+
+    fn table_exists(&mut self, name: &str) -> Result<bool, OpError> {
+        let query = "SELECT t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = 'sys' AND t.name = ?";
+        Ok(self.query(query, &[Value::Text(name.into())], &[], &mut drop)? > 0)
+    }
+}
+
+/// A dbsweep value as a parameter (a decimal as its hundredths: the dialect types every
+/// decimal parameter `DECIMAL(15,2)`).
+fn param(value: &Value) -> Param<'_> {
+    match value {
+        Value::Null => Param::Null,
+        Value::Int(v) => Param::Int(*v),
+        Value::Float(v) => Param::Double(*v),
+        Value::Decimal(d) => Param::Int(d.0),
+        Value::Text(s) => Param::Text(s),
+        Value::Date(d) => Param::Date(*d),
+    }
+}
+
+/// A MonetDB cell as dbsweep's value of the column's type (decimals rescaled exactly to
+/// hundredths).
+fn decode(cell: Cell<'_>, ty: ColumnType) -> Result<Value, OpError> {
+    let out_of_range = || OpError::client(format!("monetdb: {cell:?} does not fit a {ty:?} value"));
+    Ok(match (cell, ty) {
+        (Cell::Null, _) => Value::Null,
+        (Cell::Int { value, scale: 0 }, ColumnType::Int) => Value::Int(i64::try_from(value).map_err(|_| out_of_range())?),
+        (Cell::Int { value, scale }, ColumnType::Decimal) => {
+            let hundredths = if scale >= 2 { value / 10i128.pow(scale - 2) } else { value * 10i128.pow(2 - scale) };
+            Value::Decimal(Decimal(i64::try_from(hundredths).map_err(|_| out_of_range())?))
+        }
+        (Cell::Int { value, scale }, ColumnType::Float) => Value::Float(value as f64 / 10f64.powi(scale as i32)),
+        (Cell::Double(v), ColumnType::Float) => Value::Float(v),
+        (Cell::Text(s), ColumnType::Text) => Value::Text(s.into()),
+        (Cell::Date(d), ColumnType::Date) => Value::Date(d),
+        (cell, ty) => return Err(OpError::client(format!("monetdb: a {ty:?} column returned {cell:?}"))),
+    })
+}

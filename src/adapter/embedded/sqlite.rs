@@ -1,0 +1,357 @@
+//! SQLite adapter (rusqlite, bundled SQLite): the embedded row store.
+//!
+//! `sqlite:` uses a throwaway file in the run's scratch directory; `sqlite:/path/file.db`
+//! uses the user's file. dbsweep's tables are `dbsweep_<table>`, each registered in the
+//! marker table `dbsweep_owner`; `prepare` replaces only registered tables and refuses with
+//! `NotOwned` when a same-named table is not registered. Nothing else in the file is read
+//! or written.
+//!
+//! Settings (recorded in `TargetInfo.settings`): WAL journal, `synchronous=NORMAL` by default
+//! (a commit survives a crash of the process but not of the OS: no fsync per commit;
+//! `sqlite:?synchronous=full` syncs every commit, as DuckDB and redb do), a busy timeout so
+//! concurrent writers wait for the lock instead of failing. Every client opens its own
+//! `rusqlite::Connection` on the file (`Execution::Blocking`); statements are prepared once
+//! per connection and cached; a batch is one transaction (`BEGIN IMMEDIATE` for writes,
+//! `BEGIN DEFERRED` for reads); a read-modify-write is one `BEGIN IMMEDIATE` transaction.
+//!
+//! Type mapping: Int → `INTEGER` (the key is `INTEGER PRIMARY KEY`, SQLite's rowid), Float →
+//! `REAL`, Text → `TEXT`, Decimal → `INTEGER` hundredths (SQLite has no exact decimal type;
+//! hundredths keep values, ordering, `MAX` and sums exact; queries divide by 100.0 where
+//! they need the number), Date → `INTEGER` days since 1970-01-01 (compact, compares as
+//! integers; `date(col * 86400, 'unixepoch')` shows it as text).
+//!
+//! Statements are the `sqlite` dialect's; this module is SQLite's `Engine` (binding and
+//! reading values) and its target (file, settings, bulk load). Must not time anything.
+
+use super::session::{Engine, binding_calls};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, sql_target_info};
+use super::{Embedded, clip};
+use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use crate::adapter::sql::dialects::SQLITE;
+use crate::adapter::sql::statement::Statement;
+use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::op::OpError;
+use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
+use crate::error::{Error, Result};
+use rusqlite::params_from_iter;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a connection waits for another connection's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Prepared statements kept per connection (multi-gets add one per batch size).
+const STATEMENT_CACHE: usize = 256;
+
+pub struct Sqlite {
+    file: EmbeddedFile<SqliteEngine>,
+    /// The journal mode a user's file had before dbsweep switched it to WAL, restored by
+    /// `cleanup`; `None` when there is nothing to restore.
+    original_journal: Option<String>,
+    /// `PRAGMA synchronous` for every connection: `NORMAL` unless the URL says otherwise.
+    synchronous: &'static str,
+}
+
+impl Sqlite {
+    pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
+        let file = DatabaseFile::of(name, url, ctx, "sqlite", "dbsweep.sqlite")?;
+        let path = &file.path;
+        let synchronous = match url.param("synchronous").map(|v| v.to_ascii_uppercase()).as_deref() {
+            None | Some("NORMAL") => "NORMAL",
+            Some("FULL") => "FULL",
+            Some("EXTRA") => "EXTRA",
+            Some("OFF") => "OFF",
+            Some(other) => {
+                return Err(Error::usage(format!("target '{name}': synchronous must be off, normal, full or extra, got '{other}'")));
+            }
+        };
+        let admin = open_connection(path, synchronous).map_err(|e| {
+            Error::usage(format!("target '{name}': cannot open SQLite file {}: {e}; check the path in the URL", path.display()))
+        })?;
+        let journal_mode: String = admin
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .map_err(|e| Error::usage(format!("target '{name}': {} is not a usable SQLite file: {e}", path.display())))?;
+        // A user's file is switched to WAL only once `prepare` has found nothing foreign in
+        // it, and switched back by `cleanup`; a throwaway file is switched now.
+        let original_journal = journal_mode.to_lowercase();
+        if file.is_throwaway() {
+            switch_to_wal(&admin).map_err(|e| Error::runtime(format!("sqlite: {e}")))?;
+        }
+        let level: i64 = admin.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(runtime)?;
+        let level = match level {
+            0 => "off",
+            1 => "normal",
+            2 => "full",
+            3 => "extra",
+            _ => "unknown",
+        };
+        let settings = BTreeMap::from([
+            ("journal_mode".to_string(), "wal".to_string()),
+            ("synchronous".to_string(), level.to_string()),
+            ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
+            ("durability".to_string(), durability("wal", level)),
+            ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
+            ("decimal".to_string(), "INTEGER hundredths".to_string()),
+            ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
+            ("batch".to_string(), "one transaction per batch".to_string()),
+            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
+            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
+            ("request.insert_batch".to_string(), "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs".to_string()),
+            (
+                "request.multi_get".to_string(),
+                format!("SELECT … WHERE <key> IN (?, …) of bound keys, {} per statement, in one read transaction", SQLITE.max_keys()),
+            ),
+        ]);
+        let info = sql_target_info(name, url, "sqlite", rusqlite::version().to_string(), &file, settings);
+        let original_journal = (!file.is_throwaway() && original_journal != "wal").then_some(original_journal);
+        Ok(Embedded(Sqlite { file: EmbeddedFile::new(info, &SQLITE, file, SqliteEngine(admin)), original_journal, synchronous }))
+    }
+}
+
+/// Switches the file to WAL (persistent in the file) and checks that SQLite agreed.
+fn switch_to_wal(conn: &rusqlite::Connection) -> std::result::Result<(), String> {
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+    if mode.eq_ignore_ascii_case("wal") { Ok(()) } else { Err(format!("journal_mode stayed '{mode}' instead of WAL")) }
+}
+
+fn runtime(e: rusqlite::Error) -> Error {
+    Error::runtime(format!("sqlite: {e}"))
+}
+
+/// Opens one connection with dbsweep's per-connection settings.
+fn open_connection(path: &Path, synchronous: &str) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "synchronous", synchronous)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+/// What a commit survives, in words, for the report.
+fn durability(journal_mode: &str, synchronous: &str) -> String {
+    match (journal_mode.to_lowercase().as_str(), synchronous) {
+        ("wal", "normal") => "no fsync per commit (WAL synced at checkpoints): survives a process crash, not an OS crash".into(),
+        (_, "full" | "extra") => "fsync at every commit".into(),
+        (_, "off") => "never synced: a crash of the OS may lose or corrupt data".into(),
+        (mode, level) => format!("journal_mode={mode}, synchronous={level}"),
+    }
+}
+
+impl EmbeddedSql for Sqlite {
+    type Engine = SqliteEngine;
+
+    fn file(&self) -> &EmbeddedFile<SqliteEngine> {
+        &self.file
+    }
+
+    /// Every client opens its own connection on the file.
+    fn client(&self, _admin: &mut SqliteEngine) -> Result<SqliteEngine> {
+        Ok(SqliteEngine(open_connection(&self.file.path, self.synchronous).map_err(runtime)?))
+    }
+
+    /// One transaction of single-row inserts through one prepared statement.
+    fn load(&self, admin: &mut SqliteEngine, table: &TableDef, rows: RowSource) -> Result<u64> {
+        let insert = SqlTable::new(&SQLITE, Arc::new(table.clone())).text(&SQLITE, Statement::Insert { table: 0, rows: 1 });
+        let tx = admin.0.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(runtime)?;
+        let mut n = 0;
+        {
+            let mut insert = tx.prepare(&insert).map_err(runtime)?;
+            for row in rows {
+                insert.execute(params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
+                n += 1;
+            }
+        }
+        tx.commit().map_err(runtime)?;
+        Ok(n)
+    }
+
+    /// The database's pages in use (`(page_count − freelist_count) × page_size`): SQLite
+    /// keeps the data in its file and a bounded page cache, so this is the storage the data
+    /// takes (free pages left by dropped tables are not counted).
+    fn engine_memory(&self, admin: &mut SqliteEngine) -> Result<EngineMemory> {
+        let sql = "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()";
+        let bytes = admin.0.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(runtime)?;
+        Ok(EngineMemory { bytes: bytes as u64, source: "pages in use × page_size (database file)".into() })
+    }
+
+    /// The journal mode cannot change inside a transaction: WAL now, checked again inside.
+    fn before_create(&self, admin: &mut SqliteEngine) -> Result<()> {
+        switch_to_wal(&admin.0).map_err(|e| Error::runtime(format!("sqlite: {e}")))
+    }
+
+    /// A user's file gets its journal mode back.
+    fn after_drop(&self, admin: &mut SqliteEngine) -> Result<()> {
+        if let Some(mode) = &self.original_journal {
+            let now: String = admin.0.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0)).map_err(runtime)?;
+            if !now.eq_ignore_ascii_case(mode) {
+                return Err(Error::runtime(format!(
+                    "sqlite: could not restore journal_mode={mode} (still {now}); is another program using the file?"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// SQLite's calls on one `rusqlite::Connection`.
+pub struct SqliteEngine(rusqlite::Connection);
+
+impl Engine for SqliteEngine {
+    binding_calls!(rusqlite);
+
+    /// A reading transaction takes no lock until it reads; a writing one takes the write
+    /// lock at once (no deadlock between two readers upgrading).
+    fn begin(&self, writes: bool) -> &'static str {
+        if writes { "BEGIN IMMEDIATE" } else { "BEGIN DEFERRED" }
+    }
+
+    fn table_exists(&mut self, name: &str) -> Result<bool, OpError> {
+        let query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1";
+        Ok(self.query(query, &[Value::Text(name.into())], &[], &mut drop)? > 0)
+    }
+}
+
+/// Binds a dbsweep value as an SQLite value (see the module doc for the mapping).
+struct Bind<'a>(&'a Value);
+
+impl rusqlite::ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self.0 {
+            Value::Null => ValueRef::Null,
+            Value::Int(v) => ValueRef::Integer(*v),
+            Value::Float(v) => ValueRef::Real(*v),
+            Value::Decimal(d) => ValueRef::Integer(d.0),
+            Value::Date(d) => ValueRef::Integer(d.0.into()),
+            Value::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+/// Reads a stored value back as the column's type.
+fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
+    Ok(match (value, ty) {
+        (ValueRef::Null, _) => Value::Null,
+        (ValueRef::Integer(v), ColumnType::Int) => Value::Int(v),
+        (ValueRef::Integer(v), ColumnType::Decimal) => Value::Decimal(Decimal(v)),
+        (ValueRef::Integer(v), ColumnType::Date) => Value::Date(Date(v as i32)),
+        (ValueRef::Integer(v), ColumnType::Float) => Value::Float(v as f64),
+        (ValueRef::Real(v), ColumnType::Float) => Value::Float(v),
+        (ValueRef::Text(s), ColumnType::Text) => Value::Text(String::from_utf8_lossy(s).into()),
+        (other, ty) => return Err(OpError::client(format!("sqlite: a {ty:?} column holds {:?}", other.data_type()))),
+    })
+}
+
+fn op_error(e: rusqlite::Error) -> OpError {
+    OpError::server(clip(format!("sqlite: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::Target;
+    use crate::base::op::{Answer, Op, RangeAgg};
+    use crate::data::kv;
+
+    fn open_at(path: &Path) -> Embedded<Sqlite> {
+        let url = TargetUrl::parse(&format!("sqlite:{}", path.display())).unwrap();
+        Sqlite::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn settings_record_wal_and_normal_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = open_at(&dir.path().join("a.db"));
+        let s = &target.info().settings;
+        assert_eq!(s["journal_mode"], "wal");
+        assert_eq!(s["synchronous"], "normal");
+        assert!(target.info().version.starts_with('3'), "{}", target.info().version);
+        // What the settings say is what a client connection gets.
+        target.prepare(&[kv::shared_def()]).await.unwrap();
+        let conn = open_connection(&target.0.file.path, target.0.synchronous).unwrap();
+        assert_eq!(conn.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0)).unwrap(), "wal");
+        assert_eq!(conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0)).unwrap(), 1);
+        assert_eq!(conn.query_row("PRAGMA busy_timeout", [], |r| r.get::<_, i64>(0)).unwrap(), BUSY_TIMEOUT.as_millis() as i64);
+    }
+
+    #[tokio::test]
+    async fn a_user_file_keeps_its_journal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("user.db");
+        let mode =
+            |p: &Path| -> String { rusqlite::Connection::open(p).unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap() };
+        rusqlite::Connection::open(&path).unwrap().execute_batch("CREATE TABLE dbsweep_kv (x TEXT)").unwrap();
+        assert_eq!(mode(&path), "delete");
+        // Refused: the file is not switched to WAL.
+        let target = open_at(&path);
+        assert!(matches!(target.prepare(&[kv::shared_def()]).await, Err(Error::NotOwned { .. })));
+        drop(target);
+        assert_eq!(mode(&path), "delete");
+        // Accepted: WAL while dbsweep works, the original mode again after cleanup.
+        rusqlite::Connection::open(&path).unwrap().execute_batch("DROP TABLE dbsweep_kv").unwrap();
+        let target = open_at(&path);
+        target.prepare(&[kv::shared_def()]).await.unwrap();
+        assert_eq!(mode(&path), "wal");
+        target.cleanup().await.unwrap();
+        drop(target);
+        assert_eq!(mode(&path), "delete");
+    }
+
+    #[test]
+    fn synchronous_can_be_chosen_and_is_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = OpenContext::new(dir.path().to_path_buf());
+        let full = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=full").unwrap(), &ctx).unwrap();
+        assert_eq!(full.info().settings["synchronous"], "full");
+        assert_eq!(full.info().settings["durability"], "fsync at every commit");
+        let bad = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=sometimes").unwrap(), &ctx);
+        assert_eq!(bad.err().unwrap().exit_code(), 2);
+    }
+
+    #[tokio::test]
+    async fn decimals_and_dates_round_trip_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = open_at(&dir.path().join("types.db"));
+        let def = crate::adapter::embedded::typed_table(vec![0]);
+        target.prepare(std::slice::from_ref(&def)).await.unwrap();
+        let rows = vec![
+            vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
+            vec![Value::Int(2), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(10_591))],
+        ];
+        target.load(&def, Box::new(rows.into_iter())).await.unwrap();
+        let mut conn = target.connect().await.unwrap();
+        let max = |of| Op::Range { table: 0, column: 0, lo: 0, hi: 9, agg: RangeAgg::Max { column: of } };
+        assert_eq!(conn.execute(&max(1)).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
+        assert_eq!(conn.execute(&max(2)).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));
+    }
+
+    #[tokio::test]
+    async fn failed_batch_rolls_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = open_at(&dir.path().join("b.db"));
+        let def = kv::shared_def();
+        target.prepare(std::slice::from_ref(&def)).await.unwrap();
+        let g = kv::KvGen::new(1, 100, 8);
+        let mut conn = target.connect().await.unwrap();
+        conn.execute(&Op::Insert { table: 0, row: g.row(5) }).await.unwrap();
+        // The batch's third insert collides with key 5: none of the batch may stay.
+        let batch: Vec<Op> = [3, 4, 5, 6].iter().map(|k| Op::Insert { table: 0, row: g.row(*k) }).collect();
+        assert!(conn.execute_batch(&batch).await.is_err());
+        assert_eq!(target.count_rows(&def).await.unwrap(), 1);
+        // The connection is usable again afterwards.
+        assert_eq!(conn.execute(&Op::Get { table: 0, key: 5 }).await.unwrap().rows, 1);
+    }
+
+    #[tokio::test]
+    async fn throwaway_file_is_removed_by_cleanup() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = OpenContext::new(dir.path().join("scratch"));
+        let target = Sqlite::open("t", &TargetUrl::parse("sqlite:").unwrap(), &ctx).unwrap();
+        target.prepare(&[kv::shared_def()]).await.unwrap();
+        assert!(target.0.file.path.exists());
+        target.cleanup().await.unwrap();
+        assert!(!target.0.file.path.exists());
+        assert_eq!(std::fs::read_dir(&ctx.scratch_dir).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,333 @@
+//! One MariaDB session: the `Executor` of `sql::SqlConnection` over a mysql_async
+//! connection, and the encoding of dbsweep values as MariaDB parameters and back.
+//!
+//! Statements are the `mariadb` dialect's, prepared in the driver's per-connection
+//! statement cache (keyed by their text, which the session's `StatementCache` keeps per
+//! statement). A step that needs more than 65,535 placeholders is sent with literal values
+//! (see [`super::literal`]). Must not create or drop anything, or time anything.
+
+use super::literal;
+use super::{QUERIES, describe};
+use crate::adapter::sql::connection::{Executor, StatementCache, returns_rows};
+use crate::adapter::sql::dialect::SqlTable;
+use crate::adapter::sql::dialects::MYSQL;
+use crate::adapter::sql::plan::{Answered, Args, Reply, Step};
+use crate::adapter::sql::statement::Statement;
+use crate::base::op::{ErrorClass, OpError, RangeAgg};
+use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
+use crate::data::tpch_queries::answer_columns;
+use async_trait::async_trait;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Params, Value as MyValue};
+use std::sync::Arc;
+
+/// A value as the parameter MariaDB converts exactly: decimals and dates as text.
+fn param(value: &Value) -> Result<MyValue, OpError> {
+    Ok(match value {
+        Value::Null => MyValue::NULL,
+        Value::Int(v) => MyValue::Int(*v),
+        Value::Float(v) => MyValue::Double(*v),
+        Value::Decimal(d) => MyValue::Bytes(d.to_string().into_bytes()),
+        Value::Text(s) => MyValue::Bytes(s.as_bytes().to_vec()),
+        Value::Date(d) => MyValue::Bytes(d.to_iso().into_bytes()),
+    })
+}
+
+/// A value for a column of type `ty` (integers in a float column become floats).
+fn column_param(def: &TableDef, column: usize, value: &Value) -> Result<MyValue, OpError> {
+    let c = &def.columns[column];
+    match (c.ty, value) {
+        (_, Value::Null) | (ColumnType::Int, Value::Int(_)) | (ColumnType::Float, Value::Float(_)) => param(value),
+        (ColumnType::Decimal, Value::Decimal(_)) | (ColumnType::Text, Value::Text(_)) | (ColumnType::Date, Value::Date(_)) => param(value),
+        (ColumnType::Float, Value::Int(v)) => Ok(MyValue::Double(*v as f64)),
+        _ => Err(OpError::client(format!("{}.{}: value {value:?} does not fit a {:?} column", def.name, c.name, c.ty))),
+    }
+}
+
+/// A range bound (the column's integer representation) in the column's type.
+fn bound(def: &TableDef, column: usize, bound: i64) -> Result<MyValue, OpError> {
+    param(&match def.columns[column].ty {
+        ColumnType::Int => Value::Int(bound),
+        ColumnType::Float => Value::Float(bound as f64),
+        ColumnType::Decimal => Value::Decimal(Decimal(bound)),
+        ColumnType::Date => {
+            Value::Date(Date(i32::try_from(bound).map_err(|_| OpError::client(format!("date bound {bound} out of range")))?))
+        }
+        ColumnType::Text => return Err(OpError::client(format!("{}: no integer range over a text column", def.name))),
+    })
+}
+
+/// A value the server returned, as the type `ty`.
+fn decode(ty: ColumnType, value: &MyValue) -> Result<Value, OpError> {
+    let bad = || OpError::client(format!("cannot read {value:?} as a {ty:?} value"));
+    Ok(match (ty, value) {
+        (_, MyValue::NULL) => Value::Null,
+        (ColumnType::Int, MyValue::Int(v)) => Value::Int(*v),
+        (ColumnType::Int, MyValue::UInt(v)) => Value::Int(i64::try_from(*v).map_err(|_| bad())?),
+        (ColumnType::Float, MyValue::Double(v)) => Value::Float(*v),
+        (ColumnType::Float, MyValue::Float(v)) => Value::Float(f64::from(*v)),
+        (ColumnType::Float, MyValue::Int(v)) => Value::Float(*v as f64),
+        (ColumnType::Float, MyValue::UInt(v)) => Value::Float(*v as f64),
+        (ColumnType::Date, MyValue::Date(y, m, d, ..)) => Value::Date(Date::from_iso(&format!("{y:04}-{m:02}-{d:02}")).ok_or_else(bad)?),
+        (ty, MyValue::Bytes(b)) => {
+            let text = std::str::from_utf8(b).map_err(|_| bad())?;
+            match ty {
+                ColumnType::Int => Value::Int(text.parse().map_err(|_| bad())?),
+                ColumnType::Float => Value::Float(text.parse().map_err(|_| bad())?),
+                ColumnType::Decimal => Value::Decimal(parse_hundredths(text).ok_or_else(bad)?),
+                ColumnType::Text => Value::Text(text.into()),
+                ColumnType::Date => Value::Date(Date::from_iso(text.get(..10).unwrap_or(text)).ok_or_else(bad)?),
+            }
+        }
+        _ => return Err(bad()),
+    })
+}
+
+/// `"-12.3"` -> `Decimal(-1230)`.
+fn parse_hundredths(text: &str) -> Option<Decimal> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if frac.len() > 2 || whole.is_empty() || !frac.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let whole: i64 = whole.parse().ok()?;
+    let frac: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<2}").parse().ok()? };
+    let value = whole.checked_mul(100)?.checked_add(frac)?;
+    Some(Decimal(if negative { -value } else { value }))
+}
+
+fn op_error(e: mysql_async::Error) -> OpError {
+    let class = match &e {
+        mysql_async::Error::Server(_) => ErrorClass::Server,
+        mysql_async::Error::Io(_) | mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed) => ErrorClass::Connection,
+        _ => ErrorClass::Client,
+    };
+    OpError::new(class, describe(&e))
+}
+
+/// The values of one row, each in its column's encoding.
+pub(super) fn push_row(def: &TableDef, row: &Row, out: &mut Vec<MyValue>) -> Result<(), OpError> {
+    if row.len() != def.columns.len() {
+        return Err(OpError::client(format!("{}: row has {} values, table has {} columns", def.name, row.len(), def.columns.len())));
+    }
+    for (i, v) in row.iter().enumerate() {
+        out.push(column_param(def, i, v)?);
+    }
+    Ok(())
+}
+
+/// One MariaDB session: the `Executor` of `sql::SqlConnection`.
+pub(super) struct MySession {
+    conn: Conn,
+    /// The server's `max_allowed_packet`: the longest statement it accepts.
+    max_packet: usize,
+    /// Statement texts; the driver prepares and caches them by text.
+    statements: StatementCache<Arc<str>>,
+}
+
+impl MySession {
+    pub(super) fn new(conn: Conn, max_packet: usize, tables: Arc<Vec<SqlTable>>) -> Self {
+        MySession { conn, max_packet, statements: StatementCache::new(&MYSQL, tables) }
+    }
+
+    /// Prepares the statements every workload uses into the driver's cache, so the first
+    /// measured ops do not pay for preparing; the rest are prepared on first use.
+    pub(super) async fn warm(&mut self) -> Result<(), OpError> {
+        let mut common = vec![Statement::Echo];
+        for (table, t) in self.statements.tables().clone().iter().enumerate() {
+            common.extend([
+                Statement::Insert { table, rows: 1 },
+                Statement::Get { table },
+                Statement::Delete { table },
+                Statement::Scan { table, limit: None },
+            ]);
+            for &column in t.def.indexed.iter().filter(|&&c| c != 0) {
+                common.extend([RangeAgg::Rows, RangeAgg::Count].map(|agg| Statement::Range { table, column, agg }));
+            }
+        }
+        // The analytic queries whose tables this run prepared.
+        let tables = self.statements.tables().clone();
+        common.extend(QUERIES.into_iter().filter(|q| Statement::Query(*q).text(&MYSQL, &tables).is_ok()).map(Statement::Query));
+        for statement in common {
+            let text = self.statements.cached_text(statement)?;
+            self.conn.prep(&*text).await.map_err(op_error)?;
+        }
+        Ok(())
+    }
+
+    /// The parameters of a step.
+    fn params(&self, step: &Step<'_>) -> Result<Vec<MyValue>, OpError> {
+        let def = || self.statements.table(step.statement.table().unwrap_or_default()).map(|t| &t.def);
+        Ok(match &step.args {
+            Args::None => vec![],
+            Args::Key(key) => vec![MyValue::Int(*key)],
+            Args::Keys(keys) => keys.iter().map(|k| MyValue::Int(*k)).collect(),
+            Args::Rows(rows) => {
+                let def = def()?;
+                let mut params = Vec::with_capacity(rows.len() * def.columns.len());
+                for row in rows {
+                    push_row(def, row, &mut params)?;
+                }
+                params
+            }
+            Args::Update { column, value, key } => vec![column_param(def()?, *column, value)?, MyValue::Int(*key)],
+            Args::Scan { start, count } => std::iter::once(*start).chain(*count).map(MyValue::Int).collect(),
+            Args::Range { column, lo, hi } => vec![bound(def()?, *column, *lo)?, bound(def()?, *column, *hi)?],
+        })
+    }
+}
+
+impl MySession {
+    /// The step as statements with literal values when it needs more placeholders than a
+    /// prepared statement has (see [`literal`]): the one-row (one-key) statement's text with
+    /// its placeholder group repeated as literals, split only where `max_allowed_packet`
+    /// requires. `None` for every other step.
+    fn literal_statements(&self, step: &Step<'_>) -> Result<Option<Vec<String>>, OpError> {
+        let table = step.statement.table().unwrap_or_default();
+        let (one, items): (Statement, Vec<String>) = match (&step.args, step.statement) {
+            (Args::Rows(rows), Statement::Insert { .. })
+                if rows.len() * rows.first().map_or(0, |r| r.len()) > literal::MAX_PLACEHOLDERS =>
+            {
+                let def = &self.statements.table(table)?.def;
+                let mut tuples = Vec::with_capacity(rows.len());
+                for row in rows {
+                    if row.len() != def.columns.len() {
+                        let (name, have, want) = (&def.name, row.len(), def.columns.len());
+                        return Err(OpError::client(format!("{name}: row has {have} values, table has {want} columns")));
+                    }
+                    tuples.push(literal::row_tuple(row)?);
+                }
+                (Statement::Insert { table, rows: 1 }, tuples)
+            }
+            (Args::Keys(keys), Statement::GetMany { .. } | Statement::DeleteMany { .. }) if keys.len() > literal::MAX_PLACEHOLDERS => {
+                let one = if matches!(step.statement, Statement::GetMany { .. }) {
+                    Statement::GetMany { table, keys: 1 }
+                } else {
+                    Statement::DeleteMany { table, keys: 1 }
+                };
+                (one, keys.iter().map(i64::to_string).collect())
+            }
+            _ => return Ok(None),
+        };
+        let text = self.statements.text(one)?;
+        // The placeholder group: a row's `(?, …)` tuple, or the one key's `?`.
+        let group = if matches!(one, Statement::Insert { .. }) { text.rfind("(?") } else { text.rfind('?') };
+        let start = group.ok_or_else(|| OpError::client(format!("no placeholder in {text}")))?;
+        let end = if matches!(one, Statement::Insert { .. }) { text[start..].find(')').map(|i| start + i + 1) } else { Some(start + 1) };
+        let end = end.ok_or_else(|| OpError::client(format!("no placeholder group in {text}")))?;
+        Ok(Some(literal::statements(&text[..start], &text[end..], items, self.max_packet)))
+    }
+
+    /// Sends literal statements over the text protocol: the rows returned, else the
+    /// affected rows of writes (in one transaction when there are several).
+    async fn run_literal(&mut self, statements: Vec<String>, returns_rows: bool) -> Result<u64, OpError> {
+        if returns_rows {
+            let mut rows = 0;
+            for sql in statements {
+                rows += self.conn.query_fold(sql, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?;
+            }
+            return Ok(rows);
+        }
+        if let [sql] = statements.as_slice() {
+            self.conn.query_drop(sql).await.map_err(op_error)?;
+            return Ok(self.conn.affected_rows());
+        }
+        self.begin(true).await?;
+        let mut rows = 0;
+        for sql in statements {
+            if let Err(e) = self.conn.query_drop(sql).await {
+                self.rollback().await;
+                return Err(op_error(e));
+            }
+            rows += self.conn.affected_rows();
+        }
+        self.commit().await?;
+        Ok(rows)
+    }
+}
+
+#[async_trait]
+impl Executor for MySession {
+    async fn run(&mut self, step: &Step<'_>) -> Result<Answered, OpError> {
+        if let Some(statements) = self.literal_statements(step)? {
+            return self.run_literal(statements, returns_rows(step.reply)).await.map(Answered::Rows);
+        }
+        let (text, params) = (self.statements.cached_text(step.statement)?, Params::Positional(self.params(step)?));
+        Ok(match step.reply {
+            Reply::Affected | Reply::Inserted(_) => {
+                self.conn.exec_drop(&*text, params).await.map_err(op_error)?;
+                Answered::Rows(self.conn.affected_rows())
+            }
+            // Counted as the rows stream in, not collected.
+            Reply::Streamed => {
+                Answered::Rows(self.conn.exec_fold(&*text, params, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?)
+            }
+            Reply::Nothing | Reply::Rows => {
+                Answered::Rows(self.conn.exec::<mysql_async::Row, _, _>(&*text, params).await.map_err(op_error)?.len() as u64)
+            }
+            Reply::Count | Reply::Max(_) => {
+                let ty = if let Reply::Max(ty) = step.reply { ty } else { ColumnType::Int };
+                let row: Option<mysql_async::Row> = self.conn.exec_first(&*text, params).await.map_err(op_error)?;
+                let raw = row.as_ref().and_then(|r| r.as_ref(0)).cloned().unwrap_or(MyValue::NULL);
+                match (step.reply, decode(ty, &raw)?) {
+                    (Reply::Count, Value::Null) => Answered::Scalar(Value::Int(0)),
+                    (_, value) => Answered::Scalar(value),
+                }
+            }
+            Reply::Answer(query) => {
+                let types = answer_columns(query);
+                let rows: Vec<mysql_async::Row> = self.conn.exec(&*text, params).await.map_err(op_error)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    if row.len() != types.len() {
+                        return Err(OpError::client(format!("{query:?} returned {} columns, expected {}", row.len(), types.len())));
+                    }
+                    out.push(
+                        types
+                            .iter()
+                            .enumerate()
+                            .map(|(i, ty)| decode(*ty, row.as_ref(i).unwrap_or(&MyValue::NULL)))
+                            .collect::<Result<Row, _>>()?,
+                    );
+                }
+                Answered::Table(out)
+            }
+        })
+    }
+
+    async fn control(&mut self, sql: &str) -> Result<(), OpError> {
+        self.conn.query_drop(sql).await.map_err(op_error)
+    }
+
+    fn begin_statement(&self, _writes: bool) -> &'static str {
+        "START TRANSACTION"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_parse_to_hundredths() {
+        assert_eq!(parse_hundredths("12.34"), Some(Decimal(1234)));
+        assert_eq!(parse_hundredths("-0.05"), Some(Decimal(-5)));
+        assert_eq!(parse_hundredths("7.5"), Some(Decimal(750)));
+        assert_eq!(parse_hundredths("3"), Some(Decimal(300)));
+        assert_eq!(parse_hundredths("1.234"), None);
+        assert_eq!(parse_hundredths("x"), None);
+    }
+
+    #[test]
+    fn values_travel_in_the_encoding_the_server_converts_exactly() {
+        let def = crate::data::kv::table_def();
+        assert_eq!(column_param(&def, 2, &Value::Int(3)).unwrap(), MyValue::Double(3.0));
+        assert!(column_param(&def, 1, &Value::Text("x".into())).is_err());
+        assert_eq!(param(&Value::Decimal(Decimal(-5))).unwrap(), MyValue::Bytes(b"-0.05".to_vec()));
+        assert_eq!(decode(ColumnType::Decimal, &MyValue::Bytes(b"12.30".to_vec())).unwrap(), Value::Decimal(Decimal(1230)));
+        assert_eq!(decode(ColumnType::Float, &MyValue::Int(2)).unwrap(), Value::Float(2.0));
+    }
+}

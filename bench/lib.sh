@@ -80,6 +80,82 @@ find_dbsweep() {
     [[ -x "$DBSWEEP" ]] || die "no release binary at $DBSWEEP (run cargo build --release, or set DBSWEEP=path)"
 }
 
+# --- YCSB (bench/client-overhead, bench/ycsb) -------------------------------------------
+YCSB_VERSION=0.17.0
+YCSB_CACHE=${YCSB_CACHE:-$HOME/.cache/dbsweep/ycsb}
+YCSB_LIB=$YCSB_CACHE/$YCSB_VERSION/lib
+
+# ycsb_fetch: YCSB core and its dependencies from Maven Central into YCSB_LIB, once.
+ycsb_fetch() {
+    [[ -f "$YCSB_LIB/.complete" ]] && return
+    need mvn
+    echo "# fetching YCSB $YCSB_VERSION core + dependencies from Maven Central into $YCSB_LIB" >&2
+    local pom_dir=$BENCH_TMP/ycsb-pom
+    mkdir -p "$pom_dir" "$YCSB_LIB"
+    cat >"$pom_dir/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dbsweep.bench</groupId>
+  <artifactId>ycsb-fetch</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>site.ycsb</groupId>
+      <artifactId>core</artifactId>
+      <version>$YCSB_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+    (cd "$pom_dir" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$YCSB_LIB") >&2 ||
+        die "mvn could not fetch site.ycsb:core:$YCSB_VERSION (network? ~/.m2 settings?)"
+    [[ -f "$YCSB_LIB/core-$YCSB_VERSION.jar" ]] || die "core-$YCSB_VERSION.jar missing after mvn"
+    touch "$YCSB_LIB/.complete"
+}
+
+# ycsb_warmed WORKLOAD_FILE THREADS OPS WARM_SECS [-p k=v ...]: one YCSB run against its
+# no-op BasicDB (a new JVM) with a status line every second; prints "WARMED OVERALL" ops/s.
+# WARMED counts only what ran after the first WARM_SECS seconds (the JIT has compiled the
+# client loop by then): the ops done from the first status line at or after WARM_SECS to
+# the last one, over the time between their timestamps. OVERALL is YCSB's own figure (the
+# whole run, JIT warm-up included).
+ycsb_warmed() {
+    local wf=$1 t=$2 ops=$3 warm=$4 log
+    shift 4
+    log=$(mktemp "$BENCH_TMP/ycsb.XXXXXX")
+    java -cp "$YCSB_LIB/*" site.ycsb.Client -t -db site.ycsb.BasicDB -p basicdb.verbose=false \
+        -p basicdb.simulatedelay=0 -P "$wf" -p operationcount="$ops" -threads "$t" \
+        -s -p status.interval=1 "$@" >"$log" 2>&1 || { cat "$log" >&2; die "YCSB failed"; }
+    python3 - "$log" "$warm" <<'PY' || { tail -5 "$log" >&2; die "too few YCSB status lines after WARM_SECS=$warm s (raise YCSB_OPS) or no [OVERALL] Throughput in its output"; }
+import re, sys
+from datetime import datetime
+path, warm = sys.argv[1], float(sys.argv[2])
+status = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d):(\d{3}) (\d+) sec: (\d+) operations;")
+points, overall = [], None
+for line in open(path, errors="replace"):
+    m = status.match(line)
+    if m:
+        t = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S").timestamp() + int(m[2]) / 1000
+        points.append((t, int(m[3]), int(m[4])))
+    elif line.startswith("[OVERALL], Throughput(ops/sec), "):
+        overall = float(line.split(", ")[2])
+after = [p for p in points if p[1] >= warm]
+if overall is None or len(after) < 2 or after[-1][0] <= after[0][0]:
+    sys.exit(1)
+(t0, _, n0), (t1, _, n1) = after[0], after[-1]
+print(f"{(n1 - n0) / (t1 - t0):.1f} {overall:.1f}")
+PY
+}
+
+# load_avg: the 1-minute load average (runnable processes on the box, this script's too).
+load_avg() { cut -d' ' -f1 /proc/loadavg; }
+
+# load_summary L1 L2 ...: the range of the load averages taken before the runs, and now.
+load_summary() {
+    echo "# load average (1 min) before the runs: $(python3 -c 'import sys; v = [float(x) for x in sys.argv[1:]]; print(f"{min(v)} to {max(v)}")' "$@"); at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
 # --- ports and waiting ------------------------------------------------------------------
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'

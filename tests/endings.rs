@@ -263,8 +263,25 @@ fn a_spawned_server_dying_mid_load_is_a_run_failure_quoting_its_log() {
     let tmp = tempfile::tempdir().unwrap();
     let (scratch, out) = (tmp.path().join("tmp"), tmp.path().join("run"));
     std::fs::create_dir(&scratch).unwrap();
-    let rows = "5000000";
-    let args = ["run", "--spawn", "redis", "--experiments", "get", "--ops", "100", "--runs", "1", "--clients", "1", "--batch", "1"];
+    // The only other target is NO-DB, so the spawned Redis (listed after it) loads soon.
+    let rows = "2000000";
+    let args = [
+        "run",
+        "--spawn",
+        "redis",
+        "--target",
+        "nodb=nodb:",
+        "--experiments",
+        "get",
+        "--ops",
+        "100",
+        "--runs",
+        "1",
+        "--clients",
+        "1",
+        "--batch",
+        "1",
+    ];
     let child = dbsweep(&scratch, &[&args[..], &["--rows", rows, "--no-progress", "--out", out.to_str().unwrap()]].concat());
     let mut server = None;
     wait_until("rows reach the spawned Redis", || {

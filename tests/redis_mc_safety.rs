@@ -228,7 +228,7 @@ async fn redis_rows_follow_the_study_mapping() {
     let op = Op::Range { table: 0, column: kv::VALUE, lo: 0, hi: 10, agg: RangeAgg::Count };
     assert_eq!(c.execute(&op).await.unwrap_err().class, ErrorClass::Unsupported);
     // Updating the indexed column moves the row in its index, never duplicating it.
-    let op = Op::Update { table: 0, key: 17, column: kv::GROUP, value: dbsweep::base::table::Value::Int(-42) };
+    let op = Op::Update { table: 0, key: 17, column: kv::GROUP, value: dbsweep::base::table::Value::Int(-42).into() };
     assert_eq!(c.execute(&op).await.unwrap().rows, 1);
     let count = Op::Range { table: 0, column: kv::GROUP, lo: -42, hi: -42, agg: RangeAgg::Count };
     assert_eq!(c.execute(&count).await.unwrap().answer, Some(dbsweep::base::op::Answer::Scalar(dbsweep::base::table::Value::Int(1))));

@@ -194,7 +194,7 @@ impl MockConnection {
             Op::Update { table: t, key, column, value } | Op::ReadModifyWrite { table: t, key, column, value } => {
                 match table(*t)?.get_mut(key) {
                     Some(row) => {
-                        row[*column] = value.clone();
+                        row[*column] = value.get().clone();
                         Outcome::rows(1)
                     }
                     None => Outcome::rows(0),

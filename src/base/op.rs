@@ -3,7 +3,7 @@
 //! Owns `Op`, `OpKind`, `Outcome`, `Answer` and the op error classes. Adapters translate
 //! these to their systems; nothing here may know a system's syntax.
 
-use crate::base::table::{Row, TableId, Value};
+use crate::base::table::{LazyValue, Row, TableId, Value};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -50,19 +50,19 @@ pub enum Op {
         table: TableId,
         key: i64,
     },
-    /// Overwrite one column of an existing row.
+    /// Overwrite one column of an existing row (the value made when the adapter reads it).
     Update {
         table: TableId,
         key: i64,
         column: usize,
-        value: Value,
+        value: LazyValue,
     },
     /// Read the row, then write one column of it, as one client-side step.
     ReadModifyWrite {
         table: TableId,
         key: i64,
         column: usize,
-        value: Value,
+        value: LazyValue,
     },
     /// Up to `count` rows in key order starting at `start`.
     Scan {

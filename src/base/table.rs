@@ -1,11 +1,12 @@
 //! Backend-neutral table definitions and row values.
 //!
-//! Owns the shape of generated data (columns, types, which columns are indexed) and the
-//! `Value` type rows are made of. Must not know about any backend's storage format.
+//! Owns the shape of generated data (columns, types, which columns are indexed), the
+//! `Value` type rows are made of, and `LazyValue`, a value made on first use. Must not know
+//! about any backend's storage format.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The type of a column, chosen so every backend has a natural mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,6 +155,64 @@ impl Date {
     }
 }
 
+/// A value made on first use by a pure function of (bits, len): the new field value of an
+/// update. The generator fixes what it is; the adapter that sends it pays for making it (as
+/// YCSB's lazily filled RandomByteIterator), and a target that never reads it (NO-DB, like
+/// YCSB's BasicDB) never does. Reads through `Deref` as the `Value` it is.
+#[derive(Clone)]
+pub struct LazyValue {
+    made: OnceLock<Value>,
+    recipe: Option<Recipe>,
+}
+
+#[derive(Clone, Copy)]
+struct Recipe {
+    make: fn(u64, usize) -> Value,
+    bits: u64,
+    len: usize,
+}
+
+impl LazyValue {
+    /// `make(bits, len)`, made when first read.
+    pub fn lazy(make: fn(u64, usize) -> Value, bits: u64, len: usize) -> LazyValue {
+        LazyValue { made: OnceLock::new(), recipe: Some(Recipe { make, bits, len }) }
+    }
+
+    /// The value, making it on first use.
+    pub fn get(&self) -> &Value {
+        self.made.get_or_init(|| match self.recipe {
+            Some(r) => (r.make)(r.bits, r.len),
+            None => Value::Null,
+        })
+    }
+}
+
+impl From<Value> for LazyValue {
+    fn from(v: Value) -> LazyValue {
+        LazyValue { made: OnceLock::from(v), recipe: None }
+    }
+}
+
+impl std::ops::Deref for LazyValue {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.get()
+    }
+}
+
+impl PartialEq for LazyValue {
+    fn eq(&self, other: &LazyValue) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl fmt::Debug for LazyValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -199,5 +258,18 @@ mod tests {
         let b: f64 = (0..1000).rev().map(|i| i as f64 * 0.1).sum();
         assert_eq!(Value::Float(a).fingerprint(), Value::Float(b).fingerprint());
         assert_ne!(Value::Float(1.0).fingerprint(), Value::Float(1.001).fingerprint());
+    }
+
+    #[test]
+    fn a_lazy_value_is_made_on_first_read_and_equals_the_value_it_makes() {
+        fn make(bits: u64, len: usize) -> Value {
+            Value::Text(format!("{bits}:{len}").into())
+        }
+        let v = LazyValue::lazy(make, 7, 3);
+        assert!(v.made.get().is_none(), "not made before it is read");
+        assert_eq!(*v, Value::Text("7:3".into()));
+        assert!(v.made.get().is_some());
+        assert_eq!(v, LazyValue::from(Value::Text("7:3".into())));
+        assert_eq!(format!("{v:?}"), format!("{:?}", Value::Text("7:3".into())));
     }
 }

@@ -53,10 +53,11 @@ impl Zeta {
 #[derive(Debug, Clone, Copy)]
 pub struct Zipfian {
     items: u64,
-    theta: f64,
     alpha: f64,
     zetan: f64,
     eta: f64,
+    /// 0.5^theta, so a draw computes one power, not two.
+    half_pow_theta: f64,
 }
 
 impl Zipfian {
@@ -66,7 +67,7 @@ impl Zipfian {
         let zeta2 = 1.0 + 2f64.powf(-theta);
         let alpha = 1.0 / (1.0 - theta);
         let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-        Zipfian { items, theta, alpha, zetan, eta }
+        Zipfian { items, alpha, zetan, eta, half_pow_theta: 0.5f64.powf(theta) }
     }
 
     pub fn new(items: u64, zeta: &Zeta) -> Self {
@@ -83,7 +84,7 @@ impl Zipfian {
         if uz < 1.0 || self.items == 1 {
             return 0;
         }
-        if uz < 1.0 + 0.5f64.powf(self.theta) {
+        if uz < 1.0 + self.half_pow_theta {
             return 1.min(self.items - 1);
         }
         let r = (self.items as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64;

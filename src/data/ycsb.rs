@@ -9,6 +9,7 @@ use crate::base::rng::{Stream, mix};
 use crate::base::table::{Column, ColumnType, Row, TableDef, Value};
 use crate::base::zipfian::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Name of the table, as in YCSB.
 pub const TABLE: &str = "usertable";
@@ -158,26 +159,51 @@ pub fn row(seed: u64, key: i64, shape: &Shape) -> Row {
     row.push(Value::Int(key));
     for f in 0..shape.fieldcount {
         let len = shape.length(&lengths, key as u64, f as u64);
-        row.push(Value::Text(ascii(stream.u64(key as u64, f as u64), len).into()));
+        row.push(Value::Text(ascii(stream.u64(key as u64, f as u64), len)));
     }
     row
 }
 
-/// A printable ASCII string (0x21..=0x7e) of `len` bytes derived from `bits`.
-pub fn ascii(bits: u64, len: usize) -> String {
-    // Eight characters per hash: this sits on the client's hot path (update values).
-    let mut bytes = Vec::with_capacity(len);
-    let mut i = 0u64;
-    while bytes.len() < len {
-        let mut b = mix(bits, i);
-        for _ in 0..(len - bytes.len()).min(8) {
-            // 94 printable characters excluding space; take the top of a byte's range.
-            bytes.push(0x21 + (((b & 0xff) * 94) >> 8) as u8);
-            b >>= 8;
-        }
-        i += 8;
+/// Values up to this long are built on the stack, then copied once into their `Arc`.
+const STACK_VALUE: usize = 256;
+
+/// A printable ASCII string (0x21..=0x7e) of `len` bytes derived from `bits`. On the
+/// client's hot path (every update builds one): one allocation, eight bytes per hash.
+pub fn ascii(bits: u64, len: usize) -> Arc<str> {
+    if len <= STACK_VALUE {
+        let mut buf = [0u8; STACK_VALUE];
+        fill_ascii(bits, &mut buf[..len]);
+        Arc::from(std::str::from_utf8(&buf[..len]).expect("printable ASCII"))
+    } else {
+        let mut buf = vec![0u8; len];
+        fill_ascii(bits, &mut buf);
+        Arc::from(String::from_utf8(buf).expect("printable ASCII"))
     }
-    String::from_utf8(bytes).expect("printable ASCII")
+}
+
+/// The text value `ascii(bits, len)`: an update's new field value, made when an adapter
+/// first reads it (see `LazyValue`).
+pub fn text_value(bits: u64, len: usize) -> Value {
+    Value::Text(ascii(bits, len))
+}
+
+/// Fills `out` with printable ASCII: chunk `i` (8 bytes) comes from `mix(bits, 8 * i)`,
+/// each of its bytes `b` (lowest first) mapped to `0x21 + (b * 94) / 256`.
+fn fill_ascii(bits: u64, out: &mut [u8]) {
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let mapped = printable(mix(bits, 8 * i as u64)).to_le_bytes();
+        chunk.copy_from_slice(&mapped[..chunk.len()]);
+    }
+}
+
+/// Maps each byte `b` of `word` to `0x21 + (b * 94 >> 8)`, all eight at once: the even
+/// and the odd bytes are multiplied as four 16-bit lanes each (at most 255 * 94 < 2^16,
+/// so no lane carries into the next) and the high byte of every lane kept.
+fn printable(word: u64) -> u64 {
+    const LOW_BYTES: u64 = 0x00FF_00FF_00FF_00FF;
+    let even = ((word & LOW_BYTES) * 94 >> 8) & LOW_BYTES;
+    let odd = ((word >> 8) & LOW_BYTES) * 94 & !LOW_BYTES;
+    (even | odd) + 0x2121_2121_2121_2121
 }
 
 #[cfg(test)]
@@ -219,6 +245,35 @@ mod tests {
             })
             .collect();
         assert!(distinct.len() > 80, "{}", distinct.len());
+    }
+
+    /// The definition `fill_ascii` computes eight bytes at a time.
+    fn ascii_bytewise(bits: u64, len: usize) -> String {
+        let mut bytes = Vec::with_capacity(len);
+        let mut i = 0u64;
+        while bytes.len() < len {
+            let mut b = mix(bits, i);
+            for _ in 0..(len - bytes.len()).min(8) {
+                bytes.push(0x21 + (((b & 0xff) * 94) >> 8) as u8);
+                b >>= 8;
+            }
+            i += 8;
+        }
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn ascii_maps_every_byte_as_its_definition() {
+        for len in [0, 1, 7, 8, 9, 100, 255, 256, 257, 1000] {
+            for bits in [0, 1, u64::MAX, 0x0123_4567_89ab_cdef] {
+                assert_eq!(&*ascii(bits, len), ascii_bytewise(bits, len), "len {len} bits {bits:x}");
+            }
+        }
+        // Every byte value of a word, including the extremes 0x00 and 0xff.
+        for b in 0..=255u64 {
+            let word = b * 0x0101_0101_0101_0101;
+            assert_eq!(printable(word), (0x21 + ((b * 94) >> 8)) * 0x0101_0101_0101_0101, "byte {b:#x}");
+        }
     }
 
     #[test]

@@ -99,7 +99,10 @@ fn first_ops_of_workload_a_are_the_pinned_ones() {
     let got: Vec<String> = (0..6)
         .map(|seq| match g.op(seq) {
             Op::Get { key, .. } => format!("READ {key}"),
-            Op::Update { key, column, value: Value::Text(v), .. } => format!("UPDATE {key} field{} {}", column - 1, &v[..12]),
+            Op::Update { key, column, value, .. } => match &*value {
+                Value::Text(v) => format!("UPDATE {key} field{} {}", column - 1, &v[..12]),
+                other => panic!("{other:?}"),
+            },
             other => panic!("{other:?}"),
         })
         .collect();

@@ -169,18 +169,18 @@ pub async fn check_target(target: Arc<dyn Target>) {
         assert_eq!(conn.execute(&tail).await.unwrap().rows, expected_tail, "scan past the end");
     }
     if supports(OpKind::Update) {
-        let op = Op::Update { table: 0, key: 40, column: kv::VALUE, value: Value::Float(123456.5) };
+        let op = Op::Update { table: 0, key: 40, column: kv::VALUE, value: Value::Float(123456.5).into() };
         assert_eq!(conn.execute(&op).await.unwrap().rows, 1, "update");
         if supports(OpKind::RangeMax) {
             let g = rowgen.group_of(40);
             let max = Op::Range { table: 0, column: kv::GROUP, lo: g, hi: g, agg: RangeAgg::Max { column: kv::VALUE } };
             assert_eq!(as_f64(&scalar(conn.execute(&max).await.unwrap())), 123456.5, "updated value is read back");
         }
-        let missing = Op::Update { table: 0, key: ROWS as i64 * 10, column: kv::VALUE, value: Value::Float(1.0) };
+        let missing = Op::Update { table: 0, key: ROWS as i64 * 10, column: kv::VALUE, value: Value::Float(1.0).into() };
         assert_eq!(conn.execute(&missing).await.unwrap().rows, 0, "update of a missing key");
     }
     if supports(OpKind::ReadModifyWrite) {
-        let op = Op::ReadModifyWrite { table: 0, key: 41, column: kv::VALUE, value: Value::Float(7.25) };
+        let op = Op::ReadModifyWrite { table: 0, key: 41, column: kv::VALUE, value: Value::Float(7.25).into() };
         assert_eq!(conn.execute(&op).await.unwrap().rows, 1, "read-modify-write");
     }
     drop(conn);
@@ -237,7 +237,7 @@ pub async fn check_pairs(target: Arc<dyn Target>) {
         assert_eq!(conn.execute(&one).await.expect("delete again").rows, 0, "a deleted key is not found again");
     }
     if supports(OpKind::Update) {
-        let update = |key: u64| Op::Update { table: 1, key: key as i64, column: 1, value: Value::Int(-5) };
+        let update = |key: u64| Op::Update { table: 1, key: key as i64, column: 1, value: Value::Int(-5).into() };
         assert_eq!(conn.execute(&update(keys[200])).await.expect("update").rows, 1, "update of a stored key");
         assert_eq!(conn.execute(&update(PAIRS + 10)).await.expect("update of a missing key").rows, 0, "nothing to update");
         assert_eq!(target.count_rows(fresh).await.expect("count"), if supports(OpKind::Delete) { PAIRS - 100 } else { PAIRS });

@@ -141,7 +141,7 @@ pub mod typed {
             (10, NOTE, Value::Text("zzz".into())),
             (ROWS * 10, PRICE, Value::Decimal(Decimal(1))),
         ];
-        let ops: Vec<Op> = updates.iter().map(|(k, c, v)| Op::Update { table: 0, key: *k, column: *c, value: v.clone() }).collect();
+        let ops: Vec<Op> = updates.iter().map(|(k, c, v)| Op::Update { table: 0, key: *k, column: *c, value: v.clone().into() }).collect();
         assert_eq!(conn.execute_batch(&ops).await.unwrap().rows, 4, "batch update counts rows found");
         for (k, c, v) in &updates[..4] {
             rows[*k as usize][*c] = v.clone();
@@ -152,15 +152,17 @@ pub mod typed {
             assert_eq!(scalar(conn.execute(&op).await.unwrap()), max_of(&rows, everything, of), "after update, column {of}");
         }
         // Setting a value to NULL.
-        let op = Op::Update { table: 0, key: 9, column: RATIO, value: Value::Null };
+        let op = Op::Update { table: 0, key: 9, column: RATIO, value: Value::Null.into() };
         assert_eq!(conn.execute(&op).await.unwrap().rows, 1);
         rows[9][RATIO] = Value::Null;
         let op = Op::Range { table: 0, column: QTY, lo: 0, hi: 19, agg: RangeAgg::Max { column: RATIO } };
         assert_eq!(scalar(conn.execute(&op).await.unwrap()), max_of(&rows, everything, RATIO));
 
         // Batches of the other kinds.
-        let rmw: Vec<Op> =
-            [1, 2, 3, ROWS * 10].iter().map(|k| Op::ReadModifyWrite { table: 0, key: *k, column: QTY, value: Value::Int(19) }).collect();
+        let rmw: Vec<Op> = [1, 2, 3, ROWS * 10]
+            .iter()
+            .map(|k| Op::ReadModifyWrite { table: 0, key: *k, column: QTY, value: Value::Int(19).into() })
+            .collect();
         assert_eq!(conn.execute_batch(&rmw).await.unwrap().rows, 3, "batch read-modify-write");
         let scans = vec![Op::Scan { table: 0, start: 0, count: 4 }, Op::Scan { table: 0, start: ROWS + 3, count: 10 }];
         assert_eq!(conn.execute_batch(&scans).await.unwrap().rows, 4 + 3, "batch scan");

@@ -705,7 +705,7 @@ mod tests {
         let in_group = |grp| (0..100).filter(|k| g.group_of(*k) == grp).count() as i64;
         let g0 = g.group_of(0);
         // Move key 0 to a group of its own, then delete it: the index must follow both.
-        let update = Op::Update { table: 0, key: 0, column: kv::GROUP, value: Value::Int(1000) };
+        let update = Op::Update { table: 0, key: 0, column: kv::GROUP, value: Value::Int(1000).into() };
         assert_eq!(conn.execute(&update).await.unwrap().rows, 1);
         assert_eq!(conn.execute(&count(1000, 1000)).await.unwrap().answer, Some(Answer::Scalar(Value::Int(1))));
         assert_eq!(conn.execute(&count(g0, g0)).await.unwrap().answer, Some(Answer::Scalar(Value::Int(in_group(g0) - 1))));

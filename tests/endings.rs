@@ -247,10 +247,16 @@ fn a_full_disk_under_out_ends_the_run_with_a_finished_report() {
 
 /// The port of a `redis-server --port N` process, if `pid` is one.
 fn redis_port(pid: &str) -> Option<u16> {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-    let at = args.iter().position(|a| a == "--port")?;
-    args.get(at + 1)?.parse().ok()
+    let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&str> = cmdline.split(['\0', ' ']).filter(|a| !a.is_empty()).collect();
+    if !args.first()?.ends_with("redis-server") {
+        return None;
+    }
+    // Once running, redis-server shows its process title `redis-server HOST:PORT` there.
+    match args.iter().position(|a| *a == "--port") {
+        Some(at) => args.get(at + 1)?.parse().ok(),
+        None => args.get(1)?.rsplit(':').next()?.parse().ok(),
+    }
 }
 
 fn redis_keys(port: u16) -> u64 {

@@ -10,6 +10,7 @@ pub mod cancel;
 pub mod client;
 mod lifecycle;
 pub mod memory;
+pub mod merge;
 pub mod progress;
 mod verify;
 
@@ -62,7 +63,8 @@ pub struct RunContext {
 /// Runs a plan; returns the report and the directory it was written to.
 pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)> {
     let started = SystemTime::now();
-    let out_path = plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}-{}", plan.study, environment::stamp(started))));
+    let shard = plan.shard.as_ref().map(|w| format!("-shard{}of{}", w.shard.index, w.shard.count)).unwrap_or_default();
+    let out_path = plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}{shard}-{}", plan.study, environment::stamp(started))));
     // Claimed first, so a second run with the same --out refuses at once.
     let mut run_dir = report::RunDir::claim(&out_path)?;
     let out_dir = run_dir.path().to_path_buf();
@@ -114,9 +116,11 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         .experiments
         .iter()
         .zip(&streams)
-        .map(|(e, stream)| {
+        .enumerate()
+        .map(|(ei, (e, stream))| {
             let per_run: u64 = e.points.iter().map(|p| stream.ops_at(p)).sum();
-            per_run * (e.warmup + e.runs) as u64 * targets.len() as u64
+            let targets = targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)).count();
+            per_run * (e.warmup + e.runs) as u64 * targets as u64
         })
         .sum();
     progress.start(total_ops);
@@ -170,7 +174,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 continue;
             }
             let mut results = Vec::new();
-            for target in &targets {
+            for target in targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)) {
                 let info = target.info();
                 let base = PointResult {
                     experiment: experiment.name.clone(),
@@ -385,6 +389,9 @@ fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Target>], starte
         unavailable: ctx.unavailable.clone(),
         points: Vec::new(),
         warnings: plan.warnings.clone(),
+        plan_hash: Some(plan.hash.clone()),
+        shard: plan.shard.as_ref().map(|w| w.shard),
+        merged_from: Vec::new(),
     }
 }
 
@@ -659,6 +666,19 @@ fn retry_flag(runs: &[RunMeasurement]) -> Option<Flag> {
 /// Cross-target flags for one point: the share of the NO-DB ceiling, and answers that
 /// disagree with the other systems' (or change between runs of the same system).
 fn flag_point(results: &mut [PointResult]) {
+    flag_client_bound(results);
+    for r in results.iter_mut() {
+        let seen = observed_answers(r);
+        if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
+            r.flags.push(Flag::AnswerMismatch { detail: "answers changed between runs of the same ops".into() });
+        }
+    }
+    flag_differing_answers(results);
+}
+
+/// Each non-NO-DB result's share of the NO-DB ceiling at the same point; flagged
+/// client-bound at `CLIENT_BOUND_SHARE` or more.
+fn flag_client_bound(results: &mut [PointResult]) {
     let ceiling = results.iter().find(|r| r.system == "nodb").and_then(|r| r.summary.as_ref()).and_then(|s| s.median_ops_per_sec);
     for r in results.iter_mut().filter(|r| r.system != "nodb") {
         if let (Some(c), Some(s)) = (ceiling, r.summary.as_mut())
@@ -672,18 +692,16 @@ fn flag_point(results: &mut [PointResult]) {
             }
         }
     }
-    // Answers: every measured run of a point executes the same ops, so answers must agree
-    // within a target and across targets. Query results are compared whole with numeric
-    // tolerance; COUNT/MAX answers by digest.
-    let answers: Vec<Vec<Observed>> = results
-        .iter()
-        .map(|r| r.runs.iter().filter(|m| !m.warmup && m.complete && !m.is_void()).filter_map(Observed::of).collect())
-        .collect();
-    for (r, seen) in results.iter_mut().zip(&answers) {
-        if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
-            r.flags.push(Flag::AnswerMismatch { detail: "answers changed between runs of the same ops".into() });
-        }
-    }
+}
+
+/// How a mismatch across targets is described (`merge` recomputes exactly these).
+const DIFFER_FROM: &str = "answers differ from ";
+
+/// Answers: every measured run of a point executes the same ops, so answers must agree
+/// across targets. Query results are compared whole with numeric tolerance; COUNT/MAX
+/// answers by digest.
+fn flag_differing_answers(results: &mut [PointResult]) {
+    let answers: Vec<Vec<Observed>> = results.iter().map(observed_answers).collect();
     let firsts: Vec<Option<&Observed>> = answers.iter().map(|a| a.first()).collect();
     let present: Vec<&Observed> = firsts.iter().flatten().copied().collect();
     if present.len() < 2 {
@@ -698,9 +716,14 @@ fn flag_point(results: &mut [PointResult]) {
         if let Some(o) = o
             && (!o.agrees(best) || !clear_majority)
         {
-            r.flags.push(Flag::AnswerMismatch { detail: format!("answers differ from {}", agreed_by.join(", ")) });
+            r.flags.push(Flag::AnswerMismatch { detail: format!("{DIFFER_FROM}{}", agreed_by.join(", ")) });
         }
     }
+}
+
+/// The answers of a result's measured, complete, valid runs.
+fn observed_answers(r: &PointResult) -> Vec<Observed> {
+    r.runs.iter().filter(|m| !m.warmup && m.complete && !m.is_void()).filter_map(Observed::of).collect()
 }
 
 /// An answer a run produced, in the form it is compared in.

@@ -7,14 +7,12 @@ use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
-use crate::runner::{self, RunContext};
+use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
@@ -129,6 +127,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         rate: args.rate,
         spawn: args.spawn,
         data_roots: args.data_roots,
+        namespace: args.namespace,
         ycsb_files: args.ycsb_files,
         ycsb_properties: args.ycsb_properties,
         shard: args.shard,
@@ -145,7 +144,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::default();
     let ctx = RunContext {
         command: command_line,
         cancel: cancel.clone(),
@@ -161,11 +160,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         server_pids: BTreeMap::new(),
     };
     let (report, dir) = runtime.block_on(async {
-        let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.store(true, Ordering::Relaxed);
-            }
-        });
+        let watcher = tokio::spawn(watch_signals(cancel.clone()));
         let mut servers = Vec::new();
         let names = plan.target_names();
         for (label, options) in plan.spawn_rounds() {
@@ -175,9 +170,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
             if kinds.is_empty() {
                 continue;
             }
-            // Each round's servers are up before the next round starts; an error drops (and
-            // so kills) the ones already running.
-            let round = servers::spawn_all(&kinds, &options).await?;
+            // Each round's servers are up before the next round starts; an error or a signal
+            // drops (and so kills, directories removed) the ones already running.
+            let round = tokio::select! {
+                started = servers::spawn_all(&kinds, &options) => started?,
+                () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
+            };
             servers.extend(round.into_iter().map(|s| (label.clone(), s)));
         }
         let mut ctx = ctx;
@@ -201,7 +199,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         if let Some(work) = plan.shard.clone() {
             plan.targets.retain(|t| work.has_target(&t.name));
         }
-        let result = runner::execute(&plan, &ctx).await;
+        let result = runner::execute(&plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
         watcher.abort();
         for (_, server) in servers {
             if let Err(e) = server.stop().await {
@@ -224,9 +222,10 @@ fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) ->
         let stamp = report::environment::stamp(std::time::SystemTime::now());
         PathBuf::from("dbsweep-runs").join(format!("{}-merged-{stamp}", merged.study))
     });
-    runner::check_out_dir(&out)?;
-    std::fs::create_dir_all(&out).map_err(|e| Error::usage(format!("cannot create {}: {e}; choose another --out", out.display())))?;
-    report::write_all(&out, &merged)?;
+    // Claimed atomically, as `run` claims its --out.
+    let mut dir = report::RunDir::claim(&out)?;
+    report::write_all(dir.path(), &merged)?;
+    dir.keep();
     print!("{}", report::console::render(&merged));
     println!(
         "\nmerged {} run directories: {}/{{{},{},{}}}",
@@ -253,6 +252,35 @@ fn finish(report: &report::model::Report) -> Result<()> {
         return Err(Error::runtime(failures.join("; ")));
     }
     Ok(())
+}
+
+/// A run that failed while a spawned server was dead failed because of that server: exit 1
+/// (never "fix the URL") with the last lines of the server's log.
+fn blame_dead_servers<'a>(e: Error, servers: impl Iterator<Item = &'a mut servers::Server>) -> Error {
+    let dead: Vec<String> = servers
+        .filter_map(|s| {
+            let tail = s.died()?;
+            Some(format!("the spawned {} server (pid {}) died during the run; the last lines of its log:\n{tail}", s.kind(), s.pid()))
+        })
+        .collect();
+    if dead.is_empty() {
+        return e;
+    }
+    Error::runtime(format!("{e}\n{}", dead.join("\n")))
+}
+
+/// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause; the run then
+/// ends like any interruption (partial results saved, servers and directories removed).
+async fn watch_signals(cancel: Cancel) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        tracing::warn!("cannot watch for Ctrl-C and SIGTERM; they will end dbsweep without cleanup");
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => cancel.stop(StopCause::CtrlC),
+        _ = term.recv() => cancel.stop(StopCause::Sigterm),
+    }
 }
 
 /// Names the void points of a run (errors or missing rows), the first few in full.
@@ -329,7 +357,7 @@ fn targets() {
         }
         let probe_url = s.scheme.replace("[PATH]", "");
         if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url))
-            && let Ok(t) = registry::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() })
+            && let Ok(t) = registry::open("probe", &url, &OpenContext::new(dir.path().to_path_buf()))
         {
             let caps = &t.info().capabilities;
             let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();

@@ -70,7 +70,7 @@ impl MonetDb {
                 url.redacted()
             )));
         }
-        let file = DatabaseFile::of(url, ctx, "monetdb", "db")?;
+        let file = DatabaseFile::of(name, url, ctx, "monetdb", "db")?;
         let admin = Connection::open(Location::Directory(file.path.clone()), Options::default()).map_err(|e| {
             Error::usage(format!(
                 "target '{name}': cannot open the MonetDB database {}: {e}; check the path in the URL",

@@ -231,7 +231,12 @@ fn a_full_disk_under_out_ends_the_run_with_a_finished_report() {
     wait_until("the first point is saved", || report_has_points(&out));
     // Fill the disk, leaving less room than the next report.json needs.
     let filler = vec![0u8; disk.free_bytes().saturating_sub(8 * 1024) as usize];
-    std::fs::write(disk.0.join("filler"), filler).unwrap();
+    // The run keeps writing meanwhile: if it took some of that room first, the filler stops
+    // at a full disk, which is the state this test wants.
+    match std::fs::write(disk.0.join("filler"), filler) {
+        Err(e) if e.kind() != std::io::ErrorKind::StorageFull => panic!("filling the disk: {e}"),
+        _ => {}
+    }
     let o = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");

@@ -14,7 +14,6 @@ pub mod embedded;
 pub mod lease;
 pub mod memcached;
 pub mod mock;
-pub mod monetdbe;
 pub mod mongodb;
 pub mod mysql;
 pub mod nodb;

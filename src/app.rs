@@ -7,6 +7,7 @@ use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
+use crate::runner::stopping::{self, Activity};
 use crate::runner::{self, RunContext};
 use crate::servers;
 use clap::Parser;
@@ -144,9 +145,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         .build()
         .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
     let cancel = Arc::new(AtomicBool::new(false));
+    let activity = Activity::default();
+    let abandon = Arc::new(tokio::sync::Notify::new());
     let ctx = RunContext {
         command: command_line,
         cancel: cancel.clone(),
+        activity: activity.clone(),
         show_progress: !args.no_progress,
         runs_root: PathBuf::from("dbsweep-runs"),
         unavailable: plan
@@ -158,53 +162,20 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         extra_settings: BTreeMap::new(),
         server_pids: BTreeMap::new(),
     };
-    let (report, dir) = runtime.block_on(async {
-        let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.store(true, Ordering::Relaxed);
-            }
-        });
-        let mut servers = Vec::new();
-        for (label, options) in plan.spawn_rounds() {
-            if plan.spawn.is_empty() {
-                break;
-            }
-            // Each round's servers are up before the next round starts; an error drops (and
-            // so kills) the ones already running.
-            let round = servers::spawn_all(&plan.spawn, &options).await?;
-            servers.extend(round.into_iter().map(|s| (label.clone(), s)));
-        }
-        let mut ctx = ctx;
-        for (label, server) in &servers {
-            let mut targets = server.targets();
-            if plan.cli_clients {
-                targets.extend(server.client_targets());
-            }
-            for (name, url) in targets {
-                let name = match label {
-                    Some(label) => format!("{name}-{label}"),
-                    None => name,
-                };
-                let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
-                let url = plan.spawned_target_url(server.kind(), &url);
-                plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
-                let mut settings: BTreeMap<String, String> =
-                    server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
-                settings.insert("server.spawned".into(), "true".into());
-                settings.insert("server.version".into(), server.version().to_string());
-                ctx.extra_settings.insert(name.clone(), settings);
-                ctx.server_pids.insert(name, server.pid());
-            }
-        }
-        let result = runner::execute(&plan, &ctx).await;
+    let watched = runtime.block_on(async {
+        let watcher = tokio::spawn(watch_ctrl_c(cancel.clone(), activity.clone(), abandon.clone()));
+        let run = run_with_servers(&mut plan, ctx, &activity);
+        // A second Ctrl-C abandons the cleanup: dropping the run kills the spawned servers.
+        let result = tokio::select! {
+            result = run => result,
+            () = abandon.notified() => Err(Error::Interrupted(format!("interrupted; {}", activity.abandoned_message()))),
+        };
         watcher.abort();
-        for (_, server) in servers {
-            if let Err(e) = server.stop().await {
-                tracing::warn!("stopping a spawned server: {e}");
-            }
-        }
         result
-    })?;
+    });
+    // Embedded clients or loads still blocked in a call after a stop are not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    let (report, dir) = watched?;
     print!("{}", report::console::render(&report));
     println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
     let mut failures = Vec::new();
@@ -218,6 +189,79 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         return Err(Error::runtime(failures.join("; ")));
     }
     Ok(())
+}
+
+/// Starts the spawned servers (killed again at an error or Ctrl-C), adds their targets to
+/// the plan, runs it, and stops the servers.
+async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Activity) -> Result<(report::model::Report, PathBuf)> {
+    let cancel = ctx.cancel.clone();
+    let mut servers = Vec::new();
+    for (label, options) in plan.spawn_rounds() {
+        if plan.spawn.is_empty() {
+            break;
+        }
+        activity.doing(format!("starting the servers ({})", plan.spawn.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")));
+        // Each round's servers are up before the next round starts; an error or Ctrl-C
+        // drops (and so kills) the ones already running.
+        let round = tokio::select! {
+            started = servers::spawn_all(&plan.spawn, &options) => started?,
+            () = stopping::stopped(&cancel) => {
+                return Err(Error::Interrupted("interrupted while starting the servers; nothing was written".into()));
+            }
+        };
+        round.iter().for_each(|s| activity.server_started(&s.kind().to_string()));
+        servers.extend(round.into_iter().map(|s| (label.clone(), s)));
+    }
+    let mut ctx = ctx;
+    for (label, server) in &servers {
+        let mut targets = server.targets();
+        if plan.cli_clients {
+            targets.extend(server.client_targets());
+        }
+        for (name, url) in targets {
+            let name = match label {
+                Some(label) => format!("{name}-{label}"),
+                None => name,
+            };
+            let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
+            let url = plan.spawned_target_url(server.kind(), &url);
+            plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
+            let mut settings: BTreeMap<String, String> =
+                server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
+            settings.insert("server.spawned".into(), "true".into());
+            settings.insert("server.version".into(), server.version().to_string());
+            ctx.extra_settings.insert(name.clone(), settings);
+            ctx.server_pids.insert(name, server.pid());
+        }
+    }
+    let result = runner::execute(&plan, &ctx).await;
+    for (_, server) in servers {
+        // Throwaway servers of a stopped run are killed (dropped): a graceful
+        // shutdown would first write out data nobody keeps.
+        if cancel.load(Ordering::Relaxed) {
+            continue;
+        }
+        activity.doing(format!("stopping the spawned {} server", server.kind()));
+        if let Err(e) = server.stop().await {
+            tracing::warn!("stopping a spawned server: {e}");
+        }
+    }
+    result
+}
+
+/// The first Ctrl-C asks the run to stop and says what stopping still does; a second one
+/// abandons that cleanup.
+async fn watch_ctrl_c(cancel: Arc<AtomicBool>, activity: Activity, abandon: Arc<tokio::sync::Notify>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
+        tracing::warn!("cannot watch for Ctrl-C; it will end dbsweep without cleanup");
+        return;
+    };
+    interrupts.recv().await;
+    cancel.store(true, Ordering::Relaxed);
+    eprintln!("\ndbsweep: {}", activity.stopping_message());
+    interrupts.recv().await;
+    abandon.notify_one();
 }
 
 /// Names the void points of a run (errors or missing rows), the first few in full.

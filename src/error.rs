@@ -20,8 +20,8 @@ pub enum Error {
     /// A required program or library is missing on this machine.
     #[error("{0}")]
     Missing(String),
-    /// The run was interrupted (Ctrl-C); partial results were written.
-    #[error("interrupted; partial results written to {0}")]
+    /// The run was interrupted (Ctrl-C); the message says what was written where.
+    #[error("{0}")]
     Interrupted(String),
     /// Anything else that went wrong while running.
     #[error(transparent)]

@@ -10,6 +10,7 @@ pub mod client;
 mod lifecycle;
 pub mod memory;
 pub mod progress;
+pub mod stopping;
 mod verify;
 
 use crate::adapter::registry;
@@ -41,6 +42,9 @@ pub struct RunContext {
     pub command: Vec<String>,
     /// Set by Ctrl-C; the runner stops at the next op and saves what it has.
     pub cancel: Arc<AtomicBool>,
+    /// What the run is doing and what stopping it would still clean up (for the Ctrl-C
+    /// message); the runner keeps it current.
+    pub activity: stopping::Activity,
     pub show_progress: bool,
     /// Default parent of run directories when the plan names none.
     pub runs_root: PathBuf,
@@ -72,27 +76,19 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let mut progress = Progress::new(ctx.show_progress);
 
     // Prepare and load every target before creating the run directory: bad input and
-    // unreachable servers fail here and leave nothing behind.
+    // unreachable servers fail here and leave nothing behind. Ctrl-C ends the setup at once.
     let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
-    let setup = async {
-        for t in &targets {
-            progress.message(format!("preparing {}", t.info().name));
-            t.prepare(&dataset.tables).await?;
-            prepared.push(t.clone());
-            for (id, table) in dataset.tables.iter().enumerate() {
-                progress.message(format!("loading {} into {}", table.name, t.info().name));
-                let n = dataset.initial_rows(id);
-                let loaded = t.load(table, dataset.initial(id)).await?;
-                if loaded != n {
-                    return Err(Error::runtime(format!("{}: loaded {loaded} of {n} rows into {}", t.info().name, table.name)));
-                }
-            }
-        }
-        Ok::<(), Error>(())
+    let setup = tokio::select! {
+        result = prepare_and_load(&targets, &dataset, &progress, &mut prepared, ctx) => result,
+        () = stopping::stopped(&ctx.cancel) => Ok(()),
+    };
+    if ctx.cancel.load(Ordering::Relaxed) {
+        progress.finish();
+        cleanup(&prepared, ctx).await;
+        return Err(Error::Interrupted("interrupted while preparing and loading the data; nothing was written".into()));
     }
-    .await;
     if let Err(e) = setup {
-        cleanup(&prepared).await;
+        cleanup(&prepared, ctx).await;
         return Err(e);
     }
 
@@ -166,7 +162,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
             }
             let records = rounds[ri].unwrap_or(0);
             let data = Dataset::new(&plan.data.with_records(records), plan.seed);
-            reload(&targets, &data, &mut failed_targets, &mut progress, &mut report.warnings).await;
+            reload(&targets, &data, &mut failed_targets, &mut progress, &mut report.warnings, ctx).await;
             round_streams = plan
                 .experiments
                 .iter()
@@ -222,13 +218,15 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     });
                     continue;
                 }
-                progress.message(format!("{} · {} · c={} b={}", experiment.name, info.name, point.clients, point.batch));
+                step(&progress, ctx, format!("measuring {} · {} · c={} b={}", experiment.name, info.name, point.clients, point.batch));
                 let mut runs: Vec<RunMeasurement> = Vec::new();
                 let mut failure = None;
                 for run in 0..total_runs {
                     if let Some(keys) = stream.rows_to_preload(pi, run) {
                         let table = &dataset.tables[stream.table()];
-                        if let Err(e) = target.load(table, dataset.new_rows(stream.table(), keys)).await {
+                        if let Err(e) =
+                            target.load(table, stopping::until_stopped(dataset.new_rows(stream.table(), keys), ctx.cancel.clone())).await
+                        {
                             failure = Some(format!("loading rows for run {run} failed: {e}"));
                             break;
                         }
@@ -322,8 +320,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     }
     progress.finish();
 
-    if !ctx.keep_data {
-        cleanup(&targets).await;
+    if ctx.keep_data {
+        targets.iter().for_each(|t| ctx.activity.data_released(&t.info().name));
+    } else {
+        cleanup(&targets, ctx).await;
     }
     drop(scratch);
     let failed_points = report.points.iter().any(|p| matches!(p.status, PointStatus::Incomplete { .. }));
@@ -336,7 +336,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     };
     report::write_all(&out_dir, &report)?;
     if stop_reason.is_some() {
-        return Err(Error::Interrupted(out_dir.display().to_string()));
+        return Err(Error::Interrupted(format!("interrupted; partial results written to {}", out_dir.display())));
     }
     Ok((report, out_dir))
 }
@@ -396,18 +396,22 @@ async fn reload(
     failed_targets: &mut BTreeMap<String, String>,
     progress: &mut Progress,
     warnings: &mut Vec<String>,
+    ctx: &RunContext,
 ) {
     for t in targets {
         let name = t.info().name.clone();
-        if failed_targets.contains_key(&name) {
+        if failed_targets.contains_key(&name) || ctx.cancel.load(Ordering::Relaxed) {
             continue;
         }
         let result = async {
             t.prepare(&dataset.tables).await?;
             for (id, table) in dataset.tables.iter().enumerate() {
                 let n = dataset.initial_rows(id);
-                progress.message(format!("loading {n} records of {} into {name}", table.name));
-                let loaded = t.load(table, dataset.initial(id)).await?;
+                step(progress, ctx, format!("loading {n} records of {} into {name}", table.name));
+                let loaded = t.load(table, stopping::until_stopped(dataset.initial(id), ctx.cancel.clone())).await?;
+                if ctx.cancel.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
                 if loaded != n {
                     return Err(Error::runtime(format!("loaded {loaded} of {n} rows into {}", table.name)));
                 }
@@ -467,11 +471,64 @@ fn check_out_dir(dir: &Path) -> Result<()> {
     }
 }
 
-async fn cleanup(targets: &[Arc<dyn Target>]) {
+/// Prepares every target and loads its initial rows; `prepared` collects the targets that
+/// need cleaning up. A stop request dries up the row stream, so even an engine whose load
+/// blocks its thread returns promptly.
+async fn prepare_and_load(
+    targets: &[Arc<dyn Target>],
+    dataset: &Dataset,
+    progress: &Progress,
+    prepared: &mut Vec<Arc<dyn Target>>,
+    ctx: &RunContext,
+) -> Result<()> {
+    step(progress, ctx, "generating the data".into());
+    // Off the async threads, so a stop request is answered while it runs.
+    let warm = dataset.clone();
+    tokio::task::spawn_blocking(move || warm.warm_up()).await.map_err(|e| Error::runtime(format!("generating the data failed: {e}")))?;
     for t in targets {
-        if let Err(e) = t.cleanup().await {
-            tracing::warn!("cleanup of {} failed: {e}", t.info().name);
+        let name = &t.info().name;
+        step(progress, ctx, format!("preparing {name}"));
+        t.prepare(&dataset.tables).await?;
+        if t.info().system != "nodb" {
+            ctx.activity.holds_data(name);
         }
+        prepared.push(t.clone());
+        for (id, table) in dataset.tables.iter().enumerate() {
+            step(progress, ctx, format!("loading {} into {name}", table.name));
+            let n = dataset.initial_rows(id);
+            let loaded = t.load(table, stopping::until_stopped(dataset.initial(id), ctx.cancel.clone())).await?;
+            if ctx.cancel.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            if loaded != n {
+                return Err(Error::runtime(format!("{name}: loaded {loaded} of {n} rows into {}", table.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Shows a step on the progress line and records it for the Ctrl-C message.
+pub(super) fn step(progress: &Progress, ctx: &RunContext, what: String) {
+    ctx.activity.doing(what.clone());
+    progress.message(what);
+}
+
+/// Removes dbsweep's data from every target. After a stop request, spawned servers are
+/// skipped: they are killed with their directories, data and all.
+async fn cleanup(targets: &[Arc<dyn Target>], ctx: &RunContext) {
+    let stopping = ctx.cancel.load(Ordering::Relaxed);
+    for t in targets {
+        let name = &t.info().name;
+        if stopping && ctx.server_pids.contains_key(name) {
+            ctx.activity.data_released(name);
+            continue;
+        }
+        ctx.activity.doing(format!("removing dbsweep's data from {name}"));
+        if let Err(e) = t.cleanup().await {
+            tracing::warn!("cleanup of {name} failed: {e}");
+        }
+        ctx.activity.data_released(name);
     }
 }
 

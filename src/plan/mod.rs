@@ -3,23 +3,30 @@
 //! Owns the study file format, the built-in studies, defaults, `--quick`, and every
 //! cross-field check; each error names the flag or key that fixes it. Must not open
 //! connections or touch the file system beyond reading the study file.
+//!
+//! This module holds the formats (study file, raw options, the plan); `resolve` turns them
+//! into a plan step by step, `experiments` resolves the study's experiments, and `ycsb`
+//! reads YCSB's `-P`/`-p` properties.
 
 use crate::adapter::TargetUrl;
-use crate::base::table::{ColumnType, TableId};
-use crate::data::{DataSpec, Dataset, RecordCounts};
+use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
-
-/// One round of spawned servers: a label for their targets' names (`None` when only one
-/// data root is used) and where they keep their data.
-pub type SpawnRound = (Option<String>, SpawnOptions);
-use crate::workload::experiment::{Experiment, ExperimentOp, Point};
+use crate::workload::experiment::{Experiment, ExperimentOp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod experiments;
+mod resolve;
 pub mod ycsb;
 pub mod ycsb_properties;
+
+pub use resolve::resolve;
+
+/// One round of spawned servers: a label for their targets' names (`None` when only one
+/// data root is used) and where they keep their data.
+pub type SpawnRound = (Option<String>, SpawnOptions);
 
 /// Built-in studies: (name, TOML text). Each file is also an example of the format.
 pub const BUILT_IN: &[(&str, &str)] = &[
@@ -372,7 +379,6 @@ impl Plan {
     }
 }
 
-/// Finds and parses a study: a built-in name or a TOML file path.
 /// What one experiment of a plan asks of each target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExperimentBudget {
@@ -401,6 +407,7 @@ impl Plan {
     }
 }
 
+/// Finds and parses a study: a built-in name or a TOML file path.
 pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
     let (origin, text) = match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
         Some((_, text)) => (format!("built-in study '{name_or_path}'"), text.to_string()),
@@ -427,16 +434,6 @@ pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
     })
 }
 
-fn positive_list<T: PartialOrd + Default + Copy + std::fmt::Display>(flag: &str, values: &[T]) -> Result<()> {
-    if values.is_empty() {
-        return Err(Error::usage(format!("{flag} needs at least one value")));
-    }
-    if let Some(v) = values.iter().find(|v| **v <= T::default()) {
-        return Err(Error::usage(format!("{flag} values must be positive, got {v}")));
-    }
-    Ok(())
-}
-
 /// Parses `NAME=URL`, or a bare URL named after its scheme.
 pub fn parse_target(text: &str) -> Result<TargetSpec> {
     let (name, url) = match text.split_once('=') {
@@ -451,444 +448,9 @@ pub fn parse_target(text: &str) -> Result<TargetSpec> {
     Ok(TargetSpec { name, url })
 }
 
-/// Resolves an experiment's table and column names against the data set.
-fn resolve_columns(e: &ExperimentEntry, dataset: &Dataset) -> Result<(TableId, usize, usize)> {
-    let tables: Vec<&str> = dataset.tables.iter().map(|t| t.name.as_str()).collect();
-    let table = match &e.table {
-        Some(name) => dataset.table_id(name).ok_or_else(|| {
-            Error::usage(format!("experiment '{}': unknown table '{name}'; the data set has: {}", e.name, tables.join(", ")))
-        })?,
-        None => 0,
-    };
-    let def = &dataset.tables[table];
-    let column_named = |key: &str, name: &str| {
-        def.column_index(name).ok_or_else(|| {
-            let cols: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
-            Error::usage(format!("experiment '{}': {key} '{name}' is not a column of {}; it has: {}", e.name, def.name, cols.join(", ")))
-        })
-    };
-    let column = match &e.column {
-        Some(name) => column_named("column", name)?,
-        None => def.indexed.first().copied().unwrap_or(0),
-    };
-    if e.op.is_range() && !def.indexed.contains(&column) {
-        return Err(Error::usage(format!(
-            "experiment '{}': range column '{}' of {} has no secondary index",
-            e.name, def.columns[column].name, def.name
-        )));
-    }
-    let max_column = match &e.max_column {
-        Some(name) => column_named("max_column", name)?,
-        None => (1..def.columns.len())
-            .find(|c| !def.indexed.contains(c) && matches!(def.columns[*c].ty, ColumnType::Float | ColumnType::Decimal | ColumnType::Int))
-            .unwrap_or(0),
-    };
-    Ok((table, column, max_column))
-}
-
-/// Validates raw options against a study and resolves everything into a plan.
-pub fn resolve(opts: &RunOptions) -> Result<Plan> {
-    let (study_name, ycsb_files) = ycsb::study_and_files(opts.study.as_deref(), &opts.ycsb_files, !opts.ycsb_properties.is_empty());
-    let mut study = load_study(study_name.as_deref().unwrap_or(DEFAULT_STUDY))?;
-    let ycsb_cli = ycsb::CommandLine::read(&ycsb_files, &opts.ycsb_properties)?;
-    let mut warnings: Vec<String> = Vec::new();
-    let mut from_ycsb = ycsb::ClientOverrides::default();
-    if let Some(cli) = &ycsb_cli {
-        ycsb::adapt_study(&mut study, cli)?;
-        from_ycsb = ycsb::client_overrides(cli, opts.rows.as_ref(), opts.ops, opts.clients.as_ref(), opts.rate)?;
-        warnings.extend(cli.applied.warnings.iter().cloned());
-    }
-    let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
-
-    let seed = opts.seed.or(study.seed).unwrap_or(42);
-    let runs = opts.runs.or(quick.runs).or(study.runs).unwrap_or(3);
-    let warmup = opts.warmup.or(study.warmup).unwrap_or(1);
-    if runs == 0 {
-        return Err(Error::usage("--runs must be at least 1"));
-    }
-    let cli_ops = opts.ops.or(from_ycsb.ops);
-    let ops = cli_ops.or(quick.ops).or(study.ops).unwrap_or(50_000);
-    if ops == 0 {
-        return Err(Error::usage("--ops must be at least 1"));
-    }
-    let clients = opts
-        .clients
-        .clone()
-        .or(from_ycsb.clients.clone())
-        .or(quick.clients.clone())
-        .or(study.clients.clone())
-        .unwrap_or_else(|| vec![1, 2, 4, 8]);
-    positive_list("--clients", &clients)?;
-    let batch = opts.batch.clone().or(quick.batch.clone()).or(study.batch.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
-    positive_list("--batch", &batch)?;
-    let widths = opts.widths.clone().or(quick.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
-    positive_list("--widths", &widths)?;
-    let sizes = match (&opts.sizes, &quick.sizes, &study.sizes) {
-        (Some(t), _, _) => parse_sizes(t).map_err(|e| Error::usage(format!("--sizes: {e}")))?,
-        (None, Some(q), _) => q.resolve("quick.sizes")?,
-        (None, None, Some(s)) => s.resolve("sizes")?,
-        _ => vec![100, 1000, 10_000],
-    };
-    positive_list("--sizes", &sizes)?;
-    let range_clients = opts.range_clients.or(study.range_clients).unwrap_or(8);
-    let batch_clients = opts.batch_clients.or(study.batch_clients).unwrap_or(1);
-    positive_list("--range-clients", &[range_clients])?;
-    positive_list("--batch-clients", &[batch_clients])?;
-    let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
-    if !(timeout_secs > 0.0) {
-        return Err(Error::usage("--timeout must be a positive number of seconds"));
-    }
-
-    for name in study.spawn_target_options.keys() {
-        name.parse::<ServerKind>().map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
-    }
-    let all_kinds: Vec<ServerKind> = match &study.spawn_all {
-        None => ServerKind::ALL.to_vec(),
-        Some(names) => names
-            .iter()
-            .map(|n| n.parse().map_err(|e: Error| Error::usage(format!("study '{}': spawn_all: {e}", study.name))))
-            .collect::<Result<_>>()?,
-    };
-    let mut spawn: Vec<ServerKind> = Vec::new();
-    for name in &opts.spawn {
-        let kinds: Vec<ServerKind> = if name.trim() == "all" { all_kinds.clone() } else { vec![name.parse()?] };
-        for k in kinds {
-            if !spawn.contains(&k) {
-                spawn.push(k);
-            }
-        }
-    }
-    if !opts.data_roots.is_empty() && spawn.is_empty() {
-        return Err(Error::usage("--data-root only applies to spawned servers; add --spawn"));
-    }
-    let data_roots: Vec<DataRoot> = opts.data_roots.iter().map(|r| DataRoot::parse(r)).collect::<Result<_>>()?;
-    for (i, r) in data_roots.iter().enumerate() {
-        if data_roots[..i].iter().any(|o| o.label == r.label) {
-            return Err(Error::usage(format!("--data-root: label '{}' is used twice; name the roots with LABEL=DIR", r.label)));
-        }
-    }
-    if let Some(rate) = opts.rate
-        && !(rate > 0.0 && rate.is_finite())
-    {
-        return Err(Error::usage("--rate must be a positive number of ops per second"));
-    }
-    let rate = opts.rate.or(from_ycsb.rate.flatten());
-    let mut data = study.data.clone();
-    let rows = opts.rows.clone().or(from_ycsb.records.clone());
-    if let Some(list) = &rows {
-        positive_list("--rows", list)?;
-        if list.len() > 1 && !matches!(data, DataSpec::Ycsb { .. }) {
-            return Err(Error::usage("a list of --rows sweeps YCSB record counts; this study's data takes one row count"));
-        }
-    }
-    let single_rows = rows.as_ref().map(|r| r[0]);
-    match (&data, single_rows, opts.scale) {
-        (DataSpec::Tpch { .. }, Some(_), _) => return Err(Error::usage("--rows applies to kv data; TPC-H data is sized with --scale")),
-        (DataSpec::Kv { .. } | DataSpec::Pairs { .. }, _, Some(_)) => {
-            return Err(Error::usage("--scale applies to TPC-H data; kv data is sized with --rows"));
-        }
-        (DataSpec::Pairs { .. }, Some(_), _) if study.lifecycle => {
-            return Err(Error::usage("--rows does not apply to a lifecycle study; it sizes its table with --sizes"));
-        }
-        _ => {}
-    }
-    match &mut data {
-        DataSpec::Kv { rows, payload_bytes } => {
-            if let Some(r) = single_rows.or(quick.rows) {
-                *rows = r;
-            }
-            if *rows == 0 {
-                return Err(Error::usage("--rows must be at least 1"));
-            }
-            if *payload_bytes > 1 << 20 {
-                return Err(Error::usage("data.payload_bytes must be at most 1048576"));
-            }
-        }
-        DataSpec::Pairs { rows, value_bytes, empty_table, .. } => {
-            if let Some(r) = single_rows.or(quick.rows) {
-                *rows = r;
-            }
-            if *value_bytes > 1 << 20 {
-                return Err(Error::usage("data.value_bytes must be at most 1048576"));
-            }
-            if let Some(name) = empty_table
-                && (name == "pairs" || name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-            {
-                return Err(Error::usage(format!(
-                    "data.empty_table '{name}' must be letters, digits or '_' and differ from the store table 'pairs'"
-                )));
-            }
-        }
-        DataSpec::Ycsb { recordcount, insertorder, fieldcount, .. } => {
-            if let Some(r) = rows.clone().or(quick.rows.map(|r| vec![r])) {
-                *recordcount = RecordCounts::from_list(&r);
-            }
-            if recordcount.to_vec().contains(&0) || recordcount.to_vec().is_empty() || *fieldcount == 0 {
-                return Err(Error::usage("data.recordcount and data.fieldcount must be at least 1"));
-            }
-            if crate::data::ycsb::InsertOrder::parse(insertorder).is_none() {
-                return Err(Error::usage(format!("data.insertorder must be hashed or ordered, got '{insertorder}'")));
-            }
-            if let Some(Err(e)) = data.ycsb_shape() {
-                return Err(Error::usage(format!("data: {e}")));
-            }
-        }
-        DataSpec::Tpch { scale } => {
-            if let Some(s) = opts.scale.or(quick.scale) {
-                *scale = s;
-            }
-            crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
-        }
-    }
-
-    let mut targets: Vec<TargetSpec> = if opts.targets.is_empty() {
-        study.targets.iter().map(|t| parse_target(&format!("{}={}", t.name, t.url))).collect::<Result<_>>()?
-    } else {
-        opts.targets.iter().map(|t| parse_target(t)).collect::<Result<_>>()?
-    };
-    // The NO-DB ceiling is measured in every run, with the same settings.
-    if !targets.iter().any(|t| t.url.scheme() == "nodb") {
-        targets.insert(0, parse_target("nodb=nodb:")?);
-    }
-    for (i, t) in targets.iter().enumerate() {
-        if targets[..i].iter().any(|o| o.name == t.name) {
-            return Err(Error::usage(format!("target name '{}' is used twice; name targets with --target NAME=URL", t.name)));
-        }
-    }
-
-    let dataset = Dataset::new(&data, seed);
-    let known: Vec<&str> = study.experiments.iter().map(|e| e.name.as_str()).collect();
-    if let Some(filter) = &opts.experiments
-        && let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str()))
-    {
-        return Err(Error::usage(format!("unknown experiment '{bad}' in --experiments; study '{}' has: {}", study.name, known.join(", "))));
-    }
-    let mut experiments = Vec::new();
-    let records_fixed = rows.is_some() || (opts.quick && quick.rows.is_some());
-    let mut record_rounds: Vec<u64> = Vec::new();
-    if let Some(e) = study.experiments.iter().find(|e| e.name == FLOOR_EXPERIMENT) {
-        return Err(Error::usage(format!("experiment name '{}' is reserved for the echo floor every run measures", e.name)));
-    }
-    for e in &study.experiments {
-        if opts.experiments.as_ref().is_some_and(|f| !f.contains(&e.name)) {
-            continue;
-        }
-        if e.sweep.is_empty() {
-            return Err(Error::usage(format!("experiment '{}' needs a sweep (clients, batch or widths)", e.name)));
-        }
-        let workload = match (e.op, &e.workload) {
-            (ExperimentOp::Ycsb, Some(w)) => Some(ycsb::resolve_workload(&e.name, w, ycsb_cli.as_ref(), &data)?),
-            (ExperimentOp::Ycsb, None) => {
-                return Err(Error::usage(format!(
-                    "experiment '{}': op = \"ycsb\" needs workload = \"a\"..\"f\" or a workload file",
-                    e.name
-                )));
-            }
-            (_, Some(_)) => return Err(Error::usage(format!("experiment '{}': `workload` only applies to op = \"ycsb\"", e.name))),
-            (_, None) => None,
-        };
-        for w in workload.iter().flat_map(|w| &w.warnings) {
-            if !warnings.contains(w) {
-                warnings.push(w.clone());
-            }
-        }
-        // YCSB data: every experiment runs at each record count (its workload file's, unless
-        // --rows, -p recordcount or --quick say otherwise), recorded as the point's `param`.
-        let records: Vec<u64> = match (&data, workload.as_ref().and_then(|w| w.records)) {
-            (DataSpec::Ycsb { .. }, Some(n)) if !records_fixed => vec![n],
-            (DataSpec::Ycsb { recordcount, .. }, _) => recordcount.to_vec(),
-            _ => Vec::new(),
-        };
-        if !records.is_empty() && e.sweep.iter().any(|s| !matches!(s, Sweep::Clients | Sweep::Single)) {
-            return Err(Error::usage(format!(
-                "experiment '{}': a study of YCSB data sweeps clients (threads) and record counts only (sweep = [\"clients\"])",
-                e.name
-            )));
-        }
-        let mut points: Vec<Point> = Vec::new();
-        let mut add = |p: Point| {
-            if !points.contains(&p) {
-                points.push(p);
-            }
-        };
-        for sweep in &e.sweep {
-            match sweep {
-                Sweep::Clients => clients.iter().for_each(|&c| add(Point { clients: c, batch: 1, batched: false, param: None })),
-                Sweep::Batch => {
-                    add(Point { clients: batch_clients, batch: 1, batched: false, param: None });
-                    batch.iter().for_each(|&b| add(Point { clients: batch_clients, batch: b, batched: true, param: None }));
-                }
-                Sweep::Single => add(Point { clients: 1, batch: 1, batched: false, param: None }),
-                Sweep::Sizes => sizes.iter().for_each(|&n| {
-                    let one_request = e.op.writes() && !study.lifecycle;
-                    add(Point { clients: 1, batch: if one_request { n as usize } else { 1 }, batched: one_request, param: Some(n) })
-                }),
-                Sweep::SizesEach => {
-                    if !e.op.writes() {
-                        return Err(Error::usage(format!("experiment '{}': sizes_each is for insert and delete", e.name)));
-                    }
-                    sizes.iter().for_each(|&n| add(Point { clients: 1, batch: 1, batched: false, param: Some(n) }))
-                }
-                Sweep::Widths => {
-                    if !e.op.is_range() {
-                        return Err(Error::usage(format!("experiment '{}': the widths sweep is only for range ops", e.name)));
-                    }
-                    widths.iter().for_each(|&w| add(Point { clients: range_clients, batch: 1, batched: false, param: Some(w) }));
-                }
-            }
-        }
-        if !records.is_empty() {
-            points = records.iter().flat_map(|&n| points.iter().map(move |p| Point { param: Some(n), ..*p })).collect();
-            for n in &records {
-                if !record_rounds.contains(n) {
-                    record_rounds.push(*n);
-                }
-            }
-        }
-        if e.op.is_range() && points.iter().any(|p| p.param.is_none()) {
-            return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
-        }
-        if study.lifecycle {
-            check_lifecycle_experiment(e, study.experiments.first().map(|f| f.name == e.name).unwrap_or(false))?;
-        }
-        let sized = !study.lifecycle && e.op.writes() && e.sweep.iter().any(|s| matches!(s, Sweep::Sizes | Sweep::SizesEach));
-        if sized && e.sweep.iter().any(|s| !matches!(s, Sweep::Sizes | Sweep::SizesEach)) {
-            return Err(Error::usage(format!("experiment '{}': sizes sweeps cannot be mixed with other sweeps", e.name)));
-        }
-        let exp_ops = match e.op.query() {
-            _ if sized => sizes.iter().copied().max().unwrap_or(1),
-            // Analytic queries: one query per run unless the experiment says otherwise.
-            Some(_) => e.ops.unwrap_or(1),
-            None if cli_ops.is_some() || opts.quick => ops,
-            None => e.ops.or(workload.as_ref().and_then(|w| w.ops)).unwrap_or(ops),
-        };
-        let (table, column, max_column) = resolve_columns(e, &dataset)?;
-        // The study reads each table with batches no larger than the table, so that no key
-        // repeats within a batch.
-        if e.op == ExperimentOp::Get && !study.lifecycle {
-            let rows = dataset.initial_rows(table);
-            points.retain(|p| p.batch as u64 <= rows && p.clients as u64 <= rows.max(1) * 64);
-        }
-        let exp_runs = if opts.runs.is_some() { runs } else { e.runs.unwrap_or(runs) };
-        let exp_warmup = if opts.warmup.is_some() { warmup } else { e.warmup.unwrap_or(warmup) };
-        if exp_runs == 0 {
-            return Err(Error::usage(format!("experiment '{}': runs must be at least 1", e.name)));
-        }
-        experiments.push(Experiment {
-            name: e.name.clone(),
-            op: e.op,
-            workload: e.workload.clone(),
-            time_limit_secs: workload.as_ref().and_then(|w| w.time_limit_secs),
-            ycsb: workload.map(|w| w.workload),
-            sized,
-            lifecycle: study.lifecycle,
-            table,
-            column,
-            max_column,
-            ops: exp_ops,
-            runs: exp_runs,
-            warmup: exp_warmup,
-            points,
-        });
-    }
-    // The transport floor: every run measures each target's no-work round trip (`SELECT 1`,
-    // `ECHO`, `version`) with one client, so results can be read as time above it.
-    experiments.insert(
-        0,
-        Experiment {
-            name: FLOOR_EXPERIMENT.into(),
-            op: ExperimentOp::Echo,
-            workload: None,
-            ycsb: None,
-            time_limit_secs: None,
-            sized: false,
-            lifecycle: false,
-            table: 0,
-            column: 0,
-            max_column: 0,
-            ops: if opts.quick { 300 } else { 2000 },
-            runs: 3,
-            warmup: 1,
-            points: vec![Point { clients: 1, batch: 1, batched: false, param: None }],
-        },
-    );
-    let mut unavailable = Vec::new();
-    for system in &study.unavailable {
-        let entry = crate::adapter::registry::SYSTEMS.iter().find(|s| s.system == system.as_str());
-        match entry.and_then(|e| e.unavailable) {
-            Some(why) => unavailable.push((system.clone(), why.to_string())),
-            None => {
-                return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name)));
-            }
-        }
-    }
-    if let DataSpec::Ycsb { recordcount, .. } = &mut data
-        && !record_rounds.is_empty()
-    {
-        *recordcount = RecordCounts::from_list(&record_rounds);
-    }
-    if experiments.is_empty() {
-        return Err(Error::usage("no experiments selected; check --experiments"));
-    }
-
-    Ok(Plan {
-        study: study.name,
-        description: study.description,
-        seed,
-        runs,
-        warmup,
-        data,
-        targets,
-        experiments,
-        out: opts.out.clone(),
-        quick: opts.quick,
-        timeout_secs,
-        rate,
-        spawn,
-        data_roots,
-        method: study.method.clone(),
-        cli_clients: study.cli_clients,
-        unavailable,
-        lifecycle: study.lifecycle,
-        spawn_target_options: study.spawn_target_options,
-        warnings,
-    })
-}
-
-/// A lifecycle study's experiments: sizes sweeps of one client, one op per request,
-/// starting with the insert that fills the empty table.
-fn check_lifecycle_experiment(e: &ExperimentEntry, first: bool) -> Result<()> {
-    if e.sweep != [Sweep::Sizes] {
-        return Err(Error::usage(format!("experiment '{}': a lifecycle study sweeps sizes only (sweep = [\"sizes\"])", e.name)));
-    }
-    let allowed = [ExperimentOp::Insert, ExperimentOp::Get, ExperimentOp::MultiGet, ExperimentOp::Delete, ExperimentOp::FetchAll];
-    if !allowed.contains(&e.op) {
-        return Err(Error::usage(format!(
-            "experiment '{}': a lifecycle study runs insert, get, multi_get, delete and fetch_all only",
-            e.name
-        )));
-    }
-    if first != (e.op == ExperimentOp::Insert) {
-        return Err(Error::usage(format!(
-            "experiment '{}': a lifecycle study starts with exactly one insert experiment (it fills the empty table)",
-            e.name
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn built_in_studies_parse_and_resolve() {
-        for (name, _) in BUILT_IN {
-            let plan = resolve(&RunOptions { study: Some(name.to_string()), ..Default::default() }).unwrap();
-            assert!(!plan.experiments.is_empty());
-            assert_eq!(plan.targets[0].name, "nodb");
-        }
-    }
 
     #[test]
     fn in_memory_sends_plain_cassandra_deletes_to_spawned_servers_only() {
@@ -906,46 +468,6 @@ mod tests {
     }
 
     #[test]
-    fn spawn_all_starts_the_servers_each_study_names() {
-        let spawned = |study: &str| {
-            let opts = RunOptions { study: Some(study.into()), spawn: vec!["all".into()], ..Default::default() };
-            resolve(&opts).unwrap().spawn
-        };
-        let ycsb = spawned("ycsb");
-        assert!(ycsb.contains(&ServerKind::Redis) && ycsb.contains(&ServerKind::LedisDb), "{ycsb:?}");
-        assert!(spawned("insert-find").contains(&ServerKind::LedisDb));
-        assert!(spawned("in-memory").contains(&ServerKind::FerretDb));
-        let kv = spawned("kv-vs-relational");
-        assert!(kv.contains(&ServerKind::Redis) && !kv.contains(&ServerKind::LedisDb) && !kv.contains(&ServerKind::FerretDb), "{kv:?}");
-        let opts = RunOptions { study: Some("ycsb".into()), spawn: vec!["ledisdb".into()], ..Default::default() };
-        assert_eq!(resolve(&opts).unwrap().spawn, vec![ServerKind::LedisDb]);
-    }
-
-    #[test]
-    fn batch_sweep_measures_batch_one_both_ways() {
-        let plan = resolve(&RunOptions { batch: Some(vec![1, 10]), clients: Some(vec![1, 2]), ..Default::default() }).unwrap();
-        let insert = plan.experiments.iter().find(|e| e.op == ExperimentOp::Insert).unwrap();
-        let ones: Vec<_> = insert.points.iter().filter(|p| p.clients == 1 && p.batch == 1).collect();
-        assert_eq!(ones.len(), 2, "{:?}", insert.points);
-        assert!(ones.iter().any(|p| p.batched) && ones.iter().any(|p| !p.batched));
-    }
-
-    #[test]
-    fn cli_overrides_win_and_bad_values_name_the_flag() {
-        let plan = resolve(&RunOptions { ops: Some(123), runs: Some(2), seed: Some(5), ..Default::default() }).unwrap();
-        assert!(plan.experiments.iter().filter(|e| e.name != FLOOR_EXPERIMENT).all(|e| e.ops == 123));
-        assert_eq!(plan.experiments[0].name, FLOOR_EXPERIMENT);
-        assert_eq!((plan.runs, plan.seed), (2, 5));
-        let err = resolve(&RunOptions { clients: Some(vec![0]), ..Default::default() }).unwrap_err();
-        assert!(err.to_string().contains("--clients"), "{err}");
-        let err = resolve(&RunOptions { study: Some("nope".into()), ..Default::default() }).unwrap_err();
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.to_string().contains("embedded"), "{err}");
-        let err = resolve(&RunOptions { experiments: Some(vec!["bogus".into()]), ..Default::default() }).unwrap_err();
-        assert!(err.to_string().contains("bogus"));
-    }
-
-    #[test]
     fn toml_type_errors_are_one_line_with_location() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.toml");
@@ -955,38 +477,6 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         assert!(!text.contains('\n'), "{text}");
         assert!(text.contains("line 2"), "{text}");
-    }
-
-    #[test]
-    fn lifecycle_studies_start_with_an_insert_and_sweep_sizes() {
-        let plan = resolve(&RunOptions { study: Some("in-memory".into()), quick: true, ..Default::default() }).unwrap();
-        assert!(plan.lifecycle);
-        let phases: Vec<&Experiment> = plan.experiments.iter().filter(|e| e.lifecycle).collect();
-        assert_eq!(phases.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["write-all", "read-one", "delete-one", "fetch-all"]);
-        for e in &phases {
-            let sizes: Vec<Option<u64>> = e.points.iter().map(|p| p.param).collect();
-            assert_eq!(sizes, [Some(1000), Some(10000)], "{}", e.name);
-            assert!(e.points.iter().all(|p| p.clients == 1 && p.batch == 1 && !p.batched), "one op per request");
-        }
-        assert!(!plan.experiments[0].lifecycle, "the echo floor runs first, as always");
-
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.toml");
-        let study = |experiments: &str| format!("name = \"x\"\nlifecycle = true\n[data]\nkind = \"pairs\"\n{experiments}");
-        let phase =
-            |name: &str, op: &str, sweep: &str| format!("[[experiments]]\nname = \"{name}\"\nop = \"{op}\"\nsweep = [\"{sweep}\"]\n");
-        for (text, needle) in [
-            (study(&(phase("r", "get", "sizes") + &phase("w", "insert", "sizes"))), "starts with exactly one insert"),
-            (study(&phase("w", "insert", "clients")), "sweeps sizes only"),
-            (study(&(phase("w", "insert", "sizes") + &phase("q", "range_count", "sizes"))), "runs insert, get"),
-        ] {
-            std::fs::write(&path, text).unwrap();
-            let err = resolve(&RunOptions { study: Some(path.display().to_string()), ..Default::default() }).unwrap_err();
-            assert_eq!(err.exit_code(), 2);
-            assert!(err.to_string().contains(needle), "{err}");
-        }
-        let err = resolve(&RunOptions { study: Some("in-memory".into()), rows: Some(vec![5]), ..Default::default() }).unwrap_err();
-        assert!(err.to_string().contains("--sizes"), "{err}");
     }
 
     #[test]
@@ -1000,49 +490,6 @@ mod tests {
         let err =
             resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("7:3:1".into()), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--sizes"), "{err}");
-    }
-
-    #[test]
-    fn insert_find_uses_the_papers_table_and_keys() {
-        use crate::data::pairs::{KeyOrder, PairValue};
-        let plan = resolve(&RunOptions { study: Some("insert-find".into()), ..Default::default() }).unwrap();
-        let DataSpec::Pairs { value, keys, rows, empty_table, .. } = &plan.data else { panic!("{:?}", plan.data) };
-        assert_eq!((*value, *keys, *rows, empty_table.as_deref()), (PairValue::Int, KeyOrder::Shuffled, 100_000, Some("pairs_new")));
-        let table = |name: &str| plan.experiments.iter().find(|e| e.name == name).unwrap().table;
-        assert_eq!((table("insert-all"), table("insert-each"), table("find")), (1, 1, 0));
-        assert!(plan.cli_clients);
-        assert!(plan.method.as_ref().is_some_and(|m| m.paper.contains("TIME") && m.dbsweep.contains("end to end")));
-        let full = resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("100:100000:100".into()), ..Default::default() });
-        assert_eq!(full.unwrap().experiments[1].points.len(), 1000);
-    }
-
-    #[test]
-    fn data_roots_are_labelled_sweeps_of_spawned_servers() {
-        let opts = |roots: &[&str], spawn: &[&str]| RunOptions {
-            study: Some("insert-find".into()),
-            data_roots: roots.iter().map(|r| r.to_string()).collect(),
-            spawn: spawn.iter().map(|r| r.to_string()).collect(),
-            ..Default::default()
-        };
-        let plan = resolve(&opts(&["tmpfs=/dev/shm/x", "/var/tmp/y"], &["redis"])).unwrap();
-        let labels: Vec<&str> = plan.data_roots.iter().map(|r| r.label.as_str()).collect();
-        assert_eq!(labels, ["tmpfs", "var-tmp-y"]);
-        let rounds = plan.spawn_rounds();
-        assert_eq!(rounds.len(), 2);
-        assert_eq!(rounds[1].0.as_deref(), Some("var-tmp-y"));
-        assert_eq!(rounds[1].1.data_root.as_deref(), Some(std::path::Path::new("/var/tmp/y")));
-        let single = resolve(&opts(&["/var/tmp/y"], &["redis"])).unwrap().spawn_rounds();
-        assert_eq!(single.len(), 1);
-        assert_eq!(single[0].0, None, "one root: targets keep their plain names");
-        for (roots, spawn, needle) in [
-            (vec!["a=/x", "a=/y"], vec!["redis"], "used twice"),
-            (vec!["/x"], vec![], "add --spawn"),
-            (vec!["=/x"], vec!["redis"], "LABEL=DIR"),
-        ] {
-            let err = resolve(&opts(&roots, &spawn)).unwrap_err();
-            assert_eq!(err.exit_code(), 2);
-            assert!(err.to_string().contains(needle), "{err}");
-        }
     }
 
     #[test]

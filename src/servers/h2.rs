@@ -162,30 +162,19 @@ async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
         .dbname("mem:dbsweep-ready")
         .application_name("dbsweep-ready")
         .connect_timeout(Duration::from_secs(2));
-    let (client, connection) = config.connect(tokio_postgres::NoTls).await.map_err(|e| {
-        if e.as_db_error().is_some_and(|db| db.code().code().starts_with("28")) {
-            io::Error::new(io::ErrorKind::PermissionDenied, e.to_string())
-        } else {
-            io::Error::other(e.to_string())
-        }
-    })?;
-    let driver = tokio::spawn(connection);
-    // The simple protocol: H2's PG server has no binary output for text columns.
-    let answer = async {
-        let version =
-            first_cell(&client, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'info.VERSION'").await?;
-        let short = first_cell(&client, "SELECT H2VERSION()").await?;
-        let java = first_cell(
-            &client,
-            "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'property.java.runtime.version'",
-        )
-        .await?;
-        Ok::<_, tokio_postgres::Error>((version, short, java))
-    }
-    .await;
-    drop(client);
-    let _ = driver.await;
-    let (version, short, java) = answer.map_err(|e| io::Error::other(e.to_string()))?;
+    // One simple (text-protocol) query: H2's PG server has no binary output for text columns.
+    let setting = |name: &str| format!("(SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = '{name}')");
+    let sql = format!("SELECT {}, H2VERSION(), {}", setting("info.VERSION"), setting("property.java.runtime.version"));
+    let (version, short, java) = super::pg_login::ask(&config, async |client| {
+        let messages = client.simple_query(&sql).await?;
+        let row = messages.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        });
+        let cell = |i: usize| row.and_then(|row| row.get(i)).map(str::to_string);
+        Ok((cell(0), cell(1), cell(2)))
+    })
+    .await?;
     let (Some(version), Some(short)) = (version, short) else {
         return Err(io::Error::other(format!("the server on port {port} did not report an H2 version")));
     };
@@ -201,18 +190,6 @@ async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
         settings.insert("java".into(), java);
     }
     Ok(Ready { version: format!("H2 {version}"), settings })
-}
-
-/// The first column of the first row a simple query returns.
-async fn first_cell(client: &tokio_postgres::Client, sql: &str) -> std::result::Result<Option<String>, tokio_postgres::Error> {
-    let messages = client.simple_query(sql).await?;
-    Ok(messages
-        .iter()
-        .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).map(str::to_string)),
-            _ => None,
-        })
-        .flatten())
 }
 
 #[cfg(test)]

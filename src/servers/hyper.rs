@@ -121,23 +121,12 @@ async fn probe(ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
     }
     let mut config = tokio_postgres::Config::new();
     config.host("127.0.0.1").port(port).user(USER).application_name("dbsweep-ready").connect_timeout(Duration::from_secs(2));
-    let (client, connection) = config.connect(tokio_postgres::NoTls).await.map_err(|e| {
-        if e.as_db_error().is_some_and(|db| db.code().code().starts_with("28")) {
-            io::Error::new(io::ErrorKind::PermissionDenied, e.to_string())
-        } else {
-            io::Error::other(e.to_string())
-        }
-    })?;
-    let driver = tokio::spawn(connection);
-    let answer = async {
+    let (one, version) = super::pg_login::ask(&config, async |client| {
         let one: i32 = client.query_one("SELECT 1", &[]).await?.try_get(0)?;
         let version: String = client.query_one("SELECT version()", &[]).await?.try_get(0)?;
-        Ok::<_, tokio_postgres::Error>((one, version))
-    }
-    .await;
-    drop(client);
-    let _ = driver.await;
-    let (one, version) = answer.map_err(|e| io::Error::other(e.to_string()))?;
+        Ok((one, version))
+    })
+    .await?;
     if one != 1 {
         return Err(io::Error::other(format!("SELECT 1 answered {one}")));
     }

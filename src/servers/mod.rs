@@ -22,6 +22,7 @@ pub mod hyper;
 mod ledisdb;
 mod mariadb;
 mod memcached;
+mod pg_login;
 mod postgres;
 mod process;
 mod redis;

@@ -37,6 +37,11 @@ async fn h2_spawn_settings_and_engine_memory() {
     let heap = std::env::var("DBSWEEP_H2_HEAP").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "2g".into());
     assert_eq!(server.settings()["heap_max"], format!("{heap} (-Xmx; DBSWEEP_H2_HEAP)"));
     assert!(server.settings()["database"].contains("in-memory"), "{:?}", server.settings());
+    assert!(
+        server.settings().get("java").is_some_and(|java| java.chars().next().is_some_and(|c| c.is_ascii_digit())),
+        "{:?}",
+        server.settings()
+    );
     let url = server.url();
     assert_eq!(url, format!("h2://sa@127.0.0.1:{}/mem:dbsweep", server.port()));
     assert_eq!(server.targets(), vec![("h2".to_string(), url.clone())]);

@@ -334,11 +334,9 @@ impl Dialect for MySql {
 
     fn sql_type(&self, ty: ColumnType, indexed: bool) -> &'static str {
         match ty {
-            ColumnType::Float => "DOUBLE",
-            ColumnType::Decimal => "DECIMAL(15,2)",
             // TEXT cannot be indexed without a prefix length.
             ColumnType::Text if indexed => "VARCHAR(255)",
-            ty => typed_sql_type(ty, "TEXT"),
+            ty => double_decimal_sql_type(ty, "TEXT"),
         }
     }
 
@@ -430,11 +428,7 @@ impl Dialect for DuckDb {
     }
 
     fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
-        match ty {
-            ColumnType::Float => "DOUBLE",
-            ColumnType::Decimal => "DECIMAL(15,2)",
-            ty => typed_sql_type(ty, "VARCHAR"),
-        }
+        double_decimal_sql_type(ty, "VARCHAR")
     }
 
     fn param(&self, n: usize, _ty: ColumnType) -> String {
@@ -479,11 +473,7 @@ impl Dialect for MonetDb {
     }
 
     fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
-        match ty {
-            ColumnType::Float => "DOUBLE",
-            ColumnType::Decimal => "DECIMAL(15,2)",
-            ty => typed_sql_type(ty, "TEXT"),
-        }
+        double_decimal_sql_type(ty, "TEXT")
     }
 
     fn param(&self, _n: usize, ty: ColumnType) -> String {
@@ -539,6 +529,15 @@ fn typed_sql_type(ty: ColumnType, text: &'static str) -> &'static str {
         ColumnType::Decimal => "NUMERIC(15,2)",
         ColumnType::Text => text,
         ColumnType::Date => "DATE",
+    }
+}
+
+/// Typed columns with SQL's `DOUBLE` and `DECIMAL` spellings (MySQL/MariaDB, DuckDB, MonetDB).
+fn double_decimal_sql_type(ty: ColumnType, text: &'static str) -> &'static str {
+    match ty {
+        ColumnType::Float => "DOUBLE",
+        ColumnType::Decimal => "DECIMAL(15,2)",
+        ty => typed_sql_type(ty, text),
     }
 }
 

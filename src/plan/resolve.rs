@@ -1,0 +1,441 @@
+//! `resolve`: raw options and a study file become one validated `Plan`, as a few named
+//! steps in a fixed order (each step decides one part of the plan and returns the first
+//! error it finds, naming the flag or key that fixes it).
+//!
+//! Owns the precedence of settings (flags, then YCSB's `-P`/`-p`, then `--quick`, then the
+//! study file, then the defaults) and the run-wide checks; the experiments' own checks live
+//! in `experiments`. Must not open connections or touch the file system beyond reading the
+//! study and YCSB workload files.
+
+use super::experiments::{self, ExperimentScope};
+use super::{
+    DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, ycsb,
+};
+use crate::data::{DataSpec, RecordCounts};
+use crate::error::{Error, Result};
+use crate::servers::ServerKind;
+
+/// Validates raw options against a study and resolves everything into a plan.
+pub fn resolve(opts: &RunOptions) -> Result<Plan> {
+    let StudyWithYcsb { study, ycsb, from_ycsb, mut warnings } = study_with_ycsb(opts)?;
+    let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
+    let settings = run_settings(opts, &study, &quick, &from_ycsb)?;
+    let axes = sweep_axes(opts, &study, &quick, &from_ycsb)?;
+    let timeout_secs = op_timeout(opts)?;
+    let spawn = spawned_servers(opts, &study)?;
+    let data_roots = data_roots(opts, &spawn)?;
+    let rate = fixed_rate(opts, &from_ycsb)?;
+    let rows = opts.rows.clone().or(from_ycsb.records.clone());
+    let mut data = sized_data(opts, &study, &quick, rows.as_deref())?;
+    let targets = plan_targets(opts, &study)?;
+    let scope = ExperimentScope {
+        study: &study,
+        only: opts.experiments.as_deref(),
+        settings: &settings,
+        axes: &axes,
+        data: &data,
+        ycsb: ycsb.as_ref(),
+        records_fixed: rows.is_some() || (opts.quick && quick.rows.is_some()),
+    };
+    let (experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
+    let unavailable = unavailable_systems(&study)?;
+    if let DataSpec::Ycsb { recordcount, .. } = &mut data
+        && !record_rounds.is_empty()
+    {
+        *recordcount = RecordCounts::from_list(&record_rounds);
+    }
+
+    Ok(Plan {
+        study: study.name,
+        description: study.description,
+        seed: settings.seed,
+        runs: settings.runs,
+        warmup: settings.warmup,
+        data,
+        targets,
+        experiments,
+        out: opts.out.clone(),
+        quick: opts.quick,
+        timeout_secs,
+        rate,
+        spawn,
+        data_roots,
+        method: study.method,
+        cli_clients: study.cli_clients,
+        unavailable,
+        lifecycle: study.lifecycle,
+        spawn_target_options: study.spawn_target_options,
+        warnings,
+    })
+}
+
+/// The study as adapted by YCSB's `-P`/`-p`, and what those properties set for the client.
+struct StudyWithYcsb {
+    study: StudyFile,
+    /// The `-P`/`-p` properties, when any were given.
+    ycsb: Option<ycsb::CommandLine>,
+    /// Record counts, ops, threads and rate the properties set (each clashes with its flag).
+    from_ycsb: ycsb::ClientOverrides,
+    /// Properties accepted but not honoured.
+    warnings: Vec<String>,
+}
+
+/// Loads the study (`-P` alone means the ycsb study) and applies YCSB's properties to it.
+fn study_with_ycsb(opts: &RunOptions) -> Result<StudyWithYcsb> {
+    let (study_name, ycsb_files) = ycsb::study_and_files(opts.study.as_deref(), &opts.ycsb_files, !opts.ycsb_properties.is_empty());
+    let mut study = load_study(study_name.as_deref().unwrap_or(DEFAULT_STUDY))?;
+    let ycsb = ycsb::CommandLine::read(&ycsb_files, &opts.ycsb_properties)?;
+    let mut warnings = Vec::new();
+    let mut from_ycsb = ycsb::ClientOverrides::default();
+    if let Some(cli) = &ycsb {
+        ycsb::adapt_study(&mut study, cli)?;
+        from_ycsb = ycsb::client_overrides(cli, opts.rows.as_ref(), opts.ops, opts.clients.as_ref(), opts.rate)?;
+        warnings.extend(cli.applied.warnings.iter().cloned());
+    }
+    Ok(StudyWithYcsb { study, ycsb, from_ycsb, warnings })
+}
+
+/// The run-wide numbers every experiment starts from.
+pub(super) struct RunSettings {
+    pub seed: u64,
+    /// Measured runs per point.
+    pub runs: u32,
+    /// Warm-up runs per point.
+    pub warmup: u32,
+    /// Ops per run.
+    pub ops: u64,
+    /// `--runs` was given: it overrides every experiment's own `runs`.
+    pub runs_fixed: bool,
+    /// `--warmup` was given: it overrides every experiment's own `warmup`.
+    pub warmup_fixed: bool,
+    /// `--ops`, YCSB's `operationcount` or `--quick` set the ops: they override every
+    /// experiment's own `ops` (analytic queries excepted).
+    pub ops_fixed: bool,
+    /// `--quick`: the echo floor runs fewer ops too.
+    pub quick: bool,
+}
+
+fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<RunSettings> {
+    let runs = opts.runs.or(quick.runs).or(study.runs).unwrap_or(3);
+    if runs == 0 {
+        return Err(Error::usage("--runs must be at least 1"));
+    }
+    let cli_ops = opts.ops.or(from_ycsb.ops);
+    let ops = cli_ops.or(quick.ops).or(study.ops).unwrap_or(50_000);
+    if ops == 0 {
+        return Err(Error::usage("--ops must be at least 1"));
+    }
+    Ok(RunSettings {
+        seed: opts.seed.or(study.seed).unwrap_or(42),
+        runs,
+        warmup: opts.warmup.or(study.warmup).unwrap_or(1),
+        ops,
+        runs_fixed: opts.runs.is_some(),
+        warmup_fixed: opts.warmup.is_some(),
+        ops_fixed: cli_ops.is_some() || opts.quick,
+        quick: opts.quick,
+    })
+}
+
+/// What the sweeps range over.
+pub(super) struct SweepAxes {
+    pub clients: Vec<usize>,
+    pub batch: Vec<usize>,
+    pub widths: Vec<u64>,
+    pub sizes: Vec<u64>,
+    /// Clients of the widths sweep.
+    pub range_clients: usize,
+    /// Clients of the batch sweep.
+    pub batch_clients: usize,
+}
+
+fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<SweepAxes> {
+    let clients = opts
+        .clients
+        .clone()
+        .or(from_ycsb.clients.clone())
+        .or(quick.clients.clone())
+        .or(study.clients.clone())
+        .unwrap_or_else(|| vec![1, 2, 4, 8]);
+    positive_list("--clients", &clients)?;
+    let batch = opts.batch.clone().or(quick.batch.clone()).or(study.batch.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
+    positive_list("--batch", &batch)?;
+    let widths = opts.widths.clone().or(quick.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
+    positive_list("--widths", &widths)?;
+    let sizes = match (&opts.sizes, &quick.sizes, &study.sizes) {
+        (Some(t), _, _) => parse_sizes(t).map_err(|e| Error::usage(format!("--sizes: {e}")))?,
+        (None, Some(q), _) => q.resolve("quick.sizes")?,
+        (None, None, Some(s)) => s.resolve("sizes")?,
+        _ => vec![100, 1000, 10_000],
+    };
+    positive_list("--sizes", &sizes)?;
+    let range_clients = opts.range_clients.or(study.range_clients).unwrap_or(8);
+    let batch_clients = opts.batch_clients.or(study.batch_clients).unwrap_or(1);
+    positive_list("--range-clients", &[range_clients])?;
+    positive_list("--batch-clients", &[batch_clients])?;
+    Ok(SweepAxes { clients, batch, widths, sizes, range_clients, batch_clients })
+}
+
+fn positive_list<T: PartialOrd + Default + Copy + std::fmt::Display>(flag: &str, values: &[T]) -> Result<()> {
+    if values.is_empty() {
+        return Err(Error::usage(format!("{flag} needs at least one value")));
+    }
+    if let Some(v) = values.iter().find(|v| **v <= T::default()) {
+        return Err(Error::usage(format!("{flag} values must be positive, got {v}")));
+    }
+    Ok(())
+}
+
+/// The per-op timeout in seconds (`--timeout`, default 60).
+fn op_timeout(opts: &RunOptions) -> Result<f64> {
+    let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
+    if !(timeout_secs > 0.0) {
+        return Err(Error::usage("--timeout must be a positive number of seconds"));
+    }
+    Ok(timeout_secs)
+}
+
+/// The servers `--spawn` starts (`all`: the study's `spawn_all`), each once, in order.
+fn spawned_servers(opts: &RunOptions, study: &StudyFile) -> Result<Vec<ServerKind>> {
+    for name in study.spawn_target_options.keys() {
+        name.parse::<ServerKind>().map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
+    }
+    let all_kinds: Vec<ServerKind> = match &study.spawn_all {
+        None => ServerKind::ALL.to_vec(),
+        Some(names) => names
+            .iter()
+            .map(|n| n.parse().map_err(|e: Error| Error::usage(format!("study '{}': spawn_all: {e}", study.name))))
+            .collect::<Result<_>>()?,
+    };
+    let mut spawn: Vec<ServerKind> = Vec::new();
+    for name in &opts.spawn {
+        let kinds: Vec<ServerKind> = if name.trim() == "all" { all_kinds.clone() } else { vec![name.parse()?] };
+        for k in kinds {
+            if !spawn.contains(&k) {
+                spawn.push(k);
+            }
+        }
+    }
+    Ok(spawn)
+}
+
+/// `--data-root` directories, each with a label of its own; only for spawned servers.
+fn data_roots(opts: &RunOptions, spawn: &[ServerKind]) -> Result<Vec<DataRoot>> {
+    if !opts.data_roots.is_empty() && spawn.is_empty() {
+        return Err(Error::usage("--data-root only applies to spawned servers; add --spawn"));
+    }
+    let data_roots: Vec<DataRoot> = opts.data_roots.iter().map(|r| DataRoot::parse(r)).collect::<Result<_>>()?;
+    for (i, r) in data_roots.iter().enumerate() {
+        if data_roots[..i].iter().any(|o| o.label == r.label) {
+            return Err(Error::usage(format!("--data-root: label '{}' is used twice; name the roots with LABEL=DIR", r.label)));
+        }
+    }
+    Ok(data_roots)
+}
+
+/// Fixed-rate runs (`--rate`, or YCSB's `target`); `None` runs closed loop.
+fn fixed_rate(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<Option<f64>> {
+    if let Some(rate) = opts.rate
+        && !(rate > 0.0 && rate.is_finite())
+    {
+        return Err(Error::usage("--rate must be a positive number of ops per second"));
+    }
+    Ok(opts.rate.or(from_ycsb.rate.flatten()))
+}
+
+/// The study's data, sized by `--rows` (a list only for YCSB record counts), `--scale`
+/// (TPC-H) or `--quick`, and checked.
+fn sized_data(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, rows: Option<&[u64]>) -> Result<DataSpec> {
+    let mut data = study.data.clone();
+    if let Some(list) = rows {
+        positive_list("--rows", list)?;
+        if list.len() > 1 && !matches!(data, DataSpec::Ycsb { .. }) {
+            return Err(Error::usage("a list of --rows sweeps YCSB record counts; this study's data takes one row count"));
+        }
+    }
+    let single_rows = rows.map(|r| r[0]);
+    match (&data, single_rows, opts.scale) {
+        (DataSpec::Tpch { .. }, Some(_), _) => return Err(Error::usage("--rows applies to kv data; TPC-H data is sized with --scale")),
+        (DataSpec::Kv { .. } | DataSpec::Pairs { .. }, _, Some(_)) => {
+            return Err(Error::usage("--scale applies to TPC-H data; kv data is sized with --rows"));
+        }
+        (DataSpec::Pairs { .. }, Some(_), _) if study.lifecycle => {
+            return Err(Error::usage("--rows does not apply to a lifecycle study; it sizes its table with --sizes"));
+        }
+        _ => {}
+    }
+    match &mut data {
+        DataSpec::Kv { rows, payload_bytes } => {
+            if let Some(r) = single_rows.or(quick.rows) {
+                *rows = r;
+            }
+            if *rows == 0 {
+                return Err(Error::usage("--rows must be at least 1"));
+            }
+            if *payload_bytes > 1 << 20 {
+                return Err(Error::usage("data.payload_bytes must be at most 1048576"));
+            }
+        }
+        DataSpec::Pairs { rows, value_bytes, empty_table, .. } => {
+            if let Some(r) = single_rows.or(quick.rows) {
+                *rows = r;
+            }
+            if *value_bytes > 1 << 20 {
+                return Err(Error::usage("data.value_bytes must be at most 1048576"));
+            }
+            if let Some(name) = empty_table
+                && (name == "pairs" || name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            {
+                return Err(Error::usage(format!(
+                    "data.empty_table '{name}' must be letters, digits or '_' and differ from the store table 'pairs'"
+                )));
+            }
+        }
+        DataSpec::Ycsb { recordcount, insertorder, fieldcount, .. } => {
+            if let Some(r) = rows.map(<[u64]>::to_vec).or(quick.rows.map(|r| vec![r])) {
+                *recordcount = RecordCounts::from_list(&r);
+            }
+            if recordcount.to_vec().contains(&0) || recordcount.to_vec().is_empty() || *fieldcount == 0 {
+                return Err(Error::usage("data.recordcount and data.fieldcount must be at least 1"));
+            }
+            if crate::data::ycsb::InsertOrder::parse(insertorder).is_none() {
+                return Err(Error::usage(format!("data.insertorder must be hashed or ordered, got '{insertorder}'")));
+            }
+            if let Some(Err(e)) = data.ycsb_shape() {
+                return Err(Error::usage(format!("data: {e}")));
+            }
+        }
+        DataSpec::Tpch { scale } => {
+            if let Some(s) = opts.scale.or(quick.scale) {
+                *scale = s;
+            }
+            crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
+        }
+    }
+    Ok(data)
+}
+
+/// The `--target`s (else the study's), with the NO-DB ceiling first unless one is given;
+/// names are unique.
+fn plan_targets(opts: &RunOptions, study: &StudyFile) -> Result<Vec<TargetSpec>> {
+    let mut targets: Vec<TargetSpec> = if opts.targets.is_empty() {
+        study.targets.iter().map(|t| parse_target(&format!("{}={}", t.name, t.url))).collect::<Result<_>>()?
+    } else {
+        opts.targets.iter().map(|t| parse_target(t)).collect::<Result<_>>()?
+    };
+    // The NO-DB ceiling is measured in every run, with the same settings.
+    if !targets.iter().any(|t| t.url.scheme() == "nodb") {
+        targets.insert(0, parse_target("nodb=nodb:")?);
+    }
+    for (i, t) in targets.iter().enumerate() {
+        if targets[..i].iter().any(|o| o.name == t.name) {
+            return Err(Error::usage(format!("target name '{}' is used twice; name targets with --target NAME=URL", t.name)));
+        }
+    }
+    Ok(targets)
+}
+
+/// The study's systems that cannot run here, each with the registry's reason.
+fn unavailable_systems(study: &StudyFile) -> Result<Vec<(String, String)>> {
+    let mut unavailable = Vec::new();
+    for system in &study.unavailable {
+        let entry = crate::adapter::registry::SYSTEMS.iter().find(|s| s.system == system.as_str());
+        match entry.and_then(|e| e.unavailable) {
+            Some(why) => unavailable.push((system.clone(), why.to_string())),
+            None => {
+                return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name)));
+            }
+        }
+    }
+    Ok(unavailable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::BUILT_IN;
+    use crate::plan::FLOOR_EXPERIMENT;
+
+    #[test]
+    fn built_in_studies_parse_and_resolve() {
+        for (name, _) in BUILT_IN {
+            let plan = resolve(&RunOptions { study: Some(name.to_string()), ..Default::default() }).unwrap();
+            assert!(!plan.experiments.is_empty());
+            assert_eq!(plan.targets[0].name, "nodb");
+        }
+    }
+
+    #[test]
+    fn spawn_all_starts_the_servers_each_study_names() {
+        let spawned = |study: &str| {
+            let opts = RunOptions { study: Some(study.into()), spawn: vec!["all".into()], ..Default::default() };
+            resolve(&opts).unwrap().spawn
+        };
+        let ycsb = spawned("ycsb");
+        assert!(ycsb.contains(&ServerKind::Redis) && ycsb.contains(&ServerKind::LedisDb), "{ycsb:?}");
+        assert!(spawned("insert-find").contains(&ServerKind::LedisDb));
+        assert!(spawned("in-memory").contains(&ServerKind::FerretDb));
+        let kv = spawned("kv-vs-relational");
+        assert!(kv.contains(&ServerKind::Redis) && !kv.contains(&ServerKind::LedisDb) && !kv.contains(&ServerKind::FerretDb), "{kv:?}");
+        let opts = RunOptions { study: Some("ycsb".into()), spawn: vec!["ledisdb".into()], ..Default::default() };
+        assert_eq!(resolve(&opts).unwrap().spawn, vec![ServerKind::LedisDb]);
+    }
+
+    #[test]
+    fn cli_overrides_win_and_bad_values_name_the_flag() {
+        let plan = resolve(&RunOptions { ops: Some(123), runs: Some(2), seed: Some(5), ..Default::default() }).unwrap();
+        assert!(plan.experiments.iter().filter(|e| e.name != FLOOR_EXPERIMENT).all(|e| e.ops == 123));
+        assert_eq!(plan.experiments[0].name, FLOOR_EXPERIMENT);
+        assert_eq!((plan.runs, plan.seed), (2, 5));
+        let err = resolve(&RunOptions { clients: Some(vec![0]), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("--clients"), "{err}");
+        let err = resolve(&RunOptions { study: Some("nope".into()), ..Default::default() }).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("embedded"), "{err}");
+        let err = resolve(&RunOptions { experiments: Some(vec!["bogus".into()]), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("bogus"));
+    }
+
+    #[test]
+    fn data_roots_are_labelled_sweeps_of_spawned_servers() {
+        let opts = |roots: &[&str], spawn: &[&str]| RunOptions {
+            study: Some("insert-find".into()),
+            data_roots: roots.iter().map(|r| r.to_string()).collect(),
+            spawn: spawn.iter().map(|r| r.to_string()).collect(),
+            ..Default::default()
+        };
+        let plan = resolve(&opts(&["tmpfs=/dev/shm/x", "/var/tmp/y"], &["redis"])).unwrap();
+        let labels: Vec<&str> = plan.data_roots.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["tmpfs", "var-tmp-y"]);
+        let rounds = plan.spawn_rounds();
+        assert_eq!(rounds.len(), 2);
+        assert_eq!(rounds[1].0.as_deref(), Some("var-tmp-y"));
+        assert_eq!(rounds[1].1.data_root.as_deref(), Some(std::path::Path::new("/var/tmp/y")));
+        let single = resolve(&opts(&["/var/tmp/y"], &["redis"])).unwrap().spawn_rounds();
+        assert_eq!(single.len(), 1);
+        assert_eq!(single[0].0, None, "one root: targets keep their plain names");
+        for (roots, spawn, needle) in [
+            (vec!["a=/x", "a=/y"], vec!["redis"], "used twice"),
+            (vec!["/x"], vec![], "add --spawn"),
+            (vec!["=/x"], vec!["redis"], "LABEL=DIR"),
+        ] {
+            let err = resolve(&opts(&roots, &spawn)).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn insert_find_uses_the_papers_table_and_keys() {
+        use crate::data::pairs::{KeyOrder, PairValue};
+        let plan = resolve(&RunOptions { study: Some("insert-find".into()), ..Default::default() }).unwrap();
+        let DataSpec::Pairs { value, keys, rows, empty_table, .. } = &plan.data else { panic!("{:?}", plan.data) };
+        assert_eq!((*value, *keys, *rows, empty_table.as_deref()), (PairValue::Int, KeyOrder::Shuffled, 100_000, Some("pairs_new")));
+        let table = |name: &str| plan.experiments.iter().find(|e| e.name == name).unwrap().table;
+        assert_eq!((table("insert-all"), table("insert-each"), table("find")), (1, 1, 0));
+        assert!(plan.cli_clients);
+        assert!(plan.method.as_ref().is_some_and(|m| m.paper.contains("TIME") && m.dbsweep.contains("end to end")));
+        let full = resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("100:100000:100".into()), ..Default::default() });
+        assert_eq!(full.unwrap().experiments[1].points.len(), 1000);
+    }
+}

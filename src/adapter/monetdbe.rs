@@ -350,7 +350,8 @@ impl Connection {
         // SAFETY: a live handle of this thread, a NUL-terminated text that outlives the
         // call, out-pointers to locals; the error string is copied before any other call.
         let error = unsafe { MonetError::from_raw(sys::monetdbe_query(handle, text.as_ptr().cast_mut(), &mut result, &mut affected)) };
-        if !is_transaction_control(sql) {
+        // A failed COMMIT (a concurrency conflict) rolls back and frees the plans too.
+        if !is_transaction_control(sql) || error.is_some() {
             self.forget_statements();
         }
         self.rows(error, result, affected)

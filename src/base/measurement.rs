@@ -39,6 +39,12 @@ pub struct RunMeasurement {
     pub requests: u64,
     /// Rows written, deleted, found or returned by the ok requests.
     pub rows: u64,
+    /// Times the requests that returned were run again after the system aborted them for
+    /// a concurrent one (optimistic concurrency, e.g. MonetDB's "concurrency conflicts").
+    /// Their latency includes the retries; a request whose retries ran out is a failed
+    /// request (error class `conflict`), not counted here.
+    #[serde(default)]
+    pub retries: u64,
     /// Wall time of the run, from the first client's start to the last client's end.
     pub seconds: f64,
     /// CPU time of the dbsweep process during the run (for embedded engines this includes

@@ -292,15 +292,23 @@ pub struct Outcome {
     pub rows: u64,
     /// Set for `RangeCount`, `RangeMax` and `Query` ops (not for batches).
     pub answer: Option<Answer>,
+    /// Times the adapter ran the request again after the system aborted it for a
+    /// concurrent one (`ErrorClass::Conflict`); the request's latency includes them.
+    pub retries: u32,
 }
 
 impl Outcome {
     pub fn rows(rows: u64) -> Self {
-        Outcome { rows, answer: None }
+        Outcome { rows, answer: None, retries: 0 }
     }
 
     pub fn answer(rows: u64, answer: Answer) -> Self {
-        Outcome { rows, answer: Some(answer) }
+        Outcome { rows, answer: Some(answer), retries: 0 }
+    }
+
+    /// This outcome, reached after `retries` conflicts.
+    pub fn after_retries(self, retries: u32) -> Self {
+        Outcome { retries, ..self }
     }
 
     /// The rows this outcome found, to compare with `PlannedOp::expected_rows`: the count a
@@ -330,6 +338,11 @@ pub enum ErrorClass {
     WrongResult,
     /// Anything else (client-side encoding failures, ...).
     Client,
+    /// The system aborted the request for a concurrent one (optimistic concurrency:
+    /// MonetDB's "concurrency conflicts") and nothing of it was applied, so it can run
+    /// again from the start; the adapter retries it a bounded number of times and reports
+    /// this class only once the retries are used up.
+    Conflict,
 }
 
 impl ErrorClass {
@@ -341,6 +354,7 @@ impl ErrorClass {
             ErrorClass::Unsupported => "unsupported",
             ErrorClass::WrongResult => "wrong_result",
             ErrorClass::Client => "client",
+            ErrorClass::Conflict => "conflict",
         }
     }
 }
@@ -367,6 +381,10 @@ impl OpError {
 
     pub fn client(message: impl fmt::Display) -> Self {
         OpError::new(ErrorClass::Client, message.to_string())
+    }
+
+    pub fn conflict(message: impl fmt::Display) -> Self {
+        OpError::new(ErrorClass::Conflict, message.to_string())
     }
 
     pub fn unsupported(kind: OpKind, system: &str) -> Self {

@@ -75,10 +75,15 @@ fn void_cell(p: &PointResult) -> String {
             }
             Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
             Flag::Incomplete => text.push_str(" [incomplete]"),
-            Flag::ClientBound { .. } | Flag::NotSupported => {}
+            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotSupported => {}
         }
     }
     text
+}
+
+/// `[3 retries]`: requests run again after conflicts, inside the timing shown.
+fn retried(text: &mut String, count: u64) {
+    let _ = write!(text, " [{count} retr{}]", if count == 1 { "y" } else { "ies" });
 }
 
 /// Lifecycle studies report time, as the in-memory study did: the median wall time of
@@ -91,11 +96,12 @@ fn lifecycle_cell(p: &PointResult) -> String {
         (_, Some(run), Some(per_op)) if ops > 0 => {
             let mut text = format!("{} ({}/op × {ops})", micros(run.median * 1e6), micros(per_op.median * 1e6));
             for f in &p.flags {
-                text.push_str(match f {
-                    Flag::AnswerMismatch { .. } => " [WRONG ROWS]",
-                    Flag::Incomplete => " [incomplete]",
-                    _ => "",
-                });
+                match f {
+                    Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ROWS]"),
+                    Flag::Incomplete => text.push_str(" [incomplete]"),
+                    Flag::Retried { count } => retried(&mut text, *count),
+                    _ => {}
+                }
             }
             text
         }
@@ -120,12 +126,13 @@ fn cell(p: &PointResult) -> String {
                 let _ = write!(text, " p99 {}", micros(l.p99_us));
             }
             for f in &p.flags {
-                text.push_str(match f {
-                    Flag::ClientBound { .. } => " [client-bound]",
-                    Flag::AnswerMismatch { .. } => " [WRONG ANSWER]",
-                    Flag::Incomplete => " [incomplete]",
-                    Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => "",
-                });
+                match f {
+                    Flag::ClientBound { .. } => text.push_str(" [client-bound]"),
+                    Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
+                    Flag::Incomplete => text.push_str(" [incomplete]"),
+                    Flag::Retried { count } => retried(&mut text, *count),
+                    Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
+                }
             }
             text
         }

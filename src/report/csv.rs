@@ -48,6 +48,7 @@ pub const COLUMNS: &[&str] = &[
     "failed_ops",
     "short_ops",
     "missing_rows",
+    "retries",
 ];
 
 /// One CSV row of a measured run.
@@ -117,7 +118,7 @@ pub fn render(report: &Report) -> String {
             let mut row: Vec<String> = head.to_vec();
             row.extend(std::iter::repeat_n(String::new(), 14));
             row.extend([share.clone(), rate.clone(), String::new(), String::new(), String::new(), field(&flags), complete.to_string()]);
-            row.extend(std::iter::repeat_n(String::new(), 9));
+            row.extend(std::iter::repeat_n(String::new(), 10));
             out.push_str(&row.join(","));
             out.push('\n');
             continue;
@@ -170,7 +171,7 @@ pub fn render(report: &Report) -> String {
                     ]),
                     None => row.extend(std::iter::repeat_n(String::new(), 5)),
                 }
-                row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows].map(|n| whole_run(n.to_string())));
+                row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows, r.retries].map(|n| whole_run(n.to_string())));
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

@@ -269,6 +269,10 @@ pub struct PointSummary {
     /// Rows missing from short requests in all runs of the point, warm-up included.
     #[serde(default)]
     pub missing_rows: u64,
+    /// Times requests of the measured runs were run again after a conflict (their latency
+    /// includes the retries); see `RunMeasurement::retries`.
+    #[serde(default)]
+    pub retries: u64,
     /// Studies that measure memory: the change per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
@@ -323,6 +327,13 @@ pub enum Flag {
     MissingRows {
         count: u64,
     },
+    /// Requests of the measured runs were run again after the system aborted them for a
+    /// concurrent one (optimistic concurrency); their latency includes the retries. Not
+    /// void: every request finished.
+    Retried {
+        /// Retries in the measured runs.
+        count: u64,
+    },
     /// A run did not finish.
     Incomplete,
     NotSupported,
@@ -340,6 +351,7 @@ impl Flag {
             Flag::AnswerMismatch { .. } => "answer_mismatch",
             Flag::Errors { .. } => "errors",
             Flag::MissingRows { .. } => "missing_rows",
+            Flag::Retried { .. } => "retried",
             Flag::Incomplete => "incomplete",
             Flag::NotSupported => "not_supported",
         }

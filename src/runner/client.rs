@@ -3,8 +3,8 @@
 //!
 //! Owns the hot loop: generate op, time the request, check it, record. A request counts
 //! (ops, rows, latency) only when it succeeded and returned or affected at least the rows
-//! the plan expects; a failed one counts as failed ops, a short one as missing rows. The
-//! same loop serves network targets (tasks on the shared runtime) and embedded ones (one
+//! the plan expects; a failed one counts as failed ops, a short one as missing rows; the
+//! conflicts an adapter retried inside a request count as its retries. The same loop serves network targets (tasks on the shared runtime) and embedded ones (one
 //! OS thread per client). Must not print or decide flags.
 
 use super::stopping;
@@ -258,6 +258,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         match result {
             Ok(outcome) => {
                 consecutive_failures = 0;
+                recorder.retries += u64::from(outcome.retries);
                 let found = outcome.found_rows(kind);
                 if found >= expected {
                     recorder.ok_ops += n;

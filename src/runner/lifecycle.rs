@@ -10,7 +10,7 @@
 use super::client::{self, RunJob};
 use super::memory;
 use super::progress::Progress;
-use super::{RunContext, flag_point, summarize, void_flags};
+use super::{RunContext, flag_point, retry_flag, summarize, void_flags};
 use crate::adapter::Target;
 use crate::base::measurement::RunMeasurement;
 use crate::data::Dataset;
@@ -99,6 +99,7 @@ pub(super) async fn run(
                 }
                 base.summary = summarize(&base);
                 base.flags.extend(void_flags(&base.runs));
+                base.flags.extend(retry_flag(&base.runs));
                 slot.push(base);
             }
             if let Some(reason) = outcome.failure {

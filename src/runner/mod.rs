@@ -286,6 +286,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 }
                 result.summary = summarize(&result);
                 result.flags.extend(void_flags(&result.runs));
+                result.flags.extend(retry_flag(&result.runs));
                 results.push(result);
                 if stop_reason.is_some() {
                     break;
@@ -569,6 +570,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
         errors: result.runs.iter().map(RunMeasurement::error_count).sum(),
         failed_ops: result.runs.iter().map(|r| r.failed_ops).sum(),
         missing_rows: result.runs.iter().map(|r| r.missing_rows).sum(),
+        retries: measured.iter().map(|r| r.retries).sum(),
         memory: memory::summarize(&measured),
         by_kind: if result.op == OpKind::Mixed { by_kind(&measured, void) } else { BTreeMap::new() },
     })
@@ -610,6 +612,12 @@ fn void_flags(runs: &[RunMeasurement]) -> Vec<Flag> {
         flags.push(Flag::MissingRows { count: missing });
     }
     flags
+}
+
+/// The flag of a point whose measured runs retried requests after conflicts (not void).
+fn retry_flag(runs: &[RunMeasurement]) -> Option<Flag> {
+    let count: u64 = runs.iter().filter(|r| !r.warmup).map(|r| r.retries).sum();
+    (count > 0).then_some(Flag::Retried { count })
 }
 
 /// Cross-target flags for one point: the share of the NO-DB ceiling, and answers that
@@ -705,6 +713,7 @@ mod tests {
                 missing_rows: 0,
                 requests: ops_per_sec as u64,
                 rows: 0,
+                retries: 0,
                 seconds: 1.0,
                 client_cpu_seconds: 0.0,
                 errors: BTreeMap::new(),

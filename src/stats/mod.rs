@@ -41,6 +41,8 @@ pub struct Recorder {
     pub requests: u64,
     /// Rows of ok requests.
     pub rows: u64,
+    /// Times requests that returned (ok or short) were run again after a conflict.
+    pub retries: u64,
     /// Failed requests by class.
     pub errors: BTreeMap<ErrorClass, u64>,
     pub error_samples: Vec<String>,
@@ -98,6 +100,7 @@ impl Recorder {
         self.missing_rows += other.missing_rows;
         self.requests += other.requests;
         self.rows += other.rows;
+        self.retries += other.retries;
         for (class, n) in other.errors {
             *self.errors.entry(class).or_default() += n;
         }
@@ -136,6 +139,7 @@ impl Recorder {
             missing_rows: self.missing_rows,
             requests: self.requests,
             rows: self.rows,
+            retries: self.retries,
             seconds,
             client_cpu_seconds,
             errors: self.errors.into_iter().map(|(c, n)| (c.name().to_string(), n)).collect(),

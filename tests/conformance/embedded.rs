@@ -2,7 +2,13 @@
 
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::base::measurement::RunMeasurement;
+use dbsweep::data::{DataSpec, Dataset};
+use dbsweep::runner::client::{RunJob, run_once};
+use dbsweep::workload::experiment::{Experiment, ExperimentOp, OpStream, Point};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
 
 async fn open(url: &str) -> (Arc<dyn Target>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -205,6 +211,58 @@ async fn concurrent_inserts(target: Arc<dyn Target>, clients: i64, per_client: i
     target.cleanup().await.unwrap();
 }
 
+/// Through the runner's own client loop: `clients` clients insert batches of `batch` new
+/// rows into one keyed table at once, `ops` rows in all. Every request must succeed and
+/// every row be stored exactly once (conflicts retried, never lost or doubled); returns
+/// the run's measurement.
+async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usize, ops: u64) -> RunMeasurement {
+    let data = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 16 }, 3);
+    target.prepare(&data.tables).await.unwrap();
+    target.load(&data.tables[0], data.initial(0)).await.unwrap();
+    let point = Point { clients, batch, batched: true, param: None };
+    let experiment = Experiment {
+        name: "insert".into(),
+        op: ExperimentOp::Insert,
+        workload: None,
+        ycsb: None,
+        time_limit_secs: None,
+        table: 0,
+        column: 0,
+        max_column: 0,
+        ops,
+        sized: false,
+        lifecycle: false,
+        runs: 1,
+        warmup: 0,
+        points: vec![point],
+    };
+    let job = RunJob {
+        target: target.clone(),
+        stream: Arc::new(OpStream::new(&experiment, 0, &data, 3, 1)),
+        point,
+        point_index: 0,
+        run: 0,
+        warmup: false,
+        ops,
+        timeout: Duration::from_secs(60),
+        cancel: Arc::new(AtomicBool::new(false)),
+        progress: Arc::new(AtomicU64::new(0)),
+        rate: None,
+        time_limit: None,
+        check_rows: true,
+    };
+    let m = run_once(Arc::new(job)).await;
+    assert_eq!((m.ops, m.ok_ops, m.failed_ops, m.short_ops), (ops, ops, 0, 0), "{:?}", m.error_samples);
+    assert!(m.errors.is_empty() && !m.is_void(), "{:?}", m.errors);
+    assert_eq!((m.requests, m.rows), (ops / batch as u64, ops));
+    assert_eq!(target.count_rows(&data.tables[0]).await.unwrap(), 1000 + ops, "every row stored once");
+    target.cleanup().await.unwrap();
+    m
+}
+
+/// Rows in one batch of `concurrent_batches`: more than one MonetDB insert statement holds.
+const BIG_BATCH: usize = 1500;
+
 macro_rules! embedded_file_tests {
     ($($scheme:ident),*) => {
         mod not_owned {
@@ -226,6 +284,14 @@ macro_rules! embedded_file_tests {
                 super::concurrent_inserts(target, 4, 250).await;
             })*
         }
+        mod concurrent_batches {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $scheme() {
+                let (target, _dir) = super::open(concat!(stringify!($scheme), ":")).await;
+                let m = super::concurrent_batches(target, 8, super::BIG_BATCH, 16 * super::BIG_BATCH as u64).await;
+                assert_eq!(m.retries, 0, "{} locks instead of aborting", stringify!($scheme));
+            })*
+        }
     };
 }
 
@@ -238,6 +304,19 @@ embedded_file_tests!(sqlite, redb, duckdb);
 async fn concurrent_monetdb_inserts_are_retried_after_conflicts() {
     let (target, _turn) = monetdb::open().await;
     concurrent_inserts(target, 4, 250).await;
+}
+
+/// Eight clients inserting batches of `BIG_BATCH` rows (two multi-row statements in one
+/// transaction) into one keyed table at once: MonetDB aborts some of the transactions
+/// ("concurrency conflicts"; single statements did not conflict here); each aborted batch
+/// runs again as a whole, the retries are reported, no request fails and every row is
+/// stored exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_monetdb_batches_are_retried_whole_and_reported() {
+    let (target, _turn) = monetdb::open().await;
+    let m = concurrent_batches(target, 8, BIG_BATCH, 16 * BIG_BATCH as u64).await;
+    eprintln!("monetdb: {} retries in {} batches of {BIG_BATCH}", m.retries, m.requests);
+    assert!(m.retries > 0, "eight writers of one table conflict in MonetDB: {m:?}");
 }
 
 /// The insert-find study looks up to 100,000 keys in one request: more than SQLite's

@@ -18,7 +18,9 @@
 //! transaction. Ops use prepared statements of the `monetdb` dialect; a batch is one
 //! transaction, and so is a read-modify-write. MonetDB's transactions are optimistic: a
 //! transaction that wrote what a concurrent one wrote first fails at commit with
-//! "concurrency conflicts"; the op or batch fails and counts as an error, never as done.
+//! "concurrency conflicts" and is rolled back. That error is `ErrorClass::Conflict`: the
+//! SQL session runs the whole op or batch again and reports the retries; one that keeps
+//! conflicting fails and counts as an error, never as done.
 //! Types: Int `BIGINT`, Float `DOUBLE`, Decimal `DECIMAL(15,2)`, Text `VARCHAR`, Date `DATE`.
 //! Must not time anything.
 
@@ -50,8 +52,11 @@ fn runtime(e: MonetError) -> Error {
     Error::runtime(format!("monetdb: {e}"))
 }
 
+/// MonetDB's error as an op's: a concurrency conflict (the transaction was rolled back)
+/// is `Conflict`, which the SQL session retries.
 fn op_error(e: MonetError) -> OpError {
-    OpError::server(clip(format!("monetdb: {e}")))
+    let message = clip(format!("monetdb: {e}"));
+    if e.is_conflict() { OpError::conflict(message) } else { OpError::server(message) }
 }
 
 impl MonetDb {
@@ -92,7 +97,7 @@ impl MonetDb {
             ("durability".to_string(), "write-ahead log in the database directory, per commit (MonetDB's default)".to_string()),
             (
                 "concurrency".to_string(),
-                "optimistic: a transaction that conflicts with one committed first fails (\"concurrency conflicts\") and counts as an error".to_string(),
+                "optimistic: a statement, batch or read-modify-write aborted for a concurrent one (\"concurrency conflicts\") runs again as a whole, up to 100 times, its latency including the retries (reported as retries); then it is an error".to_string(),
             ),
             (
                 "indexes".to_string(),
@@ -223,25 +228,11 @@ fn append_columns(table: &TableDef, rows: &[Row]) -> Result<Vec<AppendColumn>> {
 /// MonetDB's calls on one MonetDBe connection.
 pub struct MonetDbEngine {
     conn: monetdbe::Connection,
-    /// Inside `START TRANSACTION` … `COMMIT`/`ROLLBACK` (a conflict there fails the
-    /// transaction; outside, a statement is its own transaction and is retried).
-    in_transaction: bool,
-    /// Statements run again after a concurrency conflict, since the connection opened.
-    retries: u64,
 }
-
-/// Times an autocommit statement is run again after a concurrency conflict before its
-/// error counts.
-const CONFLICT_RETRIES: u32 = 100;
 
 impl MonetDbEngine {
     fn new(conn: monetdbe::Connection) -> Self {
-        MonetDbEngine { conn, in_transaction: false, retries: 0 }
-    }
-
-    /// Statements retried after a concurrency conflict so far.
-    pub fn retries(&self) -> u64 {
-        self.retries
+        MonetDbEngine { conn }
     }
 }
 
@@ -259,33 +250,13 @@ impl Engine for MonetDbEngine {
         Ok(rows.len() as u64)
     }
 
-    /// Outside a transaction, a statement that lost a concurrency conflict is its own
-    /// transaction, rolled back by MonetDB: it runs again, as MonetDB's users do, and the
-    /// retry is counted.
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError> {
         let params: Vec<Param<'_>> = params.iter().map(param).collect();
-        let mut attempts = 0;
-        loop {
-            match self.conn.prepared(sql, &params) {
-                Ok(rows) => return Ok(rows.affected().max(0) as u64),
-                Err(e) if e.is_conflict() && !self.in_transaction && attempts < CONFLICT_RETRIES => {
-                    attempts += 1;
-                    self.retries += 1;
-                }
-                Err(e) => return Err(op_error(e)),
-            }
-        }
+        Ok(self.conn.prepared(sql, &params).map_err(op_error)?.affected().max(0) as u64)
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), OpError> {
-        let result = self.conn.execute(sql).map(drop).map_err(op_error);
-        match sql {
-            "START TRANSACTION" => self.in_transaction = result.is_ok(),
-            // A failed COMMIT is rolled back by MonetDB too.
-            "COMMIT" | "ROLLBACK" => self.in_transaction = false,
-            _ => {}
-        }
-        result
+        self.conn.execute(sql).map(drop).map_err(op_error)
     }
 
     /// MonetDB's transactions are optimistic (conflicts fail at commit), so reads and

@@ -152,14 +152,18 @@ fn concurrent_inserts_conflict_and_the_loser_is_told() {
     a.execute("CREATE TABLE c (k BIGINT PRIMARY KEY, v BIGINT)").unwrap();
     a.execute("START TRANSACTION").unwrap();
     b.execute("START TRANSACTION").unwrap();
-    a.execute("INSERT INTO c VALUES (1, 1)").unwrap();
-    b.execute("INSERT INTO c VALUES (2, 2)").unwrap();
+    let insert = "INSERT INTO c VALUES (?, ?)";
+    a.prepared(insert, &[Param::Int(1), Param::Int(1)]).unwrap();
+    b.prepared(insert, &[Param::Int(2), Param::Int(2)]).unwrap();
     a.execute("COMMIT").unwrap();
     let err = b.execute("COMMIT").err().unwrap();
     assert!(err.is_conflict() && err.sqlstate() == Some("40000"), "{err}");
-    // The loser's row is gone; retried, it goes in.
+    // The loser's row is gone; retried with the same statement text (prepared again: the
+    // failed commit freed the plan, and running the old one crashed), it goes in.
     assert_eq!(scalar(&mut b, "SELECT COUNT(*) FROM c"), int(1));
-    b.execute("INSERT INTO c VALUES (2, 2)").unwrap();
+    b.execute("START TRANSACTION").unwrap();
+    assert_eq!(b.prepared(insert, &[Param::Int(2), Param::Int(2)]).unwrap().affected(), 1);
+    b.execute("COMMIT").unwrap();
     assert_eq!(scalar(&mut a, "SELECT SUM(v) FROM c"), int(3));
 }
 
@@ -264,4 +268,27 @@ fn a_statement_that_failed_runs_again() {
     conn.execute("ROLLBACK").unwrap();
     assert_eq!(conn.prepared(insert, &[Param::Int(3)]).unwrap().affected(), 1);
     assert_eq!(scalar(&mut conn, "SELECT COUNT(*) FROM f"), int(3));
+}
+
+/// A commit that lost a conflict rolls back and frees the plans of the connection's
+/// prepared statements: running a cached one again crashed (SIGSEGV in round two).
+#[test]
+fn statements_run_again_after_a_commit_lost_a_conflict() {
+    let _serial = exclusive();
+    let mut a = memory();
+    let mut b = a.database().connect().unwrap();
+    a.execute("CREATE TABLE p (k BIGINT PRIMARY KEY, v BIGINT)").unwrap();
+    let (two, one) = ("INSERT INTO p VALUES (?, ?), (?, ?)", "INSERT INTO p VALUES (?, ?)");
+    for round in 0..3i64 {
+        let k = round * 10;
+        a.execute("START TRANSACTION").unwrap();
+        b.execute("START TRANSACTION").unwrap();
+        a.prepared(two, &[Param::Int(k + 1), Param::Int(1), Param::Int(k + 2), Param::Int(1)]).unwrap();
+        b.prepared(two, &[Param::Int(k + 3), Param::Int(1), Param::Int(k + 4), Param::Int(1)]).unwrap();
+        b.prepared(one, &[Param::Int(k + 5), Param::Int(1)]).unwrap();
+        a.execute("COMMIT").unwrap();
+        let err = b.execute("COMMIT").err().unwrap();
+        assert!(err.is_conflict(), "round {round}: {err}");
+    }
+    assert_eq!(scalar(&mut a, "SELECT COUNT(*) FROM p"), int(6), "the winners' rows only");
 }

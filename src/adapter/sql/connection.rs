@@ -7,12 +7,18 @@
 //! table are key-list statements; every other batch is one transaction of its ops'
 //! statements, sent back to back where the protocol pipelines. A read-modify-write reads,
 //! then writes the row if it was found (a batch of them: all reads, then the writes).
+//!
+//! Conflicts: a request the system aborted for a concurrent one (`ErrorClass::Conflict`,
+//! optimistic concurrency) runs again from the start, as the system's users do, up to
+//! `CONFLICT_RETRIES` times; its outcome carries the retries. Only whole requests are
+//! retried: a single statement, or statements in one transaction (which the system rolled
+//! back); a conflict after other statements of the request committed is a server error.
 //! Must not time anything.
 
 use super::dialect::{Dialect, RowBatch, SqlTable};
 use super::plan::{Answered, Planner, Reply, Step, total_rows};
 use crate::adapter::Connection;
-use crate::base::op::{Op, OpError, OpKind, Outcome};
+use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::base::table::Row;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -147,14 +153,26 @@ impl<E: Executor> SqlConnection<E> {
         let steps = self.planner().op(op)?;
         match steps.as_slice() {
             [step] => step.outcome(self.executor.run(step).await?),
-            steps => {
-                let answers = if self.executor.atomic_ops() {
-                    self.executor.transaction(steps, writes(op.kind())).await?
-                } else {
-                    self.executor.run_all(steps).await?
-                };
-                Ok(Outcome::rows(total_rows(steps, answers)?))
-            }
+            steps => Ok(Outcome::rows(total_rows(steps, self.run_parts(steps, writes(op.kind())).await?)?)),
+        }
+    }
+
+    /// The statements of one request: alone, in one transaction where the executor makes
+    /// ops atomic, else back to back (a conflict there is not retryable: the statements
+    /// before it stand).
+    async fn run_parts(&mut self, steps: &[Step<'_>], writes: bool) -> Result<Vec<Answered>, OpError> {
+        if steps.len() > 1 && self.executor.atomic_ops() {
+            return self.executor.transaction(steps, writes).await;
+        }
+        let result = self.executor.run_all(steps).await;
+        if steps.len() > 1 { result.map_err(not_retryable) } else { result }
+    }
+
+    /// Runs one op; see the module's conflicts rule.
+    async fn execute_once(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        match op {
+            Op::ReadModifyWrite { .. } => self.read_modify_write(op).await,
+            op => self.run_op(op).await,
         }
     }
 
@@ -165,7 +183,7 @@ impl<E: Executor> SqlConnection<E> {
         let planner = Planner { dialect: self.dialect, tables: &self.tables };
         let (read, write) = (planner.op(&read)?, planner.op(op)?);
         if !self.executor.atomic_ops() {
-            return Ok(Outcome::rows(self.read_then_write(&read, &write).await?));
+            return Ok(Outcome::rows(self.read_then_write(&read, &write).await.map_err(not_retryable)?));
         }
         self.executor.begin(true).await?;
         let result = self.read_then_write(&read, &write).await;
@@ -242,6 +260,33 @@ impl<E: Executor> SqlConnection<E> {
     }
 }
 
+/// Times a request the system aborted for a concurrent one runs again before the conflict
+/// counts as its error.
+pub const CONFLICT_RETRIES: u32 = 100;
+
+/// Runs a request until it is not aborted by a conflict (at most `CONFLICT_RETRIES` times
+/// again); the outcome carries the retries, a conflict that outlasts them is the error.
+macro_rules! retrying_conflicts {
+    ($attempt:expr) => {{
+        let mut retries = 0u32;
+        loop {
+            match $attempt {
+                Err(e) if e.class == ErrorClass::Conflict && retries < CONFLICT_RETRIES => retries += 1,
+                Err(e) if e.class == ErrorClass::Conflict => {
+                    break Err(OpError::conflict(format!("{} (still after {retries} retries)", e.message)));
+                }
+                result => break result.map(|outcome| outcome.after_retries(retries)),
+            }
+        }
+    }};
+}
+
+/// A conflict after statements of the same request already stood: not a whole request the
+/// system rolled back, so it is not retried.
+fn not_retryable(e: OpError) -> OpError {
+    if e.class == ErrorClass::Conflict { OpError::server(e.message) } else { e }
+}
+
 /// Commits after a successful transaction body, rolls back after a failed one.
 async fn finish<E: Executor + ?Sized, T: Send>(executor: &mut E, result: Result<T, OpError>) -> Result<T, OpError> {
     match result {
@@ -271,28 +316,12 @@ fn single_table(ops: &[Op]) -> Option<usize> {
     ops.iter().all(|op| table_of(op) == Some(first)).then_some(first)
 }
 
-#[async_trait]
-impl<E: Executor> Connection for SqlConnection<E> {
-    async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
-        match op {
-            Op::ReadModifyWrite { .. } => self.read_modify_write(op).await,
-            op => self.run_op(op).await,
-        }
-    }
-
-    async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+impl<E: Executor> SqlConnection<E> {
+    /// Runs one batch; see the module's batches and conflicts rules.
+    async fn execute_batch_once(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
         let Some(first) = ops.first() else { return Ok(Outcome::rows(0)) };
-        match first.kind() {
-            // Analytic queries are long; a batch of them runs one after another.
-            OpKind::Query => {
-                let mut rows = 0;
-                for op in ops {
-                    rows += self.execute(op).await?.rows;
-                }
-                return Ok(Outcome::rows(rows));
-            }
-            OpKind::ReadModifyWrite => return Ok(Outcome::rows(self.read_modify_writes(ops).await?)),
-            _ => {}
+        if first.kind() == OpKind::ReadModifyWrite {
+            return Ok(Outcome::rows(self.read_modify_writes(ops).await?));
         }
         if let Some(table) = single_table(ops).filter(|_| self.dialect.batch_keys()) {
             match first.kind() {
@@ -313,7 +342,7 @@ impl<E: Executor> Connection for SqlConnection<E> {
                         }
                     }
                     let steps = self.planner().keys(table, &keys, kind == OpKind::Delete)?;
-                    return Ok(Outcome::rows(total_rows(&steps, self.executor.run_all(&steps).await?)?));
+                    return Ok(Outcome::rows(total_rows(&steps, self.run_parts(&steps, kind == OpKind::Delete).await?)?));
                 }
                 _ => {}
             }
@@ -322,6 +351,27 @@ impl<E: Executor> Connection for SqlConnection<E> {
         let steps = planner.ops(ops)?;
         let answers = self.executor.transaction(&steps, writes(first.kind())).await?;
         Ok(Outcome::rows(total_rows(&steps, answers)?))
+    }
+}
+
+#[async_trait]
+impl<E: Executor> Connection for SqlConnection<E> {
+    async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        retrying_conflicts!(self.execute_once(op).await)
+    }
+
+    /// A batch is one request: aborted by a conflict, it runs again as a whole. Analytic
+    /// queries are long: a batch of them runs one after another, each retried on its own.
+    async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if ops.first().is_some_and(|op| op.kind() == OpKind::Query) {
+            let (mut rows, mut retries) = (0, 0);
+            for op in ops {
+                let outcome = self.execute(op).await?;
+                (rows, retries) = (rows + outcome.rows, retries + outcome.retries);
+            }
+            return Ok(Outcome::rows(rows).after_retries(retries));
+        }
+        retrying_conflicts!(self.execute_batch_once(ops).await)
     }
 }
 

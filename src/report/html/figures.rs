@@ -448,6 +448,7 @@ mod tests {
                 client_share: None,
                 errors: 0,
                 failed_ops: 0,
+                retries: 0,
                 missing_rows: 0,
                 memory: None,
                 by_kind: Default::default(),

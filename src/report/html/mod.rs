@@ -196,6 +196,10 @@ pub fn flags_html(p: &PointResult) -> String {
             Flag::MissingRows { count } => format!(
                 r#"<span class="flag loud" title="requests returned or affected fewer rows than the plan expects: the timing is void, no throughput is published">MISSING ROWS: {count}</span>"#
             ),
+            Flag::Retried { count } => format!(
+                r#"<span class="flag warn" title="requests were run again after the system aborted them for a concurrent one (optimistic concurrency); the latency includes the retries">{count} retr{}</span>"#,
+                if *count == 1 { "y" } else { "ies" }
+            ),
             Flag::Incomplete if matches!(p.status, PointStatus::Incomplete { .. }) => continue,
             Flag::Incomplete => r#"<span class="flag warn">incomplete</span>"#.to_string(),
             Flag::NotSupported if matches!(p.status, PointStatus::NotSupported { .. }) => continue,

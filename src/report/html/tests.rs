@@ -201,3 +201,19 @@ fn every_built_in_study_report_opens_with_the_papers_method_and_dbsweeps() {
         assert!(html.contains(&esc(&method.paper)) && html.contains(&esc(&method.dbsweep)), "{study}");
     }
 }
+
+#[test]
+fn retried_points_keep_their_numbers_and_say_how_often() {
+    let mut r = fixture();
+    let i = r.points.iter().position(|p| p.experiment == "insert" && p.summary.is_some() && !p.is_void()).unwrap();
+    r.points[i].flags = vec![Flag::Retried { count: 1 }];
+    assert!(!r.points[i].is_void(), "retries do not void a point");
+    assert!(flags_html(&r.points[i]).contains(">1 retry</span>"));
+    r.points[i].flags = vec![Flag::Retried { count: 40 }];
+    assert!(flags_html(&r.points[i]).contains(">40 retries</span>"));
+    let html = render(&r);
+    assert!(html.contains(">40 retries</span>") && !html.contains("VOID</span>"), "shown beside the point's numbers");
+    let console = crate::report::console::render(&r);
+    let line = console.lines().find(|l| l.contains("[40 retries]")).expect("the console shows the retries");
+    assert!(!line.contains("VOID") && line.contains("/s"), "{line}");
+}

@@ -96,6 +96,7 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
             print!("{}", report::compare::render(&names, &reports));
             Ok(())
         }
+        Command::Merge { dirs, out } => merge(dirs, out, command_line),
         Command::Report { dir } => {
             let report = report::load(&dir)?;
             report::write_all(&dir, &report)?;
@@ -131,6 +132,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         data_roots: args.data_roots,
         ycsb_files: args.ycsb_files,
         ycsb_properties: args.ycsb_properties,
+        shard: args.shard,
     };
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
@@ -178,11 +180,41 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     let (report, dir) = watched?;
     print!("{}", report::console::render(&report));
     println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
+    finish(&report)
+}
+
+/// `dbsweep merge`: joins shard run directories into `out` (new or empty), prints the
+/// merged tables and fails (exit 1) as `run` does when the result is incomplete or void.
+fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) -> Result<()> {
+    let parts = dirs.into_iter().map(|d| report::load(&d).map(|r| (d, r))).collect::<Result<Vec<_>>>()?;
+    let merged = runner::merge::merge(parts, command_line)?;
+    let out = out.unwrap_or_else(|| {
+        let stamp = report::environment::stamp(std::time::SystemTime::now());
+        PathBuf::from("dbsweep-runs").join(format!("{}-merged-{stamp}", merged.study))
+    });
+    runner::check_out_dir(&out)?;
+    std::fs::create_dir_all(&out).map_err(|e| Error::usage(format!("cannot create {}: {e}; choose another --out", out.display())))?;
+    report::write_all(&out, &merged)?;
+    print!("{}", report::console::render(&merged));
+    println!(
+        "\nmerged {} run directories: {}/{{{},{},{}}}",
+        merged.merged_from.len(),
+        out.display(),
+        report::REPORT_JSON,
+        report::RESULTS_CSV,
+        report::REPORT_HTML
+    );
+    finish(&merged)
+}
+
+/// The exit status of a finished report: an error (exit 1) naming why it is incomplete
+/// and which points are void.
+fn finish(report: &report::model::Report) -> Result<()> {
     let mut failures = Vec::new();
     if !report.complete {
         failures.push(format!("run incomplete: {}", report.incomplete_reason.as_deref().unwrap_or_default()));
     }
-    if let Some(voided) = voided_points(&report) {
+    if let Some(voided) = voided_points(report) {
         failures.push(voided);
     }
     if !failures.is_empty() {
@@ -196,15 +228,19 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
 async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Activity) -> Result<(report::model::Report, PathBuf)> {
     let cancel = ctx.cancel.clone();
     let mut servers = Vec::new();
+    let names = plan.target_names();
     for (label, options) in plan.spawn_rounds() {
-        if plan.spawn.is_empty() {
-            break;
+        // A shard starts only the servers whose targets it runs.
+        let kinds: Vec<servers::ServerKind> =
+            plan.spawn.iter().copied().filter(|kind| spawned_in_shard(plan, &names, *kind, label.as_deref())).collect();
+        if kinds.is_empty() {
+            continue;
         }
-        activity.doing(format!("starting the servers ({})", plan.spawn.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")));
+        activity.doing(format!("starting the servers ({})", kinds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")));
         // Each round's servers are up before the next round starts; an error or Ctrl-C
         // drops (and so kills) the ones already running.
         let round = tokio::select! {
-            started = servers::spawn_all(&plan.spawn, &options) => started?,
+            started = servers::spawn_all(&kinds, &options) => started?,
             () = stopping::stopped(&cancel) => {
                 return Err(Error::Interrupted("interrupted while starting the servers; nothing was written".into()));
             }
@@ -219,11 +255,7 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
             targets.extend(server.client_targets());
         }
         for (name, url) in targets {
-            let name = match label {
-                Some(label) => format!("{name}-{label}"),
-                None => name,
-            };
-            let name = if plan.targets.iter().any(|t| t.name == name) { format!("{name}-spawned") } else { name };
+            let name = plan::Plan::spawned_target_name(label.as_deref(), &name, |n| plan.targets.iter().any(|t| t.name == n));
             let url = plan.spawned_target_url(server.kind(), &url);
             plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
             let mut settings: BTreeMap<String, String> =
@@ -234,7 +266,10 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
             ctx.server_pids.insert(name, server.pid());
         }
     }
-    let result = runner::execute(&plan, &ctx).await;
+    if let Some(work) = plan.shard.clone() {
+        plan.targets.retain(|t| work.has_target(&t.name));
+    }
+    let result = runner::execute(plan, &ctx).await;
     for (_, server) in servers {
         // Throwaway servers of a stopped run are killed (dropped): a graceful
         // shutdown would first write out data nobody keeps.
@@ -285,20 +320,23 @@ fn voided_points(report: &report::model::Report) -> Option<String> {
     ))
 }
 
+/// Whether a shard runs anything on one of the targets server `kind` gets in the spawn
+/// round labelled `label` (`names`: the plan's target names, `Plan::target_names`).
+fn spawned_in_shard(plan: &plan::Plan, names: &[String], kind: servers::ServerKind, label: Option<&str>) -> bool {
+    let Some(work) = &plan.shard else { return true };
+    let clients = kind.client_target_name().filter(|_| plan.cli_clients);
+    kind.target_names().into_iter().chain(clients).any(|name| {
+        let plain = match label {
+            Some(label) => format!("{name}-{label}"),
+            None => name,
+        };
+        [plain.clone(), format!("{plain}-spawned")].iter().any(|n| names.contains(n) && work.has_target(n))
+    })
+}
+
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.
 fn print_budget(plan: &plan::Plan) {
-    let mut names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
-    for (label, _) in plan.spawn_rounds().iter().filter(|_| !plan.spawn.is_empty()) {
-        for kind in &plan.spawn {
-            let clients = kind.client_target_name().filter(|_| plan.cli_clients);
-            for name in kind.target_names().into_iter().chain(clients) {
-                names.push(match label {
-                    Some(label) => format!("{name}-{label}"),
-                    None => name,
-                });
-            }
-        }
-    }
+    let names: Vec<String> = plan.target_names().into_iter().filter(|n| plan.shard.as_ref().is_none_or(|w| w.has_target(n))).collect();
     let targets = names.len();
     println!(
         "study {} ({}), seed {}, data {}",
@@ -308,6 +346,9 @@ fn print_budget(plan: &plan::Plan) {
         serde_json::to_string(&plan.data).unwrap_or_default()
     );
     println!("targets ({targets}): {}", names.join(", "));
+    if let Some(work) = &plan.shard {
+        println!("shard {}: {} of the plan's {} work units (plan {})", work.shard, work.len(), plan.work_units().len(), plan.hash);
+    }
     println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "ops per target");
     let budget = plan.budget();
     for b in &budget {

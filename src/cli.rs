@@ -28,6 +28,17 @@ pub enum Command {
         #[arg(required = true, num_args = 2..)]
         dirs: Vec<PathBuf>,
     },
+    /// Join the run directories of one plan's shards (`run --shard I/N`) into one run
+    /// directory with one report: histograms and counts as saved, cross-target flags
+    /// (NO-DB ceiling, answers) computed again over all targets.
+    Merge {
+        /// Run directories written by `dbsweep run --shard I/N` with the same plan.
+        #[arg(required = true, num_args = 1..)]
+        dirs: Vec<PathBuf>,
+        /// Output directory (must be new or empty); default dbsweep-runs/STUDY-merged-TIMESTAMP.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Re-render results.csv and the console table from a run directory's report.json.
     Report {
         /// A run directory written by `dbsweep run`.
@@ -137,6 +148,11 @@ pub struct RunArgs {
     /// Do not show the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Run only shard I of N (0 <= I < N) of the study: a deterministic share of its
+    /// (target, experiment) work, every unit in exactly one shard; join the shards' run
+    /// directories with `dbsweep merge`. E.g. --shard "$SLURM_ARRAY_TASK_ID/3".
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
     /// Print what the run would do (experiments, points, runs, ops per target) and exit
     /// without connecting to or starting anything.
     #[arg(long)]

@@ -2,11 +2,12 @@
 //!
 //! Owns the backend-neutral operations and what executing one yields (`op`), table
 //! definitions and row values (`table`), counter-based randomness (`rng`, and the zipfian
-//! draw in `zipfian`) and the shape of one run's measurement (`measurement`). Must not import any other dbsweep module
+//! draw in `zipfian`), which shard of a plan a process runs (`shard`) and the shape of one run's measurement (`measurement`). Must not import any other dbsweep module
 //! but `error`: everything else stands on this.
 
 pub mod measurement;
 pub mod op;
 pub mod rng;
+pub mod shard;
 pub mod table;
 pub mod zipfian;

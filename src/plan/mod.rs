@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 mod experiments;
 mod resolve;
+pub mod shard;
 pub mod ycsb;
 pub mod ycsb_properties;
 
@@ -291,6 +292,8 @@ pub struct RunOptions {
     /// Where spawned servers keep their data (e.g. a tmpfs or a disk): `DIR` or
     /// `LABEL=DIR`; several make storage a sweep axis (each server runs once per root).
     pub data_roots: Vec<String>,
+    /// `--shard I/N`: run only this shard's work units.
+    pub shard: Option<String>,
 }
 
 /// One target of a plan.
@@ -334,6 +337,11 @@ pub struct Plan {
     pub spawn_target_options: BTreeMap<String, String>,
     /// Properties accepted but not honoured (YCSB files and `-p`), one line each.
     pub warnings: Vec<String>,
+    /// `--shard I/N`: the work units this process runs; `None`: all of them.
+    pub shard: Option<shard::ShardWork>,
+    /// `shard::plan_hash` of the resolved plan before servers are spawned: equal in every
+    /// shard (and worker) of one plan.
+    pub hash: String,
 }
 
 impl Plan {
@@ -368,6 +376,57 @@ impl Plan {
             "lifecycle": self.lifecycle,
             "spawn_target_options": self.spawn_target_options,
         })
+    }
+
+    /// The name a spawned server's target gets: its own, with the data root's label when
+    /// several are swept, and `-spawned` when a target of that name is already `taken`.
+    pub fn spawned_target_name(label: Option<&str>, name: &str, taken: impl Fn(&str) -> bool) -> String {
+        let name = match label {
+            Some(label) => format!("{name}-{label}"),
+            None => name.to_string(),
+        };
+        if taken(&name) { format!("{name}-spawned") } else { name }
+    }
+
+    /// Every target the run will have, in order: the plan's, then each spawned server's
+    /// (round by round), named as they will be once the servers are up.
+    pub fn target_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.targets.iter().map(|t| t.name.clone()).collect();
+        for (label, _) in self.spawn_rounds().iter().filter(|_| !self.spawn.is_empty()) {
+            for kind in &self.spawn {
+                let clients = kind.client_target_name().filter(|_| self.cli_clients);
+                for name in kind.target_names().into_iter().chain(clients) {
+                    let name = Plan::spawned_target_name(label.as_deref(), &name, |n| names.iter().any(|t| t == n));
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
+    /// The plan's work units for `--shard`, in plan order: per target, each experiment,
+    /// with all lifecycle experiments of a target as one unit; weighted by their ops.
+    pub fn work_units(&self) -> Vec<shard::WorkUnit> {
+        let budget = self.budget();
+        let lifecycle_ops: u64 = self.experiments.iter().zip(&budget).filter(|(e, _)| e.lifecycle).map(|(_, b)| b.ops).sum();
+        let has_lifecycle = self.experiments.iter().any(|e| e.lifecycle);
+        let mut units = Vec::new();
+        for target in self.target_names() {
+            for (i, (_, b)) in self.experiments.iter().zip(&budget).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
+                units.push(shard::WorkUnit { target: target.clone(), experiment: Some(i), weight: b.ops });
+            }
+            if has_lifecycle {
+                units.push(shard::WorkUnit { target: target.clone(), experiment: None, weight: lifecycle_ops });
+            }
+        }
+        units
+    }
+
+    /// Whether this process runs `experiment` (index in the plan) on `target`: always,
+    /// unless `--shard` gave that unit to another shard.
+    pub fn runs_unit(&self, target: &str, experiment: usize) -> bool {
+        let lifecycle = self.experiments.get(experiment).is_some_and(|e| e.lifecycle);
+        self.shard.as_ref().is_none_or(|w| w.runs(target, experiment, lifecycle))
     }
 
     /// The URL of a spawned server's target with the study's options for that server.
@@ -499,5 +558,35 @@ mod tests {
         assert!(!format!("{:?}", t).contains("hunter2"));
         assert_eq!(parse_target("sqlite:/tmp/x.db").unwrap().name, "sqlite");
         assert_eq!(parse_target("pg=postgres://:1/x").unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn shards_split_the_spawned_targets_and_share_one_plan_hash() {
+        let opts = |shard: Option<&str>, out: Option<&str>, seed: u64| RunOptions {
+            study: Some("in-memory".into()),
+            spawn: vec!["redis".into(), "postgres".into()],
+            shard: shard.map(str::to_string),
+            out: out.map(PathBuf::from),
+            seed: Some(seed),
+            ..Default::default()
+        };
+        let whole = resolve(&opts(None, None, 1)).unwrap();
+        assert_eq!(whole.target_names(), ["nodb", "sqlite", "duckdb", "redb", "redis", "pg-row", "pg-hstore", "pg-jsonb"]);
+        // A lifecycle study: per target the echo floor, and the lifecycle as one unit.
+        let units = whole.work_units();
+        assert_eq!(units.len(), 16);
+        assert_eq!(units.iter().filter(|u| u.experiment.is_none()).count(), 8);
+        let shards: Vec<Plan> = (0..2).map(|i| resolve(&opts(Some(&format!("{i}/2")), Some("/x"), 1)).unwrap()).collect();
+        assert!(shards.iter().all(|s| s.hash == whole.hash), "--shard and --out are not part of the plan");
+        assert_ne!(resolve(&opts(None, None, 2)).unwrap().hash, whole.hash, "the seed is");
+        for name in whole.target_names() {
+            let owners = shards.iter().filter(|s| s.shard.as_ref().unwrap().has_target(&name)).count();
+            assert!(owners >= 1, "{name}");
+        }
+        let lifecycle = whole.experiments.iter().position(|e| e.lifecycle).unwrap();
+        for name in whole.target_names() {
+            assert_eq!(shards.iter().filter(|s| s.runs_unit(&name, lifecycle)).count(), 1, "{name}'s lifecycle runs once");
+        }
+        assert!(whole.runs_unit("redis", lifecycle), "without --shard every unit runs");
     }
 }

@@ -9,7 +9,7 @@
 
 use super::experiments::{self, ExperimentScope};
 use super::{
-    DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, ycsb,
+    DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard, ycsb,
 };
 use crate::data::{DataSpec, RecordCounts};
 use crate::error::{Error, Result};
@@ -45,7 +45,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         *recordcount = RecordCounts::from_list(&record_rounds);
     }
 
-    Ok(Plan {
+    let mut plan = Plan {
         study: study.name,
         description: study.description,
         seed: settings.seed,
@@ -66,7 +66,14 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         lifecycle: study.lifecycle,
         spawn_target_options: study.spawn_target_options,
         warnings,
-    })
+        shard: None,
+        hash: String::new(),
+    };
+    plan.hash = shard::plan_hash(&plan.to_json());
+    if let Some(text) = &opts.shard {
+        plan.shard = Some(shard::select(&plan.work_units(), shard::Shard::parse(text)?));
+    }
+    Ok(plan)
 }
 
 /// The study as adapted by YCSB's `-P`/`-p`, and what those properties set for the client.

@@ -41,6 +41,33 @@ pub struct Report {
     pub unavailable: Vec<Unavailable>,
     pub points: Vec<PointResult>,
     pub warnings: Vec<String>,
+    /// The plan's hash (`plan::shard::plan_hash`): run directories of one plan share it,
+    /// and only those can be merged. Absent in reports of older dbsweeps.
+    #[serde(default)]
+    pub plan_hash: Option<String>,
+    /// The shard this run directory holds (`run --shard I/N`); `None`: the whole plan.
+    #[serde(default)]
+    pub shard: Option<crate::base::shard::Shard>,
+    /// The run directories `dbsweep merge` joined into this one; empty for a run.
+    #[serde(default)]
+    pub merged_from: Vec<MergedPart>,
+}
+
+/// One run directory that `dbsweep merge` joined.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MergedPart {
+    /// The directory as given to `dbsweep merge`.
+    pub dir: String,
+    pub shard: Option<crate::base::shard::Shard>,
+    /// Its command line (passwords removed).
+    pub command: Vec<String>,
+    pub hostname: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub complete: bool,
+    pub incomplete_reason: Option<String>,
+    /// How many point results it contributed.
+    pub points: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -55,7 +55,8 @@ pub(super) async fn run(
         let records = point.param.unwrap_or(0);
         let mut results: Vec<Vec<PointResult>> = phases.iter().map(|_| Vec::new()).collect();
         let mut stop_reason = None;
-        for target in shared.targets {
+        let in_shard = |t: &&Arc<dyn Target>| shared.plan.shard.as_ref().is_none_or(|w| w.runs_lifecycle(&t.info().name));
+        for target in shared.targets.iter().filter(in_shard) {
             let info = target.info();
             let bases: Vec<PointResult> = phases
                 .iter()

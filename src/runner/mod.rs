@@ -9,6 +9,7 @@
 pub mod client;
 mod lifecycle;
 pub mod memory;
+pub mod merge;
 pub mod progress;
 pub mod stopping;
 mod verify;
@@ -63,7 +64,8 @@ pub struct RunContext {
 /// Runs a plan; returns the report and the directory it was written to.
 pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)> {
     let started = SystemTime::now();
-    let out_dir = plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}-{}", plan.study, environment::stamp(started))));
+    let shard = plan.shard.as_ref().map(|w| format!("-shard{}of{}", w.shard.index, w.shard.count)).unwrap_or_default();
+    let out_dir = plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}{shard}-{}", plan.study, environment::stamp(started))));
     check_out_dir(&out_dir)?;
 
     let scratch = tempfile::Builder::new()
@@ -121,6 +123,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         unavailable: ctx.unavailable.clone(),
         points: Vec::new(),
         warnings: plan.warnings.clone(),
+        plan_hash: Some(plan.hash.clone()),
+        shard: plan.shard.as_ref().map(|w| w.shard),
+        merged_from: Vec::new(),
     };
     report::write_all(&out_dir, &report)?;
 
@@ -130,9 +135,11 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         .experiments
         .iter()
         .zip(&streams)
-        .map(|(e, stream)| {
+        .enumerate()
+        .map(|(ei, (e, stream))| {
             let per_run: u64 = e.points.iter().map(|p| stream.ops_at(p)).sum();
-            per_run * (e.warmup + e.runs) as u64 * targets.len() as u64
+            let targets = targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)).count();
+            per_run * (e.warmup + e.runs) as u64 * targets as u64
         })
         .sum();
     progress.start(total_ops);
@@ -184,7 +191,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 continue;
             }
             let mut results = Vec::new();
-            for target in &targets {
+            for target in targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)) {
                 let info = target.info();
                 let base = PointResult {
                     experiment: experiment.name.clone(),
@@ -455,7 +462,7 @@ fn flag_against_reference(results: &mut [PointResult], reference: &Answer) {
 }
 
 /// Refuses an output directory that already holds files: dbsweep never overwrites them.
-fn check_out_dir(dir: &Path) -> Result<()> {
+pub(crate) fn check_out_dir(dir: &Path) -> Result<()> {
     match std::fs::read_dir(dir) {
         Ok(entries) => match entries.count() {
             0 => Ok(()),
@@ -623,6 +630,19 @@ fn retry_flag(runs: &[RunMeasurement]) -> Option<Flag> {
 /// Cross-target flags for one point: the share of the NO-DB ceiling, and answers that
 /// disagree with the other systems' (or change between runs of the same system).
 fn flag_point(results: &mut [PointResult]) {
+    flag_client_bound(results);
+    for r in results.iter_mut() {
+        let seen = observed_answers(r);
+        if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
+            r.flags.push(Flag::AnswerMismatch { detail: "answers changed between runs of the same ops".into() });
+        }
+    }
+    flag_differing_answers(results);
+}
+
+/// Each non-NO-DB result's share of the NO-DB ceiling at the same point; flagged
+/// client-bound at `CLIENT_BOUND_SHARE` or more.
+fn flag_client_bound(results: &mut [PointResult]) {
     let ceiling = results.iter().find(|r| r.system == "nodb").and_then(|r| r.summary.as_ref()).and_then(|s| s.median_ops_per_sec);
     for r in results.iter_mut().filter(|r| r.system != "nodb") {
         if let (Some(c), Some(s)) = (ceiling, r.summary.as_mut())
@@ -636,18 +656,16 @@ fn flag_point(results: &mut [PointResult]) {
             }
         }
     }
-    // Answers: every measured run of a point executes the same ops, so answers must agree
-    // within a target and across targets. Query results are compared whole with numeric
-    // tolerance; COUNT/MAX answers by digest.
-    let answers: Vec<Vec<Observed>> = results
-        .iter()
-        .map(|r| r.runs.iter().filter(|m| !m.warmup && m.complete && !m.is_void()).filter_map(Observed::of).collect())
-        .collect();
-    for (r, seen) in results.iter_mut().zip(&answers) {
-        if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
-            r.flags.push(Flag::AnswerMismatch { detail: "answers changed between runs of the same ops".into() });
-        }
-    }
+}
+
+/// How a mismatch across targets is described (`merge` recomputes exactly these).
+const DIFFER_FROM: &str = "answers differ from ";
+
+/// Answers: every measured run of a point executes the same ops, so answers must agree
+/// across targets. Query results are compared whole with numeric tolerance; COUNT/MAX
+/// answers by digest.
+fn flag_differing_answers(results: &mut [PointResult]) {
+    let answers: Vec<Vec<Observed>> = results.iter().map(observed_answers).collect();
     let firsts: Vec<Option<&Observed>> = answers.iter().map(|a| a.first()).collect();
     let present: Vec<&Observed> = firsts.iter().flatten().copied().collect();
     if present.len() < 2 {
@@ -662,9 +680,14 @@ fn flag_point(results: &mut [PointResult]) {
         if let Some(o) = o
             && (!o.agrees(best) || !clear_majority)
         {
-            r.flags.push(Flag::AnswerMismatch { detail: format!("answers differ from {}", agreed_by.join(", ")) });
+            r.flags.push(Flag::AnswerMismatch { detail: format!("{DIFFER_FROM}{}", agreed_by.join(", ")) });
         }
     }
+}
+
+/// The answers of a result's measured, complete, valid runs.
+fn observed_answers(r: &PointResult) -> Vec<Observed> {
+    r.runs.iter().filter(|m| !m.warmup && m.complete && !m.is_void()).filter_map(Observed::of).collect()
 }
 
 /// An answer a run produced, in the form it is compared in.

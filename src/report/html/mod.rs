@@ -370,7 +370,16 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     for (k, v) in rows {
         let _ = writeln!(out, "<tr><td>{k}</td><td>{v}</td></tr>");
     }
+    if let Some(shard) = r.shard {
+        let hash = r.plan_hash.as_deref().unwrap_or("-");
+        let _ = writeln!(
+            out,
+            "<tr><td>shard</td><td>{shard} of plan <code>{}</code>: join the shards with <code>dbsweep merge</code></td></tr>",
+            esc(hash)
+        );
+    }
     out.push_str("</table>\n");
+    merged_parts(out, r);
     out.push_str("<h2 id=\"targets\">Targets</h2>\n<table id=\"targets-table\"><tr><th>target</th><th>system</th><th>version</th><th>URL</th><th>execution</th><th>native batches</th><th>secondary indexes</th><th>settings</th></tr>\n");
     for t in &r.targets {
         let settings: Vec<String> = t.settings.iter().map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v))).collect();
@@ -424,6 +433,40 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
         "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs; latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag loud\">ERRORS</span> requests failed and <span class=\"flag loud\">MISSING ROWS</span> requests returned or affected fewer rows than the plan expects: the point is void, it has no throughput and is not plotted (a red × on the axis marks the gap), <span class=\"flag na\">not supported</span>; other flagged points have a red ring in the charts.</p>\n</header>\n",
         esc(&command_line(r))
     );
+}
+
+/// The run directories `dbsweep merge` joined, with where and how each ran.
+fn merged_parts(out: &mut String, r: &Report) {
+    if r.merged_from.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h3>Merged from {} run directories (plan <code>{}</code>)</h3>\n<table id=\"merged-from\"><tr><th>directory</th><th>shard</th><th>host</th><th>started</th><th>finished</th><th>status</th><th>points</th><th>command</th></tr>",
+        r.merged_from.len(),
+        esc(r.plan_hash.as_deref().unwrap_or("-"))
+    );
+    for part in &r.merged_from {
+        let status = if part.complete {
+            "complete".to_string()
+        } else {
+            format!("incomplete: {}", part.incomplete_reason.as_deref().unwrap_or("-"))
+        };
+        let command: Vec<String> = part.command.iter().map(|a| shell_quote(a)).collect();
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            esc(&part.dir),
+            part.shard.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            esc(&part.hostname),
+            esc(&part.started_at),
+            esc(part.finished_at.as_deref().unwrap_or("-")),
+            esc(&status),
+            part.points,
+            esc(&command.join(" "))
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 fn legend(out: &mut String, colors: &Colors, targets: &[String]) {

@@ -1,0 +1,217 @@
+//! `dbsweep merge`: joins the run directories of one plan's shards into one report, as if
+//! one process had run the plan. Every point's runs, histograms and counts are kept as
+//! saved (each (target, experiment) unit ran in exactly one shard); what compares targets
+//! with each other (the NO-DB ceiling, answers across systems) is computed again over all
+//! of them, since a shard saw only its own.
+//!
+//! Owns the checks that parts belong together (plan hash, shard count, no point twice)
+//! and the order of the merged points. Must not write files or print; `app` does.
+
+use super::{DIFFER_FROM, flag_client_bound, flag_differing_answers};
+use crate::base::shard::Shard;
+use crate::data::DataSpec;
+use crate::error::{Error, Result};
+use crate::report::model::{Flag, MergedPart, PointResult, Report};
+use crate::workload::experiment::Experiment;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// Joins `parts` (run directories and their reports) into one report whose command is
+/// `command`. Bad input (parts of different plans, a shard or a point twice) is a usage
+/// error naming the directories.
+pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Report> {
+    let parts = check_parts(parts)?;
+    let (first_dir, first) = &parts[0];
+    let experiments: Vec<Experiment> = serde_json::from_value(first.plan["experiments"].clone()).map_err(|e| {
+        Error::usage(format!("{}: the saved plan cannot be read ({e}); merge needs reports of this dbsweep", first_dir.display()))
+    })?;
+    let data: Option<DataSpec> = serde_json::from_value(first.plan["data"].clone()).ok();
+
+    let mut merged = first.clone();
+    merged.command = command;
+    merged.shard = None;
+    merged.targets = Vec::new();
+    merged.unavailable = Vec::new();
+    merged.points = Vec::new();
+    merged.warnings = Vec::new();
+    merged.merged_from = Vec::new();
+    let mut plan_targets: Vec<serde_json::Value> = Vec::new();
+    let mut seen_points: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for (dir, part) in &parts {
+        for t in &part.targets {
+            if !merged.targets.iter().any(|m| m.name == t.name) {
+                merged.targets.push(t.clone());
+            }
+        }
+        for t in part.plan["targets"].as_array().into_iter().flatten() {
+            if !plan_targets.iter().any(|p| p["name"] == t["name"]) {
+                plan_targets.push(t.clone());
+            }
+        }
+        for u in &part.unavailable {
+            if !merged.unavailable.contains(u) {
+                merged.unavailable.push(u.clone());
+            }
+        }
+        // A warning every part has (the plan's) once; the others with their shard.
+        let label = part.shard.map(|s| format!("shard {s}")).unwrap_or_else(|| dir.display().to_string());
+        for w in &part.warnings {
+            let everywhere = parts.iter().all(|(_, r)| r.warnings.contains(w));
+            let line = if everywhere { w.clone() } else { format!("{label}: {w}") };
+            if !merged.warnings.contains(&line) {
+                merged.warnings.push(line);
+            }
+        }
+        for p in &part.points {
+            let key = (p.experiment.clone(), p.target.clone(), serde_json::to_string(&p.point).unwrap_or_default());
+            if !seen_points.insert(key) {
+                return Err(Error::usage(format!(
+                    "merge: {} / {} at {:?} is in more than one directory ({} among them); pass each shard once",
+                    p.experiment,
+                    p.target,
+                    p.point,
+                    dir.display()
+                )));
+            }
+            merged.points.push(p.clone());
+        }
+        merged.started_at = merged.started_at.clone().min(part.started_at.clone());
+        merged.finished_at = match (&merged.finished_at, &part.finished_at) {
+            (Some(a), Some(b)) => Some(a.clone().max(b.clone())),
+            _ => None,
+        };
+        merged.merged_from.push(MergedPart {
+            dir: dir.display().to_string(),
+            shard: part.shard,
+            command: part.command.clone(),
+            hostname: part.environment.hostname.clone(),
+            started_at: part.started_at.clone(),
+            finished_at: part.finished_at.clone(),
+            complete: part.complete,
+            incomplete_reason: part.incomplete_reason.clone(),
+            points: part.points.len(),
+        });
+    }
+    if let Some(targets) = merged.plan.get_mut("targets") {
+        *targets = serde_json::Value::Array(plan_targets);
+    }
+    order_points(&mut merged, &experiments, data.as_ref());
+    reflag(&mut merged.points);
+
+    let mut missing_reasons = Vec::new();
+    if let Some(count) = parts[0].1.shard.map(|s| s.count) {
+        let present: BTreeSet<usize> = parts.iter().filter_map(|(_, r)| r.shard.map(|s| s.index)).collect();
+        let missing: Vec<String> = (0..count).filter(|i| !present.contains(i)).map(|i| Shard { index: i, count }.to_string()).collect();
+        if !missing.is_empty() {
+            missing_reasons.push(format!("shard{} {} not merged", if missing.len() == 1 { "" } else { "s" }, missing.join(", ")));
+        }
+    }
+    for (dir, part) in parts.iter().filter(|(_, r)| !r.complete) {
+        missing_reasons.push(format!("{} incomplete: {}", dir.display(), part.incomplete_reason.as_deref().unwrap_or("no reason saved")));
+    }
+    merged.complete = missing_reasons.is_empty();
+    merged.incomplete_reason = (!merged.complete).then(|| missing_reasons.join("; "));
+    Ok(merged)
+}
+
+/// Parts sorted by shard, after checking they can be merged: the same plan hash, the same
+/// shard count, every shard once.
+fn check_parts(mut parts: Vec<(PathBuf, Report)>) -> Result<Vec<(PathBuf, Report)>> {
+    if parts.is_empty() {
+        return Err(Error::usage("merge: name the run directories to join"));
+    }
+    for (dir, r) in &parts {
+        if r.plan_hash.is_none() {
+            return Err(Error::usage(format!(
+                "merge: {} has no plan hash (written by an older dbsweep); run its shard again with this dbsweep",
+                dir.display()
+            )));
+        }
+    }
+    let (first_dir, first) = &parts[0];
+    for (dir, r) in &parts[1..] {
+        if r.plan_hash != first.plan_hash {
+            return Err(Error::usage(format!(
+                "merge: {} (plan {}) and {} (plan {}) ran different plans; merge only shards of one plan (same study, flags, seed and targets)",
+                first_dir.display(),
+                first.plan_hash.as_deref().unwrap_or_default(),
+                dir.display(),
+                r.plan_hash.as_deref().unwrap_or_default()
+            )));
+        }
+        if r.shard.map(|s| s.count) != first.shard.map(|s| s.count) {
+            let describe = |s: Option<Shard>| s.map_or("the whole plan".to_string(), |s| format!("shard {s}"));
+            return Err(Error::usage(format!(
+                "merge: {} holds {} but {} holds {}; merge shards of one split (the same --shard I/N count)",
+                first_dir.display(),
+                describe(first.shard),
+                dir.display(),
+                describe(r.shard)
+            )));
+        }
+    }
+    parts.sort_by_key(|(_, r)| r.shard.map(|s| s.index));
+    let mut by_shard: BTreeMap<usize, &PathBuf> = BTreeMap::new();
+    for (dir, r) in &parts {
+        if let Some(s) = r.shard
+            && let Some(other) = by_shard.insert(s.index, dir)
+        {
+            return Err(Error::usage(format!(
+                "merge: {} and {} both hold shard {s}; pass each shard once",
+                other.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(parts)
+}
+
+/// Puts the points in the order one process runs them: record-count rounds, experiments
+/// and points in plan order, then lifecycle record counts with their phases; targets in
+/// plan order within a point.
+fn order_points(merged: &mut Report, experiments: &[Experiment], data: Option<&DataSpec>) {
+    let counts = data.map(DataSpec::record_counts).unwrap_or_default();
+    let target_index: BTreeMap<String, usize> = merged.targets.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+    let key = |p: &PointResult| {
+        let t = target_index.get(&p.target).copied().unwrap_or(usize::MAX);
+        let Some((ei, e)) = experiments.iter().enumerate().find(|(_, e)| e.name == p.experiment) else {
+            return (2, 0, 0, 0, t);
+        };
+        let pi = e.points.iter().position(|q| *q == p.point).unwrap_or(usize::MAX);
+        if e.lifecycle {
+            return (1, pi, ei, 0, t);
+        }
+        let round = match p.point.param {
+            Some(n) if counts.len() > 1 => counts.iter().position(|&c| c == n).unwrap_or(0),
+            _ => 0,
+        };
+        (0, round, ei, pi, t)
+    };
+    merged.points.sort_by_key(key);
+}
+
+/// Recomputes the flags that compare targets at one point (a shard compared only its own
+/// targets): the share of the NO-DB ceiling and answers across systems. Flags about one
+/// target (errors, missing rows, answers changed between its runs, the TPC-H reference
+/// answer) stay as the shard saved them. `points` are in `order_points` order.
+fn reflag(points: &mut [PointResult]) {
+    let mut start = 0;
+    while start < points.len() {
+        let same = |p: &PointResult| p.experiment == points[start].experiment && p.point == points[start].point;
+        let end = start + points[start..].iter().take_while(|p| same(p)).count();
+        let group = &mut points[start..end];
+        for r in group.iter_mut() {
+            r.flags.retain(|f| match f {
+                Flag::ClientBound { .. } => false,
+                Flag::AnswerMismatch { detail } => !detail.starts_with(DIFFER_FROM),
+                _ => true,
+            });
+            if let Some(s) = r.summary.as_mut() {
+                s.client_share = None;
+            }
+        }
+        flag_client_bound(group);
+        flag_differing_answers(group);
+        start = end;
+    }
+}

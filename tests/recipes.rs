@@ -1,0 +1,151 @@
+//! The recipes in `recipes/`: the Slurm scripts run as a job array would run them (the
+//! variables Slurm sets, then the merge script), and the Kubernetes manifests checked
+//! structurally with each pod's command line run as `--dry-run`. No Slurm daemons and no
+//! Kubernetes cluster run here.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{csv_rows, dbsweep, report};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs a recipe script with bash and `vars` in its environment.
+fn script(name: &str, vars: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("recipes/slurm").join(name)).env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"));
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run bash")
+}
+
+#[test]
+fn slurm_array_scripts_run_the_shards_and_merge_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().to_str().unwrap();
+    let args = "--target m=mock: --experiments get,insert --clients 1,2 --batch 7 --runs 1 --warmup 0 --rows 2000 --ops 300";
+    for i in 0..3 {
+        let o = script(
+            "shards.sbatch",
+            &[
+                ("SLURM_ARRAY_TASK_ID", &i.to_string()),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ("DBSWEEP_RESULTS", results),
+                ("DBSWEEP_ARGS", args),
+            ],
+        );
+        assert!(o.status.success(), "shard {i}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(report(&tmp.path().join(format!("shard-{i}")))["shard"]["index"], i);
+    }
+    let o = script("merge.sbatch", &[("DBSWEEP_SHARDS", "3"), ("DBSWEEP_RESULTS", results)]);
+    assert!(o.status.success(), "merge: {}", String::from_utf8_lossy(&o.stderr));
+    let merged = tmp.path().join("merged");
+    assert_eq!(report(&merged)["complete"], true);
+    // Every shard's rows once; nodb and m, get and insert, clients 1 and 2 and batch 7:
+    // 12 points of 300 ops.
+    let rows = csv_rows(&merged);
+    let shard_rows: usize = (0..3).map(|i| csv_rows(&tmp.path().join(format!("shard-{i}"))).len()).sum();
+    assert_eq!(rows.len(), shard_rows);
+    let points: Vec<_> = rows.iter().filter(|r| r["experiment"] == "get" || r["experiment"] == "insert").collect();
+    assert_eq!(points.len(), 12);
+    assert!(points.iter().all(|r| r["ops"] == "300"));
+
+    // A shard that never wrote its report: merged without it, marked incomplete, exit 1.
+    std::fs::remove_dir_all(tmp.path().join("shard-1")).unwrap();
+    std::fs::remove_dir_all(&merged).unwrap();
+    let o = script("merge.sbatch", &[("DBSWEEP_SHARDS", "3"), ("DBSWEEP_RESULTS", results)]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("shard 1/3 not merged"), "{stderr}");
+
+    // Outside an array: a one-line reason, nothing run.
+    let o = script("shards.sbatch", &[("DBSWEEP_RESULTS", results)]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--array"));
+}
+
+fn manifest(name: &str) -> serde_json::Value {
+    let path = root().join("recipes/kubernetes").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+}
+
+/// The results volume's claim and mount path of a pod template's first container.
+fn results_volume(pod: &serde_json::Value) -> (String, String) {
+    let container = &pod["containers"][0];
+    let mount = &container["volumeMounts"][0];
+    let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == mount["name"]).expect("mounted volume declared");
+    (volume["persistentVolumeClaim"]["claimName"].as_str().unwrap().into(), mount["mountPath"].as_str().unwrap().into())
+}
+
+#[test]
+fn kubernetes_indexed_job_and_merge_job_agree() {
+    let list = manifest("shards-job.json");
+    assert_eq!(list["kind"], "List");
+    let items = list["items"].as_array().unwrap();
+    let claim = items.iter().find(|i| i["kind"] == "PersistentVolumeClaim").expect("a volume claim");
+    assert_eq!(strings(&claim["spec"]["accessModes"]), ["ReadWriteMany"], "pods on several nodes write results");
+    let job = items.iter().find(|i| i["kind"] == "Job").expect("the shards job");
+    assert_eq!(job["apiVersion"], "batch/v1");
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    let n = spec["completions"].as_u64().unwrap();
+    assert_eq!(spec["parallelism"].as_u64().unwrap(), n, "every shard at once");
+    assert_eq!(spec["backoffLimitPerIndex"], 0, "a retried shard would find its output directory used");
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    let container = &pod["containers"][0];
+    let env = container["env"].as_array().unwrap();
+    let index = env.iter().find(|e| e["name"] == "JOB_COMPLETION_INDEX").expect("the completion index in the environment");
+    assert_eq!(index["valueFrom"]["fieldRef"]["fieldPath"], "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+    let (claim_name, mount) = results_volume(pod);
+    assert_eq!(claim_name, claim["metadata"]["name"].as_str().unwrap());
+
+    let args = strings(&container["args"]);
+    let after =
+        |flag: &str| args.iter().position(|a| a == flag).map(|i| args[i + 1].clone()).unwrap_or_else(|| panic!("{flag} in {args:?}"));
+    assert_eq!(after("--shard"), format!("$(JOB_COMPLETION_INDEX)/{n}"));
+    let out = after("--out");
+    assert!(out.starts_with(&format!("{mount}/")) && out.contains("$(JOB_COMPLETION_INDEX)"), "{out}");
+
+    // Each pod's command line, as Kubernetes expands it, is a valid plan for its shard.
+    let mut targets = Vec::new();
+    for i in 0..n {
+        let expanded: Vec<String> = args.iter().map(|a| a.replace("$(JOB_COMPLETION_INDEX)", &i.to_string())).collect();
+        let mut argv: Vec<&str> = expanded.iter().map(String::as_str).collect();
+        argv.push("--dry-run");
+        assert_eq!(strings(&container["command"]), ["dbsweep"]);
+        let o = dbsweep(&argv);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "pod {i}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(stdout.contains(&format!("shard {i}/{n}:")), "{stdout}");
+        let line = stdout.lines().find(|l| l.starts_with("targets")).unwrap();
+        targets.extend(line.split(": ").nth(1).unwrap().split(", ").map(str::to_string));
+    }
+    let whole: Vec<&str> = args.iter().map(String::as_str).take_while(|a| *a != "--shard").chain(["--dry-run"]).collect();
+    let o = dbsweep(&whole);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = stdout.lines().find(|l| l.starts_with("targets")).unwrap();
+    for t in line.split(": ").nth(1).unwrap().split(", ") {
+        assert!(targets.iter().any(|s| s == t), "target {t} is in some shard");
+    }
+
+    // The merge job reads every shard's directory from the same volume.
+    let merge = manifest("merge-job.json");
+    assert_eq!((merge["kind"].as_str(), merge["apiVersion"].as_str()), (Some("Job"), Some("batch/v1")));
+    let pod = &merge["spec"]["template"]["spec"];
+    assert_eq!(results_volume(pod), (claim_name, mount.clone()));
+    let margs = strings(&pod["containers"][0]["args"]);
+    assert_eq!(margs[0], "merge");
+    let dirs: Vec<String> = (0..n).map(|i| out.replace("$(JOB_COMPLETION_INDEX)", &i.to_string())).collect();
+    assert_eq!(margs[1..=n as usize], dirs[..]);
+    assert_eq!(margs[n as usize + 1], "--out");
+    assert!(Path::new(&margs[n as usize + 2]).starts_with(&mount));
+}

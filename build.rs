@@ -5,9 +5,9 @@
 //! here). libduckdb's directory is `$DUCKDB_LIB_DIR` when set, else
 //! `${DBSWEEP_NATIVE_DIR:-$HOME/.cache/dbsweep/native}/duckdb-1.5.6`; libmonetdbe's is
 //! `$MONETDBE_LIB_DIR` when set, else `.../native/monetdbe-0.11`. libduckdb-sys (without its
-//! `bundled` feature) and the MonetDBe binding (`src/adapter/monetdbe.rs`) only ask for
-//! `-l duckdb` / `-l monetdbe`; the search paths and the rpath that lets binaries and tests
-//! find the libraries at run time come from here, so nobody has to export anything. The
+//! `bundled` feature) and the MonetDBe binding (`src/adapter/embedded/monetdb/ffi.rs`) only
+//! ask for `-l duckdb` / `-l monetdbe`; the search paths and the rpath that lets binaries and
+//! tests find the libraries at run time come from here, so nobody has to export anything. The
 //! rpath is written as `DT_RPATH`, not the linker's default `DT_RUNPATH`: libmonetdbe's own
 //! dependencies (libmonetdbsql, libbat, ...) sit beside it and are found only through the
 //! executable's `DT_RPATH`, which the loader also applies to libraries' dependencies

@@ -7,15 +7,14 @@ use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
-use crate::runner::stopping::{self, Activity};
-use crate::runner::{self, RunContext};
+use crate::runner::stopping::Activity;
+use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
@@ -130,6 +129,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         rate: args.rate,
         spawn: args.spawn,
         data_roots: args.data_roots,
+        namespace: args.namespace,
         ycsb_files: args.ycsb_files,
         ycsb_properties: args.ycsb_properties,
         shard: args.shard,
@@ -146,7 +146,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::default();
     let activity = Activity::default();
     let abandon = Arc::new(tokio::sync::Notify::new());
     let ctx = RunContext {
@@ -165,12 +165,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         server_pids: BTreeMap::new(),
     };
     let watched = runtime.block_on(async {
-        let watcher = tokio::spawn(watch_ctrl_c(cancel.clone(), activity.clone(), abandon.clone()));
+        let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
         let run = run_with_servers(&mut plan, ctx, &activity);
-        // A second Ctrl-C abandons the cleanup: dropping the run kills the spawned servers.
+        // A second signal abandons the cleanup: dropping the run kills the spawned servers.
         let result = tokio::select! {
             result = run => result,
-            () = abandon.notified() => Err(Error::Interrupted(format!("interrupted; {}", activity.abandoned_message()))),
+            () = abandon.notified() => Err(abandoned(&cancel, &activity)),
         };
         watcher.abort();
         result
@@ -192,9 +192,10 @@ fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) ->
         let stamp = report::environment::stamp(std::time::SystemTime::now());
         PathBuf::from("dbsweep-runs").join(format!("{}-merged-{stamp}", merged.study))
     });
-    runner::check_out_dir(&out)?;
-    std::fs::create_dir_all(&out).map_err(|e| Error::usage(format!("cannot create {}: {e}; choose another --out", out.display())))?;
-    report::write_all(&out, &merged)?;
+    // Claimed atomically, as `run` claims its --out.
+    let mut dir = report::RunDir::claim(&out)?;
+    report::write_all(dir.path(), &merged)?;
+    dir.keep();
     print!("{}", report::console::render(&merged));
     println!(
         "\nmerged {} run directories: {}/{{{},{},{}}}",
@@ -223,8 +224,8 @@ fn finish(report: &report::model::Report) -> Result<()> {
     Ok(())
 }
 
-/// Starts the spawned servers (killed again at an error or Ctrl-C), adds their targets to
-/// the plan, runs it, and stops the servers.
+/// Starts the spawned servers (killed again, directories removed, at an error or a
+/// signal), adds their targets to the plan, runs it, and stops the servers.
 async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Activity) -> Result<(report::model::Report, PathBuf)> {
     let cancel = ctx.cancel.clone();
     let mut servers = Vec::new();
@@ -237,13 +238,11 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
             continue;
         }
         activity.doing(format!("starting the servers ({})", kinds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")));
-        // Each round's servers are up before the next round starts; an error or Ctrl-C
-        // drops (and so kills) the ones already running.
+        // Each round's servers are up before the next round starts; an error or a signal
+        // drops (and so kills, directories removed) the ones already running.
         let round = tokio::select! {
             started = servers::spawn_all(&kinds, &options) => started?,
-            () = stopping::stopped(&cancel) => {
-                return Err(Error::Interrupted("interrupted while starting the servers; nothing was written".into()));
-            }
+            () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
         };
         round.iter().for_each(|s| activity.server_started(&s.kind().to_string()));
         servers.extend(round.into_iter().map(|s| (label.clone(), s)));
@@ -269,11 +268,11 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
     if let Some(work) = plan.shard.clone() {
         plan.targets.retain(|t| work.has_target(&t.name));
     }
-    let result = runner::execute(plan, &ctx).await;
+    let result = runner::execute(plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
     for (_, server) in servers {
-        // Throwaway servers of a stopped run are killed (dropped): a graceful
-        // shutdown would first write out data nobody keeps.
-        if cancel.load(Ordering::Relaxed) {
+        // Throwaway servers of a stopped run are killed (dropped, directories removed): a
+        // graceful shutdown would first write out data nobody keeps.
+        if cancel.is_stopped() {
             continue;
         }
         activity.doing(format!("stopping the spawned {} server", server.kind()));
@@ -284,19 +283,58 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
     result
 }
 
-/// The first Ctrl-C asks the run to stop and says what stopping still does; a second one
-/// abandons that cleanup.
-async fn watch_ctrl_c(cancel: Arc<AtomicBool>, activity: Activity, abandon: Arc<tokio::sync::Notify>) {
+/// A run that failed while a spawned server was dead failed because of that server: exit 1
+/// (never "fix the URL") with the last lines of the server's log.
+fn blame_dead_servers<'a>(e: Error, servers: impl Iterator<Item = &'a mut servers::Server>) -> Error {
+    let dead: Vec<String> = servers
+        .filter_map(|s| {
+            let tail = s.died()?;
+            Some(format!("the spawned {} server (pid {}) died during the run; the last lines of its log:\n{tail}", s.kind(), s.pid()))
+        })
+        .collect();
+    if dead.is_empty() {
+        return e;
+    }
+    Error::runtime(format!("{e}\n{}", dead.join("\n")))
+}
+
+/// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause and says what the
+/// run was doing and what stopping still does; the run then ends like any interruption
+/// (partial results saved, servers and directories removed). A second signal of either
+/// kind abandons that cleanup.
+async fn watch_signals(cancel: Cancel, activity: Activity, abandon: Arc<tokio::sync::Notify>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
-        tracing::warn!("cannot watch for Ctrl-C; it will end dbsweep without cleanup");
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        tracing::warn!("cannot watch for Ctrl-C and SIGTERM; they will end dbsweep without cleanup");
         return;
     };
-    interrupts.recv().await;
-    cancel.store(true, Ordering::Relaxed);
-    eprintln!("\ndbsweep: {}", activity.stopping_message());
-    interrupts.recv().await;
+    let again = tokio::select! {
+        _ = int.recv() => {
+            cancel.stop(StopCause::CtrlC);
+            "press Ctrl-C again"
+        }
+        _ = term.recv() => {
+            cancel.stop(StopCause::Sigterm);
+            "send SIGTERM again"
+        }
+    };
+    eprintln!("\ndbsweep: {}", activity.stopping_message(again));
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
     abandon.notify_one();
+}
+
+/// The error of a run whose cleanup a second signal abandoned: the first stop's cause and
+/// what was left behind.
+fn abandoned(cancel: &Cancel, activity: &Activity) -> Error {
+    let left = activity.abandoned_message();
+    match cancel.cause() {
+        Some(StopCause::Sigterm) => Error::Terminated(format!("terminated by SIGTERM; {left}")),
+        Some(StopCause::Failure(why)) => Error::runtime(format!("{why}; {left}")),
+        Some(StopCause::CtrlC) | None => Error::Interrupted(format!("interrupted; {left}")),
+    }
 }
 
 /// Names the void points of a run (errors or missing rows), the first few in full.
@@ -373,7 +411,7 @@ fn targets() {
         }
         let probe_url = s.scheme.replace("[PATH]", "");
         if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url))
-            && let Ok(t) = registry::open("probe", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() })
+            && let Ok(t) = registry::open("probe", &url, &OpenContext::new(dir.path().to_path_buf()))
         {
             let caps = &t.info().capabilities;
             let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();

@@ -142,6 +142,11 @@ pub struct RunArgs {
     /// Per-op timeout in seconds for network targets.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Work in the namespace dbsweep_NAME (schema, database, keyspace, key prefix
+    /// `dbsweep_NAME:`) instead of dbsweep, to run side by side with another dbsweep on
+    /// the same servers.
+    #[arg(long, value_name = "NAME")]
+    pub namespace: Option<String>,
     /// Keep dbsweep's tables and keys after the run instead of removing them.
     #[arg(long)]
     pub keep_data: bool,

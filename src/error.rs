@@ -1,7 +1,8 @@
 //! The error type every fallible dbsweep step returns, and the exit code of each kind.
 //!
 //! Owns the exit-code scheme: 0 success, 1 runtime failure, 2 bad input (the message names
-//! the fix), 130 interrupted. Must not print anything; `main` does.
+//! the fix), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). Must not print anything;
+//! `main` does.
 
 use std::fmt::Display;
 
@@ -17,12 +18,18 @@ pub enum Error {
     /// dbsweep would have to touch data it did not create; it refuses.
     #[error("target '{target}': {detail}")]
     NotOwned { target: String, detail: String },
+    /// Another dbsweep run holds the lease on the namespace this run needs.
+    #[error("target '{target}': {detail}")]
+    InUse { target: String, detail: String },
     /// A required program or library is missing on this machine.
     #[error("{0}")]
     Missing(String),
     /// The run was interrupted (Ctrl-C); the message says what was written where.
     #[error("{0}")]
     Interrupted(String),
+    /// The run was terminated (SIGTERM); the message says what was written where.
+    #[error("{0}")]
+    Terminated(String),
     /// Anything else that went wrong while running.
     #[error(transparent)]
     Runtime(#[from] anyhow::Error),
@@ -45,11 +52,16 @@ impl Error {
         Error::NotOwned { target: target.to_string(), detail: detail.to_string() }
     }
 
+    pub fn in_use(target: &str, detail: impl Display) -> Self {
+        Error::InUse { target: target.to_string(), detail: detail.to_string() }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Unreachable { .. } | Error::NotOwned { .. } | Error::Missing(_) => 2,
+            Error::Usage(_) | Error::Unreachable { .. } | Error::NotOwned { .. } | Error::InUse { .. } | Error::Missing(_) => 2,
             Error::Interrupted(_) => 130,
+            Error::Terminated(_) => 143,
             Error::Runtime(_) => 1,
         }
     }
@@ -67,5 +79,7 @@ mod tests {
         assert_eq!(Error::unreachable("pg", "refused").exit_code(), 2);
         assert_eq!(Error::runtime("boom").exit_code(), 1);
         assert_eq!(Error::Interrupted("d".into()).exit_code(), 130);
+        assert_eq!(Error::Terminated("d".into()).exit_code(), 143);
+        assert_eq!(Error::in_use("pg", "held").exit_code(), 2);
     }
 }

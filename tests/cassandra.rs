@@ -18,7 +18,7 @@ fn server_url() -> String {
 }
 
 fn open(url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     registry::open("cassandra", &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 

@@ -20,7 +20,7 @@ use dbsweep::servers::ServerKind;
 use std::sync::Arc;
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 

@@ -39,7 +39,7 @@ fn request(plan: &plan::Plan, data: &Dataset, name: &str) -> Vec<Op> {
 }
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext::new(std::env::temp_dir())).unwrap()
 }
 
 /// The spawned server's URL with another scheme.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 const ROWS: i64 = 200;
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap()
+    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext::new(std::env::temp_dir())).unwrap()
 }
 
 /// Prepares the `kv` table and loads ROWS generated rows.
@@ -116,11 +116,8 @@ async fn ledisdb_stores_the_rows_keeps_foreign_keys_and_refuses_an_unmarked_name
     assert!(matches!(target.cleanup().await, Err(Error::NotOwned { .. })));
     let marker: Option<String> = redis::cmd("GET").arg("dbsweep:owner").query_async(&mut other).await.unwrap();
     assert_eq!(marker, None, "a refused prepare must not plant the marker");
-    let multi = registry::open(
-        "l",
-        &TargetUrl::parse("ledis://127.0.0.1:1/0?batch=multi").unwrap(),
-        &OpenContext { scratch_dir: std::env::temp_dir() },
-    );
+    let multi =
+        registry::open("l", &TargetUrl::parse("ledis://127.0.0.1:1/0?batch=multi").unwrap(), &OpenContext::new(std::env::temp_dir()));
     assert_eq!(multi.err().expect("LedisDB has no MULTI").exit_code(), 2);
 
     stop_and_check_gone(server).await;

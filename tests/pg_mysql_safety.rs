@@ -24,7 +24,7 @@ fn my_url() -> String {
 static MARIADB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
@@ -232,4 +232,21 @@ async fn unreachable_servers_are_setup_errors() {
         assert_no_canary(&format!("{err} {err:?}"));
         assert!(target.connect().await.is_err());
     }
+}
+
+/// A server out of connection slots is a run failure (exit 1) that says so and names the
+/// fix, not a URL to correct: PostgreSQL answers a role at its CONNECTION LIMIT with the
+/// same "too many connections" error (53300) as a full server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_too_many_clients_is_named_with_the_fix() {
+    let admin = pg_client(&pg_url()).await;
+    admin.batch_execute("DROP ROLE IF EXISTS dbsweep_full; CREATE ROLE dbsweep_full LOGIN CONNECTION LIMIT 0").await.unwrap();
+    let mut url = url::Url::parse(&pg_url()).unwrap();
+    url.set_username("dbsweep_full").unwrap();
+    let target = open("full", url.as_str());
+    let err = target.prepare(&[kv::shared_def()]).await.expect_err("no connection slot is free");
+    let text = err.to_string();
+    assert_eq!(err.exit_code(), 1, "{text}");
+    assert!(text.contains("too many clients") && text.contains("max_connections") && text.contains("--clients"), "{text}");
+    assert!(!text.contains("fix the URL"), "{text}");
 }

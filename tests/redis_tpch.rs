@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn open(url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     registry::open("redis", &TargetUrl::parse(url).unwrap(), &ctx).expect("open redis target")
 }
 

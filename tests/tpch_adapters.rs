@@ -99,7 +99,7 @@ async fn check_tpch(target: Arc<dyn Target>) {
 }
 
 fn open(name: &str, url: &str, scratch: &std::path::Path) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: scratch.to_path_buf() };
+    let ctx = OpenContext::new(scratch.to_path_buf());
     registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 

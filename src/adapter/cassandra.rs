@@ -1,6 +1,7 @@
 //! Cassandra adapter on the `scylla` driver (CQL native protocol, async).
 //!
-//! Mapping: one keyspace (`dbsweep` unless the URL's path names another; SimpleStrategy,
+//! Mapping: one keyspace (the namespace's name, `dbsweep` or `dbsweep_NAME` with
+//! `--namespace NAME`, unless the URL's path names another; SimpleStrategy,
 //! RF 1) holding one table per `TableDef`; column 0 is the partition key. Types: Int →
 //! `bigint`, Float → `double`, Decimal → `bigint` hundredths, Text → `text`, Date → `date`.
 //! Each indexed column gets a storage-attached index (`USING 'sai'`), which serves the
@@ -25,9 +26,10 @@
 //! [`TABLE_COMMENT`]. `prepare` refuses with `Error::NotOwned` a same-named keyspace
 //! without the marker and a same-named table without the comment; it drops only tables it
 //! marked, and `cleanup` drops the keyspace only when nothing but dbsweep's tables is in
-//! it. Never touches any other keyspace.
+//! it. The run's lease record is the one row of the keyspace's table `dbsweep_lease`
+//! (see [`lease`]). Never touches any other keyspace.
 
-use super::{Capabilities, Connection, EngineMemory, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Connection, EngineMemory, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
 use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
@@ -47,12 +49,16 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
+mod lease;
+
 /// The marker table that proves the keyspace is dbsweep's own.
 const MARKER_TABLE: &str = "dbsweep_owner";
 const MARKER_COMMENT: &str = "dbsweep marker: this keyspace was created by dbsweep";
 /// The comment on every table dbsweep creates.
 const TABLE_COMMENT: &str = "created by dbsweep";
-const DEFAULT_KEYSPACE: &str = "dbsweep";
+/// How long a keyspace without tables may wait for the marker table of the dbsweep run
+/// that is creating it.
+const MARKER_WAIT: Duration = Duration::from_secs(20);
 /// Bulk loading: UNLOGGED BATCHes of this many prepared inserts (about 2x the rate of
 /// single inserts here; small enough for Cassandra's 50 KiB batch limit with TPC-H rows)...
 const LOAD_BATCH: usize = 32;
@@ -312,10 +318,10 @@ pub struct Cassandra {
 }
 
 impl Cassandra {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(9042);
-        let keyspace = url.database().filter(|d| !d.is_empty()).unwrap_or_else(|| DEFAULT_KEYSPACE.to_string());
+        let keyspace = url.database().filter(|d| !d.is_empty()).unwrap_or_else(|| ctx.namespace.name().to_string());
         if keyspace.len() > 48 || !keyspace.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
             return Err(Error::usage(format!(
                 "target '{name}': the keyspace in the URL path must be 1-48 lowercase letters, digits or '_', got '{keyspace}'"
@@ -484,7 +490,15 @@ impl Cassandra {
 
     /// The keyspace's tables when it is dbsweep's (has the marker); `NotOwned` otherwise.
     async fn owned_tables(&self) -> Result<Option<BTreeMap<String, String>>> {
-        let Some(tables) = self.keyspace_tables().await? else { return Ok(None) };
+        let Some(mut tables) = self.keyspace_tables().await? else { return Ok(None) };
+        // A keyspace without any table is another dbsweep creating it this instant (its
+        // marker table follows at once): wait for the marker rather than refuse.
+        let deadline = std::time::Instant::now() + MARKER_WAIT;
+        while tables.is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let Some(now) = self.keyspace_tables().await? else { return Ok(None) };
+            tables = now;
+        }
         if tables.get(MARKER_TABLE).map(String::as_str) != Some(MARKER_COMMENT) {
             return Err(Error::not_owned(
                 self.name(),
@@ -496,6 +510,25 @@ impl Cassandra {
             ));
         }
         Ok(Some(tables))
+    }
+
+    /// Creates the keyspace with its marker table unless it exists and is dbsweep's;
+    /// returns its tables and their comments.
+    async fn ensure_keyspace(&self) -> Result<BTreeMap<String, String>> {
+        if let Some(existing) = self.owned_tables().await? {
+            return Ok(existing);
+        }
+        // IF NOT EXISTS: another dbsweep (another target of this run, or a second run about
+        // to lose the lease) may be creating the same keyspace at this moment.
+        let ks = quote(&self.keyspace);
+        self.run(
+            &format!("CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"),
+            (),
+        )
+        .await?;
+        self.run(&format!("CREATE TABLE IF NOT EXISTS {ks}.{MARKER_TABLE} (id int PRIMARY KEY) WITH comment = '{MARKER_COMMENT}'"), ())
+            .await?;
+        Ok(self.owned_tables().await?.unwrap_or_default())
     }
 
     fn tables_of(&self, table: &TableDef) -> Result<(Arc<Vec<TableCql>>, usize)> {
@@ -781,15 +814,7 @@ impl Target for Cassandra {
         }
         self.probe().await?;
         let ks = quote(&self.keyspace);
-        let existing = match self.owned_tables().await? {
-            Some(existing) => existing,
-            None => {
-                self.run(&format!("CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"), ())
-                    .await?;
-                self.run(&format!("CREATE TABLE {ks}.{MARKER_TABLE} (id int PRIMARY KEY) WITH comment = '{MARKER_COMMENT}'"), ()).await?;
-                BTreeMap::new()
-            }
-        };
+        let existing = self.ensure_keyspace().await?;
         // A same-named table dbsweep did not create is refused before anything is dropped.
         for t in tables {
             if let Some(comment) = existing.get(&t.name)
@@ -911,18 +936,28 @@ impl Target for Cassandra {
             return Ok(());
         }
         let ks = quote(&self.keyspace);
-        let mut foreign = false;
         for (name, comment) in &existing {
             if comment == TABLE_COMMENT {
                 self.run(&format!("DROP TABLE IF EXISTS {ks}.{}", quote(name)), ()).await?;
-            } else if name != MARKER_TABLE {
-                foreign = true;
             }
         }
-        if !foreign {
-            self.run(&format!("DROP KEYSPACE IF EXISTS {ks}"), ()).await?;
-        }
+        self.drop_keyspace_if_empty(&existing).await?;
         *self.tables.write().unwrap() = Arc::new(Vec::new());
+        Ok(())
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        Some(self)
+    }
+}
+
+impl Cassandra {
+    /// Drops the (marked) keyspace when, of the tables listed in `existing`, only the
+    /// marker and dbsweep's own tables were there (and have been dropped).
+    async fn drop_keyspace_if_empty(&self, existing: &BTreeMap<String, String>) -> Result<()> {
+        if existing.iter().all(|(name, comment)| comment == TABLE_COMMENT || name == MARKER_TABLE) {
+            self.run(&format!("DROP KEYSPACE IF EXISTS {}", quote(&self.keyspace)), ()).await?;
+        }
         Ok(())
     }
 }
@@ -993,7 +1028,7 @@ mod tests {
 
     #[test]
     fn the_url_names_the_keyspace_and_the_delete_mode() {
-        let open = |url: &str| Cassandra::new("c", &TargetUrl::parse(url).unwrap());
+        let open = |url: &str| Cassandra::new("c", &TargetUrl::parse(url).unwrap(), &OpenContext::new("/tmp"));
         let c = open("cassandra://127.0.0.1:9042").unwrap();
         assert_eq!((c.keyspace.as_str(), c.affected, c.node.as_str()), ("dbsweep", Affected::Lwt, "127.0.0.1:9042"));
         let c = open("cassandra://h:1/other_ks?affected=read").unwrap();

@@ -29,7 +29,7 @@ use super::redis::strings as redis_strings;
 use super::sql::dialect::SqlTable;
 use super::sql::dialects::MYSQL;
 use super::sql::statement::Statement;
-use super::{Capabilities, Connection, Execution, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::base::table::{Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
@@ -43,8 +43,6 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
-/// The library adapter's key prefix (`dbsweep:`).
-const REDIS_PREFIX: &str = "dbsweep:";
 /// How long `connect()` waits for the client's first answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -67,6 +65,10 @@ struct Launch {
     per_op: bool,
     /// The target's name, for messages.
     name: String,
+    /// The library adapters' namespace: MariaDB's database (`dbsweep`) and Redis's key
+    /// prefix (`dbsweep:`).
+    database: String,
+    key_prefix: String,
 }
 
 pub struct CliTarget {
@@ -111,7 +113,7 @@ fn inner_url(url: &TargetUrl, scheme: &str) -> Result<TargetUrl> {
 }
 
 impl CliTarget {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let kind = match url.scheme() {
             "mysql-cli" | "mariadb-cli" => Kind::MySql,
             "redis-cli" => Kind::Redis,
@@ -125,7 +127,7 @@ impl CliTarget {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let (inner, program, args, env, system): Setup = match kind {
             Kind::MySql => {
-                let inner = super::mysql::MySql::new(name, &inner_url(url, "mysql")?)?;
+                let inner = super::mysql::MySql::new(name, &inner_url(url, "mysql")?, ctx)?;
                 let program = find_program(&["mariadb", "mysql"]).ok_or_else(|| {
                     Error::Missing(format!("target '{name}': no `mariadb` or `mysql` client on PATH; install mariadb-client"))
                 })?;
@@ -145,13 +147,13 @@ impl CliTarget {
                 .chain(["-h".into(), host.clone(), "-P".into(), port.to_string(), "-u".into(), user])
                 .collect();
                 let mut env = Vec::new();
-                if let Some(pw) = url.password().or_else(|| std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty())) {
+                if let Some(pw) = super::mysql::password(url) {
                     env.push(("MYSQL_PWD".to_string(), pw));
                 }
                 (Arc::new(inner), program, args, env, "mariadb-cli")
             }
             Kind::Redis => {
-                let inner = super::redis::Redis::new(name, &inner_url(url, "redis")?)?;
+                let inner = super::redis::Redis::new(name, &inner_url(url, "redis")?, ctx)?;
                 let program = find_program(&["redis-cli"])
                     .ok_or_else(|| Error::Missing(format!("target '{name}': no `redis-cli` on PATH; install redis-tools")))?;
                 let port = url.port().unwrap_or(6379);
@@ -162,7 +164,7 @@ impl CliTarget {
                     args.extend(["--user".into(), user]);
                 }
                 let mut env = Vec::new();
-                if let Some(pw) = url.password().or_else(|| std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty())) {
+                if let Some(pw) = super::redis::password(url) {
                     env.push(("REDISCLI_AUTH".to_string(), pw));
                 }
                 (Arc::new(inner), program, args, env, "redis-cli")
@@ -195,7 +197,16 @@ impl CliTarget {
             version: "unknown (not prepared yet)".into(),
             settings,
         };
-        let launch = Arc::new(Launch { kind, program, args, env, per_op, name: name.to_string() });
+        let launch = Arc::new(Launch {
+            kind,
+            program,
+            args,
+            env,
+            per_op,
+            name: name.to_string(),
+            database: ctx.namespace.name().to_string(),
+            key_prefix: ctx.namespace.key_prefix(),
+        });
         Ok(CliTarget { inner, base, described: OnceLock::new(), launch, tables: RwLock::new(Arc::new(Vec::new())) })
     }
 }
@@ -258,6 +269,11 @@ impl Target for CliTarget {
 
     async fn cleanup(&self) -> Result<()> {
         self.inner.cleanup().await
+    }
+
+    /// The library adapter's lease: the same namespace on the same server.
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        self.inner.clone().lease()
     }
 }
 
@@ -463,7 +479,7 @@ impl CliConn {
     fn plan_sql(&self, ops: &[Op], kind: OpKind) -> Result<(String, Parse), OpError> {
         let mut s = String::new();
         let statement = |table: usize, statement: Statement, values: &[&Value]| -> Result<String, OpError> {
-            let text = SqlTable::new(&MYSQL, Arc::new(self.table(table)?.clone())).text(&MYSQL, statement);
+            let text = SqlTable::in_schema(&MYSQL, Arc::new(self.table(table)?.clone()), &self.launch.database).text(&MYSQL, statement);
             Ok(format!("{};\n", with_literals(&text, values)?))
         };
         let parse = match kind {
@@ -529,7 +545,9 @@ impl CliConn {
     /// The lines for ops on pairs tables (the plain-string mapping): one SET/MSET, GET/MGET
     /// or DEL line for the whole batch.
     fn plan_redis_pairs(&self, ops: &[Op], kind: OpKind) -> Result<(String, Parse), OpError> {
-        let row_key = |table: usize, key: i64| -> Result<String, OpError> { Ok(format!("{REDIS_PREFIX}{}{key}", self.table(table)?.name)) };
+        let row_key = |table: usize, key: i64| -> Result<String, OpError> {
+            Ok(format!("{}{}{key}", self.launch.key_prefix, self.table(table)?.name))
+        };
         let mut args: Vec<String> = Vec::new();
         let parse = match kind {
             OpKind::Insert => {
@@ -599,7 +617,7 @@ impl CliConn {
                     let Op::Insert { table, row } = op else { unreachable!("checked kind") };
                     let def = self.table(*table)?;
                     let pk = row.first().and_then(Value::as_int).ok_or_else(|| OpError::client("the key column must be an integer"))?;
-                    let prefix = format!("{REDIS_PREFIX}{}", def.name);
+                    let prefix = format!("{}{}", self.launch.key_prefix, def.name);
                     let key = format!("{prefix}{pk}");
                     let pk_text = pk.to_string();
                     line(&mut s, &["DEL", &key]);
@@ -632,7 +650,7 @@ impl CliConn {
                     };
                     let def = self.table(table)?;
                     for k in keys {
-                        line(&mut s, &["HGETALL", &format!("{REDIS_PREFIX}{}{k}", def.name)]);
+                        line(&mut s, &["HGETALL", &format!("{}{}{k}", self.launch.key_prefix, def.name)]);
                     }
                 }
                 Ok((s, Parse::RedisHashes))
@@ -641,7 +659,7 @@ impl CliConn {
                 for op in ops {
                     let Op::Delete { table, key } = op else { unreachable!("checked kind") };
                     let def = self.table(*table)?;
-                    let prefix = format!("{REDIS_PREFIX}{}", def.name);
+                    let prefix = format!("{}{}", self.launch.key_prefix, def.name);
                     let pk = key.to_string();
                     s.push_str("MULTI\n");
                     line(&mut s, &["DEL", &format!("{prefix}{key}")]);
@@ -804,7 +822,7 @@ mod tests {
         assert_eq!(inner.scheme(), "mysql");
         assert_eq!(inner.password().as_deref(), Some("s3cr@t"));
         assert_eq!(inner.param("spawn"), None);
-        if let Ok(t) = CliTarget::new("x", &url) {
+        if let Ok(t) = CliTarget::new("x", &url, &OpenContext::new("/tmp")) {
             assert!(t.launch.per_op);
             assert!(!t.launch.args.iter().any(|a| a.contains("s3cr")));
             assert!(!t.info().url.contains("s3cr"));

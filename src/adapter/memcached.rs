@@ -18,8 +18,12 @@
 //! cannot enumerate or order keys cheaply. Batches are pipelined in one write with no
 //! atomicity (memcached has no transactions); gets are one multi-get.
 //!
-//! Safety: only keys with the `dbsweep:` prefix, and only once the marker item
-//! `dbsweep:owner` (= "dbsweep") says they are ours. `count_rows`, `prepare` and `cleanup`
+//! Safety: only keys with the namespace's prefix (`dbsweep:`, or `dbsweep_NAME:` with
+//! `--namespace NAME`), and only once the marker item `<prefix>owner` (= "dbsweep") says
+//! they are ours. The run's lease record is the item `<prefix>lease` (taken with `add`,
+//! renewed with `gets`/`cas`, removed by a `cas` that expires it; see [`LeaseStore`]);
+//! like any item it could be evicted from a server short of memory, which would let a
+//! second run in: give memcached room for the data. `count_rows`, `prepare` and `cleanup`
 //! enumerate keys with `lru_crawler metadump hash` (else `all`, memcached 1.4.31+; keys come
 //! URL-encoded), which walks the live server: under concurrent writes it
 //! can miss or repeat an item, so counts are exact only on a quiet server (repeats are
@@ -27,7 +31,8 @@
 //! The server's version and settings are read by `prepare`. This module must never send
 //! `flush_all`.
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::lease::LeaseStore;
+use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::adapter::redis::value_text;
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::base::table::{ColumnType, Row, TableDef, TableId, Value};
@@ -39,9 +44,11 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufStream};
 use tokio::net::TcpStream;
 
-const PREFIX: &str = "dbsweep:";
-const MARKER_KEY: &str = "dbsweep:owner";
+/// The marker item (after the namespace's prefix) and its value.
+const MARKER_KEY: &str = "owner";
 const MARKER_VALUE: &str = "dbsweep";
+/// The lease record's item, after the prefix.
+const LEASE_KEY: &str = "lease";
 /// Rows per write when bulk loading.
 const LOAD_CHUNK: usize = 1000;
 /// How often `cas` is retried when another client changed the item in between.
@@ -54,11 +61,15 @@ pub struct Memcached {
     base: TargetInfo,
     /// `host:port`, for connecting and for messages.
     address: String,
+    /// The namespace's key prefix (`dbsweep:`), the marker item and the lease item.
+    prefix: String,
+    marker_key: String,
+    lease_key: String,
     tables: RwLock<Arc<Vec<Arc<TableDef>>>>,
 }
 
 impl Memcached {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         if url.password().is_some() || url.username().is_some() {
             return Err(Error::usage(format!(
                 "target '{name}': memcached's text protocol has no login here; drop the user/password from the URL"
@@ -94,7 +105,16 @@ impl Memcached {
             version: "unknown (not yet connected)".into(),
             settings,
         };
-        Ok(Memcached { probed: OnceLock::new(), base, address, tables: RwLock::new(Arc::new(Vec::new())) })
+        let prefix = ctx.namespace.key_prefix();
+        Ok(Memcached {
+            probed: OnceLock::new(),
+            base,
+            address,
+            marker_key: format!("{prefix}{MARKER_KEY}"),
+            lease_key: format!("{prefix}{LEASE_KEY}"),
+            prefix,
+            tables: RwLock::new(Arc::new(Vec::new())),
+        })
     }
 
     fn name(&self) -> &str {
@@ -137,22 +157,24 @@ impl Memcached {
         let _ = self.probed.set(info);
     }
 
-    /// All keys with our prefix (the marker too), from a fresh connection's metadump.
+    /// All keys with our prefix (the marker too, not the lease record), from a fresh
+    /// connection's metadump.
     async fn our_keys(&self) -> Result<Vec<String>> {
         let mut wire = self.admin().await?;
         let keys = wire.metadump().await.map_err(|e| self.setup_error("lru_crawler metadump", e))?;
-        Ok(keys.into_iter().filter(|k| k.starts_with(PREFIX)).collect())
+        Ok(keys.into_iter().filter(|k| k.starts_with(&self.prefix) && *k != self.lease_key).collect())
     }
 
-    /// Whether the `dbsweep:` keys are ours; `Err(NotOwned)` when some exist without our marker.
+    /// Whether the prefixed keys are ours; `Err(NotOwned)` when some exist without our marker.
     async fn check_owned(&self, wire: &mut Wire, keys: &[String]) -> Result<bool> {
-        let marker = wire.get_multi(&[MARKER_KEY.to_string()]).await.map_err(|e| self.setup_error("get", e))?;
+        let (marker_key, prefix) = (&self.marker_key, &self.prefix);
+        let marker = wire.get_multi(std::slice::from_ref(marker_key)).await.map_err(|e| self.setup_error("get", e))?;
         match marker.first().map(|(_, v, _)| v.as_slice()) {
             Some(v) if v == MARKER_VALUE.as_bytes() => Ok(true),
             Some(_) => Err(Error::not_owned(
                 self.name(),
                 format!(
-                    "item '{MARKER_KEY}' in memcached at {} was not written by dbsweep; delete the '{PREFIX}*' items yourself or use another server",
+                    "item '{marker_key}' in memcached at {} was not written by dbsweep; delete the '{prefix}*' items yourself or use another server",
                     self.address
                 ),
             )),
@@ -160,7 +182,7 @@ impl Memcached {
                 Some(key) => Err(Error::not_owned(
                     self.name(),
                     format!(
-                        "item '{key}' in memcached at {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' items yourself or use another server",
+                        "item '{key}' in memcached at {} has dbsweep's prefix but no '{marker_key}' marker, so dbsweep did not create it; delete the '{prefix}*' items yourself or use another server",
                         self.address
                     ),
                 )),
@@ -171,7 +193,7 @@ impl Memcached {
 
     fn table_prefix(&self, table: &TableDef) -> Result<String> {
         if self.tables.read().unwrap().iter().any(|t| t.name == table.name) {
-            Ok(format!("{PREFIX}{}", table.name))
+            Ok(format!("{}{}", self.prefix, table.name))
         } else {
             Err(Error::runtime(format!("target '{}': table {} was not prepared", self.name(), table.name)))
         }
@@ -661,9 +683,9 @@ impl Target for Memcached {
         self.probe(&mut wire).await;
         let keys = self.our_keys().await?;
         self.check_owned(&mut wire, &keys).await?;
-        delete_keys(&mut wire, keys.iter().filter(|k| *k != MARKER_KEY)).await.map_err(|e| self.setup_error("delete", e))?;
+        delete_keys(&mut wire, keys.iter().filter(|k| **k != self.marker_key)).await.map_err(|e| self.setup_error("delete", e))?;
         let mut req = Vec::new();
-        push_store(&mut req, "set", MARKER_KEY, MARKER_VALUE.as_bytes(), None);
+        push_store(&mut req, "set", &self.marker_key, MARKER_VALUE.as_bytes(), None);
         wire.send(&req).await.map_err(|e| self.setup_error("set", e))?;
         if wire.stored().await.map_err(|e| self.setup_error("set", e))? != StoreReply::Stored {
             return Err(Error::runtime(format!("target '{}': memcached did not store the marker", self.name())));
@@ -714,7 +736,7 @@ impl Target for Memcached {
         Ok(Box::new(MemcachedConnection {
             address: self.address.clone(),
             wire: Some(wire),
-            prefixes: Arc::new(tables.iter().map(|t| format!("{PREFIX}{}", t.name)).collect()),
+            prefixes: Arc::new(tables.iter().map(|t| format!("{}{}", self.prefix, t.name)).collect()),
             columns: Arc::new(tables.iter().map(|t| t.columns.len()).collect()),
         }))
     }
@@ -741,16 +763,66 @@ impl Target for Memcached {
             // again until no row of ours is listed (bounded). The marker goes last, so an
             // interrupted cleanup still owns what is left.
             for _ in 0..5 {
-                let rows: Vec<&String> = keys.iter().filter(|k| *k != MARKER_KEY).collect();
+                let rows: Vec<&String> = keys.iter().filter(|k| **k != self.marker_key).collect();
                 if rows.is_empty() {
                     break;
                 }
                 delete_keys(&mut wire, rows.into_iter()).await.map_err(|e| self.setup_error("delete", e))?;
                 keys = self.our_keys().await?;
             }
-            delete_keys(&mut wire, std::iter::once(&MARKER_KEY.to_string())).await.map_err(|e| self.setup_error("delete", e))?;
+            delete_keys(&mut wire, std::iter::once(&self.marker_key)).await.map_err(|e| self.setup_error("delete", e))?;
         }
         Ok(())
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn LeaseStore>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl LeaseStore for Memcached {
+    fn place(&self) -> String {
+        format!("key prefix '{}' in memcached at {}", self.prefix, self.address)
+    }
+
+    fn alternatives(&self) -> String {
+        "point the URL at another memcached server, or add --namespace NAME to run side by side under another key prefix".into()
+    }
+
+    async fn read(&self) -> Result<Option<String>> {
+        let mut wire = self.admin().await?;
+        let found = wire.get_multi(std::slice::from_ref(&self.lease_key)).await.map_err(|e| self.setup_error("get", e))?;
+        Ok(found.into_iter().next().map(|(_, value, _)| String::from_utf8_lossy(&value).into_owned()))
+    }
+
+    async fn swap(&self, current: Option<&str>, next: Option<&str>) -> Result<bool> {
+        let mut wire = self.admin().await?;
+        let mut req = Vec::new();
+        match current {
+            None => {
+                // A namespace with foreign items is refused before anything is written.
+                let keys = self.our_keys().await?;
+                self.check_owned(&mut wire, &keys).await?;
+                let Some(next) = next else { return Ok(self.read().await?.is_none()) };
+                push_store(&mut req, "add", &self.lease_key, next.as_bytes(), None);
+            }
+            Some(current) => {
+                wire.send(format!("gets {}\r\n", self.lease_key).as_bytes()).await.map_err(|e| self.setup_error("gets", e))?;
+                let found = wire.values().await.map_err(|e| self.setup_error("gets", e))?;
+                let Some((_, value, Some(cas))) = found.into_iter().next() else { return Ok(false) };
+                if value != current.as_bytes() {
+                    return Ok(false);
+                }
+                match next {
+                    Some(next) => push_store(&mut req, "cas", &self.lease_key, next.as_bytes(), Some(cas)),
+                    // A negative expiry time expires the item at once: a removal only if unchanged.
+                    None => req.extend_from_slice(format!("cas {} 0 -1 1 {cas}\r\n-\r\n", self.lease_key).as_bytes()),
+                }
+            }
+        }
+        wire.send(&req).await.map_err(|e| self.setup_error("lease", e))?;
+        Ok(wire.stored().await.map_err(|e| self.setup_error("lease", e))? == StoreReply::Stored)
     }
 }
 
@@ -802,7 +874,8 @@ mod tests {
 
     #[test]
     fn credentials_in_memcached_urls_are_refused_without_echoing_them() {
-        let err = Memcached::new("m", &TargetUrl::parse("memcached://u:canary@127.0.0.1:1").unwrap()).err().unwrap();
+        let err =
+            Memcached::new("m", &TargetUrl::parse("memcached://u:canary@127.0.0.1:1").unwrap(), &OpenContext::new("/tmp")).err().unwrap();
         assert_eq!(err.exit_code(), 2);
         assert!(!err.to_string().contains("canary"));
     }

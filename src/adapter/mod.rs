@@ -11,9 +11,9 @@
 pub mod cassandra;
 pub mod cli_client;
 pub mod embedded;
+pub mod lease;
 pub mod memcached;
 pub mod mock;
-pub mod monetdbe;
 pub mod mongodb;
 pub mod mysql;
 pub mod nodb;
@@ -132,6 +132,13 @@ pub trait Target: Send + Sync {
     /// Removes everything dbsweep created in this target.
     async fn cleanup(&self) -> Result<()>;
 
+    /// Where this target keeps its run's ownership lease (see [`lease`]); `None` when no
+    /// other run can reach its data (in-process stores, throwaway files, file engines that
+    /// hold a [`lease::FileLease`] from `open` on).
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn lease::LeaseStore>> {
+        None
+    }
+
     /// The memory the engine reports for dbsweep's data (or, where it cannot tell data
     /// apart, for the whole engine), read without changing anything. `None` when the
     /// system has no such figure. Read between runs only, never while ops are timed.
@@ -164,8 +171,20 @@ pub trait Connection: Send {
     }
 }
 
-/// Where embedded engines without an explicit path keep their files.
+/// What every adapter of a run shares.
 #[derive(Debug, Clone)]
 pub struct OpenContext {
+    /// Where embedded engines without an explicit path keep their files.
     pub scratch_dir: PathBuf,
+    /// dbsweep's namespace in shared targets (`--namespace`).
+    pub namespace: lease::Namespace,
+    /// This run, as its leases name it.
+    pub holder: lease::Holder,
+}
+
+impl OpenContext {
+    /// The default namespace and a fresh run identity.
+    pub fn new(scratch_dir: impl Into<PathBuf>) -> Self {
+        OpenContext { scratch_dir: scratch_dir.into(), namespace: lease::Namespace::default(), holder: lease::Holder::this_process() }
+    }
 }

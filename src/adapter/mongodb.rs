@@ -1,8 +1,9 @@
 //! MongoDB adapter on the official `mongodb` driver, for a real MongoDB and for FerretDB
 //! (a MongoDB-wire-protocol server on SQLite or PostgreSQL, what `--spawn ferretdb` runs).
 //!
-//! Mapping: one collection `dbsweep_<table>` per table in one database (`dbsweep` unless
-//! the URL's path names another), one document per row: `{_id: <pk>, <column>: <value>,
+//! Mapping: one collection `dbsweep_<table>` per table in one database (the namespace's
+//! name, `dbsweep` or `dbsweep_NAME` with `--namespace NAME`, unless the URL's path names
+//! another), one document per row: `{_id: <pk>, <column>: <value>,
 //! ...}` with NULL columns left out. The `_id` is the key as a string (as YCSB's MongoDB
 //! binding keeps it), zero-padded to 19 digits so that string order is key order (see
 //! [`key_id`]): FerretDB 1.24 pushes `_id` equality down to its SQLite query only for
@@ -33,9 +34,10 @@
 //! `dbsweep_owner` holds `{_id: "owner", by: "dbsweep"}`; `prepare` refuses with
 //! `Error::NotOwned` when `dbsweep_*` collections exist without it. Only `dbsweep_*`
 //! collections are ever dropped; other collections of the database are left alone, and
-//! there is no `dropDatabase`.
+//! there is no `dropDatabase`. The run's lease record lives in `dbsweep_lease` (see
+//! `lease.rs`), which clearing the database leaves to the lease protocol.
 
-use super::{Capabilities, Connection, EngineMemory, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Connection, EngineMemory, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
 use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
@@ -50,13 +52,16 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
+mod lease;
+
 /// Every collection dbsweep creates starts with this.
 const PREFIX: &str = "dbsweep_";
 /// The marker collection and its one document.
 const MARKER_COLLECTION: &str = "dbsweep_owner";
 const MARKER_ID: &str = "owner";
 const MARKER_BY: &str = "dbsweep";
-const DEFAULT_DATABASE: &str = "dbsweep";
+/// The lease record's collection (see `lease.rs`); never dropped with the tables.
+const LEASE_COLLECTION: &str = "dbsweep_lease";
 /// Documents per `insert_many` when bulk loading.
 const LOAD_CHUNK: usize = 1000;
 /// How long the driver looks for a usable server before an op or a setup step fails.
@@ -78,9 +83,9 @@ pub struct MongoDb {
 }
 
 impl MongoDb {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let host = url.host().unwrap_or("127.0.0.1");
-        let database = url.database().unwrap_or_else(|| DEFAULT_DATABASE.to_string());
+        let database = url.database().filter(|d| !d.is_empty()).unwrap_or_else(|| ctx.namespace.name().to_string());
         if database.contains(['/', '\\', '.', ' ', '"', '$']) {
             return Err(Error::usage(format!(
                 "target '{name}': '{database}' is not a MongoDB database name; use letters, digits, '_' or '-'"
@@ -194,23 +199,33 @@ impl MongoDb {
     async fn check_owned(&self, db: &Database) -> Result<bool> {
         let names = db.list_collection_names().await.map_err(|e| self.setup_error("listCollections", e))?;
         if names.iter().any(|n| n == MARKER_COLLECTION) {
-            let marker = db
-                .collection::<Document>(MARKER_COLLECTION)
-                .find_one(doc! {"_id": MARKER_ID})
+            // One read of the whole (one-document) collection, so a marker another run
+            // writes meanwhile is seen whole or not at all.
+            let read = db.collection::<Document>(MARKER_COLLECTION).find(doc! {}).limit(2).await;
+            let documents: Vec<Document> = read
+                .map_err(|e| self.setup_error("reading the marker", e))?
+                .try_collect()
                 .await
                 .map_err(|e| self.setup_error("reading the marker", e))?;
-            if marker.as_ref().and_then(|m| m.get_str("by").ok()) == Some(MARKER_BY) {
+            if let [marker] = documents.as_slice()
+                && marker.get_str("_id") == Ok(MARKER_ID)
+                && marker.get_str("by") == Ok(MARKER_BY)
+            {
                 return Ok(true);
             }
-            return Err(Error::not_owned(
-                self.name(),
-                format!(
-                    "collection '{MARKER_COLLECTION}' in MongoDB {} was not written by dbsweep; dbsweep will not touch collections it did not create: drop the '{PREFIX}*' collections yourself or name another database in the URL",
-                    self.address
-                ),
-            ));
+            // An empty marker collection is another dbsweep run writing its marker this
+            // instant (the collection shows before its document): not marked yet.
+            if !documents.is_empty() {
+                return Err(Error::not_owned(
+                    self.name(),
+                    format!(
+                        "collection '{MARKER_COLLECTION}' in MongoDB {} was not written by dbsweep; dbsweep will not touch collections it did not create: drop the '{PREFIX}*' collections yourself or name another database in the URL",
+                        self.address
+                    ),
+                ));
+            }
         }
-        match names.iter().find(|n| n.starts_with(PREFIX)) {
+        match names.iter().find(|n| n.starts_with(PREFIX) && *n != LEASE_COLLECTION && *n != MARKER_COLLECTION) {
             Some(name) => Err(Error::not_owned(
                 self.name(),
                 format!(
@@ -222,15 +237,29 @@ impl MongoDb {
         }
     }
 
-    /// Drops dbsweep's collections, the marker last (call only once `check_owned` said yes).
+    /// Drops dbsweep's collections, the marker last and the lease record not at all (call
+    /// only once `check_owned` said yes).
     async fn drop_ours(&self, db: &Database) -> Result<()> {
         let names = db.list_collection_names().await.map_err(|e| self.setup_error("listCollections", e))?;
-        for name in names.iter().filter(|n| n.starts_with(PREFIX) && *n != MARKER_COLLECTION) {
+        for name in names.iter().filter(|n| n.starts_with(PREFIX) && *n != MARKER_COLLECTION && *n != LEASE_COLLECTION) {
             db.collection::<Document>(name).drop().await.map_err(|e| self.setup_error("drop", e))?;
         }
         if names.iter().any(|n| n == MARKER_COLLECTION) {
             db.collection::<Document>(MARKER_COLLECTION).drop().await.map_err(|e| self.setup_error("drop", e))?;
         }
+        Ok(())
+    }
+
+    /// Marks the database's `dbsweep_*` collections as dbsweep's (idempotent).
+    async fn write_marker(&self, db: &Database) -> Result<()> {
+        let marker = db.collection::<Document>(MARKER_COLLECTION);
+        let upsert = || marker.update_one(doc! {"_id": MARKER_ID}, doc! {"$set": {"by": MARKER_BY}}).upsert(true);
+        match upsert().await {
+            // Two upserts at once can both insert; the loser's retry finds the winner's.
+            Err(e) if is_duplicate_key(&e) => upsert().await,
+            other => other,
+        }
+        .map_err(|e| self.setup_error("writing the marker", e))?;
         Ok(())
     }
 
@@ -245,10 +274,11 @@ impl MongoDb {
     }
 }
 
-/// The URL with its password, as the driver needs it (`TargetUrl` shows only the redacted
-/// form).
+/// The URL with its password in the userinfo, as the driver needs it (`TargetUrl` shows
+/// only the redacted form; a `?password=` becomes the userinfo's, the driver knows no such
+/// option).
 fn url_with_password(url: &TargetUrl) -> String {
-    let mut text = url.redacted();
+    let mut text = url.without_password().to_string();
     if let Some(password) = url.password()
         && let Ok(mut parsed) = ::url::Url::parse(&text)
     {
@@ -271,6 +301,12 @@ fn ids(keys: &[i64]) -> Vec<String> {
 
 fn collection_name(table: &TableDef) -> String {
     format!("{PREFIX}{}", table.name)
+}
+
+/// MongoDB's duplicate key error (a unique `_id` already taken).
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    const DUPLICATE_KEY: i32 = 11000;
+    matches!(&*e.kind, ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code == DUPLICATE_KEY)
 }
 
 fn is_connection_error(e: &mongodb::error::Error) -> bool {
@@ -349,10 +385,7 @@ impl Target for MongoDb {
         if self.check_owned(&db).await? {
             self.drop_ours(&db).await?;
         }
-        db.collection::<Document>(MARKER_COLLECTION)
-            .insert_one(doc! {"_id": MARKER_ID, "by": MARKER_BY})
-            .await
-            .map_err(|e| self.setup_error("writing the marker", e))?;
+        self.write_marker(&db).await?;
         for t in tables {
             let name = collection_name(t);
             db.create_collection(&name).await.map_err(|e| self.setup_error("create", e))?;
@@ -423,6 +456,10 @@ impl Target for MongoDb {
             self.drop_ours(&db).await?;
         }
         Ok(())
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        Some(self)
     }
 }
 
@@ -673,11 +710,12 @@ mod tests {
     #[test]
     fn the_password_reaches_the_driver_but_never_the_info() {
         let url = TargetUrl::parse("mongodb://bench:s3cr%40t@127.0.0.1:27017/bench?authSource=admin").unwrap();
-        let target = MongoDb::new("m", &url).unwrap();
+        let ctx = OpenContext::new(std::env::temp_dir());
+        let target = MongoDb::new("m", &url, &ctx).unwrap();
         assert!(target.connection_string.contains("bench:s3cr%40t@"), "{}", target.connection_string);
         assert!(!format!("{:?}", target.info()).contains("s3cr"));
         assert_eq!(target.info().settings["database"], "bench");
-        let err = MongoDb::new("m", &TargetUrl::parse("mongodb://127.0.0.1:1/a.b").unwrap()).err().unwrap();
+        let err = MongoDb::new("m", &TargetUrl::parse("mongodb://127.0.0.1:1/a.b").unwrap(), &ctx).err().unwrap();
         assert_eq!(err.exit_code(), 2);
     }
 }

@@ -1,10 +1,12 @@
 //! MariaDB / MySQL (mysql_async): InnoDB tables with proper types and secondary indexes.
 //!
-//! Owns the database `dbsweep`, marked as dbsweep's by the table `dbsweep.dbsweep_owner`;
-//! it refuses to use a `dbsweep` database without that marker, drops only tables it
-//! created, and drops the database itself only when the marker is the last table left.
-//! Must not touch any other database. Passwords come from the URL or `MYSQL_PWD` and are
-//! never shown.
+//! Owns the namespace's database (`dbsweep`, or `dbsweep_NAME` with `--namespace NAME`),
+//! marked as dbsweep's by its table `dbsweep_owner`; it refuses to use such a database
+//! without that marker, drops only tables it created, and drops the database itself only
+//! when the marker is the last table left. The run's lease record is the one row of its
+//! table `dbsweep_lease` (see [`lease`]). Must not touch any other database. Passwords
+//! come from the URL (userinfo or `?password=`), `MYSQL_PWD` or `~/.my.cnf` (see
+//! [`password`]) and are never shown.
 //!
 //! Statements are the `mariadb` dialect's, prepared in the driver's per-connection
 //! statement cache (keyed by their text, which `sql::SqlConnection`'s cache keeps per
@@ -21,9 +23,9 @@
 
 use super::sql::connection::SqlConnection;
 use super::sql::dialect::{Dialect, SqlTable};
-use super::sql::dialects::{MYSQL, SCHEMA as DATABASE};
+use super::sql::dialects::MYSQL;
 use super::sql::statement::Statement;
-use super::{Capabilities, Connection, Execution, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{OpError, OpKind, QueryId};
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
@@ -34,14 +36,22 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+mod lease;
 pub(crate) mod literal;
+mod mycnf;
 mod session;
 
 use session::{MySession, push_row};
 
 /// The analytic queries MariaDB runs.
 const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
-/// The table whose presence marks `dbsweep` as created by dbsweep.
+/// The password for a MariaDB/MySQL URL: the URL's (userinfo or `?password=`), else
+/// `MYSQL_PWD`, else `~/.my.cnf`'s client groups.
+pub fn password(url: &TargetUrl) -> Option<String> {
+    url.password_or_env("MYSQL_PWD").or_else(mycnf::lookup)
+}
+
+/// The table whose presence marks the namespace's database as created by dbsweep.
 const MARKER: &str = "dbsweep_owner";
 /// Rows per multi-row `INSERT` when bulk loading.
 const LOAD_CHUNK: usize = 1000;
@@ -58,6 +68,8 @@ pub struct MySql {
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
+    /// dbsweep's database: the namespace's name.
+    database: String,
     /// Tables of the last `prepare`, by `TableId`.
     tables: Mutex<Arc<Vec<SqlTable>>>,
 }
@@ -84,6 +96,20 @@ fn requests(max_packet: &str) -> [(&'static str, String); 4] {
     ]
 }
 
+/// What a login refusal with this error code says about the server, with the fix, when it
+/// is the server's state rather than the URL: out of connections, or shutting down.
+fn server_busy(code: u16) -> Option<&'static str> {
+    match code {
+        // ER_CON_COUNT_ERROR
+        1040 => Some("has too many connections; use fewer --clients, or raise max_connections on the server"),
+        // ER_TOO_MANY_USER_CONNECTIONS, ER_USER_LIMIT_REACHED
+        1203 | 1226 => Some("refuses more connections for this user; use fewer --clients, or raise the user's max_user_connections"),
+        // ER_SERVER_SHUTDOWN
+        1053 => Some("is shutting down; wait until it is back up, then run again"),
+        _ => None,
+    }
+}
+
 /// A one-line description of a driver error.
 fn describe(e: &mysql_async::Error) -> String {
     match e {
@@ -93,11 +119,11 @@ fn describe(e: &mysql_async::Error) -> String {
 }
 
 impl MySql {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(3306);
         let user = url.username().unwrap_or_else(|| "root".into());
-        let password = url.password().or_else(|| std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty()));
+        let password = password(url);
         let opts = mysql_async::OptsBuilder::default()
             .ip_or_hostname(host.clone())
             .tcp_port(port)
@@ -125,6 +151,7 @@ impl MySql {
             opts: opts.into(),
             endpoint: format!("{host}:{port}"),
             user,
+            database: ctx.namespace.name().to_string(),
             tables: Mutex::new(Arc::new(Vec::new())),
         })
     }
@@ -146,10 +173,14 @@ impl MySql {
                 return Err(Error::unreachable(
                     name,
                     format!(
-                        "MariaDB/MySQL at {} refused login for user '{}' ({}); put the password in the URL or MYSQL_PWD",
+                        "MariaDB/MySQL at {} refused login for user '{}' ({}); put the password in the URL, MYSQL_PWD or ~/.my.cnf",
                         self.endpoint, self.user, s.message
                     ),
                 ));
+            }
+            Ok(Err(mysql_async::Error::Server(s))) if server_busy(s.code).is_some() => {
+                let why = server_busy(s.code).unwrap_or_default();
+                return Err(Error::runtime(format!("target '{name}': MariaDB/MySQL at {} {why} ({})", self.endpoint, s.message)));
             }
             Ok(Err(e)) => return Err(unreachable(describe(&e))),
             Ok(Ok(conn)) => conn,
@@ -200,24 +231,25 @@ impl MySql {
         conn.query_drop(sql).await.map_err(|e| self.runtime(sql, &e))
     }
 
-    /// Whether database `dbsweep` exists (and is marked); `NotOwned` if it is unmarked.
+    /// Whether dbsweep's database exists (and is marked); `NotOwned` if it is unmarked.
     async fn check_owned(&self, conn: &mut Conn) -> Result<bool> {
+        let database = &self.database;
         let exists: Option<i64> = conn
-            .exec_first("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", (DATABASE,))
+            .exec_first("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", (database,))
             .await
             .map_err(|e| self.runtime("checking database", &e))?;
         if exists.unwrap_or(0) == 0 {
             return Ok(false);
         }
         let marked: Option<i64> = conn
-            .exec_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", (DATABASE, MARKER))
+            .exec_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", (database, MARKER))
             .await
             .map_err(|e| self.runtime("checking database", &e))?;
         if marked.unwrap_or(0) == 0 {
             return Err(Error::not_owned(
                 &self.initial.name,
                 format!(
-                    "database {DATABASE} on {} exists but was not created by dbsweep (no table {DATABASE}.{MARKER}); \
+                    "database {database} on {} exists but was not created by dbsweep (no table {database}.{MARKER}); \
                      drop or rename it, or use another server",
                     self.endpoint
                 ),
@@ -236,14 +268,19 @@ impl MySql {
         }
     }
 
+    /// Creates dbsweep's database with its marker (under the DDL lock).
+    async fn create_database(&self, conn: &mut Conn) -> Result<()> {
+        self.run(conn, &format!("CREATE DATABASE {}", MYSQL.quote(&self.database))).await?;
+        let marker = MYSQL.table_name_in(&self.database, MARKER);
+        self.run(conn, &format!("CREATE TABLE {marker} (note VARCHAR(200)) ENGINE=InnoDB")).await?;
+        self.run(conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')")).await
+    }
+
     async fn prepare_locked(&self, conn: &mut Conn, defs: &[Arc<TableDef>]) -> Result<()> {
         if !self.check_owned(conn).await? {
-            self.run(conn, &format!("CREATE DATABASE {}", MYSQL.quote(DATABASE))).await?;
-            let marker = MYSQL.table_name(MARKER);
-            self.run(conn, &format!("CREATE TABLE {marker} (note VARCHAR(200)) ENGINE=InnoDB")).await?;
-            self.run(conn, &format!("INSERT INTO {marker} VALUES ('created by dbsweep, which drops only tables it created here')")).await?;
+            self.create_database(conn).await?;
         }
-        let tables: Vec<SqlTable> = defs.iter().map(|d| SqlTable::new(&MYSQL, d.clone())).collect();
+        let tables: Vec<SqlTable> = defs.iter().map(|d| SqlTable::in_schema(&MYSQL, d.clone(), &self.database)).collect();
         for t in &tables {
             self.run(conn, &t.drop()).await?;
             for statement in t.create(&MYSQL) {
@@ -266,17 +303,36 @@ impl MySql {
             for t in tables.iter() {
                 self.run(conn, &t.drop()).await?;
             }
-            let left: Vec<String> = conn
-                .exec("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (DATABASE,))
-                .await
-                .map_err(|e| self.runtime("cleanup", &e))?;
-            // The marker is there (checked above) and is the only table left.
-            if left.iter().all(|t| t == MARKER) {
-                self.run(conn, &format!("DROP DATABASE {}", MYSQL.quote(DATABASE))).await?;
-            }
+            self.drop_database_if_empty(conn).await?;
         }
         *self.tables.lock().unwrap() = Arc::new(Vec::new());
         Ok(())
+    }
+
+    /// Drops dbsweep's (marked) database when the marker is the only table left in it.
+    async fn drop_database_if_empty(&self, conn: &mut Conn) -> Result<()> {
+        let left: Vec<String> = conn
+            .exec("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (&self.database,))
+            .await
+            .map_err(|e| self.runtime("cleanup", &e))?;
+        if left.iter().all(|t| t == MARKER) {
+            self.run(conn, &format!("DROP DATABASE {}", MYSQL.quote(&self.database))).await?;
+        }
+        Ok(())
+    }
+
+    /// A connection of its own that holds the server-wide DDL lock; give it back to
+    /// `unlock` when done.
+    async fn locked(&self) -> Result<Conn> {
+        let mut conn = self.open_conn().await?;
+        self.lock(&mut conn).await?;
+        Ok(conn)
+    }
+
+    async fn unlock(conn: Conn) {
+        let mut conn = conn;
+        let _ = conn.query_drop(UNLOCK).await;
+        let _ = conn.disconnect().await;
     }
 
     fn table(&self, def: &TableDef) -> Result<(Arc<Vec<SqlTable>>, usize)> {
@@ -299,11 +355,9 @@ impl Target for MySql {
         if let Some(t) = defs.iter().find(|t| t.name == MARKER) {
             return Err(Error::usage(format!("target '{}': a table may not be named {}", self.initial.name, t.name)));
         }
-        let mut conn = self.open_conn().await?;
-        self.lock(&mut conn).await?;
+        let mut conn = self.locked().await?;
         let result = self.prepare_locked(&mut conn, defs).await;
-        let _ = conn.query_drop(UNLOCK).await;
-        let _ = conn.disconnect().await;
+        Self::unlock(conn).await;
         result
     }
 
@@ -357,11 +411,26 @@ impl Target for MySql {
     }
 
     async fn cleanup(&self) -> Result<()> {
-        let mut conn = self.open_conn().await?;
-        self.lock(&mut conn).await?;
+        let mut conn = self.locked().await?;
         let result = self.cleanup_locked(&mut conn).await;
-        let _ = conn.query_drop(UNLOCK).await;
-        let _ = conn.disconnect().await;
+        Self::unlock(conn).await;
         result
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_or_stopping_servers_are_named_with_the_fix() {
+        assert!(server_busy(1040).unwrap().contains("max_connections"));
+        assert!(server_busy(1226).unwrap().contains("max_user_connections"));
+        assert!(server_busy(1053).unwrap().contains("wait"));
+        assert_eq!(server_busy(1045), None, "a refused login is the URL's to fix");
     }
 }

@@ -18,7 +18,7 @@
 //! The server's version and settings are read by `prepare`; `info()` shows them from then.
 //!
 //! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes
-//! from the URL, else from `REDISCLI_AUTH`. Batches go in one MULTI/EXEC by default (as the
+//! from the URL (userinfo or `?password=`), else from `REDISCLI_AUTH` (see [`password`]). Batches go in one MULTI/EXEC by default (as the
 //! study did) or one plain pipeline with `batch=pipeline`.
 //!
 //! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
@@ -26,11 +26,15 @@
 //! written with HMSET and removed with HCLEAR; there is no engine memory figure. Every op
 //! kind still runs (its Lua scripts are gopher-lua's, run one at a time).
 //!
-//! Safety: only keys under the `dbsweep:` prefix in the URL's DB index are touched, and
-//! only once the marker key `dbsweep:owner` (= "dbsweep") says they are ours. This module
-//! must never send FLUSHDB or FLUSHALL, and must never show the password.
+//! Safety: only keys under the namespace's prefix (`dbsweep:`, or `dbsweep_NAME:` with
+//! `--namespace NAME`) in the URL's DB index are touched, and only once the marker key
+//! `<prefix>owner` (= "dbsweep") says they are ours. The run's lease record is the key
+//! `<prefix>lease` (taken with `SETNX`, renewed and removed by a compare-and-swap Lua
+//! script); clearing the namespace leaves it to the lease protocol. This module must never
+//! send FLUSHDB or FLUSHALL, and must never show the password.
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::lease::LeaseStore;
+use super::{Capabilities, Connection, Execution, OpenContext, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
 use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, TableId, Value};
 use crate::error::{Error, Result};
@@ -47,11 +51,36 @@ mod tpch;
 
 use dialect::Dialect;
 
-/// Every key dbsweep writes starts with this.
-const PREFIX: &str = "dbsweep:";
-/// The marker key that proves the `dbsweep:` keys in this DB are dbsweep's own.
-const MARKER_KEY: &str = "dbsweep:owner";
+/// The marker key (after the namespace's prefix) that proves the prefixed keys in this
+/// DB are dbsweep's own, and its value.
+const MARKER_KEY: &str = "owner";
 const MARKER_VALUE: &str = "dbsweep";
+/// The lease record's key, after the prefix.
+const LEASE_KEY: &str = "lease";
+/// Replaces the lease record KEYS[1] by ARGV[2] ('' = delete it) if it is ARGV[1].
+const LEASE_SWAP_LUA: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
+return 1
+";
+/// The password for a Redis-protocol URL: the URL's (userinfo or `?password=`), else
+/// `REDISCLI_AUTH`.
+pub fn password(url: &TargetUrl) -> Option<String> {
+    url.password_or_env("REDISCLI_AUTH")
+}
+
+/// What a refusal with this error code and text says about the server, with the fix, when
+/// it is the server's state rather than the URL: out of client slots, or loading its data.
+fn server_busy(code: Option<&str>, text: &str) -> Option<&'static str> {
+    if code == Some("LOADING") || text.contains("loading the dataset") {
+        Some("is loading its dataset into memory; wait until it is done, then run again")
+    } else if text.contains("max number of clients") {
+        Some("has reached maxclients; use fewer --clients, or raise maxclients on the server")
+    } else {
+        None
+    }
+}
+
 /// Rows per round trip when bulk loading.
 const LOAD_CHUNK: usize = 1000;
 /// Rows per pipeline of a fetch-all.
@@ -112,8 +141,8 @@ struct TableKeys {
 }
 
 impl TableKeys {
-    fn new(def: &Arc<TableDef>) -> Self {
-        let row_prefix = format!("{PREFIX}{}", def.name);
+    fn new(prefix: &str, def: &Arc<TableDef>) -> Self {
+        let row_prefix = format!("{prefix}{}", def.name);
         let index_sets =
             (0..def.columns.len()).map(|c| def.indexed.contains(&c).then(|| format!("{row_prefix}:idx:{}", def.columns[c].name))).collect();
         TableKeys { def: def.clone(), strings: strings::applies_to(def), pk_set: format!("{row_prefix}:pk"), row_prefix, index_sets }
@@ -134,6 +163,11 @@ pub struct Redis {
     dialect: Dialect,
     /// `host:port/db` for messages (never the password).
     address: String,
+    /// The namespace's key prefix, e.g. `dbsweep:`; every key starts with it.
+    prefix: String,
+    /// `<prefix>owner` and `<prefix>lease`.
+    marker_key: String,
+    lease_key: String,
     batch: BatchMode,
     tables: RwLock<Arc<Vec<TableKeys>>>,
     update_script: Arc<Script>,
@@ -142,12 +176,13 @@ pub struct Redis {
 }
 
 impl Redis {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let dialect = Dialect::from_scheme(url.scheme())
             .ok_or_else(|| Error::usage(format!("target '{name}': '{}:' is not a Redis-protocol URL", url.scheme())))?;
         let label = dialect.label();
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(6379);
+        let prefix = ctx.namespace.key_prefix();
         let db = match url.database() {
             None => 0,
             Some(d) => d
@@ -170,7 +205,7 @@ impl Redis {
         if let Some(user) = url.username() {
             settings = settings.set_username(user);
         }
-        if let Some(password) = url.password().or_else(|| std::env::var("REDISCLI_AUTH").ok().filter(|p| !p.is_empty())) {
+        if let Some(password) = password(url) {
             settings = settings.set_password(password);
         }
         let info = ConnectionAddr::Tcp(host.clone(), port)
@@ -223,6 +258,9 @@ impl Redis {
             client,
             dialect,
             address: format!("{host}:{port}/{db}"),
+            marker_key: format!("{prefix}{MARKER_KEY}"),
+            lease_key: format!("{prefix}{LEASE_KEY}"),
+            prefix,
             batch,
             tables: RwLock::new(Arc::new(Vec::new())),
             update_script: Arc::new(Script::new(UPDATE_LUA)),
@@ -235,10 +273,21 @@ impl Redis {
         &self.base.name
     }
 
-    /// Opens a connection for setup steps; failures are `Error::Unreachable`.
+    /// A run failure naming the server's state and the fix, when `e` says the server is out
+    /// of client slots or still loading its data (not the URL's fault).
+    fn busy_error(&self, e: &redis::RedisError) -> Option<Error> {
+        let why = server_busy(e.code(), &e.to_string())?;
+        Some(Error::runtime(format!("target '{}': {} at {} {why} ({e})", self.name(), self.dialect.label(), self.address)))
+    }
+
+    /// Opens a connection for setup steps; failures are `Error::Unreachable`, or a run
+    /// failure when the server is full or loading.
     async fn admin(&self) -> Result<MultiplexedConnection> {
         let config = AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None);
         let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
+            if let Some(failure) = self.busy_error(&e) {
+                return failure;
+            }
             Error::unreachable(
                 self.name(),
                 format!(
@@ -250,6 +299,9 @@ impl Redis {
         })?;
         // A successful connect can still hide a refused login on some servers: ask once.
         redis::cmd("PING").query_async::<()>(&mut conn).await.map_err(|e| {
+            if let Some(failure) = self.busy_error(&e) {
+                return failure;
+            }
             Error::unreachable(self.name(), format!("{} at {} refused us: {e}; check the password", self.dialect.label(), self.address))
         })?;
         Ok(conn)
@@ -293,22 +345,24 @@ impl Redis {
         let _ = self.probed.set(info);
     }
 
-    /// Deletes every key under our prefix (the marker too), page by page.
+    /// Deletes every key under our prefix (the marker too, not the lease record), page by
+    /// page.
     async fn clear_namespace(&self, conn: &mut MultiplexedConnection) -> Result<()> {
-        self.dialect.delete_all(conn, PREFIX).await.map_err(|e| self.setup_error("clearing the dbsweep: keys", e))
+        self.dialect.delete_all(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("clearing dbsweep's keys", e))
     }
 
-    /// The first key under our prefix, if any.
+    /// The first key under our prefix, if any, besides the lease record.
     async fn any_prefixed_key(&self, conn: &mut MultiplexedConnection) -> Result<Option<String>> {
-        self.dialect.any_key(conn, PREFIX).await.map_err(|e| self.setup_error("listing the dbsweep: keys", e))
+        self.dialect.any_key(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("listing dbsweep's keys", e))
     }
 
-    /// Whether the marker says the `dbsweep:` keys are ours; `Err(NotOwned)` when keys with
+    /// Whether the marker says the prefixed keys are ours; `Err(NotOwned)` when keys with
     /// our prefix exist that dbsweep did not mark.
     async fn check_owned(&self, conn: &mut MultiplexedConnection) -> Result<bool> {
-        let marker: Option<String> = redis::cmd("GET").arg(MARKER_KEY).query_async(conn).await.map_err(|e| {
-            if e.kind() == redis::ErrorKind::UnexpectedReturnType || e.code() == Some("WRONGTYPE") {
-                Error::not_owned(self.name(), format!("key '{MARKER_KEY}' in {} {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index", self.dialect.label(), self.address))
+        let (marker_key, prefix, label) = (&self.marker_key, &self.prefix, self.dialect.label());
+        let marker: Option<String> = redis::cmd("GET").arg(marker_key).query_async(conn).await.map_err(|e| {
+            if is_wrong_type(&e) {
+                Error::not_owned(self.name(), format!("key '{marker_key}' in {label} {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index", self.address))
             } else {
                 self.setup_error("GET", e)
             }
@@ -318,8 +372,7 @@ impl Redis {
             Some(_) => Err(Error::not_owned(
                 self.name(),
                 format!(
-                    "key '{MARKER_KEY}' in {} {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{PREFIX}*' keys yourself or use another DB index",
-                    self.dialect.label(),
+                    "key '{marker_key}' in {label} {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index",
                     self.address
                 ),
             )),
@@ -327,8 +380,7 @@ impl Redis {
                 Some(key) => Err(Error::not_owned(
                     self.name(),
                     format!(
-                        "key '{key}' in {} {} has dbsweep's prefix but no '{MARKER_KEY}' marker, so dbsweep did not create it; delete the '{PREFIX}*' keys yourself or use another DB index",
-                        self.dialect.label(),
+                        "key '{key}' in {label} {} has dbsweep's prefix but no '{marker_key}' marker, so dbsweep did not create it; delete the '{prefix}*' keys yourself or use another DB index",
                         self.address
                     ),
                 )),
@@ -401,6 +453,10 @@ fn describe_mappings(dialect: Dialect, info: &mut TargetInfo, tables: &[Arc<Tabl
 
 fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
     text.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
+}
+
+fn is_wrong_type(e: &RedisError) -> bool {
+    e.kind() == redis::ErrorKind::UnexpectedReturnType || e.code() == Some("WRONGTYPE")
 }
 
 fn is_connection_error(e: &RedisError) -> bool {
@@ -959,11 +1015,16 @@ impl Target for Redis {
         self.probe(&mut conn, tables).await;
         self.check_owned(&mut conn).await?;
         self.clear_namespace(&mut conn).await?;
-        redis::cmd("SET").arg(MARKER_KEY).arg(MARKER_VALUE).query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("SET", e))?;
+        redis::cmd("SET")
+            .arg(&self.marker_key)
+            .arg(MARKER_VALUE)
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| self.setup_error("SET", e))?;
         for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
             script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
         }
-        *self.tables.write().unwrap() = Arc::new(tables.iter().map(TableKeys::new).collect());
+        *self.tables.write().unwrap() = Arc::new(tables.iter().map(|t| TableKeys::new(&self.prefix, t)).collect());
         Ok(())
     }
 
@@ -1070,11 +1131,86 @@ impl Target for Redis {
         }
         Ok(())
     }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn LeaseStore>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl LeaseStore for Redis {
+    fn place(&self) -> String {
+        format!("key prefix '{}' in {} {}", self.prefix, self.dialect.label(), self.address)
+    }
+
+    fn alternatives(&self) -> String {
+        "point the URL at another DB index (redis://host:port/N), or add --namespace NAME to run side by side under another key prefix"
+            .into()
+    }
+
+    async fn read(&self) -> Result<Option<String>> {
+        let mut conn = self.admin().await?;
+        redis::cmd("GET").arg(&self.lease_key).query_async(&mut conn).await.map_err(|e| {
+            if is_wrong_type(&e) {
+                Error::not_owned(
+                    self.name(),
+                    format!(
+                        "key '{}' in {} {} is not a dbsweep lease; delete it yourself or use another DB index",
+                        self.lease_key,
+                        self.dialect.label(),
+                        self.address
+                    ),
+                )
+            } else {
+                self.setup_error("GET", e)
+            }
+        })
+    }
+
+    async fn swap(&self, current: Option<&str>, next: Option<&str>) -> Result<bool> {
+        let mut conn = self.admin().await?;
+        match (current, next) {
+            (None, None) => Ok(self.read().await?.is_none()),
+            (None, Some(next)) => {
+                // A namespace with foreign keys is refused before anything is written.
+                self.check_owned(&mut conn).await?;
+                // SETNX rather than SET ... NX: LedisDB knows only the former.
+                let set: i64 = redis::cmd("SETNX")
+                    .arg(&self.lease_key)
+                    .arg(next)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.setup_error("SETNX", e))?;
+                Ok(set == 1)
+            }
+            (Some(current), next) => {
+                // A plain EVAL, not the script cache's EVALSHA: the lease's calls stay apart
+                // from the measured ops' scripts in the server's command statistics.
+                let swapped: i64 = redis::cmd("EVAL")
+                    .arg(LEASE_SWAP_LUA)
+                    .arg(1)
+                    .arg(&self.lease_key)
+                    .arg(current)
+                    .arg(next.unwrap_or(""))
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| self.setup_error("the lease script", e))?;
+                Ok(swapped == 1)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn full_or_loading_servers_are_named_with_the_fix() {
+        assert!(server_busy(Some("ERR"), "ERR max number of clients reached").unwrap().contains("maxclients"));
+        assert!(server_busy(Some("LOADING"), "LOADING Redis is loading the dataset in memory").unwrap().contains("wait"));
+        assert_eq!(server_busy(Some("WRONGPASS"), "WRONGPASS invalid username-password pair"), None);
+    }
 
     #[test]
     fn decimals_and_dates_round_trip_through_field_text() {
@@ -1093,7 +1229,7 @@ mod tests {
     #[test]
     fn keys_follow_the_study_mapping() {
         let def = crate::data::kv::shared_def();
-        let t = TableKeys::new(&def);
+        let t = TableKeys::new("dbsweep:", &def);
         assert_eq!(t.row_key(17), "dbsweep:kv17");
         assert_eq!(t.pk_set, "dbsweep:kv:pk");
         assert_eq!(t.index_sets[crate::data::kv::GROUP].as_deref(), Some("dbsweep:kv:idx:grp"));
@@ -1103,10 +1239,11 @@ mod tests {
     #[test]
     fn bad_urls_are_usage_errors() {
         for bad in ["redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/0?batch=lots"] {
-            let err = Redis::new("r", &TargetUrl::parse(bad).unwrap()).err().expect(bad);
+            let err = Redis::new("r", &TargetUrl::parse(bad).unwrap(), &OpenContext::new("/tmp")).err().expect(bad);
             assert_eq!(err.exit_code(), 2, "{bad}");
         }
-        let ok = Redis::new("r", &TargetUrl::parse("redis://:pw@127.0.0.1:1/3?batch=pipeline").unwrap()).unwrap();
+        let ok =
+            Redis::new("r", &TargetUrl::parse("redis://:pw@127.0.0.1:1/3?batch=pipeline").unwrap(), &OpenContext::new("/tmp")).unwrap();
         assert_eq!(ok.batch, BatchMode::Pipeline);
         assert_eq!(ok.info().settings["db"], "3");
         assert!(!format!("{:?}", ok.info()).contains("pw@"));

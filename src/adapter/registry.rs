@@ -170,15 +170,15 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "redb" => Ok(Arc::new(redb::Redb::open(name, url, ctx)?)),
         "duckdb" => Ok(Arc::new(duckdb::DuckDb::open(name, url, ctx)?)),
         "monetdb" => Ok(Arc::new(monetdb::MonetDb::open(name, url, ctx)?)),
-        "redis" | "ledis" | "ledisdb" => Ok(Arc::new(redis::Redis::new(name, url)?)),
-        "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url)?)),
-        "postgres" | "postgresql" => Ok(Arc::new(PgWire(postgres::Postgres::new(name, url)?))),
+        "redis" | "ledis" | "ledisdb" => Ok(Arc::new(redis::Redis::new(name, url, ctx)?)),
+        "memcached" => Ok(Arc::new(memcached::Memcached::new(name, url, ctx)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(PgWire(postgres::Postgres::new(name, url, ctx)?))),
         "hyper" => Ok(Arc::new(PgWire(hyper::Hyper::new(name, url, ctx)?))),
-        "h2" => Ok(Arc::new(PgWire(h2::H2::new(name, url)?))),
-        "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url)?)),
-        "mongodb" => Ok(Arc::new(mongodb::MongoDb::new(name, url)?)),
-        "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url)?)),
-        "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url)?)),
+        "h2" => Ok(Arc::new(PgWire(h2::H2::new(name, url, ctx)?))),
+        "cassandra" => Ok(Arc::new(cassandra::Cassandra::new(name, url, ctx)?)),
+        "mongodb" => Ok(Arc::new(mongodb::MongoDb::new(name, url, ctx)?)),
+        "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url, ctx)?)),
+        "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url, ctx)?)),
         other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)
         {
             Some(SystemEntry { unavailable: Some(why), .. }) => {

@@ -1,12 +1,22 @@
 //! Target URLs: parsing, validation, and the password-free form that may be shown.
 //!
-//! Owns the one place where a URL's password is read; everything that prints or saves a
-//! URL uses `redacted()`. Must not open connections.
+//! Owns the one place where a URL's password is read — its userinfo or a password query
+//! parameter (`password=`, `pass=`, `passwd=`, `pwd=`, `auth=`: what the systems' drivers
+//! accept) — and the system's password variable as the fallback; everything that prints
+//! or saves a URL uses `redacted()` (or `redact_text` for text that is not one URL).
+//! Must not open connections.
 
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+
+/// Query parameters that carry a password: honoured for login, never shown.
+const PASSWORD_PARAMS: [&str; 5] = ["password", "pass", "passwd", "pwd", "auth"];
+
+fn is_password_param(key: &str) -> bool {
+    PASSWORD_PARAMS.iter().any(|p| key.eq_ignore_ascii_case(p))
+}
 
 /// A parsed target URL such as `postgres://bench@127.0.0.1:5432/db?layout=hstore`,
 /// `redis://127.0.0.1:6379/3` or `sqlite:/tmp/x.db`.
@@ -56,9 +66,20 @@ impl TargetUrl {
         (!user.is_empty()).then(|| decode(user))
     }
 
-    /// The password from the URL, if any. Never log or save this.
+    /// The password from the URL (its userinfo, else a password query parameter), if any.
+    /// Never log or save this.
     pub fn password(&self) -> Option<String> {
-        self.inner.password().map(decode)
+        self.inner
+            .password()
+            .map(decode)
+            .or_else(|| self.inner.query_pairs().find(|(k, _)| is_password_param(k)).map(|(_, v)| v.into_owned()))
+            .filter(|p| !p.is_empty())
+    }
+
+    /// The password from the URL, else from the environment variable `var` (the system's
+    /// own: `PGPASSWORD`, `MYSQL_PWD`, `REDISCLI_AUTH`), if any. Never log or save this.
+    pub fn password_or_env(&self, var: &str) -> Option<String> {
+        self.password().or_else(|| std::env::var(var).ok().filter(|p| !p.is_empty()))
     }
 
     /// The path without its leading slash for network URLs (a database name or index).
@@ -73,22 +94,52 @@ impl TargetUrl {
         (!path.is_empty()).then(|| PathBuf::from(decode(path)))
     }
 
-    /// Query parameters (`?layout=hstore&batch_mode=pipeline`).
+    /// Query parameters (`?layout=hstore&batch_mode=pipeline`), password parameters left
+    /// out (see `password`).
     pub fn params(&self) -> BTreeMap<String, String> {
-        self.inner.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+        self.inner.query_pairs().filter(|(k, _)| !is_password_param(k)).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
     }
 
     pub fn param(&self, key: &str) -> Option<String> {
+        if is_password_param(key) {
+            return None;
+        }
         self.inner.query_pairs().find(|(k, _)| k == key).map(|(_, v)| v.into_owned())
     }
 
-    /// The URL with the password replaced by `***`; the only form that may be shown.
+    /// The URL with every password (userinfo, password parameters) replaced by `***`; the
+    /// only form that may be shown.
     pub fn redacted(&self) -> String {
         let mut shown = self.inner.clone();
         if shown.password().is_some() {
             let _ = shown.set_password(Some("***"));
         }
+        if shown.query_pairs().any(|(k, _)| is_password_param(&k)) {
+            let pairs: Vec<(String, String)> = shown
+                .query_pairs()
+                .map(|(k, v)| {
+                    let v = if is_password_param(&k) { "***".to_string() } else { v.into_owned() };
+                    (k.into_owned(), v)
+                })
+                .collect();
+            shown.query_pairs_mut().clear().extend_pairs(pairs);
+        }
         shown.to_string()
+    }
+
+    /// The URL without any password (userinfo password and password parameters removed),
+    /// e.g. to hand to a driver that takes the password separately.
+    pub fn without_password(&self) -> TargetUrl {
+        let mut bare = self.inner.clone();
+        let _ = bare.set_password(None);
+        let pairs: Vec<(String, String)> =
+            bare.query_pairs().filter(|(k, _)| !is_password_param(k)).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        if pairs.is_empty() {
+            bare.set_query(None);
+        } else {
+            bare.query_pairs_mut().clear().extend_pairs(pairs);
+        }
+        TargetUrl { inner: bare }
     }
 }
 
@@ -111,9 +162,11 @@ fn decode(s: &str) -> String {
     url::form_urlencoded::parse(format!("x={protected}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
 }
 
-/// Best-effort removal of a password from text that failed to parse as a URL.
+/// Best-effort removal of passwords from text that may hold a URL but is not one (a
+/// command-line argument such as `name=postgres://u:pw@h/db?password=pw`, a URL that
+/// failed to parse): the userinfo password and every password parameter become `***`.
 pub fn redact_text(text: &str) -> String {
-    match (text.find("://"), text.rfind('@')) {
+    let text = match (text.find("://"), text.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let userinfo = &text[scheme_end + 3..at];
             match userinfo.find(':') {
@@ -122,7 +175,22 @@ pub fn redact_text(text: &str) -> String {
             }
         }
         _ => text.to_string(),
-    }
+    };
+    redact_password_params(&text)
+}
+
+/// `…?password=x&a=b` → `…?password=***&a=b`, for every password parameter after `?`.
+fn redact_password_params(text: &str) -> String {
+    let Some(query_start) = text.find('?') else { return text.to_string() };
+    let (head, query) = text.split_at(query_start + 1);
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if is_password_param(&decode(key)) => format!("{key}=***"),
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{head}{}", pairs.join("&"))
 }
 
 #[cfg(test)]
@@ -142,6 +210,33 @@ mod tests {
         let shown = format!("{url} {url:?}");
         assert!(!shown.contains("s3cr"), "{shown}");
         assert!(shown.contains("***"));
+    }
+
+    #[test]
+    fn password_parameters_log_in_but_never_show() {
+        for key in ["password", "pass", "passwd", "pwd", "auth", "PASSWORD"] {
+            let url = TargetUrl::parse(&format!("redis://127.0.0.1:6379/0?batch=pipeline&{key}=Can%26ary&x=1")).unwrap();
+            assert_eq!(url.password().as_deref(), Some("Can&ary"), "{key}");
+            assert_eq!(url.param(key), None);
+            assert!(!url.params().contains_key(key), "{key}");
+            assert_eq!(url.param("batch").as_deref(), Some("pipeline"));
+            let shown = format!("{url} {url:?} {}", url.without_password());
+            assert!(!shown.contains("Can"), "{shown}");
+            assert!(url.redacted().contains(&format!("{key}=***")), "{}", url.redacted());
+            assert_eq!(url.without_password().to_string(), "redis://127.0.0.1:6379/0?batch=pipeline&x=1");
+        }
+        // The userinfo wins over a parameter; an empty password is none.
+        let url = TargetUrl::parse("postgres://u:first@h/db?password=second").unwrap();
+        assert_eq!(url.password().as_deref(), Some("first"));
+        assert_eq!(TargetUrl::parse("postgres://u@h/db?password=").unwrap().password(), None);
+    }
+
+    #[test]
+    fn redact_text_masks_userinfo_and_password_parameters() {
+        let text = redact_text("pg=postgres://u:Canary1@h/db?layout=row&password=Canary2&pass=Canary3");
+        assert_eq!(text, "pg=postgres://u:***@h/db?layout=row&password=***&pass=***");
+        assert_eq!(redact_text("--quick"), "--quick");
+        assert_eq!(redact_text("a?b=c"), "a?b=c");
     }
 
     #[test]

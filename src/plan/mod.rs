@@ -9,6 +9,7 @@
 //! reads YCSB's `-P`/`-p` properties.
 
 use crate::adapter::TargetUrl;
+use crate::adapter::lease::Namespace;
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
@@ -292,6 +293,9 @@ pub struct RunOptions {
     /// Where spawned servers keep their data (e.g. a tmpfs or a disk): `DIR` or
     /// `LABEL=DIR`; several make storage a sweep axis (each server runs once per root).
     pub data_roots: Vec<String>,
+    /// `--namespace NAME`: run in `dbsweep_NAME` instead of `dbsweep`, side by side with
+    /// other runs on the same servers.
+    pub namespace: Option<String>,
     /// `--shard I/N`: run only this shard's work units.
     pub shard: Option<String>,
 }
@@ -333,6 +337,8 @@ pub struct Plan {
     pub cli_clients: bool,
     /// See `StudyFile::lifecycle`.
     pub lifecycle: bool,
+    /// dbsweep's namespace in every shared target.
+    pub namespace: Namespace,
     /// See `StudyFile::spawn_target_options`.
     pub spawn_target_options: BTreeMap<String, String>,
     /// Properties accepted but not honoured (YCSB files and `-p`), one line each.
@@ -374,6 +380,7 @@ impl Plan {
             "method": self.method,
             "cli_clients": self.cli_clients,
             "lifecycle": self.lifecycle,
+            "namespace": self.namespace.name(),
             "spawn_target_options": self.spawn_target_options,
         })
     }

@@ -11,6 +11,7 @@ use super::experiments::{self, ExperimentScope};
 use super::{
     DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard, ycsb,
 };
+use crate::adapter::lease::Namespace;
 use crate::data::{DataSpec, RecordCounts};
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
@@ -64,6 +65,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         cli_clients: study.cli_clients,
         unavailable,
         lifecycle: study.lifecycle,
+        namespace: Namespace::new(opts.namespace.as_deref())?,
         spawn_target_options: study.spawn_target_options,
         warnings,
         shard: None,

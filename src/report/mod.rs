@@ -1,8 +1,8 @@
 //! Results: the saved model (`model`), its exporters (`csv`, `console`, `html`) and the one
 //! place that writes files, atomically.
 //!
-//! Owns the run directory layout: `report.json`, `results.csv`, `report.html`. Must not run
-//! benchmarks.
+//! Owns the run directory layout: `report.json`, `results.csv`, `report.html`, and the
+//! claim on it while a run writes it (`RunDir`). Must not run benchmarks.
 
 pub mod compare;
 pub mod console;
@@ -13,20 +13,104 @@ pub mod model;
 
 use crate::error::{Error, Result};
 use model::Report;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const REPORT_JSON: &str = "report.json";
 pub const RESULTS_CSV: &str = "results.csv";
 pub const REPORT_HTML: &str = "report.html";
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename, so a
-/// reader never sees a half-written file.
+/// reader never sees a half-written file. A full disk says so: `disk full while writing …`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let failed = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::StorageFull || e.kind() == std::io::ErrorKind::QuotaExceeded {
+            Error::runtime(format!("disk full while writing {} ({e})", path.display()))
+        } else {
+            Error::runtime(format!("cannot write {}: {e}", path.display()))
+        }
+    };
     let dir = path.parent().ok_or_else(|| Error::runtime(format!("{} has no parent directory", path.display())))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::runtime(format!("cannot write in {}: {e}", dir.display())))?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(|e| Error::runtime(format!("cannot write {}: {e}", path.display())))?;
-    tmp.persist(path).map_err(|e| Error::runtime(format!("cannot write {}: {e}", path.display())))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(failed)?;
+    tmp.persist(path).map_err(|e| failed(e.error))?;
     Ok(())
+}
+
+/// The directory a run writes, claimed for it at the start: created by it, or found empty
+/// and locked by creating `RunDir::LOCK` in it (`O_EXCL`: of two runs with one `--out`,
+/// exactly one succeeds). Until `keep` is called, dropping it removes the lock and a
+/// directory it created, so a run that fails before writing anything leaves nothing.
+pub struct RunDir {
+    path: PathBuf,
+    created: bool,
+    kept: bool,
+}
+
+impl RunDir {
+    /// The lock file inside a directory a run is writing; removed when the run ends.
+    pub const LOCK: &str = ".dbsweep-run";
+
+    /// Claims `path` for this run, or refuses with a usage error naming the fix.
+    pub fn claim(path: &Path) -> Result<RunDir> {
+        let shown = path.display();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::usage(format!("cannot create output directory {shown}: {e}; choose another --out")))?;
+        }
+        let created = match std::fs::create_dir(path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => false,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::usage(format!("--out {shown} is a file; name a directory")));
+            }
+            Err(e) => return Err(Error::usage(format!("cannot create output directory {shown}: {e}; choose another --out"))),
+        };
+        let mut claimed = RunDir { path: path.to_path_buf(), created, kept: false };
+        let lock = path.join(Self::LOCK);
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
+            Ok(mut file) => {
+                let _ = std::io::Write::write_all(&mut file, format!("pid {}\n", std::process::id()).as_bytes());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                claimed.created = false;
+                let holder = std::fs::read_to_string(&lock).unwrap_or_default();
+                return Err(Error::usage(format!(
+                    "output directory {shown} is being written by another dbsweep run ({}); choose another --out",
+                    holder.trim()
+                )));
+            }
+            Err(e) => return Err(Error::usage(format!("cannot use output directory {shown}: {e}; choose another --out"))),
+        }
+        let others = std::fs::read_dir(path)
+            .map_err(|e| Error::usage(format!("cannot use output directory {shown}: {e}")))?
+            .filter_map(|entry| entry.ok())
+            .any(|entry| entry.file_name() != Self::LOCK);
+        if others {
+            return Err(Error::usage(format!(
+                "output directory {shown} is not empty; choose a new --out (dbsweep never overwrites results)"
+            )));
+        }
+        Ok(claimed)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// From now on the directory stays, whatever happens (it holds results).
+    pub fn keep(&mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path.join(Self::LOCK));
+        if self.created && !self.kept {
+            // Only if empty: never removes anything but what this run made.
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
 }
 
 /// Writes every output of a report into `dir`.

@@ -334,7 +334,7 @@ mod tests {
     /// One run of `op` on a mock with these URL options and 1,000 loaded rows.
     async fn run_on_mock(options: &str, op: ExperimentOp, batch: usize, ops: u64) -> RunMeasurement {
         let url = TargetUrl::parse(&if options.is_empty() { "mock:".to_string() } else { format!("mock:?{options}") }).unwrap();
-        let target = crate::adapter::registry::open("flaky", &url, &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap();
+        let target = crate::adapter::registry::open("flaky", &url, &OpenContext::new(std::env::temp_dir())).unwrap();
         let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
         target.prepare(&dataset.tables).await.unwrap();
         target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();

@@ -17,12 +17,10 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::plan::Plan;
 use crate::report::model::{Flag, PointResult, PointStatus, Report};
-use crate::report::{self};
 use crate::workload::experiment::{Experiment, ExperimentOp, OpStream};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// One phase: its experiment and op stream.
@@ -41,7 +39,7 @@ pub(super) struct Shared<'a> {
 }
 
 /// Runs every record count of a lifecycle study. Returns the reason to stop the whole run
-/// (Ctrl-C), if any; failed targets are recorded in `failed_targets` and skipped after.
+/// (Ctrl-C, SIGTERM, ...), if any; failed targets are recorded in `failed_targets` and skipped after.
 pub(super) async fn run(
     shared: &Shared<'_>,
     phases: &[Phase<'_>],
@@ -104,8 +102,8 @@ pub(super) async fn run(
                 slot.push(base);
             }
             if let Some(reason) = outcome.failure {
-                if shared.ctx.cancel.load(Ordering::Relaxed) {
-                    stop_reason = Some("interrupted by Ctrl-C".to_string());
+                if shared.ctx.cancel.is_stopped() {
+                    stop_reason = Some(shared.ctx.cancel.reason());
                     break;
                 }
                 report.warnings.push(format!("{} / N={records}: {reason}", info.name));
@@ -118,7 +116,9 @@ pub(super) async fn run(
             flag_point(&mut phase_results);
             report.points.extend(phase_results);
         }
-        report::write_all(shared.out_dir, report)?;
+        if !super::save(shared.out_dir, report, &shared.ctx.cancel) {
+            return Ok(Some(shared.ctx.cancel.reason()));
+        }
         if stop_reason.is_some() {
             return Ok(stop_reason);
         }
@@ -191,7 +191,7 @@ async fn run_target(
                 warmup,
                 ops: phase.stream.ops_at(&point),
                 timeout: Duration::from_secs_f64(shared.plan.timeout_secs),
-                cancel: shared.ctx.cancel.clone(),
+                cancel: shared.ctx.cancel.flag(),
                 progress: progress.counter(),
                 rate: None,
                 time_limit: None,
@@ -224,7 +224,7 @@ async fn run_target(
             let sample = m.error_samples.first().cloned().unwrap_or_default();
             state.runs.push(m);
             if !complete {
-                out.failure = Some(if shared.ctx.cancel.load(Ordering::Relaxed) {
+                out.failure = Some(if shared.ctx.cancel.is_stopped() {
                     "interrupted".to_string()
                 } else {
                     format!("{} run {run} stopped early: {sample}", experiment.name)

@@ -6,6 +6,7 @@
 //! NO-DB ceiling comparison, answer comparison, and cleanup. Must not format output; the
 //! report module does.
 
+pub mod cancel;
 pub mod client;
 mod lifecycle;
 pub mod memory;
@@ -14,6 +15,7 @@ pub mod progress;
 pub mod stopping;
 mod verify;
 
+use crate::adapter::lease::{Holder, Leases};
 use crate::adapter::registry;
 use crate::adapter::{OpenContext, Target};
 use crate::base::measurement::RunMeasurement;
@@ -25,12 +27,12 @@ use crate::report::model::{Flag, PointResult, PointStatus, PointSummary, Report,
 use crate::report::{self, environment};
 use crate::stats::{median, merge_summaries};
 use crate::workload::experiment::{ExperimentOp, OpStream};
+pub use cancel::{Cancel, StopCause};
 use client::RunJob;
 use progress::Progress;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// A result is flagged client-bound when it reaches this share of the NO-DB ceiling: the
@@ -41,10 +43,11 @@ pub const CLIENT_BOUND_SHARE: f64 = 0.25;
 pub struct RunContext {
     /// The command line, passwords removed.
     pub command: Vec<String>,
-    /// Set by Ctrl-C; the runner stops at the next op and saves what it has.
-    pub cancel: Arc<AtomicBool>,
-    /// What the run is doing and what stopping it would still clean up (for the Ctrl-C
-    /// message); the runner keeps it current.
+    /// Set by Ctrl-C, SIGTERM or a lost lease; the runner stops at the next op, saves
+    /// what it has and reports the cause.
+    pub cancel: Cancel,
+    /// What the run is doing and what stopping it would still clean up (for the message
+    /// of the first signal); the runner keeps it current.
     pub activity: stopping::Activity,
     pub show_progress: bool,
     /// Default parent of run directories when the plan names none.
@@ -65,69 +68,51 @@ pub struct RunContext {
 pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)> {
     let started = SystemTime::now();
     let shard = plan.shard.as_ref().map(|w| format!("-shard{}of{}", w.shard.index, w.shard.count)).unwrap_or_default();
-    let out_dir = plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}{shard}-{}", plan.study, environment::stamp(started))));
-    check_out_dir(&out_dir)?;
+    let out_path = plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}{shard}-{}", plan.study, environment::stamp(started))));
+    // Claimed first, so a second run with the same --out refuses at once.
+    let mut run_dir = report::RunDir::claim(&out_path)?;
+    let out_dir = run_dir.path().to_path_buf();
 
     let scratch = tempfile::Builder::new()
         .prefix("dbsweep-scratch-")
         .tempdir()
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
-    let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf() };
+    let holder = Holder::this_process();
+    let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf(), namespace: plan.namespace.clone(), holder: holder.clone() };
     let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
     let dataset = Dataset::new(&plan.data, plan.seed);
     let mut progress = Progress::new(ctx.show_progress);
 
-    // Prepare and load every target before creating the run directory: bad input and
-    // unreachable servers fail here and leave nothing behind. Ctrl-C ends the setup at once.
+    // One run at a time per namespace: the leases come before anything is touched, and a
+    // run that finds one held refuses here.
+    let leases = Arc::new(Leases::acquire_all(&targets, &holder).await?);
+    let renewal = {
+        let cancel = ctx.cancel.clone();
+        leases.keep_renewed(move |lost| cancel.stop(StopCause::Failure(format!("{lost}; stopped without touching its data again"))))
+    };
+
+    // Prepare and load every target before writing anything: bad input and unreachable
+    // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
     let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
     let setup = tokio::select! {
-        result = prepare_and_load(&targets, &dataset, &progress, &mut prepared, ctx) => result,
-        () = stopping::stopped(&ctx.cancel) => Ok(()),
+        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, ctx) => result,
+        () = ctx.cancel.stopped() => Ok(()),
     };
-    if ctx.cancel.load(Ordering::Relaxed) {
+    let mut report = new_report(plan, ctx, &targets, started);
+    report.warnings.extend(leases.notes.iter().cloned());
+    if ctx.cancel.is_stopped() {
         progress.finish();
-        cleanup(&prepared, ctx).await;
-        return Err(Error::Interrupted("interrupted while preparing and loading the data; nothing was written".into()));
+        report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data, ctx).await);
+        drop(scratch);
+        run_dir.keep();
+        return finish(report, Some(ctx.cancel.reason()), ctx, &out_dir);
     }
     if let Err(e) = setup {
-        cleanup(&prepared, ctx).await;
+        release_targets(&prepared, &leases, renewal, false, ctx).await;
         return Err(e);
     }
-
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| Error::usage(format!("cannot create output directory {}: {e}; choose another --out", out_dir.display())))?;
-    let mut report = Report {
-        format: "dbsweep-report".into(),
-        format_version: report::model::FORMAT_VERSION,
-        dbsweep_version: env!("CARGO_PKG_VERSION").into(),
-        git_revision: option_env!("DBSWEEP_GIT_REVISION").map(str::to_string),
-        command: ctx.command.clone(),
-        started_at: environment::rfc3339(started),
-        finished_at: None,
-        complete: false,
-        incomplete_reason: Some("running".into()),
-        plan: plan.to_json(),
-        study: plan.study.clone(),
-        seed: plan.seed,
-        environment: environment::probe(),
-        targets: targets
-            .iter()
-            .map(|t| {
-                let mut info = t.info().clone();
-                if let Some(extra) = ctx.extra_settings.get(&info.name) {
-                    info.settings.extend(extra.clone());
-                }
-                info
-            })
-            .collect(),
-        unavailable: ctx.unavailable.clone(),
-        points: Vec::new(),
-        warnings: plan.warnings.clone(),
-        plan_hash: Some(plan.hash.clone()),
-        shard: plan.shard.as_ref().map(|w| w.shard),
-        merged_from: Vec::new(),
-    };
-    report::write_all(&out_dir, &report)?;
+    run_dir.keep();
+    let mut stop_reason: Option<String> = (!save(&out_dir, &report, &ctx.cancel)).then(|| ctx.cancel.reason());
 
     let streams: Vec<Arc<OpStream>> =
         crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
@@ -143,7 +128,6 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         })
         .sum();
     progress.start(total_ops);
-    let mut stop_reason: Option<String> = None;
     let mut failed_targets: BTreeMap<String, String> = BTreeMap::new();
     let mut references = References::default();
 
@@ -158,13 +142,16 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let mut current_round = 0;
     'experiments: for (ri, ei) in schedule {
         let experiment = &plan.experiments[ei];
+        if stop_reason.is_some() {
+            break;
+        }
         if experiment.lifecycle {
             continue;
         }
         if ri != current_round {
             current_round = ri;
-            if ctx.cancel.load(Ordering::Relaxed) {
-                stop_reason = Some("interrupted by Ctrl-C".into());
+            if ctx.cancel.is_stopped() {
+                stop_reason = Some(ctx.cancel.reason());
                 break;
             }
             let records = rounds[ri].unwrap_or(0);
@@ -232,7 +219,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     if let Some(keys) = stream.rows_to_preload(pi, run) {
                         let table = &dataset.tables[stream.table()];
                         if let Err(e) =
-                            target.load(table, stopping::until_stopped(dataset.new_rows(stream.table(), keys), ctx.cancel.clone())).await
+                            target.load(table, stopping::until_stopped(dataset.new_rows(stream.table(), keys), ctx.cancel.flag())).await
                         {
                             failure = Some(format!("loading rows for run {run} failed: {e}"));
                             break;
@@ -247,7 +234,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         warmup: run < experiment.warmup,
                         ops: stream.ops_at(point),
                         timeout: Duration::from_secs_f64(plan.timeout_secs),
-                        cancel: ctx.cancel.clone(),
+                        cancel: ctx.cancel.flag(),
                         progress: progress.counter(),
                         rate: point_rate,
                         time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
@@ -265,7 +252,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     let complete = m.complete;
                     runs.push(m);
                     if !complete {
-                        failure = Some(if ctx.cancel.load(Ordering::Relaxed) {
+                        failure = Some(if ctx.cancel.is_stopped() {
                             "interrupted".to_string()
                         } else {
                             let last = runs.last().and_then(|r| r.error_samples.first().cloned()).unwrap_or_default();
@@ -278,8 +265,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 if let Some(reason) = failure {
                     result.status = PointStatus::Incomplete { reason: reason.clone() };
                     result.flags.push(Flag::Incomplete);
-                    if ctx.cancel.load(Ordering::Relaxed) {
-                        stop_reason = Some("interrupted by Ctrl-C".into());
+                    if ctx.cancel.is_stopped() {
+                        stop_reason = Some(ctx.cancel.reason());
                     } else {
                         report.warnings.push(format!("{} / {}: {reason}", experiment.name, info.name));
                         // A target whose connections failed is not retried for every
@@ -306,7 +293,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 flag_against_reference(&mut results, reference);
             }
             report.points.extend(results);
-            report::write_all(&out_dir, &report)?;
+            if !save(&out_dir, &report, &ctx.cancel) {
+                stop_reason = Some(ctx.cancel.reason());
+            }
             if stop_reason.is_some() {
                 break 'experiments;
             }
@@ -328,12 +317,100 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     }
     progress.finish();
 
-    if ctx.keep_data {
-        targets.iter().for_each(|t| ctx.activity.data_released(&t.info().name));
-    } else {
-        cleanup(&targets, ctx).await;
-    }
+    report.warnings.extend(release_targets(&targets, &leases, renewal, ctx.keep_data, ctx).await);
+    // The scratch directory goes before the last write: on a full disk that frees room.
     drop(scratch);
+    finish(report, stop_reason, ctx, &out_dir)
+}
+
+/// Prepares every target and loads its initial rows; `prepared` collects the targets that
+/// need cleaning up. A stop request ends a load early (its row stream dries up), so even an
+/// engine whose load blocks its thread returns promptly.
+async fn prepare_and_load(
+    targets: &[Arc<dyn Target>],
+    dataset: &Dataset,
+    progress: &mut Progress,
+    prepared: &mut Vec<Arc<dyn Target>>,
+    ctx: &RunContext,
+) -> Result<()> {
+    step(progress, ctx, "generating the data".into());
+    // Off the async threads, so a stop request is answered while it runs.
+    let warm = dataset.clone();
+    tokio::task::spawn_blocking(move || warm.warm_up()).await.map_err(|e| Error::runtime(format!("generating the data failed: {e}")))?;
+    for t in targets {
+        let name = &t.info().name;
+        step(progress, ctx, format!("preparing {name}"));
+        t.prepare(&dataset.tables).await?;
+        if t.info().system != "nodb" {
+            ctx.activity.holds_data(name);
+        }
+        prepared.push(t.clone());
+        for (id, table) in dataset.tables.iter().enumerate() {
+            step(progress, ctx, format!("loading {} into {name}", table.name));
+            let n = dataset.initial_rows(id);
+            let rows = stopping::until_stopped(dataset.initial(id), ctx.cancel.flag());
+            let loaded = t.load(table, rows).await.map_err(|e| lost_while_loading(t.as_ref(), &table.name, e))?;
+            if ctx.cancel.is_stopped() {
+                return Ok(());
+            }
+            if loaded != n {
+                return Err(Error::runtime(format!("{name}: loaded {loaded} of {n} rows into {}", table.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A load failing with `Unreachable` after `prepare` reached the server: the server went
+/// away mid-run, a run failure (exit 1) rather than a URL to fix (exit 2).
+fn lost_while_loading(target: &dyn Target, table: &str, e: Error) -> Error {
+    match e {
+        Error::Unreachable { detail, .. } => Error::runtime(format!(
+            "{}: the server went away while loading {table} (it had answered while preparing): {detail}",
+            target.info().name
+        )),
+        other => other,
+    }
+}
+
+/// The report as it starts: plan, environment and targets, no points yet.
+fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Target>], started: SystemTime) -> Report {
+    Report {
+        format: "dbsweep-report".into(),
+        format_version: report::model::FORMAT_VERSION,
+        dbsweep_version: env!("CARGO_PKG_VERSION").into(),
+        git_revision: option_env!("DBSWEEP_GIT_REVISION").map(str::to_string),
+        command: ctx.command.clone(),
+        started_at: environment::rfc3339(started),
+        finished_at: None,
+        complete: false,
+        incomplete_reason: Some("running".into()),
+        plan: plan.to_json(),
+        study: plan.study.clone(),
+        seed: plan.seed,
+        environment: environment::probe(),
+        targets: targets
+            .iter()
+            .map(|t| {
+                let mut info = t.info().clone();
+                if let Some(extra) = ctx.extra_settings.get(&info.name) {
+                    info.settings.extend(extra.clone());
+                }
+                info
+            })
+            .collect(),
+        unavailable: ctx.unavailable.clone(),
+        points: Vec::new(),
+        warnings: plan.warnings.clone(),
+        plan_hash: Some(plan.hash.clone()),
+        shard: plan.shard.as_ref().map(|w| w.shard),
+        merged_from: Vec::new(),
+    }
+}
+
+/// Writes the finished report (complete, or why not) and turns an early stop into the
+/// error of its cause: Ctrl-C (exit 130), SIGTERM (143), a failure such as a full disk (1).
+fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunContext, out_dir: &Path) -> Result<(Report, PathBuf)> {
     let failed_points = report.points.iter().any(|p| matches!(p.status, PointStatus::Incomplete { .. }));
     report.finished_at = Some(environment::now_rfc3339());
     report.complete = stop_reason.is_none() && !failed_points;
@@ -342,11 +419,77 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         (None, true) => Some("some points did not finish; see warnings".into()),
         (None, false) => None,
     };
-    report::write_all(&out_dir, &report)?;
-    if stop_reason.is_some() {
-        return Err(Error::Interrupted(format!("interrupted; partial results written to {}", out_dir.display())));
+    if let Err(e) = report::write_all(out_dir, &report) {
+        // Most likely a full disk: make room by removing the two files that are rendered
+        // from report.json, and finish report.json itself.
+        let _ = std::fs::remove_file(out_dir.join(report::RESULTS_CSV));
+        let _ = std::fs::remove_file(out_dir.join(report::REPORT_HTML));
+        let reason = report.incomplete_reason.take().unwrap_or_else(|| "finished".into());
+        report.incomplete_reason = Some(format!(
+            "{reason}; then {e}: {} and {} were removed to make room (`dbsweep report {}` renders them again)",
+            report::RESULTS_CSV,
+            report::REPORT_HTML,
+            out_dir.display()
+        ));
+        report.complete = false;
+        // Compact, to need as little room as possible; `dbsweep report` reads it alike.
+        let json = serde_json::to_vec(&report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
+        report::write_atomic(&out_dir.join(report::REPORT_JSON), &json)?;
+        return Err(Error::runtime(format!("{e}; report.json in {} says what was measured", out_dir.display())));
     }
-    Ok((report, out_dir))
+    if stop_reason.is_some() {
+        return Err(ctx.cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(Some(out_dir)));
+    }
+    Ok((report, out_dir.to_path_buf()))
+}
+
+/// Saves the report after a point; a failed write (a full disk) stops the run like a
+/// signal would, so it still ends with cleanup and a finished report where possible.
+fn save(out_dir: &Path, report: &Report, cancel: &Cancel) -> bool {
+    match report::write_all(out_dir, report) {
+        Ok(()) => true,
+        Err(e) => {
+            cancel.stop(StopCause::Failure(e.to_string()));
+            false
+        }
+    }
+}
+
+/// Ends this run's use of its targets: stops renewing the leases, removes what the run
+/// created (unless `keep_data`) wherever its lease is still its own, and gives the leases
+/// back. After a stop request the spawned servers' data is not removed: they are killed
+/// with their directories, data and all. Returns warnings for the report.
+async fn release_targets(
+    targets: &[Arc<dyn Target>],
+    leases: &Leases,
+    renewal: tokio::task::JoinHandle<()>,
+    keep_data: bool,
+    ctx: &RunContext,
+) -> Vec<String> {
+    renewal.abort();
+    let _ = renewal.await;
+    // A last renewal tells whether another run took a namespace over meanwhile.
+    let mut warnings = leases.renew_all().await;
+    let stopping = ctx.cancel.is_stopped();
+    for t in targets {
+        let name = &t.info().name;
+        if keep_data || (stopping && ctx.server_pids.contains_key(name)) {
+            ctx.activity.data_released(name);
+            continue;
+        }
+        if !leases.still_ours(t) {
+            warnings.push(format!("{name}: not cleaned up: another dbsweep run holds its namespace now"));
+        } else {
+            ctx.activity.doing(format!("removing dbsweep's data from {name}"));
+            if let Err(e) = t.cleanup().await {
+                tracing::warn!("cleanup of {name} failed: {e}");
+            }
+        }
+        ctx.activity.data_released(name);
+    }
+    ctx.activity.doing("giving back the run's leases");
+    leases.release_all().await;
+    warnings
 }
 
 /// Deletes `keys` in batches, untimed, so every experiment leaves the data as it found it.
@@ -408,7 +551,7 @@ async fn reload(
 ) {
     for t in targets {
         let name = t.info().name.clone();
-        if failed_targets.contains_key(&name) || ctx.cancel.load(Ordering::Relaxed) {
+        if failed_targets.contains_key(&name) || ctx.cancel.is_stopped() {
             continue;
         }
         let result = async {
@@ -416,8 +559,8 @@ async fn reload(
             for (id, table) in dataset.tables.iter().enumerate() {
                 let n = dataset.initial_rows(id);
                 step(progress, ctx, format!("loading {n} records of {} into {name}", table.name));
-                let loaded = t.load(table, stopping::until_stopped(dataset.initial(id), ctx.cancel.clone())).await?;
-                if ctx.cancel.load(Ordering::Relaxed) {
+                let loaded = t.load(table, stopping::until_stopped(dataset.initial(id), ctx.cancel.flag())).await?;
+                if ctx.cancel.is_stopped() {
                     return Ok(());
                 }
                 if loaded != n {
@@ -461,83 +604,10 @@ fn flag_against_reference(results: &mut [PointResult], reference: &Answer) {
     }
 }
 
-/// Refuses an output directory that already holds files: dbsweep never overwrites them.
-pub(crate) fn check_out_dir(dir: &Path) -> Result<()> {
-    match std::fs::read_dir(dir) {
-        Ok(entries) => match entries.count() {
-            0 => Ok(()),
-            _ => Err(Error::usage(format!(
-                "output directory {} is not empty; choose a new --out (dbsweep never overwrites results)",
-                dir.display()
-            ))),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            Err(Error::usage(format!("--out {} is a file; name a directory", dir.display())))
-        }
-        Err(e) => Err(Error::usage(format!("cannot use output directory {}: {e}", dir.display()))),
-    }
-}
-
-/// Prepares every target and loads its initial rows; `prepared` collects the targets that
-/// need cleaning up. A stop request dries up the row stream, so even an engine whose load
-/// blocks its thread returns promptly.
-async fn prepare_and_load(
-    targets: &[Arc<dyn Target>],
-    dataset: &Dataset,
-    progress: &Progress,
-    prepared: &mut Vec<Arc<dyn Target>>,
-    ctx: &RunContext,
-) -> Result<()> {
-    step(progress, ctx, "generating the data".into());
-    // Off the async threads, so a stop request is answered while it runs.
-    let warm = dataset.clone();
-    tokio::task::spawn_blocking(move || warm.warm_up()).await.map_err(|e| Error::runtime(format!("generating the data failed: {e}")))?;
-    for t in targets {
-        let name = &t.info().name;
-        step(progress, ctx, format!("preparing {name}"));
-        t.prepare(&dataset.tables).await?;
-        if t.info().system != "nodb" {
-            ctx.activity.holds_data(name);
-        }
-        prepared.push(t.clone());
-        for (id, table) in dataset.tables.iter().enumerate() {
-            step(progress, ctx, format!("loading {} into {name}", table.name));
-            let n = dataset.initial_rows(id);
-            let loaded = t.load(table, stopping::until_stopped(dataset.initial(id), ctx.cancel.clone())).await?;
-            if ctx.cancel.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            if loaded != n {
-                return Err(Error::runtime(format!("{name}: loaded {loaded} of {n} rows into {}", table.name)));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Shows a step on the progress line and records it for the Ctrl-C message.
+/// Shows a step on the progress line and records it for the message of a stop.
 pub(super) fn step(progress: &Progress, ctx: &RunContext, what: String) {
     ctx.activity.doing(what.clone());
     progress.message(what);
-}
-
-/// Removes dbsweep's data from every target. After a stop request, spawned servers are
-/// skipped: they are killed with their directories, data and all.
-async fn cleanup(targets: &[Arc<dyn Target>], ctx: &RunContext) {
-    let stopping = ctx.cancel.load(Ordering::Relaxed);
-    for t in targets {
-        let name = &t.info().name;
-        if stopping && ctx.server_pids.contains_key(name) {
-            ctx.activity.data_released(name);
-            continue;
-        }
-        ctx.activity.doing(format!("removing dbsweep's data from {name}"));
-        if let Err(e) = t.cleanup().await {
-            tracing::warn!("cleanup of {name} failed: {e}");
-        }
-        ctx.activity.data_released(name);
-    }
 }
 
 /// Median and spread over the measured runs. A point with a failed or short request in

@@ -1,4 +1,4 @@
-//! Answering a stop request (Ctrl-C) at once in every phase: what the run is doing right
+//! Answering a stop request (Ctrl-C, SIGTERM) at once in every phase: what the run is doing right
 //! now and what stopping it will still do (remove dbsweep's data from the targets that hold
 //! some, kill the spawned servers), so the first Ctrl-C can say so and a second one can
 //! abandon that cleanup; the helpers that let a phase end promptly (a future that resolves
@@ -60,9 +60,9 @@ impl Activity {
         self.with(|s| s.servers.push(server));
     }
 
-    /// What the first Ctrl-C prints: what was interrupted, what stopping still does and
-    /// that a second Ctrl-C abandons it.
-    pub fn stopping_message(&self) -> String {
+    /// What the first signal prints: what was interrupted, what stopping still does and
+    /// that a second signal (`again`: how to send it) abandons it.
+    pub fn stopping_message(&self, again: &str) -> String {
         self.with(|s| {
             let was = if s.doing.is_empty() { String::new() } else { format!(" (was {})", s.doing) };
             let mut steps = Vec::new();
@@ -74,7 +74,7 @@ impl Activity {
             }
             match steps.is_empty() {
                 true => format!("stopping{was}: saving what was measured"),
-                false => format!("stopping{was}: {}; press Ctrl-C again to abandon it", steps.join(", then ")),
+                false => format!("stopping{was}: {}; {again} to abandon it", steps.join(", then ")),
             }
         })
     }
@@ -108,14 +108,14 @@ mod tests {
     #[test]
     fn the_message_names_the_step_the_data_and_the_servers() {
         let a = Activity::default();
-        assert_eq!(a.stopping_message(), "stopping: saving what was measured");
+        assert_eq!(a.stopping_message("press Ctrl-C again"), "stopping: saving what was measured");
         a.doing("loading kv into pg");
         a.holds_data("pg");
         a.holds_data("redis");
         a.holds_data("pg");
         a.server_started("mariadb");
         assert_eq!(
-            a.stopping_message(),
+            a.stopping_message("press Ctrl-C again"),
             "stopping (was loading kv into pg): removing dbsweep's data from pg, redis, then killing the spawned servers \
              (mariadb) and removing their directories; press Ctrl-C again to abandon it"
         );

@@ -293,6 +293,13 @@ impl Server {
         &self.data_dir
     }
 
+    /// The last lines of the server's log when its process has ended on its own (crashed,
+    /// killed) while dbsweep still holds it; `None` while it runs.
+    pub fn died(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        matches!(child.try_wait(), Ok(Some(_))).then(|| log_tail(&self.data_dir.join(LOG_FILE)))
+    }
+
     /// Shuts the server down gracefully (killing its process group if that takes longer
     /// than 30 s), then removes its data directory.
     pub async fn stop(mut self) -> Result<()> {

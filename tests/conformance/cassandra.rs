@@ -15,7 +15,7 @@ fn server_url() -> String {
 
 async fn open(keyspace: &str, params: &str) -> (Arc<dyn Target>, ()) {
     let url = format!("{}/{keyspace}{params}", server_url());
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     let target = registry::open("cassandra", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
@@ -34,3 +34,6 @@ fn drop_table(target_url: String, _victim: i64) -> BoxFuture<'static, ()> {
         session.query_unpaged(format!("DROP TABLE {keyspace}.kv"), ()).await.unwrap();
     })
 }
+// No keyspace in the URL: the namespace's (`dbsweep_lease_check`).
+lease_conformance!(cassandra_lease, |ctx: &OpenContext| registry::open("cassandra", &TargetUrl::parse(&server_url()).unwrap(), ctx)
+    .unwrap());

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 async fn open(url: &str) -> (Arc<dyn Target>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let ctx = OpenContext { scratch_dir: dir.path().to_path_buf() };
+    let ctx = OpenContext::new(dir.path().to_path_buf());
     let target = registry::open("t", &TargetUrl::parse(url).unwrap(), &ctx).unwrap();
     (target, dir)
 }
@@ -76,7 +76,7 @@ use std::path::Path;
 
 /// Opens a target on a user file, as `--target t=<scheme>:/path` would.
 fn open_file(scheme: &str, path: &Path) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() };
+    let ctx = OpenContext::new(path.parent().unwrap().to_path_buf());
     registry::open("t", &TargetUrl::parse(&format!("{scheme}:{}", path.display())).unwrap(), &ctx).unwrap()
 }
 

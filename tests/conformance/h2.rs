@@ -9,7 +9,7 @@ use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::sync::Arc;
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
@@ -22,6 +22,10 @@ async fn make_in(database: &str) -> (Arc<dyn Target>, ()) {
 }
 
 conformance!(h2, make_in("conformance"));
+lease_conformance!(h2_lease, |ctx: &OpenContext| {
+    let url = crate::support::url(ServerKind::H2).replace("/mem:dbsweep", "/mem:lease");
+    registry::open("h2", &TargetUrl::parse(&url).unwrap(), ctx).unwrap()
+});
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_types_and_batches() {

@@ -19,7 +19,7 @@ async fn server() -> Server {
 }
 
 fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 

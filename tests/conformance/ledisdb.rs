@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 async fn open() -> Arc<dyn Target> {
     let url = crate::support::url(dbsweep::servers::ServerKind::LedisDb);
-    let target = registry::open("ledisdb", &TargetUrl::parse(&url).unwrap(), &OpenContext { scratch_dir: std::env::temp_dir() }).unwrap();
+    let target = registry::open("ledisdb", &TargetUrl::parse(&url).unwrap(), &OpenContext::new(std::env::temp_dir())).unwrap();
     assert_eq!(target.info().system, "ledisdb");
     target
 }
@@ -26,3 +26,10 @@ async fn ledisdb() {
     crate::body::check_target(open().await).await;
     crate::body::check_pairs(open().await).await;
 }
+
+// DB index 3, as the Redis lease body uses on its own server.
+lease_conformance!(ledisdb_lease, |ctx: &OpenContext| {
+    let mut url = url::Url::parse(&crate::support::url(dbsweep::servers::ServerKind::LedisDb)).expect("a spawned server's URL");
+    url.set_path("/3");
+    registry::open("ledisdb", &TargetUrl::parse(url.as_str()).unwrap(), ctx).unwrap()
+});

@@ -3,6 +3,8 @@
 
 #[macro_use]
 mod body;
+#[macro_use]
+mod lease;
 #[path = "../support/mod.rs"]
 mod support;
 

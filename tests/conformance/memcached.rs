@@ -10,9 +10,11 @@ fn server_url() -> String {
 }
 
 async fn open() -> (Arc<dyn Target>, ()) {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     let target = registry::open("memcached", &TargetUrl::parse(&server_url()).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
 conformance!(memcached, open());
+lease_conformance!(memcached_lease, |ctx: &OpenContext| registry::open("memcached", &TargetUrl::parse(&server_url()).unwrap(), ctx)
+    .unwrap());

@@ -10,12 +10,13 @@ fn server_url() -> String {
 }
 
 async fn make() -> (Arc<dyn Target>, ()) {
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     let target = registry::open("mariadb", &TargetUrl::parse(&server_url()).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
 conformance!(mariadb, make());
+lease_conformance!(mariadb_lease, |ctx: &OpenContext| registry::open("mariadb", &TargetUrl::parse(&server_url()).unwrap(), ctx).unwrap());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_types_and_batches() {

@@ -11,7 +11,7 @@ fn server_url() -> String {
 
 async fn make(layout: &str) -> (Arc<dyn Target>, ()) {
     let url = format!("{}?layout={layout}", server_url());
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     let target = registry::open(&format!("pg-{layout}"), &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
@@ -19,6 +19,9 @@ async fn make(layout: &str) -> (Arc<dyn Target>, ()) {
 conformance!(pg_row, make("row"));
 conformance!(pg_hstore, make("hstore"));
 conformance!(pg_jsonb, make("jsonb"));
+lease_conformance!(pg_lease, |ctx: &OpenContext| {
+    registry::open("pg", &TargetUrl::parse(&format!("{}?layout=hstore", server_url())).unwrap(), ctx).unwrap()
+});
 
 /// Beyond the shared body: every column type round-trips (MAX decodes to the column's
 /// type, NULLs survive), and batches of every op kind give the counts a loop would.

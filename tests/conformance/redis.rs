@@ -16,10 +16,16 @@ async fn open(db: u32, params: &str) -> (Arc<dyn Target>, ()) {
     let mut url = url::Url::parse(&server_url()).expect("a spawned server's URL");
     url.set_path(&format!("/{db}"));
     let url = format!("{url}{params}");
-    let ctx = OpenContext { scratch_dir: std::env::temp_dir() };
+    let ctx = OpenContext::new(std::env::temp_dir());
     let target = registry::open("redis", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap();
     (target, ())
 }
 
 conformance!(redis_multi, open(1, ""), Fault::Custom(redis_key_set_string));
 conformance!(redis_pipeline, open(2, "?batch=pipeline"), Fault::Custom(redis_key_set_string));
+
+lease_conformance!(redis_lease, |ctx: &OpenContext| {
+    let mut url = url::Url::parse(&server_url()).expect("a spawned server's URL");
+    url.set_path("/3");
+    registry::open("redis", &TargetUrl::parse(url.as_str()).unwrap(), ctx).unwrap()
+});

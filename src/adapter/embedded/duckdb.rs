@@ -47,7 +47,7 @@ fn op_error(e: ::duckdb::Error) -> OpError {
 
 impl DuckDb {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
-        let file = DatabaseFile::of(url, ctx, "duckdb", "dbsweep.duckdb")?;
+        let file = DatabaseFile::of(name, url, ctx, "duckdb", "dbsweep.duckdb")?;
         let base = ::duckdb::Connection::open(&file.path).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open DuckDB file {}: {e}; check the path in the URL", file.path.display()))
         })?;
@@ -191,7 +191,7 @@ mod tests {
 
     fn open_at(path: &Path) -> Embedded<DuckDb> {
         let url = TargetUrl::parse(&format!("duckdb:{}", path.display())).unwrap();
-        DuckDb::open("t", &url, &OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() }).unwrap()
+        DuckDb::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
     }
 
     #[tokio::test]

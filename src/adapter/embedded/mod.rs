@@ -1,4 +1,4 @@
-//! The engines that run inside dbsweep's process: SQLite, DuckDB (SQL) and redb
+//! The engines that run inside dbsweep's process: SQLite, DuckDB, MonetDB (SQL) and redb
 //! (key-value). Their calls block, so each client gets its own OS thread
 //! (`Execution::Blocking`).
 //!

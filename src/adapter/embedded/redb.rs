@@ -6,7 +6,8 @@
 //! the other pure-Rust candidate, has had no stable release in years.
 //!
 //! `redb:` uses a throwaway file in the run's scratch directory; `redb:/path` the user's
-//! file. Layout, all in dbsweep's namespace:
+//! file, locked for the run by a `lease::FileLease` (see `embedded::target`). Layout, all in
+//! dbsweep's namespace:
 //! - `dbsweep:<table>`: primary key (i64) → the row in a compact binary encoding
 //!   (see [`encode_row`]);
 //! - `dbsweep:<table>:idx:<column>`: (column value, primary key) → (), one per indexed
@@ -25,7 +26,9 @@
 //! it back, fix the index. All clients share one `redb::Database` (`Execution::Blocking`);
 //! redb runs one writer at a time and readers concurrently. Must not time anything.
 
-use super::{clip, throwaway_dir};
+use super::clip;
+use super::target::DatabaseFile;
+use crate::adapter::lease::FileLease;
 use crate::adapter::sql::connection::writes;
 use crate::adapter::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, Op, OpError, OpKind, Outcome, RangeAgg};
@@ -60,8 +63,10 @@ pub struct Redb {
     db: Mutex<Option<Arc<Database>>>,
     /// Tables by `TableId`, as given to `prepare`.
     tables: Mutex<Vec<Arc<TableDef>>>,
-    /// The throwaway directory holding the file for `redb:`; dropped last.
+    /// The throwaway directory holding the file for `redb:`.
     scratch: Mutex<Option<tempfile::TempDir>>,
+    /// The lease on a user's file; declared last, so it is dropped after the database.
+    _lease: Option<FileLease>,
 }
 
 /// Names of one dbsweep table's redb tables.
@@ -100,19 +105,14 @@ fn op_error(e: impl Into<::redb::Error>) -> OpError {
 
 impl Redb {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let (path, scratch) = match url.file_path() {
-            Some(path) => (path, None),
-            None => {
-                let dir = throwaway_dir(ctx, "redb")?;
-                (dir.path().join("dbsweep.redb"), Some(dir))
-            }
-        };
+        let file = DatabaseFile::of(name, url, ctx, "redb", "dbsweep.redb")?;
+        let file_settings = file.settings();
+        let DatabaseFile { path, scratch, lease } = file;
         let db = Database::create(&path).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open redb file {}: {e}; check the path in the URL", path.display()))
         })?;
-        let settings = BTreeMap::from([
+        let mut settings = BTreeMap::from([
             ("durability".to_string(), "Durability::Immediate (redb default): fsync at every commit".to_string()),
-            ("file".to_string(), if scratch.is_some() { "throwaway".to_string() } else { path.display().to_string() }),
             ("indexes".to_string(), "one (value, key) -> () table per indexed column, maintained in the same transaction".to_string()),
             ("encoding".to_string(), "dbsweep binary row encoding (tag byte + varint/LE f64/length-prefixed text)".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
@@ -124,6 +124,7 @@ impl Redb {
             ("cache_size".to_string(), "1 GiB (redb default)".to_string()),
             ("bulk_load".to_string(), format!("write transactions of {LOAD_CHUNK} rows, Durability::None, then one Immediate commit")),
         ]);
+        settings.extend(file_settings);
         Ok(Redb {
             info: TargetInfo {
                 name: name.to_string(),
@@ -143,6 +144,7 @@ impl Redb {
             db: Mutex::new(Some(Arc::new(db))),
             tables: Mutex::new(Vec::new()),
             scratch: Mutex::new(scratch),
+            _lease: lease,
         })
     }
 
@@ -678,7 +680,7 @@ mod tests {
     #[tokio::test]
     async fn loads_span_several_transactions() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Redb::open("t", &TargetUrl::parse("redb:").unwrap(), &OpenContext { scratch_dir: dir.path().to_path_buf() }).unwrap();
+        let target = Redb::open("t", &TargetUrl::parse("redb:").unwrap(), &OpenContext::new(dir.path().to_path_buf())).unwrap();
         let def = kv::shared_def();
         target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let n = LOAD_CHUNK as i64 + 1;
@@ -693,7 +695,7 @@ mod tests {
     async fn index_follows_updates_and_deletes() {
         let dir = tempfile::tempdir().unwrap();
         let url = TargetUrl::parse(&format!("redb:{}", dir.path().join("i.redb").display())).unwrap();
-        let target = Redb::open("t", &url, &OpenContext { scratch_dir: dir.path().to_path_buf() }).unwrap();
+        let target = Redb::open("t", &url, &OpenContext::new(dir.path().to_path_buf())).unwrap();
         let def = kv::shared_def();
         target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let g = kv::KvGen::new(1, 100, 8);

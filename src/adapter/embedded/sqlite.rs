@@ -56,7 +56,7 @@ pub struct Sqlite {
 
 impl Sqlite {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
-        let file = DatabaseFile::of(url, ctx, "sqlite", "dbsweep.sqlite")?;
+        let file = DatabaseFile::of(name, url, ctx, "sqlite", "dbsweep.sqlite")?;
         let path = &file.path;
         let synchronous = match url.param("synchronous").map(|v| v.to_ascii_uppercase()).as_deref() {
             None | Some("NORMAL") => "NORMAL",
@@ -256,7 +256,7 @@ mod tests {
 
     fn open_at(path: &Path) -> Embedded<Sqlite> {
         let url = TargetUrl::parse(&format!("sqlite:{}", path.display())).unwrap();
-        Sqlite::open("t", &url, &OpenContext { scratch_dir: path.parent().unwrap().to_path_buf() }).unwrap()
+        Sqlite::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
     }
 
     #[tokio::test]
@@ -301,7 +301,7 @@ mod tests {
     #[test]
     fn synchronous_can_be_chosen_and_is_validated() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = OpenContext { scratch_dir: dir.path().to_path_buf() };
+        let ctx = OpenContext::new(dir.path().to_path_buf());
         let full = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=full").unwrap(), &ctx).unwrap();
         assert_eq!(full.info().settings["synchronous"], "full");
         assert_eq!(full.info().settings["durability"], "fsync at every commit");
@@ -346,7 +346,7 @@ mod tests {
     #[tokio::test]
     async fn throwaway_file_is_removed_by_cleanup() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = OpenContext { scratch_dir: dir.path().join("scratch") };
+        let ctx = OpenContext::new(dir.path().join("scratch"));
         let target = Sqlite::open("t", &TargetUrl::parse("sqlite:").unwrap(), &ctx).unwrap();
         target.prepare(&[kv::shared_def()]).await.unwrap();
         assert!(target.0.file.path.exists());

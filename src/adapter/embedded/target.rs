@@ -4,13 +4,16 @@
 //! tables in a file that may hold other data: tables `dbsweep_<table>`, each registered in
 //! the marker table `dbsweep_owner`; `prepare` replaces only registered tables and refuses
 //! with `NotOwned` a same-named table that is not registered; `cleanup` drops what is
-//! registered (or the whole throwaway file).
+//! registered (or the whole throwaway file). A user's file is leased to one run at a time
+//! (`lease::FileLease` on `<file>.dbsweep-lock`, taken when the target opens, released
+//! after the engine has closed the file): a second run on the same file is refused.
 //!
 //! An engine's target is an `EmbeddedSql` (its file, how a client connects, its bulk-load
 //! path and memory figure); `Embedded` makes it a `Target`. Must not time anything.
 
 use super::session::{EmbeddedSession, Engine};
 use super::{OWNER_TABLE, QUERIES};
+use crate::adapter::lease::FileLease;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::{Capabilities, Connection, EngineMemory, Execution, OpenContext, Target, TargetInfo, TargetUrl};
@@ -27,17 +30,22 @@ pub struct DatabaseFile {
     pub path: PathBuf,
     /// The throwaway directory holding the file when the URL names none; dropped last.
     pub scratch: Option<tempfile::TempDir>,
+    /// The lease on a user's file; hold it until the engine has closed the file.
+    pub lease: Option<FileLease>,
 }
 
 impl DatabaseFile {
-    /// The URL's file, or `file_name` in a new throwaway directory of the run's scratch
-    /// directory.
-    pub fn of(url: &TargetUrl, ctx: &OpenContext, system: &str, file_name: &str) -> Result<Self> {
+    /// The URL's file, leased to this run (target `name`) or refused while another run holds
+    /// it; or `file_name` in a new throwaway directory of the run's scratch directory.
+    pub fn of(name: &str, url: &TargetUrl, ctx: &OpenContext, system: &str, file_name: &str) -> Result<Self> {
         Ok(match url.file_path() {
-            Some(path) => DatabaseFile { path, scratch: None },
+            Some(path) => {
+                let lease = FileLease::acquire(name, &path, &ctx.holder)?;
+                DatabaseFile { path, scratch: None, lease: Some(lease) }
+            }
             None => {
                 let dir = throwaway_dir(ctx, system)?;
-                DatabaseFile { path: dir.path().join(file_name), scratch: Some(dir) }
+                DatabaseFile { path: dir.path().join(file_name), scratch: Some(dir), lease: None }
             }
         })
     }
@@ -46,9 +54,12 @@ impl DatabaseFile {
         self.scratch.is_some()
     }
 
-    /// The `file` setting: `throwaway` or the user's path.
-    pub fn setting(&self) -> String {
-        if self.is_throwaway() { "throwaway".to_string() } else { self.path.display().to_string() }
+    /// The `file` setting (`throwaway` or the user's path), and `lease` when a gone run's
+    /// lock on the file was taken over.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let file = if self.is_throwaway() { "throwaway".to_string() } else { self.path.display().to_string() };
+        let took_over = self.lease.as_ref().and_then(|l| l.took_over.clone());
+        std::iter::once(("file".to_string(), file)).chain(took_over.map(|note| ("lease".to_string(), note))).collect()
     }
 }
 
@@ -60,7 +71,7 @@ pub fn throwaway_dir(ctx: &OpenContext, system: &str) -> Result<tempfile::TempDi
 }
 
 /// The description of an embedded SQL target: every op, the embedded queries, batches in
-/// one transaction, secondary indexes; `settings` gains `file`.
+/// one transaction, secondary indexes; `settings` gains `file` (and `lease`).
 pub fn sql_target_info(
     name: &str,
     url: &TargetUrl,
@@ -69,7 +80,7 @@ pub fn sql_target_info(
     file: &DatabaseFile,
     mut settings: BTreeMap<String, String>,
 ) -> TargetInfo {
-    settings.insert("file".to_string(), file.setting());
+    settings.extend(file.settings());
     TargetInfo {
         name: name.to_string(),
         system: system.to_string(),
@@ -92,6 +103,8 @@ pub struct EmbeddedFile<E> {
     /// Tables by `TableId`, as given to `prepare`.
     tables: Mutex<Vec<Arc<TableDef>>>,
     scratch: Mutex<Option<tempfile::TempDir>>,
+    /// The lease on a user's file; declared last, so it is dropped after the connection.
+    _lease: Option<FileLease>,
 }
 
 impl<E: Engine> EmbeddedFile<E> {
@@ -103,6 +116,7 @@ impl<E: Engine> EmbeddedFile<E> {
             admin: Mutex::new(Some(admin)),
             tables: Mutex::new(Vec::new()),
             scratch: Mutex::new(file.scratch),
+            _lease: file.lease,
         }
     }
 

@@ -1,11 +1,13 @@
 //! H2 over its PostgreSQL-protocol server (tokio-postgres), as a member of the PostgreSQL
 //! adapter family: `h2://sa@127.0.0.1:5435/mem:dbsweep`.
 //!
-//! Owns the `dbsweep` schema in the database the URL names, marked like PostgreSQL's by
-//! the schema comment `dbsweep-owned` (H2 keeps it in `INFORMATION_SCHEMA.SCHEMATA.REMARKS`);
-//! a `dbsweep` schema without it is refused with `NotOwned`. Tables are one typed column
-//! per attribute, named as in `pg-row`; `cleanup` drops them, and the schema when it is
-//! empty. Must not touch any other schema. The URL's database is passed to H2 verbatim
+//! Owns the namespace's schema (`dbsweep`, or `dbsweep_NAME` with `--namespace NAME`) in
+//! the database the URL names, marked like PostgreSQL's by the schema comment
+//! `dbsweep-owned` (H2 keeps it in `INFORMATION_SCHEMA.SCHEMATA.REMARKS`); such a schema
+//! without it is refused with `NotOwned`. Tables are one typed column per attribute, named
+//! as in `pg-row`; `cleanup` drops them, and the schema when it is empty. The run's lease
+//! record is a row of `<schema>.dbsweep_lease` (see `pgwire::lease`). Must not touch any
+//! other schema. The URL's database is passed to H2 verbatim
 //! (its PG server opens `jdbc:h2:NAME`): `mem:NAME` is an in-memory database, to which the
 //! adapter adds `;DB_CLOSE_DELAY=-1` (else H2 drops it when the last session closes,
 //! i.e. between `prepare` and `load`). Defaults: port 5435 (H2's), user `sa`, empty
@@ -61,10 +63,11 @@
 use super::encode::{Param, Wire, pg_type};
 use super::session::QUERIES;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, describe, drive};
+use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::dialect::Dialect;
-use crate::adapter::sql::dialects::{H2_SQL, Layout, SCHEMA, quote_literal};
+use crate::adapter::sql::dialects::{H2_SQL, Layout, quote_literal};
 use crate::adapter::sql::statement::Statement;
-use crate::adapter::{Capabilities, EngineMemory, Execution, TargetInfo, TargetUrl};
+use crate::adapter::{Capabilities, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
@@ -105,6 +108,12 @@ pub struct H2 {
     port: u16,
 }
 
+impl H2 {
+    pub(super) fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+}
+
 /// The database name sent to H2: an in-memory database is kept until the server stops.
 fn database_name(database: &str) -> String {
     let lower = database.to_ascii_lowercase();
@@ -116,7 +125,7 @@ fn database_name(database: &str) -> String {
 }
 
 impl H2 {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(DEFAULT_PORT);
         let user = url.username().unwrap_or_else(|| DEFAULT_USER.into());
@@ -163,6 +172,7 @@ impl H2 {
                     settings,
                 },
                 &FLAVOR,
+                ctx.namespace.name(),
             ),
             config,
             endpoint: format!("{host}:{port}"),
@@ -198,13 +208,13 @@ impl H2 {
         Ok(info)
     }
 
-    /// Whether `dbsweep` exists and carries the marker: `None` = absent.
-    async fn schema_owned(&self, client: &Client) -> Result<Option<bool>> {
+    /// Whether dbsweep's schema exists and carries the marker: `None` = absent.
+    pub(super) async fn schema_owned(&self, client: &Client) -> Result<Option<bool>> {
         // An INT answer: H2 cannot send text (or booleans) in binary.
         let sql = format!(
             "SELECT CASE WHEN REMARKS = {} THEN 1 ELSE 0 END FROM INFORMATION_SCHEMA.SCHEMATA WHERE SCHEMA_NAME = {}",
             quote_literal(MARKER),
-            quote_literal(SCHEMA)
+            quote_literal(self.pg.schema())
         );
         let rows = client.query(&sql, &[]).await.map_err(|e| self.pg.runtime("checking schema", &e))?;
         match rows.first() {
@@ -213,34 +223,56 @@ impl H2 {
         }
     }
 
-    fn not_owned(&self) -> Error {
+    pub(super) fn not_owned(&self) -> Error {
         Error::not_owned(
             self.pg.name(),
             format!(
-                "schema {SCHEMA} in H2 at {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
+                "schema {} in H2 at {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                  drop or rename it, or point the target at another database",
+                self.pg.schema(),
                 self.endpoint
             ),
         )
     }
 
     /// Creates the marked schema, or checks the marker of an existing one.
-    async fn ensure_schema(&self, client: &Client) -> Result<()> {
-        match self.schema_owned(client).await? {
-            Some(true) => return Ok(()),
-            Some(false) => return Err(self.not_owned()),
-            None => {}
+    pub(super) async fn ensure_schema(&self, client: &Client) -> Result<()> {
+        // No advisory lock in H2: another dbsweep session may be creating the schema right
+        // now. Its CREATE and COMMENT are two statements, so an unmarked schema gets a
+        // moment to show the marker before it counts as someone else's; a CREATE that
+        // fails means someone else created it first, and the marker decides.
+        let schema = H2_SQL.quote(self.pg.schema());
+        for _ in 0..40 {
+            match self.schema_owned(client).await? {
+                Some(true) => return Ok(()),
+                Some(false) => {}
+                None => {
+                    if client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.is_ok() {
+                        let comment = format!("COMMENT ON SCHEMA {schema} IS {}", quote_literal(MARKER));
+                        return client.batch_execute(&comment).await.map_err(|e| self.pg.runtime(&comment, &e));
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        // No advisory lock in H2: if another session created the schema since we looked,
-        // CREATE fails and its marker decides.
-        if client.batch_execute(&format!("CREATE SCHEMA {}", H2_SQL.quote(SCHEMA))).await.is_err() {
-            return match self.schema_owned(client).await? {
-                Some(true) => Ok(()),
-                _ => Err(self.not_owned()),
-            };
+        Err(self.not_owned())
+    }
+
+    /// Drops dbsweep's (marked) schema when no table is left in it.
+    pub(super) async fn drop_schema_if_empty(&self, client: &Client) -> Result<()> {
+        let schema = self.pg.schema();
+        let left: i64 = client
+            .query_one(&format!("SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = {}", quote_literal(schema)), &[])
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| self.pg.runtime("cleanup", &e))?;
+        if left == 0 {
+            // RESTRICT: fails (and the schema stays) if anything was put in it meanwhile.
+            if let Err(e) = client.batch_execute(&format!("DROP SCHEMA {} RESTRICT", H2_SQL.quote(schema))).await {
+                tracing::info!("keeping schema {schema}: {}", describe(&e));
+            }
         }
-        let comment = format!("COMMENT ON SCHEMA {} IS {}", H2_SQL.quote(SCHEMA), quote_literal(MARKER));
-        client.batch_execute(&comment).await.map_err(|e| self.pg.runtime(&comment, &e))
+        Ok(())
     }
 }
 
@@ -316,7 +348,7 @@ impl tokio::io::AsyncWrite for QuickAck {
 }
 
 /// The first column of the first row a simple (text-protocol) query returns.
-async fn first_cell(client: &Client, sql: &str) -> std::result::Result<Option<String>, tokio_postgres::Error> {
+pub(super) async fn first_cell(client: &Client, sql: &str) -> std::result::Result<Option<String>, tokio_postgres::Error> {
     let messages = client.simple_query(sql).await?;
     Ok(messages
         .iter()
@@ -407,6 +439,10 @@ impl PgServer for H2 {
         Ok(loaded)
     }
 
+    fn lease_store(&self) -> Option<&dyn LeaseStore> {
+        Some(self)
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let client = self.session().await?;
         if self.schema_owned(&client).await? != Some(true) {
@@ -419,17 +455,7 @@ impl PgServer for H2 {
             let sql = t.drop();
             client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e))?;
         }
-        let left: i64 = client
-            .query_one(&format!("SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = {}", quote_literal(SCHEMA)), &[])
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(|e| self.pg.runtime("cleanup", &e))?;
-        if left == 0 {
-            // RESTRICT: fails (and the schema stays) if anything was put in it meanwhile.
-            if let Err(e) = client.batch_execute(&format!("DROP SCHEMA {} RESTRICT", H2_SQL.quote(SCHEMA))).await {
-                tracing::info!("keeping schema {SCHEMA}: {}", describe(&e));
-            }
-        }
+        self.drop_schema_if_empty(&client).await?;
         self.pg.set_tables(Vec::new());
         Ok(())
     }
@@ -462,7 +488,7 @@ mod tests {
 
     #[test]
     fn urls_default_to_sa_on_h2s_port() {
-        let h = H2::new("h", &TargetUrl::parse("h2://127.0.0.1").unwrap()).unwrap();
+        let h = H2::new("h", &TargetUrl::parse("h2://127.0.0.1").unwrap(), &OpenContext::new("/tmp")).unwrap();
         assert_eq!(h.endpoint, "127.0.0.1:5435");
         assert_eq!(h.config.get_user(), Some("sa"));
         assert_eq!(h.config.get_dbname(), Some("mem:dbsweep;DB_CLOSE_DELAY=-1"));

@@ -117,6 +117,7 @@ impl Hyper {
                     settings,
                 },
                 &FLAVOR,
+                SCHEMA,
             ),
             path,
             admin,
@@ -289,7 +290,7 @@ mod tests {
 
     #[test]
     fn urls_name_the_database_file() {
-        let ctx = OpenContext { scratch_dir: PathBuf::from("/scratch") };
+        let ctx = OpenContext::new(PathBuf::from("/scratch"));
         let url = TargetUrl::parse("hyper://tableau_internal_user@127.0.0.1:7000/tmp/x/db.hyper").unwrap();
         let h = Hyper::new("h", &url, &ctx).unwrap();
         assert_eq!(h.path, "/tmp/x/db.hyper");

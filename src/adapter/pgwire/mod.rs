@@ -5,15 +5,18 @@
 //! (its dialect, whether parameters are typed, how a batch commits, how query answers
 //! travel) and a `Target` of its own for what differs outside a session: the namespace and
 //! its ownership marker, DDL, the bulk-load path (`copy_in` where the engine has COPY).
-//! Values are encoded by `encode`. Must not time anything.
+//! Values are encoded by `encode`; the run's lease record (PostgreSQL, H2) by `lease`.
+//! Must not time anything.
 
 pub mod encode;
 pub mod h2;
 pub mod hyper;
+mod lease;
 mod pgpass;
 pub mod postgres;
 pub mod session;
 
+use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::Layout;
@@ -72,13 +75,20 @@ pub struct PgTarget {
     /// The full description, set once at the first successful connection.
     described: OnceLock<TargetInfo>,
     pub flavor: &'static Flavor,
+    /// The schema that holds dbsweep's tables: the namespace's name.
+    schema: String,
     /// Tables of the last `prepare`, by `TableId`.
     tables: Mutex<Arc<Vec<SqlTable>>>,
 }
 
 impl PgTarget {
-    pub fn new(initial: TargetInfo, flavor: &'static Flavor) -> Self {
-        PgTarget { initial, described: OnceLock::new(), flavor, tables: Mutex::new(Arc::new(Vec::new())) }
+    /// A target whose tables live in `schema` (see `lease::Namespace`).
+    pub fn new(initial: TargetInfo, flavor: &'static Flavor, schema: &str) -> Self {
+        PgTarget { initial, described: OnceLock::new(), flavor, schema: schema.to_string(), tables: Mutex::new(Arc::new(Vec::new())) }
+    }
+
+    pub fn schema(&self) -> &str {
+        &self.schema
     }
 
     pub fn name(&self) -> &str {
@@ -109,7 +119,7 @@ impl PgTarget {
     /// Drops (if there) and creates each table with its indexes; returns them for
     /// `set_tables` once the whole `prepare` succeeded.
     pub async fn create_tables(&self, client: &Client, defs: &[Arc<TableDef>]) -> Result<Vec<SqlTable>> {
-        let tables: Vec<SqlTable> = defs.iter().map(|def| SqlTable::new(self.dialect(), def.clone())).collect();
+        let tables: Vec<SqlTable> = defs.iter().map(|def| SqlTable::in_schema(self.dialect(), def.clone(), &self.schema)).collect();
         for table in &tables {
             for sql in std::iter::once(table.drop()).chain(table.create(self.dialect())) {
                 client.batch_execute(&sql).await.map_err(|e| self.runtime(&sql, &e))?;
@@ -186,13 +196,18 @@ pub trait PgServer: Send + Sync {
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
         Ok(None)
     }
+    /// Where the run's lease record lives (see `lease`); `None` when no other run can reach
+    /// this target's data.
+    fn lease_store(&self) -> Option<&dyn LeaseStore> {
+        None
+    }
 }
 
 /// The `Target` of a PostgreSQL-protocol engine.
 pub struct PgWire<S>(pub S);
 
 #[async_trait]
-impl<S: PgServer> Target for PgWire<S> {
+impl<S: PgServer + 'static> Target for PgWire<S> {
     fn info(&self) -> &TargetInfo {
         self.0.pg().info()
     }
@@ -221,6 +236,10 @@ impl<S: PgServer> Target for PgWire<S> {
 
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
         self.0.engine_memory().await
+    }
+
+    fn lease(self: Arc<Self>) -> Option<Arc<dyn LeaseStore>> {
+        self.0.lease_store().is_some().then_some(self as Arc<dyn LeaseStore>)
     }
 }
 

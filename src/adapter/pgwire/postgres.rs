@@ -2,18 +2,21 @@
 //! `pg-hstore` and `pg-jsonb` (`(pk, document)` key-value tables), chosen with
 //! `?layout=row|hstore|jsonb`.
 //!
-//! Owns the `dbsweep` schema: it is created with the comment `dbsweep-owned` and used only
-//! when that marker is present; tables are named `<table>`, `<table>_hstore` and
-//! `<table>_jsonb` so the three layouts share one server. It must not touch any other
-//! schema, and never drops a schema or table it did not create. Passwords come from the
-//! URL, `PGPASSWORD` or `~/.pgpass` and are never shown.
+//! Owns the namespace's schema (`dbsweep`, or `dbsweep_NAME` with `--namespace NAME`): it
+//! is created with the comment `dbsweep-owned` and used only when that marker is present;
+//! tables are named `<table>`, `<table>_hstore` and `<table>_jsonb` so the three layouts
+//! share one server. The run's lease record is the one row of `<schema>.dbsweep_lease`
+//! (see `pgwire::lease`). It must not touch any other schema, and never drops a schema or
+//! table it did not create. Passwords come from the URL (userinfo or `?password=`),
+//! `PGPASSWORD` or `~/.pgpass` and are never shown.
 
 use super::encode::Wire;
 use super::session::QUERIES;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive, pgpass};
+use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
-use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, SCHEMA, quote_literal};
-use crate::adapter::{Capabilities, EngineMemory, Execution, TargetInfo, TargetUrl};
+use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, quote_literal};
+use crate::adapter::{Capabilities, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
@@ -21,6 +24,7 @@ use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
 /// The three layouts' sessions: PostgreSQL aborts a transaction at its first error, so a
@@ -67,7 +71,7 @@ fn system(layout: Layout) -> &'static str {
 
 /// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
 /// different layouts can prepare and clean up concurrently.
-const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
+pub(super) const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
 
 pub struct Postgres {
     /// Description, flavor and prepared tables.
@@ -78,12 +82,13 @@ pub struct Postgres {
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
+    pub(super) database: String,
     /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
     hstore_schema: Mutex<Option<String>>,
 }
 
 impl Postgres {
-    pub fn new(name: &str, url: &TargetUrl) -> Result<Self> {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let layout_text = url.param("layout").unwrap_or_else(|| "row".into());
         let layout = Layout::parse(&layout_text).ok_or_else(|| {
             Error::usage(format!("target '{name}': unknown layout '{layout_text}'; use ?layout=row, ?layout=hstore or ?layout=jsonb"))
@@ -92,10 +97,7 @@ impl Postgres {
         let port = url.port().unwrap_or(5432);
         let user = url.username().or_else(|| std::env::var("PGUSER").ok()).unwrap_or_else(|| "postgres".into());
         let database = url.database().unwrap_or_else(|| user.clone());
-        let password = url
-            .password()
-            .or_else(|| std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()))
-            .or_else(|| pgpass::lookup(&host, port, &database, &user));
+        let password = url.password_or_env("PGPASSWORD").or_else(|| pgpass::lookup(&host, port, &database, &user));
         let mut config = tokio_postgres::Config::new();
         config.host(&host).port(port).user(&user).dbname(&database).application_name("dbsweep").connect_timeout(Duration::from_secs(5));
         if let Some(p) = password {
@@ -119,43 +121,64 @@ impl Postgres {
                     settings,
                 },
                 flavor(layout),
+                ctx.namespace.name(),
             ),
             layout,
             config,
             endpoint: format!("{host}:{port}"),
             user,
+            database,
             hstore_schema: Mutex::new(None),
         })
     }
 
     /// Opens one session and spawns its connection driver. Failures are `Unreachable`
     /// with the fix in the message.
-    async fn open_client(&self) -> Result<Client> {
-        let name = self.pg.name();
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            let detail = match e.as_db_error() {
-                Some(db) if db.code().code().starts_with("28") => format!(
-                    "PostgreSQL at {} refused login for user '{}' ({}); put the password in the URL, PGPASSWORD or ~/.pgpass",
-                    self.endpoint,
-                    self.user,
-                    db.message()
-                ),
-                Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
-                None if e.to_string().contains("password") || describe(&e).contains("password missing") => format!(
-                    "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
-                    self.endpoint, self.user
-                ),
-                None => format!(
-                    "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
-                    self.endpoint,
-                    describe(&e)
-                ),
-            };
-            Error::unreachable(name, detail)
-        })?;
+    pub(super) async fn open_client(&self) -> Result<Client> {
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| self.connect_error(&e))?;
         drive(connection);
         self.pg.describe_once(|| self.describe(&client)).await?;
         Ok(client)
+    }
+
+    /// What a failed connect means, with the fix: a refused login or an unreachable server
+    /// is the user's to fix (`Unreachable`, exit 2); a server out of connection slots or
+    /// not accepting connections yet is a run failure (exit 1).
+    fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
+        let name = self.pg.name();
+        let detail = match e.as_db_error() {
+            Some(db) if *db.code() == SqlState::TOO_MANY_CONNECTIONS => {
+                return Error::runtime(format!(
+                    "target '{name}': PostgreSQL at {} has too many clients ({}); use fewer --clients, or raise max_connections (or the role's CONNECTION LIMIT) on the server",
+                    self.endpoint,
+                    db.message()
+                ));
+            }
+            Some(db) if *db.code() == SqlState::CANNOT_CONNECT_NOW => {
+                return Error::runtime(format!(
+                    "target '{name}': PostgreSQL at {} does not accept connections now ({}: it is starting up, shutting down or in recovery mode); wait until it is up, then run again",
+                    self.endpoint,
+                    db.message()
+                ));
+            }
+            Some(db) if db.code().code().starts_with("28") => format!(
+                "PostgreSQL at {} refused login for user '{}' ({}); put the password in the URL, PGPASSWORD or ~/.pgpass",
+                self.endpoint,
+                self.user,
+                db.message()
+            ),
+            Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
+            None if e.to_string().contains("password") || describe(e).contains("password missing") => format!(
+                "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
+                self.endpoint, self.user
+            ),
+            None => format!(
+                "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
+                self.endpoint,
+                describe(e)
+            ),
+        };
+        Error::unreachable(name, detail)
     }
 
     /// Asks the server for its version and the settings that change results.
@@ -179,10 +202,15 @@ impl Postgres {
 
     /// Takes the DDL lock and checks the schema marker inside an open transaction.
     /// Returns whether the schema exists (and is owned); `NotOwned` if it is someone else's.
-    async fn lock_and_check(&self, client: &Client) -> Result<bool> {
+    pub(super) async fn lock_and_check(&self, client: &Client) -> Result<bool> {
         client.query_one("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK]).await.map_err(|e| self.pg.runtime("lock", &e))?;
+        self.check_schema(client).await
+    }
+
+    /// Whether the schema exists (and is owned); `NotOwned` if it is someone else's.
+    pub(super) async fn check_schema(&self, client: &Client) -> Result<bool> {
         let rows = client
-            .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&SCHEMA])
+            .query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", &[&self.pg.schema()])
             .await
             .map_err(|e| self.pg.runtime("checking schema", &e))?;
         match rows.first() {
@@ -192,8 +220,9 @@ impl Postgres {
                 _ => Err(Error::not_owned(
                     self.pg.name(),
                     format!(
-                        "schema {SCHEMA} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
+                        "schema {} on {} exists but was not created by dbsweep (its comment is not '{MARKER}'); \
                          drop or rename it, or point the target at another database",
+                        self.pg.schema(),
                         self.endpoint
                     ),
                 )),
@@ -201,12 +230,21 @@ impl Postgres {
         }
     }
 
+    /// Creates the schema with its marker (inside the caller's transaction).
+    pub(super) async fn create_schema(&self, client: &Client) -> Result<()> {
+        let schema = self.dialect().quote(self.pg.schema());
+        for sql in [format!("CREATE SCHEMA {schema}"), format!("COMMENT ON SCHEMA {schema} IS {}", quote_literal(MARKER))] {
+            client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e))?;
+        }
+        Ok(())
+    }
+
     async fn prepare_in_tx(&self, client: &Client, defs: &[Arc<TableDef>]) -> Result<(Vec<SqlTable>, Option<String>)> {
         let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.pg.runtime(&sql, &e)) };
         if !self.lock_and_check(client).await? {
-            run(format!("CREATE SCHEMA {SCHEMA}")).await?;
-            run(format!("COMMENT ON SCHEMA {SCHEMA} IS {}", quote_literal(MARKER))).await?;
+            self.create_schema(client).await?;
         }
+        let schema = self.pg.schema();
         let mut hstore_schema = None;
         if self.layout == Layout::Hstore {
             let query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'hstore'";
@@ -215,23 +253,63 @@ impl Postgres {
                 Some(row) => row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("checking hstore", &e))?,
                 None => {
                     // Installed into dbsweep's own schema so cleanup can remove it again.
-                    run(format!("CREATE EXTENSION hstore WITH SCHEMA {SCHEMA}")).await.map_err(|e| {
+                    run(format!("CREATE EXTENSION hstore WITH SCHEMA {}", self.dialect().quote(schema))).await.map_err(|e| {
                         Error::Missing(format!(
                             "{e}; the hstore extension is needed for ?layout=hstore: install postgresql-contrib, \
                              or have a superuser run CREATE EXTENSION hstore"
                         ))
                     })?;
-                    SCHEMA.to_string()
+                    schema.to_string()
                 }
             });
-            let extension = self.dialect().quote(hstore_schema.as_deref().unwrap_or(SCHEMA));
-            run(format!("SET LOCAL search_path TO {SCHEMA}, {extension}")).await?;
+            let extension = self.dialect().quote(hstore_schema.as_deref().unwrap_or(schema));
+            run(format!("SET LOCAL search_path TO {}, {extension}", self.dialect().quote(schema))).await?;
         }
         Ok((self.pg.create_tables(client, defs).await?, hstore_schema))
     }
 
+    /// Drops the schema (and an hstore extension dbsweep installed into it) when no
+    /// relation is left in it; other layouts' targets or a lease record may still use it.
+    /// Runs inside the caller's transaction, under the DDL lock.
+    pub(super) async fn drop_schema_if_empty(&self, client: &Client) -> Result<()> {
+        let schema = self.pg.schema();
+        let run = |sql: &'static str| async move { client.batch_execute(sql).await.map_err(|e| self.pg.runtime(sql, &e)) };
+        let left: i64 = client
+            .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", &[&schema])
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| self.pg.runtime("cleanup", &e))?;
+        if left > 0 {
+            return Ok(());
+        }
+        run("SAVEPOINT drop_schema").await?;
+        let ext_here = client
+            .query("SELECT 1 FROM pg_extension WHERE extname = 'hstore' AND extnamespace = $1::text::regnamespace", &[&schema])
+            .await
+            .map(|rows| !rows.is_empty());
+        let dropped = match ext_here {
+            Ok(true) => client.batch_execute("DROP EXTENSION hstore").await,
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
+        let dropped = match dropped {
+            Ok(()) => client.batch_execute(&format!("DROP SCHEMA {}", self.dialect().quote(schema))).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = dropped {
+            // Something else now depends on the schema: keep it.
+            tracing::info!("keeping schema {schema}: {}", describe(&e));
+            run("ROLLBACK TO SAVEPOINT drop_schema").await?;
+        }
+        Ok(())
+    }
+
     fn dialect(&self) -> &'static dyn Dialect {
         self.layout.dialect()
+    }
+
+    pub(super) fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 }
 
@@ -246,7 +324,7 @@ impl PgServer for Postgres {
         let client = self.open_client().await?;
         let extension = self.hstore_schema.lock().unwrap().clone();
         if let Some(schema) = extension {
-            let sql = format!("SET search_path TO {SCHEMA}, {}", self.dialect().quote(&schema));
+            let sql = format!("SET search_path TO {}, {}", self.dialect().quote(self.pg.schema()), self.dialect().quote(&schema));
             client.batch_execute(&sql).await.map_err(|e| self.pg.runtime("setting search_path", &e))?;
         }
         Ok(client)
@@ -298,6 +376,10 @@ impl PgServer for Postgres {
         Ok(Some(EngineMemory { bytes: bytes as u64, source: "pg_total_relation_size of dbsweep's tables".into() }))
     }
 
+    fn lease_store(&self) -> Option<&dyn LeaseStore> {
+        Some(self)
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let client = self.open_client().await?;
         let tables = self.pg.tables();
@@ -319,33 +401,9 @@ impl PgServer for Postgres {
             for table in tables.iter() {
                 run(table.drop()).await?;
             }
-            // Drop the schema (and an hstore extension dbsweep installed into it) only when
-            // no table is left in it; other layouts' targets may still use it.
-            let left: i64 = client
-                .query_one("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", &[&SCHEMA])
-                .await
-                .and_then(|r| r.try_get(0))
-                .map_err(|e| self.pg.runtime("cleanup", &e))?;
-            if left == 0 {
-                run("SAVEPOINT drop_schema".into()).await?;
-                let ext_here = client
-                    .query("SELECT 1 FROM pg_extension WHERE extname = 'hstore' AND extnamespace = $1::text::regnamespace", &[&SCHEMA])
-                    .await
-                    .map(|rows| !rows.is_empty());
-                let dropped = match ext_here {
-                    Ok(true) => client.batch_execute("DROP EXTENSION hstore").await,
-                    Ok(false) => Ok(()),
-                    Err(e) => Err(e),
-                };
-                let dropped = match dropped {
-                    Ok(()) => client.batch_execute(&format!("DROP SCHEMA {SCHEMA}")).await,
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = dropped {
-                    // Something else now depends on the schema: keep it.
-                    tracing::info!("keeping schema {SCHEMA}: {}", describe(&e));
-                    run("ROLLBACK TO SAVEPOINT drop_schema".into()).await?;
-                }
+            if let Err(e) = self.drop_schema_if_empty(&client).await {
+                let _ = run("ROLLBACK".into()).await;
+                return Err(e);
             }
         }
         run("COMMIT".into()).await?;

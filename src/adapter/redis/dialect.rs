@@ -180,12 +180,14 @@ impl Dialect {
         }
     }
 
-    /// One page of the keys under `prefix` in one key space: (next cursor, keys).
+    /// One page of the keys under `prefix` in one key space, except `keep`: (next cursor,
+    /// keys).
     async fn page(
         self,
         conn: &mut MultiplexedConnection,
         space: KeySpace,
         prefix: &str,
+        keep: &str,
         cursor: &str,
     ) -> RedisResult<(String, Vec<String>)> {
         let cmd = match space.ledis_type {
@@ -197,7 +199,7 @@ impl Dialect {
         };
         let (next, keys): (String, Vec<String>) = cmd.query_async(conn).await?;
         // The matching is the server's; keep the check exact anyway.
-        Ok((next, keys.into_iter().filter(|k| k.starts_with(prefix)).collect()))
+        Ok((next, keys.into_iter().filter(|k| k.starts_with(prefix) && k != keep).collect()))
     }
 
     /// Where a listing starts, and the cursor that says it is done.
@@ -218,16 +220,16 @@ impl Dialect {
         prefix: &str,
         cursor: &str,
     ) -> RedisResult<(Option<String>, Vec<String>)> {
-        let (next, keys) = self.page(conn, self.spaces()[0], prefix, cursor).await?;
+        let (next, keys) = self.page(conn, self.spaces()[0], prefix, "", cursor).await?;
         Ok(((next != self.first_cursor()).then_some(next), keys))
     }
 
-    /// The first key under `prefix` (of any type), if any.
-    pub(super) async fn any_key(self, conn: &mut MultiplexedConnection, prefix: &str) -> RedisResult<Option<String>> {
+    /// The first key under `prefix` (of any type) other than `keep`, if any.
+    pub(super) async fn any_key(self, conn: &mut MultiplexedConnection, prefix: &str, keep: &str) -> RedisResult<Option<String>> {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();
             loop {
-                let (next, keys) = self.page(conn, space, prefix, &cursor).await?;
+                let (next, keys) = self.page(conn, space, prefix, keep, &cursor).await?;
                 if let Some(key) = keys.into_iter().next() {
                     return Ok(Some(key));
                 }
@@ -240,12 +242,12 @@ impl Dialect {
         Ok(None)
     }
 
-    /// Deletes every key under `prefix` (of any type), page by page.
-    pub(super) async fn delete_all(self, conn: &mut MultiplexedConnection, prefix: &str) -> RedisResult<()> {
+    /// Deletes every key under `prefix` (of any type) but `keep`, page by page.
+    pub(super) async fn delete_all(self, conn: &mut MultiplexedConnection, prefix: &str, keep: &str) -> RedisResult<()> {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();
             loop {
-                let (next, keys) = self.page(conn, space, prefix, &cursor).await?;
+                let (next, keys) = self.page(conn, space, prefix, keep, &cursor).await?;
                 if !keys.is_empty() {
                     redis::cmd(space.delete).arg(&keys).query_async::<()>(conn).await?;
                 }

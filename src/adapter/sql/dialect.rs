@@ -8,7 +8,7 @@
 //! lists and row batches travel, and the layout's stored columns. Must not open
 //! connections, bind values or decide when statements run.
 
-use super::dialects::TABLE_PREFIX;
+use super::dialects::{SCHEMA, TABLE_PREFIX};
 use super::statement::Statement;
 use crate::base::op::RangeAgg;
 use crate::base::table::{ColumnType, TableDef};
@@ -70,8 +70,16 @@ pub trait Dialect: Send + Sync {
         format!("{TABLE_PREFIX}{table}")
     }
 
-    /// dbsweep's quoted, qualified name of a table (`bare` is `bare_name`'s answer).
+    /// dbsweep's quoted, qualified name of a table (`bare` is `bare_name`'s answer) in the
+    /// default namespace.
     fn table_name(&self, bare: &str) -> String {
+        self.table_name_in(SCHEMA, bare)
+    }
+
+    /// The same in the namespace `schema` (`--namespace`): the schema or database that
+    /// holds dbsweep's tables in engines that have them; the embedded engines' files have
+    /// none, so there it is only the quoted name.
+    fn table_name_in(&self, _schema: &str, bare: &str) -> String {
         self.quote(bare)
     }
 
@@ -214,8 +222,14 @@ pub struct SqlTable {
 }
 
 impl SqlTable {
+    /// The table in the default namespace.
     pub fn new(dialect: &dyn Dialect, def: Arc<TableDef>) -> Self {
-        let name = dialect.table_name(&dialect.bare_name(&def.name));
+        Self::in_schema(dialect, def, SCHEMA)
+    }
+
+    /// The table in the namespace `schema` (see `Dialect::table_name_in`).
+    pub fn in_schema(dialect: &dyn Dialect, def: Arc<TableDef>, schema: &str) -> Self {
+        let name = dialect.table_name_in(schema, &dialect.bare_name(&def.name));
         SqlTable { def, name }
     }
 

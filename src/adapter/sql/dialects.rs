@@ -8,7 +8,8 @@
 use super::dialect::{Dialect, KeyList, RowBatch, SqlTable, Storage, default_create_table, default_insert_row};
 use crate::base::table::ColumnType;
 
-/// dbsweep's schema (PostgreSQL, HyPer, H2) or database (MariaDB).
+/// dbsweep's schema (PostgreSQL, HyPer, H2) or database (MariaDB) in the default namespace
+/// (`--namespace NAME` makes it `dbsweep_NAME`, see `adapter::lease::Namespace`).
 pub const SCHEMA: &str = "dbsweep";
 /// Name prefix of dbsweep's tables in the embedded engines' files (no schemas there).
 pub const TABLE_PREFIX: &str = "dbsweep_";
@@ -108,8 +109,8 @@ impl Dialect for Postgres {
         }
     }
 
-    fn table_name(&self, bare: &str) -> String {
-        format!("{SCHEMA}.{}", self.quote(bare))
+    fn table_name_in(&self, schema: &str, bare: &str) -> String {
+        format!("{schema}.{}", self.quote(bare))
     }
 
     /// The three layouts share one schema.
@@ -256,8 +257,8 @@ impl Dialect for H2 {
         "h2"
     }
 
-    fn table_name(&self, bare: &str) -> String {
-        format!("{SCHEMA}.{}", self.quote(bare))
+    fn table_name_in(&self, schema: &str, bare: &str) -> String {
+        format!("{schema}.{}", self.quote(bare))
     }
 
     /// In dbsweep's schema.
@@ -323,8 +324,8 @@ impl Dialect for MySql {
         format!("`{}`", ident.replace('`', "``"))
     }
 
-    fn table_name(&self, bare: &str) -> String {
-        format!("{}.{}", self.quote(SCHEMA), self.quote(bare))
+    fn table_name_in(&self, schema: &str, bare: &str) -> String {
+        format!("{}.{}", self.quote(schema), self.quote(bare))
     }
 
     /// In dbsweep's database.

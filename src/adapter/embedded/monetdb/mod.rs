@@ -1,6 +1,8 @@
 //! MonetDB adapter: MonetDBe, the embedded build of the MonetDB column store (11.41,
-//! Jul2021), through the binding in `adapter::monetdbe` (the paper ran the `mserver5`
-//! server; this is the same engine in-process).
+//! Jul2021), in-process (the paper ran the `mserver5` server). This module is the target;
+//! `engine` runs statements for the shared embedded SQL session; `ffi`, `connection` and
+//! `values` are the binding to libmonetdbe (the adapter's only `unsafe`, with the library's
+//! rules in `ffi`).
 //!
 //! `monetdb:` uses a throwaway database directory in the run's scratch directory;
 //! `monetdb:/path` the user's database directory. MonetDBe runs one database per process,
@@ -24,15 +26,22 @@
 //! Types: Int `BIGINT`, Float `DOUBLE`, Decimal `DECIMAL(15,2)`, Text `VARCHAR`, Date `DATE`.
 //! Must not time anything.
 
+pub mod connection;
+mod engine;
+mod ffi;
+pub mod values;
+
+pub use self::engine::MonetDbEngine;
+
+use self::connection::{Connection, Location, MonetError, Options};
+use self::values::{AppendColumn, AppendDate};
+use super::Embedded;
 use super::session::Engine;
 use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
-use super::{Embedded, clip};
-use crate::adapter::monetdbe::{self, AppendColumn, AppendDate, Cell, Location, MonetError, Options, Param};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{MONETDB, MONETDB_MAX_KEYS};
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
-use crate::base::op::OpError;
-use crate::base::table::{ColumnType, Decimal, Row, RowSource, TableDef, Value};
+use crate::base::table::{ColumnType, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -52,13 +61,6 @@ fn runtime(e: MonetError) -> Error {
     Error::runtime(format!("monetdb: {e}"))
 }
 
-/// MonetDB's error as an op's: a concurrency conflict (the transaction was rolled back)
-/// is `Conflict`, which the SQL session retries.
-fn op_error(e: MonetError) -> OpError {
-    let message = clip(format!("monetdb: {e}"));
-    if e.is_conflict() { OpError::conflict(message) } else { OpError::server(message) }
-}
-
 impl MonetDb {
     pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Embedded<Self>> {
         if url.host().is_some_and(|h| !h.is_empty()) {
@@ -68,8 +70,8 @@ impl MonetDb {
                 url.redacted()
             )));
         }
-        let file = DatabaseFile::of(url, ctx, "monetdb", "db")?;
-        let admin = monetdbe::Connection::open(Location::Directory(file.path.clone()), Options::default()).map_err(|e| {
+        let file = DatabaseFile::of(name, url, ctx, "monetdb", "db")?;
+        let admin = Connection::open(Location::Directory(file.path.clone()), Options::default()).map_err(|e| {
             Error::usage(format!(
                 "target '{name}': cannot open the MonetDB database {}: {e}; check the path in the URL",
                 file.path.display()
@@ -105,6 +107,13 @@ impl MonetDb {
             ),
             ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
             ("date".to_string(), "DATE".to_string()),
+            (
+                "engine_memory".to_string(),
+                "sys.storage(): the column, string heap, hash, imprint and order index bytes of dbsweep's tables; not counted: \
+                 query work areas, caches, the write-ahead log and MonetDB's catalog (MonetDBe 11.41 shows no allocator \
+                 statistics to SQL; sys.env() has only the limits gdk_mem_maxsize and gdk_vm_maxsize)"
+                    .to_string(),
+            ),
             ("bulk_load".to_string(), "monetdbe_append with the key constraint dropped and added back, in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_MONETDBE_LIB_DIR"), "/libmonetdbe.so (PyPI wheel monetdbe 0.11)").to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
@@ -116,7 +125,7 @@ impl MonetDb {
                 format!("SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"),
             ),
         ]);
-        let version = format!("11.41 (MonetDBe {})", monetdbe::library_version());
+        let version = format!("11.41 (MonetDBe {})", connection::library_version());
         let info = sql_target_info(name, url, "monetdb", version, &file, settings);
         Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
     }
@@ -158,8 +167,10 @@ impl EmbeddedSql for MonetDb {
     }
 
     /// The bytes of dbsweep's tables as MonetDB stores them (`sys.storage()`: columns,
-    /// string heaps, hash, imprint and order indexes). MonetDB reports no process-wide
-    /// memory figure, so work areas of running queries are not in it.
+    /// string heaps, hash, imprint and order indexes). MonetDBe 11.41 shows no allocator
+    /// statistics to SQL (no `mem_usage`; `sys.env()` holds only the limits), so query
+    /// work areas, caches, the log and the catalog are not in it (the `engine_memory`
+    /// setting says so).
     fn engine_memory(&self, admin: &mut MonetDbEngine) -> Result<EngineMemory> {
         let sql = "SELECT CAST(COALESCE(SUM(columnsize + heapsize + hashes + imprints + orderidx), 0) AS BIGINT) \
                    FROM sys.storage() WHERE \"schema\" = 'sys' AND \"table\" LIKE 'dbsweep_%'";
@@ -223,82 +234,4 @@ fn append_columns(table: &TableDef, rows: &[Row]) -> Result<Vec<AppendColumn>> {
             })
         })
         .collect()
-}
-
-/// MonetDB's calls on one MonetDBe connection.
-pub struct MonetDbEngine {
-    conn: monetdbe::Connection,
-}
-
-impl MonetDbEngine {
-    fn new(conn: monetdbe::Connection) -> Self {
-        MonetDbEngine { conn }
-    }
-}
-
-impl Engine for MonetDbEngine {
-    fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
-        let params: Vec<Param<'_>> = params.iter().map(param).collect();
-        let rows = self.conn.prepared(sql, &params).map_err(op_error)?;
-        let columns = (0..types.len()).map(|c| rows.column(c).map_err(op_error)).collect::<Result<Vec<_>, _>>()?;
-        for r in 0..rows.len() {
-            let values = (columns.iter().zip(types))
-                .map(|(column, ty)| decode(column.get(r).ok_or_else(|| OpError::client("monetdb: a cell of an unreadable type"))?, *ty))
-                .collect::<Result<Row, _>>()?;
-            row(values);
-        }
-        Ok(rows.len() as u64)
-    }
-
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError> {
-        let params: Vec<Param<'_>> = params.iter().map(param).collect();
-        Ok(self.conn.prepared(sql, &params).map_err(op_error)?.affected().max(0) as u64)
-    }
-
-    fn batch(&mut self, sql: &str) -> Result<(), OpError> {
-        self.conn.execute(sql).map(drop).map_err(op_error)
-    }
-
-    /// MonetDB's transactions are optimistic (conflicts fail at commit), so reads and
-    /// writes begin the same way.
-    fn begin(&self, _writes: bool) -> &'static str {
-        "START TRANSACTION"
-    }
-
-    fn table_exists(&mut self, name: &str) -> Result<bool, OpError> {
-        let query = "SELECT t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = 'sys' AND t.name = ?";
-        Ok(self.query(query, &[Value::Text(name.into())], &[], &mut drop)? > 0)
-    }
-}
-
-/// A dbsweep value as a parameter (a decimal as its hundredths: the dialect types every
-/// decimal parameter `DECIMAL(15,2)`).
-fn param(value: &Value) -> Param<'_> {
-    match value {
-        Value::Null => Param::Null,
-        Value::Int(v) => Param::Int(*v),
-        Value::Float(v) => Param::Double(*v),
-        Value::Decimal(d) => Param::Int(d.0),
-        Value::Text(s) => Param::Text(s),
-        Value::Date(d) => Param::Date(*d),
-    }
-}
-
-/// A MonetDB cell as dbsweep's value of the column's type (decimals rescaled exactly to
-/// hundredths).
-fn decode(cell: Cell<'_>, ty: ColumnType) -> Result<Value, OpError> {
-    let out_of_range = || OpError::client(format!("monetdb: {cell:?} does not fit a {ty:?} value"));
-    Ok(match (cell, ty) {
-        (Cell::Null, _) => Value::Null,
-        (Cell::Int { value, scale: 0 }, ColumnType::Int) => Value::Int(i64::try_from(value).map_err(|_| out_of_range())?),
-        (Cell::Int { value, scale }, ColumnType::Decimal) => {
-            let hundredths = if scale >= 2 { value / 10i128.pow(scale - 2) } else { value * 10i128.pow(2 - scale) };
-            Value::Decimal(Decimal(i64::try_from(hundredths).map_err(|_| out_of_range())?))
-        }
-        (Cell::Int { value, scale }, ColumnType::Float) => Value::Float(value as f64 / 10f64.powi(scale as i32)),
-        (Cell::Double(v), ColumnType::Float) => Value::Float(v),
-        (Cell::Text(s), ColumnType::Text) => Value::Text(s.into()),
-        (Cell::Date(d), ColumnType::Date) => Value::Date(d),
-        (cell, ty) => return Err(OpError::client(format!("monetdb: a {ty:?} column returned {cell:?}"))),
-    })
 }

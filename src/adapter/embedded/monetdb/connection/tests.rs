@@ -2,6 +2,8 @@
 //! parameters of every type, appends, conflicts, the one-database rule, threads.
 
 use super::*;
+use crate::adapter::embedded::monetdb::values::{AppendColumn, AppendDate, Cell, Param};
+use crate::base::table::Date;
 
 fn memory() -> Connection {
     Connection::open(Location::Memory, Options::default()).unwrap()

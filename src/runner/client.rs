@@ -300,6 +300,7 @@ impl<'a> Claims<'a> {
 
     /// The next request's first sequence number and its number of ops; `None` once every
     /// op of the run is claimed.
+    #[inline(always)]
     fn next(&mut self) -> Option<(u64, u64)> {
         if self.claimed.is_empty() {
             let start = self.counter.fetch_add(self.claim, Ordering::Relaxed);
@@ -318,6 +319,7 @@ impl<'a> Claims<'a> {
 /// Fills `ops` with the request's ops (the batch's `n`, or the one op of an unbatched
 /// request) and returns the rows the plan knows they must return or affect (0: nothing
 /// known, or rows not checked).
+#[inline(always)]
 fn plan_request(job: &RunJob, first: u64, n: u64, ops: &mut Vec<Op>) -> u64 {
     let mut expected = 0u64;
     ops.clear();
@@ -359,6 +361,7 @@ enum Tally {
 
 /// Records one request: only an ok request (no error, every expected row) adds ops, rows
 /// and time; a failed one counts as failed ops, a short one as missing rows.
+#[inline(always)]
 fn record_request(recorder: &mut Recorder, result: Result<Outcome, OpError>, request: &Request) -> Tally {
     let n = request.n;
     if request.late {

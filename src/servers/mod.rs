@@ -334,16 +334,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            kill_group(self.pid);
-            let _ = child.start_kill();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let deadline = Instant::now() + Duration::from_secs(1);
-            while group_alive(self.pid) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            process::kill_and_wait(&mut child, self.pid);
         }
         // Dropping the TempDir removes the directory; errors are ignored there.
         drop(self.dir.take());

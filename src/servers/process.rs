@@ -131,15 +131,23 @@ struct SetupChild(Child);
 
 impl Drop for SetupChild {
     fn drop(&mut self) {
-        let Some(pgid) = self.0.id() else { return };
-        kill_group(pgid);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
+        if let Some(pgid) = self.0.id() {
+            kill_and_wait(&mut self.0, pgid);
         }
-        while group_alive(pgid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+    }
+}
+
+/// SIGKILL to `child` and its process group, then waits (blocking, at most 5 s) until the
+/// child is reaped and no process of the group is left: for drops, which cannot await.
+pub(super) fn kill_and_wait(child: &mut Child, pgid: u32) {
+    kill_group(pgid);
+    let _ = child.start_kill();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    while group_alive(pgid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

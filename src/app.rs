@@ -1,18 +1,21 @@
 //! Command dispatch: parses arguments, runs the chosen command, prints results and the
 //! one-line error, and maps every outcome to an exit code. The only place that prints.
 
+use crate::adapter::lease::Holder;
 use crate::adapter::registry::{self, SYSTEMS};
 use crate::adapter::{OpenContext, TargetUrl};
 use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
+use crate::runner::workers::Role;
 use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
@@ -43,7 +46,7 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         )
         .try_init();
     let command_line: Vec<String> = args.iter().map(|a| crate::adapter::url::redact_text(&a.to_string_lossy())).collect();
-    match dispatch(cli.command, command_line) {
+    match dispatch(cli.command, command_line, &args[1..]) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("dbsweep: {}", e.to_string().replace('\n', " "));
@@ -52,9 +55,10 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     }
 }
 
-fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
+/// `raw_args`: the arguments after the program name, as given (local workers get them).
+fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     match command {
-        Command::Run(args) => run(args, command_line),
+        Command::Run(args) => run(args, command_line, raw_args),
         Command::Studies => {
             for (name, _) in plan::BUILT_IN {
                 let study = plan::load_study(name)?;
@@ -104,7 +108,7 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
     }
 }
 
-fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
+fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     let opts = RunOptions {
         study: args.study,
         targets: args.targets,
@@ -136,6 +140,10 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     for w in &plan.warnings {
         eprintln!("dbsweep: warning: {w}");
     }
+    let role = Role::resolve(args.workers, args.worker, args.coordinator.clone(), |k| std::env::var(k).ok())?;
+    if role.is_some() {
+        runner::workers::check_plan(&plan)?;
+    }
     if args.dry_run {
         print_budget(&plan);
         return Ok(());
@@ -145,6 +153,15 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         .build()
         .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
     let cancel = Cancel::default();
+    if let Some(Role::Worker { index, count, coordinator }) = &role {
+        // A worker prints nothing and writes nothing: the coordinator reports.
+        return runtime.block_on(async {
+            let watcher = tokio::spawn(watch_signals(cancel.clone()));
+            let served = runner::workers::worker::serve(&plan, *index, *count, coordinator, &cancel).await;
+            watcher.abort();
+            served
+        });
+    }
     let ctx = RunContext {
         command: command_line,
         cancel: cancel.clone(),
@@ -158,6 +175,8 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         keep_data: args.keep_data,
         extra_settings: BTreeMap::new(),
         server_pids: BTreeMap::new(),
+        holder: Holder::this_process(),
+        workers: None,
     };
     let (report, dir) = runtime.block_on(async {
         let watcher = tokio::spawn(watch_signals(cancel.clone()));
@@ -199,7 +218,21 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         if let Some(work) = plan.shard.clone() {
             plan.targets.retain(|t| work.has_target(&t.name));
         }
+        let mut local_workers = None;
+        if let Some(Role::Coordinator { count, listen, spawn_local }) = &role {
+            let (coordinator, local) = gather_workers(&plan, &ctx, *count, listen.as_deref(), *spawn_local, raw_args).await?;
+            ctx.workers = Some(Arc::new(coordinator));
+            local_workers = local;
+        }
         let result = runner::execute(&plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
+        if let Some(coordinator) = &ctx.workers {
+            coordinator.finish().await;
+        }
+        if let Some(local) = local_workers {
+            for warning in local.wait().await {
+                tracing::warn!("{warning}");
+            }
+        }
         watcher.abort();
         for (_, server) in servers {
             if let Err(e) = server.stop().await {
@@ -211,6 +244,48 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     print!("{}", report::console::render(&report));
     println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
     finish(&report)
+}
+
+/// Worker 0 of a run with workers: listens (on `listen`'s port on every address, or a free
+/// loopback port), starts the local workers when asked to, and waits until every worker
+/// has joined.
+async fn gather_workers(
+    plan: &plan::Plan,
+    ctx: &RunContext,
+    count: usize,
+    listen: Option<&str>,
+    spawn_local: bool,
+    raw_args: &[OsString],
+) -> Result<(runner::workers::coordinator::Coordinator, Option<runner::workers::local::LocalWorkers>)> {
+    let bind = match listen {
+        Some(address) => {
+            let port = address
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+                .ok_or_else(|| Error::usage(format!("--coordinator {address}: write HOST:PORT, e.g. --coordinator node1:7070")))?;
+            format!("0.0.0.0:{port}")
+        }
+        None => "127.0.0.1:0".to_string(),
+    };
+    let listener =
+        tokio::net::TcpListener::bind(&bind).await.map_err(|e| Error::runtime(format!("the coordinator cannot listen on {bind}: {e}")))?;
+    let address = match listen {
+        Some(address) => address.to_string(),
+        None => listener.local_addr().map_err(|e| Error::runtime(e.to_string()))?.to_string(),
+    };
+    let local = if spawn_local { Some(runner::workers::local::start(count, &address, raw_args)?) } else { None };
+    let targets = plan.targets.iter().map(|t| (t.name.clone(), t.url.secret_text().to_string())).collect();
+    let coordinator = runner::workers::coordinator::Coordinator::gather(
+        listener,
+        count,
+        &plan.hash,
+        targets,
+        ctx.holder.clone(),
+        plan.timeout_secs,
+        ctx.cancel.clone(),
+    )
+    .await?;
+    Ok((coordinator, local))
 }
 
 /// `dbsweep merge`: joins shard run directories into `out` (new or empty), prints the

@@ -13,6 +13,7 @@ pub mod memory;
 pub mod merge;
 pub mod progress;
 mod verify;
+pub mod workers;
 
 use crate::adapter::lease::{Holder, Leases};
 use crate::adapter::registry;
@@ -58,6 +59,10 @@ pub struct RunContext {
     /// The process (and process-group) id of each spawned server, by target name: its
     /// resident memory is read from /proc in studies that measure memory.
     pub server_pids: BTreeMap<String, u32>,
+    /// This run, as its leases name it (workers work under the coordinator's).
+    pub holder: Holder,
+    /// With `--workers`: the coordinator that shares each run out to the workers.
+    pub workers: Option<Arc<workers::coordinator::Coordinator>>,
 }
 
 /// Runs a plan; returns the report and the directory it was written to.
@@ -73,9 +78,12 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         .prefix("dbsweep-scratch-")
         .tempdir()
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
-    let holder = Holder::this_process();
+    let holder = ctx.holder.clone();
     let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf(), namespace: plan.namespace.clone(), holder: holder.clone() };
     let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
+    if ctx.workers.is_some() {
+        workers::check_targets(&targets)?;
+    }
     let dataset = Dataset::new(&plan.data, plan.seed);
     let mut progress = Progress::new(ctx.show_progress);
 
@@ -167,8 +175,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
             n => n == rounds[ri],
         };
         let total_runs = experiment.warmup + experiment.runs;
-        // The echo floor is always a closed-loop measurement of the bare round trip.
-        let point_rate = if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate };
+        let point_rate = point_rate(plan, experiment);
         for (pi, point) in experiment.points.iter().enumerate() {
             if !in_round(point) {
                 continue;
@@ -219,22 +226,15 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                             break;
                         }
                     }
-                    let job = Arc::new(RunJob {
-                        target: target.clone(),
-                        stream: stream.clone(),
-                        point: *point,
-                        point_index: pi,
-                        run,
-                        warmup: run < experiment.warmup,
-                        ops: stream.ops_at(point),
-                        timeout: Duration::from_secs_f64(plan.timeout_secs),
-                        cancel: ctx.cancel.flag(),
-                        progress: progress.counter(),
-                        rate: point_rate,
-                        time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
-                        check_rows: info.system != "nodb",
-                    });
-                    let m = client::run_once(job).await;
+                    let job = run_job(plan, experiment, target, stream, pi, run, ctx.cancel.flag(), progress.counter());
+                    let m = match &ctx.workers {
+                        None => client::run_once(Arc::new(job)).await,
+                        Some(coordinator) => {
+                            let id = workers::protocol::RunId { round: ri, experiment: ei, point: pi, target: info.name.clone(), run };
+                            let label = format!("{} / {} / c={} b={} run {run}", experiment.name, info.name, point.clients, point.batch);
+                            coordinator.run(id, &label, job).await
+                        }
+                    };
                     if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
                         // Later experiments (index ranges, analytic queries) expect the
                         // generated data: remove what this run inserted, untimed.
@@ -287,6 +287,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 flag_against_reference(&mut results, reference);
             }
             report.points.extend(results);
+            if let Some(coordinator) = &ctx.workers {
+                report.warnings.extend(coordinator.take_warnings());
+                report.workers = coordinator.records();
+            }
             if !save(&out_dir, &report, &ctx.cancel) {
                 stop_reason = Some(ctx.cancel.reason());
             }
@@ -315,6 +319,44 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     // The scratch directory goes before the last write: on a full disk that frees room.
     drop(scratch);
     finish(report, stop_reason, ctx, &out_dir)
+}
+
+/// The rate of an experiment's runs: the echo floor is always a closed-loop measurement of
+/// the bare round trip.
+fn point_rate(plan: &Plan, experiment: &crate::workload::experiment::Experiment) -> Option<f64> {
+    if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate }
+}
+
+/// Run `run` of point `point_index` of `experiment` on `target`: all of its clients and
+/// ops (a worker takes its share of them).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_job(
+    plan: &Plan,
+    experiment: &crate::workload::experiment::Experiment,
+    target: &Arc<dyn Target>,
+    stream: &Arc<OpStream>,
+    point_index: usize,
+    run: u32,
+    cancel: Arc<std::sync::atomic::AtomicBool>,
+    progress: Arc<std::sync::atomic::AtomicU64>,
+) -> RunJob {
+    let point = experiment.points[point_index];
+    RunJob {
+        target: target.clone(),
+        stream: stream.clone(),
+        point,
+        point_index,
+        run,
+        warmup: run < experiment.warmup,
+        seqs: 0..stream.ops_at(&point),
+        clients: point.clients,
+        timeout: Duration::from_secs_f64(plan.timeout_secs),
+        cancel,
+        progress,
+        rate: point_rate(plan, experiment),
+        time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
+        check_rows: target.info().system != "nodb",
+    }
 }
 
 /// Prepares every target and loads its initial rows; `prepared` collects the targets that
@@ -392,6 +434,7 @@ fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Target>], starte
         plan_hash: Some(plan.hash.clone()),
         shard: plan.shard.as_ref().map(|w| w.shard),
         merged_from: Vec::new(),
+        workers: Vec::new(),
     }
 }
 

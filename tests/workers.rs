@@ -233,3 +233,110 @@ fn a_worker_killed_mid_run_voids_its_point_keeps_the_rest_and_ends_the_run_with_
     assert_eq!(run["complete"], false);
     assert!(run["ops"].as_u64().unwrap() < 1600, "only the coordinator's share, cut short: {run}");
 }
+
+/// A network namespace with a veth pair to the host: the host side is `10.N.I.1`, the
+/// namespace's `10.N.I.2`, its default route via the host. Removed when dropped.
+struct Namespace {
+    name: String,
+    host_address: String,
+}
+
+fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("run ip");
+    assert!(o.status.success(), "ip {}: {} (the test needs root and iproute2)", args.join(" "), String::from_utf8_lossy(&o.stderr));
+}
+
+impl Namespace {
+    fn new(net: u32, index: u32) -> Namespace {
+        let pid = std::process::id();
+        let name = format!("dbsweep-w{pid}-{index}");
+        let (host, inside) = (format!("dsw{pid}h{index}"), format!("dsw{pid}n{index}"));
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        ip(&["netns", "add", &name]);
+        let ns = Namespace { name: name.clone(), host_address: format!("10.{net}.{index}.1") };
+        ip(&["link", "add", &host, "type", "veth", "peer", "name", &inside]);
+        ip(&["link", "set", &inside, "netns", &name]);
+        ip(&["addr", "add", &format!("{}/24", ns.host_address), "dev", &host]);
+        ip(&["link", "set", &host, "up"]);
+        ip(&["-n", &name, "addr", "add", &format!("10.{net}.{index}.2/24"), "dev", &inside]);
+        ip(&["-n", &name, "link", "set", &inside, "up"]);
+        ip(&["-n", &name, "link", "set", "lo", "up"]);
+        ip(&["-n", &name, "route", "add", "default", "via", &ns.host_address]);
+        ns
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes its end of the veth pair, and so the pair.
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+    }
+}
+
+#[test]
+fn workers_in_their_own_network_namespaces_send_the_one_process_runs_ops() {
+    let url = support::url(ServerKind::Redis);
+    let redis_port: u16 = url.rsplit(':').next().unwrap().split('/').next().unwrap().parse().unwrap();
+    let net = 200 + std::process::id() % 50;
+    let (ns1, ns2) = (Namespace::new(net, 1), Namespace::new(net, 2));
+    // The spawned Redis listens on the host's loopback; the workers reach it through the
+    // host's address on the first veth pair (socat forwards), and so does the coordinator:
+    // every worker must be given the same target URL.
+    let free_port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (forward_port, coordinator_port) = (free_port(), free_port());
+    let mut forward = Command::new("socat")
+        .args([format!("TCP-LISTEN:{forward_port},bind={},fork,reuseaddr", ns1.host_address), format!("TCP:127.0.0.1:{redis_port}")])
+        .spawn()
+        .expect("socat");
+    let target = format!("redis=redis://{}:{forward_port}/0", ns1.host_address);
+    let tmp = tempfile::tempdir().unwrap();
+    let args = |out: &Path| -> Vec<String> {
+        ["run", "ycsb", "--target", &target, "-p", "recordcount=1000", "--experiments", "load,workload-a,workload-c"]
+            .into_iter()
+            .chain(["--clients", "3", "--ops", "900", "--runs", "1", "--warmup", "1", "--namespace", "netns", "--no-progress"])
+            .map(str::to_string)
+            .chain(["--out".to_string(), out.display().to_string()])
+            .collect()
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let one = tmp.path().join("one");
+    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args(&one)).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let three = tmp.path().join("three");
+    let coordinator = format!("{}:{coordinator_port}", ns1.host_address);
+    let workers: Vec<_> = [(1, &ns1), (2, &ns2)]
+        .into_iter()
+        .map(|(index, ns)| {
+            Command::new("ip")
+                .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_dbsweep")])
+                .args(args(&tmp.path().join(format!("worker{index}"))))
+                .args(["--workers", "3", "--worker", &index.to_string(), "--coordinator", &coordinator])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(args(&three))
+        .args(["--workers", "3", "--worker", "0", "--coordinator", &coordinator])
+        .output()
+        .unwrap();
+    let worker_results: Vec<_> = workers.into_iter().map(|w| w.wait_with_output().unwrap()).collect();
+    let _ = forward.kill();
+    let _ = forward.wait();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (i, w) in worker_results.iter().enumerate() {
+        assert!(w.status.success(), "worker {}: {}", i + 1, String::from_utf8_lossy(&w.stderr));
+        assert!(!tmp.path().join(format!("worker{}", i + 1)).exists(), "a worker writes no run directory");
+    }
+    let (one, three) = (report(&one), report(&three));
+    let (a, b) = (run_counts(&one), run_counts(&three));
+    assert_eq!(a, b, "the same ops, requests, rows and histogram counts per run");
+    let records = three["workers"].as_array().unwrap();
+    assert_eq!(records.len(), 3);
+    assert!(records.iter().all(|w| w["ops"].as_u64().unwrap() > 0), "{records:?}");
+    // One machine, one clock: the measured offsets are within the bound.
+    assert!(records.iter().all(|w| w["clock_offset_ms"].as_f64().unwrap().abs() < 10.0), "{records:?}");
+}

@@ -227,14 +227,18 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         }
                     }
                     let job = run_job(plan, experiment, target, stream, pi, run, ctx.cancel.flag(), progress.counter());
+                    let label = format!("{} / {} / c={} b={} run {run}", experiment.name, info.name, point.clients, point.batch);
+                    let called = std::time::Instant::now();
                     let m = match &ctx.workers {
                         None => client::run_once(Arc::new(job)).await,
                         Some(coordinator) => {
                             let id = workers::protocol::RunId { round: ri, experiment: ei, point: pi, target: info.name.clone(), run };
-                            let label = format!("{} / {} / c={} b={} run {run}", experiment.name, info.name, point.clients, point.batch);
                             coordinator.run(id, &label, job).await
                         }
                     };
+                    // What a run costs beyond its measured window (connecting; with workers
+                    // the barrier and the collection too): bench/workers reads it.
+                    tracing::debug!(target: "dbsweep::run_cost", call_s = called.elapsed().as_secs_f64(), measured_s = m.seconds, "{label}");
                     if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
                         // Later experiments (index ranges, analytic queries) expect the
                         // generated data: remove what this run inserted, untimed.

@@ -8,9 +8,9 @@
 //! OS thread per client). Must not print or decide flags.
 
 use super::stopping;
-use crate::adapter::{Execution, Target};
+use crate::adapter::{Connection, Execution, Target};
 use crate::base::measurement::RunMeasurement;
-use crate::base::op::{ErrorClass, OpError, Outcome};
+use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
 use std::ops::Range;
@@ -171,7 +171,7 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
     let ops = job.seqs.end - job.seqs.start;
     let complete = started && !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == ops || time_limited);
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
-    if job.check_rows && job.stream.kind() == crate::base::op::OpKind::Delete && job.target.blind_deletes() {
+    if job.check_rows && job.stream.kind() == OpKind::Delete && job.target.blind_deletes() {
         super::verify::blind_deletes(&job, &mut m).await;
     }
     (m, window)
@@ -233,6 +233,10 @@ async fn client(
             return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
         }
     };
+    // The start gate is decided before the clients pass the barrier: closed, no op is sent.
+    if !open.load(Ordering::Relaxed) {
+        return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
+    }
     let started = Instant::now();
     let schedule = job.rate.map(|rate| (*schedule_start.get_or_init(Instant::now), 1.0 / rate));
     let mut conn = match connection {
@@ -242,57 +246,56 @@ async fn client(
             return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
+    let ended = send_requests(&job, conn.as_mut(), &counter, schedule, started, &mut recorder).await;
+    drop(conn);
+    ClientResult { recorder, started, finished: Instant::now(), gave_up: ended.gave_up, time_limited: ended.time_limited }
+}
+
+/// Why a client's request loop ended, when not because the run's ops ran out.
+#[derive(Default)]
+struct LoopEnd {
+    /// The client gave up on a dead server.
+    gave_up: Option<String>,
+    /// The run's time limit came first.
+    time_limited: bool,
+}
+
+/// The client's request loop: claim the next sequence numbers, plan their ops, wait for
+/// their turn on a fixed-rate schedule, time the request and record its result, until the
+/// run's ops are claimed, the run is stopped or timed out, or the server is gone.
+async fn send_requests(
+    job: &RunJob,
+    conn: &mut dyn Connection,
+    counter: &AtomicU64,
+    schedule: Option<(Instant, f64)>,
+    started: Instant,
+    recorder: &mut Recorder,
+) -> LoopEnd {
     let kind = job.stream.kind();
-    let mixed = kind == crate::base::op::OpKind::Mixed;
-    let batch = job.point.batch.max(1) as u64;
+    let mixed = kind == OpKind::Mixed;
     let timed = job.target.info().execution == Execution::Async;
     let mut consecutive_failures = 0u32;
-    let mut gave_up = None;
-    let mut ops_buf = Vec::with_capacity(batch as usize);
+    let mut end = LoopEnd::default();
+    let mut ops_buf = Vec::with_capacity(job.point.batch.max(1));
     // Service time is read from the CPU's time-stamp counter (quanta): a third of the cost
     // of the OS clock on these VMs, which matters for the NO-DB ceiling.
     let clock = quanta::Clock::new();
-    let (first_seq, end_seq) = (job.seqs.start, job.seqs.end);
-    let chunk = if job.rate.is_some() || job.point.batched { 1 } else { ((end_seq - first_seq) / (job.clients as u64 * 256)).clamp(1, 64) };
-    let mut claimed = 0..0u64;
+    let mut claims = Claims::new(job, counter);
     let mut unreported = 0u64;
     let deadline = job.time_limit.map(|limit| started + limit);
-    let mut time_limited = false;
     loop {
-        if job.cancel.load(Ordering::Relaxed) || !open.load(Ordering::Relaxed) {
+        if job.cancel.load(Ordering::Relaxed) {
             break;
         }
         if let Some(at) = deadline
             && Instant::now() >= at
         {
-            time_limited = true;
+            end.time_limited = true;
             break;
         }
-        // Sequence numbers are claimed a chunk at a time so clients rarely contend on the
-        // shared counter; the chunk is small against the run so the tail stays balanced.
-        if claimed.is_empty() {
-            let start = counter.fetch_add(batch * chunk, Ordering::Relaxed);
-            if start >= end_seq {
-                break;
-            }
-            claimed = start..(start + batch * chunk).min(end_seq);
-        }
-        let first = claimed.start;
-        let n = batch.min(claimed.end - first);
-        claimed.start += n;
-        let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64((first - first_seq) as f64 * interval));
-        // The rows the plan knows these ops must return or affect (0: nothing known).
-        let mut expected = 0u64;
-        ops_buf.clear();
-        let seqs = if job.point.batched { first..first + n } else { first..first + 1 };
-        ops_buf.extend(seqs.map(|seq| {
-            let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
-            expected += planned.expected_rows;
-            planned.op
-        }));
-        if !job.check_rows {
-            expected = 0;
-        }
+        let Some((first, n)) = claims.next() else { break };
+        let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64((first - job.seqs.start) as f64 * interval));
+        let expected = plan_request(job, first, n, &mut ops_buf);
         if let Some(at) = intended {
             tokio::time::sleep_until(at.into()).await;
         }
@@ -304,43 +307,23 @@ async fn client(
         } else {
             with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
         };
-        let elapsed = clock.delta(t0, clock.raw());
-        let responded = intended.map(|at| Instant::now() - at);
-        if late == Some(true) {
-            recorder.late_ops += n;
-        }
-        recorder.ops += n;
-        recorder.requests += 1;
-        // Only an ok request (no error, every expected row) adds ops, rows and time.
-        match result {
-            Ok(outcome) => {
-                consecutive_failures = 0;
-                recorder.retries += u64::from(outcome.retries);
-                let found = outcome.found_rows(kind);
-                if found >= expected {
-                    recorder.ok_ops += n;
-                    recorder.record_service(kind, elapsed);
-                    if let Some(response) = responded {
-                        recorder.record_response(kind, response);
-                    }
-                    recorder.rows += outcome.rows;
-                    if let Some(answer) = &outcome.answer {
-                        recorder.record_answer(first, answer);
-                    }
-                } else {
-                    recorder.short_ops += n;
-                    recorder.missing_rows += expected - found;
-                }
-            }
-            Err(e) => {
-                recorder.failed_ops += n;
-                recorder.record_error(e.class, &e.message);
-                if matches!(e.class, ErrorClass::Connection | ErrorClass::Timeout) {
-                    consecutive_failures += 1;
-                    if consecutive_failures >= GIVE_UP_AFTER {
-                        gave_up = Some(format!("{consecutive_failures} consecutive failures, last: {e}"));
-                        break;
-                    }
+        let request = Request {
+            first,
+            n,
+            kind,
+            expected,
+            elapsed: clock.delta(t0, clock.raw()),
+            responded: intended.map(|at| Instant::now() - at),
+            late: late == Some(true),
+        };
+        match record_request(recorder, result, &request) {
+            Tally::Answered => consecutive_failures = 0,
+            Tally::Failed => {}
+            Tally::Unreachable(e) => {
+                consecutive_failures += 1;
+                if consecutive_failures >= GIVE_UP_AFTER {
+                    end.gave_up = Some(format!("{consecutive_failures} consecutive failures, last: {e}"));
+                    break;
                 }
             }
         }
@@ -351,8 +334,128 @@ async fn client(
         }
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
-    drop(conn);
-    ClientResult { recorder, started, finished: Instant::now(), gave_up, time_limited }
+    end
+}
+
+/// The sequence numbers a client claims from the run's shared counter, a chunk at a time
+/// so clients rarely contend on it; the chunk is small against the run so the tail stays
+/// balanced.
+struct Claims<'a> {
+    counter: &'a AtomicU64,
+    /// Ops per request.
+    batch: u64,
+    /// Sequence numbers per claim.
+    claim: u64,
+    /// The end of this process's sequence numbers (the run's ops, or a worker's share).
+    end: u64,
+    claimed: std::ops::Range<u64>,
+}
+
+impl<'a> Claims<'a> {
+    fn new(job: &RunJob, counter: &'a AtomicU64) -> Self {
+        let batch = job.point.batch.max(1) as u64;
+        let ops = job.seqs.end - job.seqs.start;
+        let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (ops / (job.clients as u64 * 256)).clamp(1, 64) };
+        Claims { counter, batch, claim: batch * chunk, end: job.seqs.end, claimed: 0..0 }
+    }
+
+    /// The next request's first sequence number and its number of ops; `None` once every
+    /// op of the run is claimed.
+    #[inline(always)]
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.claimed.is_empty() {
+            let start = self.counter.fetch_add(self.claim, Ordering::Relaxed);
+            if start >= self.end {
+                return None;
+            }
+            self.claimed = start..(start + self.claim).min(self.end);
+        }
+        let first = self.claimed.start;
+        let n = self.batch.min(self.claimed.end - first);
+        self.claimed.start += n;
+        Some((first, n))
+    }
+}
+
+/// Fills `ops` with the request's ops (the batch's `n`, or the one op of an unbatched
+/// request) and returns the rows the plan knows they must return or affect (0: nothing
+/// known, or rows not checked).
+#[inline(always)]
+fn plan_request(job: &RunJob, first: u64, n: u64, ops: &mut Vec<Op>) -> u64 {
+    let mut expected = 0u64;
+    ops.clear();
+    let seqs = if job.point.batched { first..first + n } else { first..first + 1 };
+    ops.extend(seqs.map(|seq| {
+        let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
+        expected += planned.expected_rows;
+        planned.op
+    }));
+    if job.check_rows { expected } else { 0 }
+}
+
+/// One request as it was sent and timed.
+struct Request {
+    /// Its first sequence number.
+    first: u64,
+    /// Its ops.
+    n: u64,
+    kind: OpKind,
+    /// The rows it must return or affect (0: not checked).
+    expected: u64,
+    /// Service time: send to reply.
+    elapsed: Duration,
+    /// Fixed-rate runs: response time, from the intended start to the reply.
+    responded: Option<Duration>,
+    /// It started later than its turn on the schedule.
+    late: bool,
+}
+
+/// How a request's result counts towards giving up on the server.
+enum Tally {
+    /// The server answered (rows short or not).
+    Answered,
+    /// A failure that says nothing about the server being gone.
+    Failed,
+    /// A connection failure or timeout.
+    Unreachable(OpError),
+}
+
+/// Records one request: only an ok request (no error, every expected row) adds ops, rows
+/// and time; a failed one counts as failed ops, a short one as missing rows.
+#[inline(always)]
+fn record_request(recorder: &mut Recorder, result: Result<Outcome, OpError>, request: &Request) -> Tally {
+    let n = request.n;
+    if request.late {
+        recorder.late_ops += n;
+    }
+    recorder.ops += n;
+    recorder.requests += 1;
+    match result {
+        Ok(outcome) => {
+            recorder.retries += u64::from(outcome.retries);
+            let found = outcome.found_rows(request.kind);
+            if found >= request.expected {
+                recorder.ok_ops += n;
+                recorder.record_service(request.kind, request.elapsed);
+                if let Some(response) = request.responded {
+                    recorder.record_response(request.kind, response);
+                }
+                recorder.rows += outcome.rows;
+                if let Some(answer) = &outcome.answer {
+                    recorder.record_answer(request.first, answer);
+                }
+            } else {
+                recorder.short_ops += n;
+                recorder.missing_rows += request.expected - found;
+            }
+            Tally::Answered
+        }
+        Err(e) => {
+            recorder.failed_ops += n;
+            recorder.record_error(e.class, &e.message);
+            if matches!(e.class, ErrorClass::Connection | ErrorClass::Timeout) { Tally::Unreachable(e) } else { Tally::Failed }
+        }
+    }
 }
 
 /// Applies the per-op timeout to network requests. Embedded calls block the thread, so a

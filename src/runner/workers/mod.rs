@@ -18,8 +18,10 @@ pub mod sum;
 pub mod worker;
 
 use crate::adapter::Target;
+use crate::base::measurement::RunMeasurement;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
+use crate::runner::client::RunJob;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -125,6 +127,19 @@ pub fn check_targets(targets: &[Arc<dyn Target>]) -> Result<()> {
         ))),
         None => Ok(()),
     }
+}
+
+/// Runs `job` in this process alone or, with a coordinator, shared out to the workers.
+/// What a run costs beyond its measured window (connecting; with workers the barrier and
+/// the collection too) is logged at debug level for bench/workers.
+pub async fn run(coordinator: Option<&coordinator::Coordinator>, id: protocol::RunId, label: &str, job: RunJob) -> RunMeasurement {
+    let called = std::time::Instant::now();
+    let m = match coordinator {
+        None => crate::runner::client::run_once(Arc::new(job)).await,
+        Some(coordinator) => coordinator.run(id, label, job).await,
+    };
+    tracing::debug!(target: "dbsweep::run_cost", call_s = called.elapsed().as_secs_f64(), measured_s = m.seconds, "{label}");
+    m
 }
 
 /// Worker `index`'s share of a run of `clients` clients over the sequence numbers `seqs`

@@ -229,7 +229,7 @@ async fn gather_workers(
         None => listener.local_addr().map_err(|e| Error::runtime(e.to_string()))?.to_string(),
     };
     let local = if spawn_local { Some(runner::workers::local::start(count, &address, raw_args)?) } else { None };
-    let targets = plan.targets.iter().map(|t| (t.name.clone(), t.url.secret_text().to_string())).collect();
+    let targets = plan.targets.iter().map(|t| (t.name.clone(), t.url.clone())).collect();
     let coordinator = runner::workers::coordinator::Coordinator::gather(
         listener,
         count,

@@ -111,12 +111,6 @@ impl TargetUrl {
 
     /// The URL with every password (userinfo, password parameters) replaced by `***`; the
     /// only form that may be shown.
-    /// The URL as given, password included: only for handing a target to another process
-    /// of the same run (a worker), never for output.
-    pub fn secret_text(&self) -> &str {
-        self.inner.as_str()
-    }
-
     pub fn redacted(&self) -> String {
         let mut shown = self.inner.clone();
         if shown.password().is_some() {

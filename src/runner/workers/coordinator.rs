@@ -10,6 +10,7 @@
 use super::protocol::{Link, RunId, ToCoordinator, ToWorker, from_unix_nanos, unix_nanos};
 use super::sum::{Part, sum};
 use super::{JOIN_TIMEOUT_SECS, share};
+use crate::adapter::TargetUrl;
 use crate::adapter::lease::Holder;
 use crate::base::measurement::RunMeasurement;
 use crate::error::{Error, Result};
@@ -56,16 +57,18 @@ pub struct Coordinator {
 impl Coordinator {
     /// Accepts the other `count - 1` workers on `listener`: each must have resolved the
     /// plan with `plan_hash` for `count` workers, under a distinct index. Each gets the
-    /// run's targets (URLs whole, spawned servers included) and its lease holder.
+    /// run's targets (spawned servers included) with their passwords removed, and its lease
+    /// holder: a password never crosses the network; a worker logs in with its own.
     pub async fn gather(
         listener: TcpListener,
         count: usize,
         plan_hash: &str,
-        targets: Vec<(String, String)>,
+        targets: Vec<(String, TargetUrl)>,
         holder: Holder,
         timeout_secs: f64,
         cancel: Cancel,
     ) -> Result<Coordinator> {
+        let targets: Vec<(String, String)> = targets.into_iter().map(|(name, url)| (name, url.without_password().redacted())).collect();
         let mut members: Vec<Member> = Vec::new();
         let mut records = vec![WorkerRecord {
             index: 0,
@@ -343,7 +346,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let worker = tokio::spawn(hello(address, 1, worker_hash));
-        let targets = vec![("r".to_string(), "redis://:secret@127.0.0.1:1".to_string())];
+        let targets = vec![("r".to_string(), TargetUrl::parse("redis://:secret@127.0.0.1:1/0?password=secret&batch=multi").unwrap())];
         let gathered = Coordinator::gather(listener, 2, "abc", targets, Holder::this_process(), 5.0, Cancel::default()).await;
         (gathered, worker.await.unwrap())
     }
@@ -353,7 +356,7 @@ mod tests {
         let (gathered, answer) = gather_one("abc").await;
         let coordinator = gathered.unwrap();
         let ToWorker::Welcome { targets, .. } = answer else { panic!("{answer:?}") };
-        assert_eq!(targets[0].1, "redis://:secret@127.0.0.1:1", "the URL whole, for the worker to log in");
+        assert_eq!(targets[0].1, "redis://127.0.0.1:1/0?batch=multi", "no password crosses the network");
         let records = coordinator.records();
         assert_eq!(records.iter().map(|r| r.index).collect::<Vec<_>>(), [0, 1]);
         assert!(records[1].clock_offset_ms.abs() < CLOCK_BOUND_MS, "one machine, one clock: {:?}", records[1]);

@@ -61,8 +61,8 @@ pub enum ToCoordinator {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToWorker {
-    /// The targets of the run (spawned servers included, URLs whole) and the run's lease
-    /// holder, whose lease the worker works under.
+    /// The targets of the run (spawned servers included; URLs without passwords) and the
+    /// run's lease holder, whose lease the worker works under.
     Welcome {
         targets: Vec<(String, String)>,
         holder: Holder,

@@ -63,7 +63,7 @@ pub async fn serve(plan: &Plan, index: usize, count: usize, coordinator: &str, c
     let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf(), namespace: plan.namespace.clone(), holder };
     let targets: BTreeMap<String, Arc<dyn Target>> = targets
         .iter()
-        .map(|(name, url)| Ok((name.clone(), registry::open(name, &TargetUrl::parse(url)?, &open_ctx)?)))
+        .map(|(name, url)| Ok((name.clone(), registry::open(name, &login_url(plan, name, url)?, &open_ctx)?)))
         .collect::<Result<_>>()?;
     check_targets(&targets.values().cloned().collect::<Vec<_>>())?;
     let mut rounds: BTreeMap<usize, Round> = BTreeMap::new();
@@ -84,6 +84,17 @@ pub async fn serve(plan: &Plan, index: usize, count: usize, coordinator: &str, c
             ToWorker::Ping => link.send(&ToCoordinator::Clock { unix_nanos: unix_nanos(SystemTime::now()) }).await?,
             other => return Err(Error::runtime(format!("worker {index}: unexpected {other:?} from the coordinator"))),
         }
+    }
+}
+
+/// The URL a worker opens target `name` with: its own (same plan hash: the same target,
+/// with the password this worker was given), else the coordinator's, which carries no
+/// password (a server the coordinator spawned; the adapter falls back to the system's
+/// password variable, e.g. REDISCLI_AUTH).
+fn login_url(plan: &Plan, name: &str, coordinators: &str) -> Result<TargetUrl> {
+    match plan.targets.iter().find(|t| t.name == name) {
+        Some(own) => Ok(own.url.clone()),
+        None => TargetUrl::parse(coordinators),
     }
 }
 

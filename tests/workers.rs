@@ -340,3 +340,54 @@ fn workers_in_their_own_network_namespaces_send_the_one_process_runs_ops() {
     // One machine, one clock: the measured offsets are within the bound.
     assert!(records.iter().all(|w| w["clock_offset_ms"].as_f64().unwrap().abs() < 10.0), "{records:?}");
 }
+
+#[test]
+fn sigterm_to_the_coordinator_alone_stops_the_workers_mid_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    // One fixed-rate run of about 330 s: it cannot end before the stop.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(["run", "ycsb", "--target", "nodb=nodb:", "-p", "recordcount=1000", "--experiments", "workload-c"])
+        .args(["--clients", "3", "--ops", "100000", "--rate", "300", "--runs", "1", "--warmup", "0"])
+        .args(["--workers", "3", "--no-progress", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    while workers.len() < 2 || !out.join("report.json").exists() {
+        assert!(started.elapsed() < Duration::from_secs(120), "the run never started");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(50));
+        workers = children_named(child.id(), "dbsweep");
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: sends SIGTERM to the coordinator this test started, and to nothing else.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if stopped.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the coordinator waited for its workers to finish the run after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(!stderr.contains("was killed"), "the workers stopped on their own: {stderr}");
+    for pid in &workers {
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "worker {pid} is gone");
+    }
+    let r = report(&out);
+    assert_eq!(r["complete"], false);
+    let point = &r["points"][0];
+    assert_eq!(point["status"]["state"], "incomplete", "{point}");
+    assert!(point["runs"][0]["ops"].as_u64().unwrap() < 100_000, "{point}");
+}

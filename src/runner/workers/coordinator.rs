@@ -206,7 +206,16 @@ impl Coordinator {
             let m = &mut members[i];
             let mut reported = 0u64;
             let result = loop {
-                match m.link.receive::<ToCoordinator>(self.silence).await {
+                let message = tokio::select! {
+                    message = m.link.receive::<ToCoordinator>(self.silence) => message,
+                    // Stopped (Ctrl-C, SIGTERM, a lost lease): the workers' connections
+                    // close, which stops their clients within about a second.
+                    () = self.cancel.stopped() => {
+                        let own = parts.swap_remove(0).measurement;
+                        return self.stopped(&mut members, own);
+                    }
+                };
+                match message {
                     Ok(ToCoordinator::Progress { ops }) => {
                         progress.fetch_add(ops.saturating_sub(reported), Ordering::Relaxed);
                         reported = reported.max(ops);
@@ -277,6 +286,14 @@ impl Coordinator {
         *m.errors.entry("worker".into()).or_default() += 1;
         m.error_samples.insert(0, what);
         m
+    }
+
+    /// The run was stopped while the workers ran: lets them go (their connections close, so
+    /// they stop sending) and returns the coordinator's own share, incomplete.
+    fn stopped(&self, members: &mut Vec<Member>, mut own: RunMeasurement) -> RunMeasurement {
+        members.clear();
+        own.complete = false;
+        own
     }
 
     /// Warnings gathered since the last call (clock offsets, poor overlap).

@@ -1,5 +1,9 @@
 //! One run of one point: N clients (tasks or threads), each with its own connection,
-//! claiming sequence numbers from a shared counter until the run's ops are done.
+//! claiming sequence numbers from a shared counter until the run's ops are done, and a
+//! monitor thread that samples the ops completed for the run's precision and, under a
+//! stop rule (`--precision`), ends the run once its throughput is known well enough. A run
+//! ended early has done exactly the ops `0..n` of its sequence (a prefix), as a shorter
+//! fixed-ops run would.
 //!
 //! Owns the hot loop: generate op, time the request, check it, record. A request counts
 //! (ops, rows, latency) only when it succeeded and returned or affected at least the rows
@@ -10,6 +14,7 @@
 use crate::adapter::{Execution, Target};
 use crate::base::measurement::RunMeasurement;
 use crate::base::op::{ErrorClass, OpError, Outcome};
+use crate::stats::precision::{self, Sample};
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,10 +47,38 @@ pub struct RunJob {
     /// Compare each request's rows with the rows the plan expects (false for NO-DB, whose
     /// ops do no work and so return no real rows).
     pub check_rows: bool,
+    /// `--precision`: end the run once its throughput is known this well (or at its time
+    /// cap); `None`: the run does all of its `ops`.
+    pub stop: Option<StopRule>,
 }
 
-/// Clients report progress in chunks, so the hot loop rarely touches the shared counter.
+/// When a run under `--precision` ends before its ops (the op cap) run out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopRule {
+    /// The relative half-width of the 95 % confidence interval to reach (0.02: ±2 %).
+    pub precision: f64,
+    /// The run ends after this long even if not precise enough.
+    pub max_time: Duration,
+}
+
+/// How often the monitor samples the ops completed.
+const SAMPLE_EVERY: Duration = Duration::from_millis(1);
+/// The monitor checks the stop rule every this many samples.
+const CHECK_EVERY: usize = 8;
+/// The samples a run keeps; beyond, every other one is dropped (the batches of
+/// `precision` only need their boundaries, and these stay evenly spaced).
+const MAX_SAMPLES: usize = 16_384;
+/// A batch of the precision estimate must hold on average this many requests per client:
+/// fewer measure the requests' granularity rather than the throughput.
+const MIN_REQUESTS_PER_BATCH_PER_CLIENT: u64 = 4;
+/// Added to the claim counter to end a run: every later claim is past the ops.
+const END_OF_CLAIMS: u64 = 1 << 62;
+
+/// Clients report progress (and the ops completed, for the monitor) in chunks, so the hot
+/// loop rarely touches the shared counters: every this many ops ...
 const PROGRESS_EVERY: u64 = 1024;
+/// ... or when this long has passed since the last report (slow requests).
+const REPORT_AFTER: Duration = Duration::from_micros(250);
 
 /// An op that starts this much after its intended start counts as a missed schedule.
 const LATE: Duration = Duration::from_millis(1);
@@ -64,30 +97,34 @@ struct ClientResult {
 /// Runs one warm-up or measured run and returns its measurement.
 pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
     let clients = job.point.clients;
-    let counter = Arc::new(AtomicU64::new(0));
-    let barrier = Arc::new(Barrier::new(clients + 1));
-    let schedule_start = Arc::new(OnceLock::new());
+    let shared = Shared {
+        claimed: Arc::new(AtomicU64::new(0)),
+        completed: Arc::new(AtomicU64::new(0)),
+        barrier: Arc::new(Barrier::new(clients + 1)),
+        schedule_start: Arc::new(OnceLock::new()),
+    };
     let mut handles = Vec::with_capacity(clients);
     match job.target.info().execution {
         Execution::Async => {
             for _ in 0..clients {
-                let (job, counter, barrier, schedule_start) = (job.clone(), counter.clone(), barrier.clone(), schedule_start.clone());
-                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counter, barrier, schedule_start).await })));
+                let (job, shared) = (job.clone(), shared.clone());
+                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, shared).await })));
             }
         }
         Execution::Blocking => {
             for i in 0..clients {
-                let (job, counter, barrier, schedule_start) = (job.clone(), counter.clone(), barrier.clone(), schedule_start.clone());
+                let (job, shared) = (job.clone(), shared.clone());
                 let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
                     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                    rt.block_on(client(job, counter, barrier, schedule_start))
+                    rt.block_on(client(job, shared))
                 });
                 handles.push(ClientHandle::Thread(thread.expect("spawn client thread")));
             }
         }
     }
     let cpu_before = process_cpu_time();
-    barrier.wait().await;
+    shared.barrier.wait().await;
+    let monitor = Monitor::start(&job, &shared);
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
     let mut merged = Recorder::default();
@@ -116,12 +153,121 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         (Some(s), Some(e)) => e.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
-    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == job.ops || time_limited);
+    let watched = monitor.finish(end.map(|e| (e, merged.ops))).await;
+    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == job.ops || time_limited || watched.ended);
+    if watched.ended {
+        // The progress display counts the ops the run no longer needs as done.
+        job.progress.fetch_add(job.ops.saturating_sub(merged.ops), Ordering::Relaxed);
+    }
+    // A run the stop rule ended is as precise as the rule saw it when it ended it (the
+    // requests that were under way then only finish); any other over all of its samples.
+    let run_precision =
+        watched.precision_at_end.or_else(|| precision::relative_half_width(&watched.samples, min_ops_per_batch(&job.point)));
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
+    m.precision = run_precision;
+    if job.stop.is_none() {
+        m.answer_blocks.clear();
+    }
     if job.check_rows && job.stream.kind() == crate::base::op::OpKind::Delete && job.target.blind_deletes() {
         super::verify::blind_deletes(&job, &mut m).await;
     }
     m
+}
+
+/// What the clients of one run share.
+#[derive(Clone)]
+struct Shared {
+    /// The next sequence number to claim.
+    claimed: Arc<AtomicU64>,
+    /// Ops completed so far (reported in chunks), for the monitor.
+    completed: Arc<AtomicU64>,
+    barrier: Arc<Barrier>,
+    /// Fixed-rate runs: the moment op 0 is scheduled for.
+    schedule_start: Arc<OnceLock<Instant>>,
+}
+
+/// The thread that watches a run: samples the ops completed, and under a stop rule ends
+/// the claims once the run's throughput is precise enough or its time is up.
+struct Monitor {
+    started: Instant,
+    finished: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Watched>,
+}
+
+/// What the monitor saw.
+struct Watched {
+    /// The ops completed over time, from (0 s, 0 ops).
+    samples: Vec<Sample>,
+    /// The stop rule ended the run before its ops ran out.
+    ended: bool,
+    /// The precision the stop rule saw when it ended the run because it was reached.
+    precision_at_end: Option<f64>,
+}
+
+impl Monitor {
+    fn start(job: &Arc<RunJob>, shared: &Shared) -> Monitor {
+        let started = Instant::now();
+        let finished = Arc::new(AtomicBool::new(false));
+        let (job, shared, done) = (job.clone(), shared.clone(), finished.clone());
+        let thread = std::thread::Builder::new()
+            .name("run-monitor".into())
+            .spawn(move || watch(&job, &shared, started, &done))
+            .expect("spawn the run monitor thread");
+        Monitor { started, finished, thread }
+    }
+
+    /// Stops the monitor after the clients ended; `last` is the run's end and its ops.
+    async fn finish(self, last: Option<(Instant, u64)>) -> Watched {
+        self.finished.store(true, Ordering::Release);
+        let thread = self.thread;
+        let mut watched = tokio::task::spawn_blocking(move || thread.join().expect("the run monitor does not panic"))
+            .await
+            .expect("the run monitor joins");
+        if let Some((end, ops)) = last {
+            let seconds = end.saturating_duration_since(self.started).as_secs_f64();
+            if watched.samples.last().is_none_or(|s| s.seconds < seconds) {
+                watched.samples.push(Sample { seconds, ops });
+            }
+        }
+        watched
+    }
+}
+
+/// The fewest ops a batch of the precision estimate holds on average at `point`.
+fn min_ops_per_batch(point: &Point) -> u64 {
+    let ops_per_request = if point.batched { point.batch.max(1) as u64 } else { 1 };
+    MIN_REQUESTS_PER_BATCH_PER_CLIENT * point.clients as u64 * ops_per_request
+}
+
+/// The monitor's loop (see `Monitor`).
+fn watch(job: &RunJob, shared: &Shared, started: Instant, finished: &AtomicBool) -> Watched {
+    let min_ops = min_ops_per_batch(&job.point);
+    let mut samples = vec![Sample { seconds: 0.0, ops: 0 }];
+    let mut step = SAMPLE_EVERY;
+    let mut next = started;
+    let mut ended = false;
+    let mut precision_at_end = None;
+    while !finished.load(Ordering::Acquire) {
+        next += step;
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        let ops = shared.completed.load(Ordering::Relaxed);
+        let elapsed = started.elapsed();
+        samples.push(Sample { seconds: elapsed.as_secs_f64(), ops });
+        if samples.len() > MAX_SAMPLES {
+            samples = samples.iter().step_by(2).copied().collect();
+            step *= 2;
+        }
+        let Some(rule) = job.stop.filter(|_| !ended) else { continue };
+        let reached = samples.len().is_multiple_of(CHECK_EVERY).then(|| precision::relative_half_width(&samples, min_ops)).flatten();
+        if reached.is_some_and(|p| p <= rule.precision) {
+            precision_at_end = reached;
+        }
+        if precision_at_end.is_some() || elapsed >= rule.max_time {
+            shared.claimed.fetch_add(END_OF_CLAIMS, Ordering::Relaxed);
+            ended = true;
+        }
+    }
+    Watched { samples, ended, precision_at_end }
 }
 
 enum ClientHandle {
@@ -129,12 +275,12 @@ enum ClientHandle {
     Thread(std::thread::JoinHandle<ClientResult>),
 }
 
-async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>, schedule_start: Arc<OnceLock<Instant>>) -> ClientResult {
+async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
     let mut recorder = Recorder::default();
     let connection = job.target.connect().await;
-    barrier.wait().await;
+    shared.barrier.wait().await;
     let started = Instant::now();
-    let schedule = job.rate.map(|rate| (*schedule_start.get_or_init(Instant::now), 1.0 / rate));
+    let schedule = job.rate.map(|rate| (*shared.schedule_start.get_or_init(Instant::now), 1.0 / rate));
     let mut conn = match connection {
         Ok(c) => c,
         Err(e) => {
@@ -155,6 +301,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
     let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
     let mut claimed = 0..0u64;
     let mut unreported = 0u64;
+    let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| started + limit);
     let mut time_limited = false;
     loop {
@@ -170,7 +317,7 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         // Sequence numbers are claimed a chunk at a time so clients rarely contend on the
         // shared counter; the chunk is small against the run so the tail stays balanced.
         if claimed.is_empty() {
-            let start = counter.fetch_add(batch * chunk, Ordering::Relaxed);
+            let start = shared.claimed.fetch_add(batch * chunk, Ordering::Relaxed);
             if start >= job.ops {
                 break;
             }
@@ -203,7 +350,8 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
         } else {
             with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
         };
-        let elapsed = clock.delta(t0, clock.raw());
+        let now = clock.raw();
+        let elapsed = clock.delta(t0, now);
         let responded = intended.map(|at| Instant::now() - at);
         if late == Some(true) {
             recorder.late_ops += n;
@@ -244,12 +392,15 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
             }
         }
         unreported += n;
-        if unreported >= PROGRESS_EVERY {
+        if unreported >= PROGRESS_EVERY || clock.delta(reported_at, now) >= REPORT_AFTER {
             job.progress.fetch_add(unreported, Ordering::Relaxed);
+            shared.completed.fetch_add(unreported, Ordering::Relaxed);
             unreported = 0;
+            reported_at = now;
         }
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
+    shared.completed.fetch_add(unreported, Ordering::Relaxed);
     drop(conn);
     ClientResult { recorder, started, finished: Instant::now(), gave_up, time_limited }
 }
@@ -330,6 +481,7 @@ mod tests {
             rate: None,
             time_limit: None,
             check_rows: true,
+            stop: None,
         };
         run_once(Arc::new(job)).await
     }

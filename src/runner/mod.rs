@@ -167,6 +167,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
             n => n == rounds[ri],
         };
         let total_runs = experiment.warmup + experiment.runs;
+        let precision = plan.precision_of(experiment);
+        let stop_rule = precision.map(|p| client::StopRule { precision: p.target, max_time: Duration::from_secs_f64(p.max_time_secs) });
         // The echo floor is always a closed-loop measurement of the bare round trip.
         let point_rate = if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate };
         for (pi, point) in experiment.points.iter().enumerate() {
@@ -233,14 +235,31 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         rate: point_rate,
                         time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
                         check_rows: info.system != "nodb",
+                        stop: stop_rule,
                     });
+                    let planned_ops = job.ops;
                     let m = client::run_once(job).await;
                     if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
                         // Later experiments (index ranges, analytic queries) expect the
-                        // generated data: remove what this run inserted, untimed.
-                        let keys = stream.inserted_keys(point, pi, run);
+                        // generated data: remove what this run inserted, untimed. A run
+                        // stopped early inserted the keys of its first ops only.
+                        let mut keys = stream.inserted_keys(point, pi, run);
+                        keys.truncate(m.ops as usize);
                         if let Err(e) = remove_keys(target.as_ref(), stream.table(), &keys, Some(m.rows)).await {
                             report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
+                        }
+                    }
+                    if experiment.op == ExperimentOp::Delete && info.system != "nodb" && m.ops < planned_ops && m.complete {
+                        // A delete run stopped early left rows of its preloaded keys: remove
+                        // them, untimed, so later experiments see the generated data.
+                        let left: Vec<i64> = (m.ops..planned_ops)
+                            .filter_map(|seq| match stream.op(point, pi, run, seq) {
+                                crate::base::op::Op::Delete { key, .. } => Some(key),
+                                _ => None,
+                            })
+                            .collect();
+                        if let Err(e) = remove_keys(target.as_ref(), stream.table(), &left, None).await {
+                            report.warnings.push(format!("{} / {}: preloaded rows left in place: {e}", experiment.name, info.name));
                         }
                     }
                     let complete = m.complete;
@@ -275,6 +294,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                 result.summary = summarize(&result);
                 result.flags.extend(void_flags(&result.runs));
                 result.flags.extend(retry_flag(&result.runs));
+                result.flags.extend(precision.and_then(|p| convergence_flag(&result, p.target)));
                 results.push(result);
                 if stop_reason.is_some() {
                     break;
@@ -616,6 +636,7 @@ fn summarize(result: &PointResult) -> Option<PointSummary> {
         retries: measured.iter().map(|r| r.retries).sum(),
         memory: memory::summarize(&measured),
         by_kind: if result.op == OpKind::Mixed { by_kind(&measured, void) } else { BTreeMap::new() },
+        precision: measured.iter().map(|r| r.precision).try_fold(0.0, |widest: f64, p| p.map(|p| widest.max(p))),
     })
 }
 
@@ -655,6 +676,14 @@ fn void_flags(runs: &[RunMeasurement]) -> Vec<Flag> {
         flags.push(Flag::MissingRows { count: missing });
     }
     flags
+}
+
+/// Under `--precision`: the flag of a measured point whose runs did not all reach the
+/// precision asked before their caps.
+fn convergence_flag(result: &PointResult, asked: f64) -> Option<Flag> {
+    let summary = result.summary.as_ref()?;
+    let reached = summary.precision;
+    reached.is_none_or(|p| p > asked).then_some(Flag::NotConverged { asked, reached })
 }
 
 /// The flag of a point whose measured runs retried requests after conflicts (not void).
@@ -728,22 +757,43 @@ fn observed_answers(r: &PointResult) -> Vec<Observed> {
 
 /// An answer a run produced, in the form it is compared in.
 enum Observed {
-    Digest(String),
+    Digest(Digests),
     Whole(crate::base::op::Answer),
+}
+
+/// The answer digests of a run: of all its ops, and (under `--precision`) per block of
+/// sequence numbers.
+struct Digests {
+    whole: String,
+    ops: u64,
+    blocks: Vec<String>,
+}
+
+impl Digests {
+    /// Runs of the same ops agree when their digests do; runs that stopped after different
+    /// numbers of ops (`--precision`) are compared over the blocks both completed.
+    fn agrees(&self, other: &Digests) -> bool {
+        if self.ops == other.ops || self.blocks.is_empty() || other.blocks.is_empty() {
+            return self.whole == other.whole;
+        }
+        let done = self.ops.min(other.ops);
+        let block = |blocks: &[String], k: usize| blocks.get(k).cloned().unwrap_or_else(|| format!("{:016x}", 0));
+        (0..).take_while(|&k| crate::stats::answer_block_end(k) <= done).all(|k| block(&self.blocks, k) == block(&other.blocks, k))
+    }
 }
 
 impl Observed {
     fn of(m: &RunMeasurement) -> Option<Observed> {
         match (&m.sample_answer, &m.answer_digest) {
             (Some(a), _) => Some(Observed::Whole(a.clone())),
-            (None, Some(d)) => Some(Observed::Digest(d.clone())),
+            (None, Some(d)) => Some(Observed::Digest(Digests { whole: d.clone(), ops: m.ops, blocks: m.answer_blocks.clone() })),
             _ => None,
         }
     }
 
     fn agrees(&self, other: &Observed) -> bool {
         match (self, other) {
-            (Observed::Digest(a), Observed::Digest(b)) => a == b,
+            (Observed::Digest(a), Observed::Digest(b)) => a.agrees(b),
             (Observed::Whole(a), Observed::Whole(b)) => a.agrees_with(b),
             _ => false,
         }
@@ -780,6 +830,8 @@ mod tests {
                 late_ops: 0,
                 sample_answer: None,
                 answer_digest: (!d.is_empty()).then(|| d.to_string()),
+                answer_blocks: vec![],
+                precision: None,
                 service: BTreeMap::new(),
                 response: BTreeMap::new(),
                 memory: None,
@@ -850,6 +902,20 @@ mod tests {
         flag_point(&mut results);
         assert!(results[1].summary.as_ref().unwrap().client_share.is_none());
         assert_eq!(flags(&results[1]), ["missing_rows"]);
+    }
+
+    #[test]
+    fn runs_that_stopped_at_different_ops_compare_the_blocks_both_completed() {
+        let digests =
+            |ops: u64, blocks: &[&str]| Digests { whole: blocks.join("+"), ops, blocks: blocks.iter().map(|b| b.to_string()).collect() };
+        // Blocks end at 64, 128, 256, 512: 300 ops complete the first three.
+        let short = digests(300, &["a", "b", "c", "x"]);
+        let long = digests(1000, &["a", "b", "c", "d", "e"]);
+        assert!(short.agrees(&long) && long.agrees(&short));
+        assert!(!digests(300, &["a", "z", "c", "x"]).agrees(&long), "a different answer in a shared block");
+        // The same ops compare whole; without blocks (fixed ops) too.
+        assert!(!digests(1000, &["a", "b", "c", "d", "f"]).agrees(&long));
+        assert!(!Digests { whole: "w".into(), ops: 300, blocks: vec![] }.agrees(&long));
     }
 
     #[test]

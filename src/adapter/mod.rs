@@ -8,17 +8,14 @@
 //! The systems' modules import this contract and the shared layers below it (`sql`),
 //! never `registry`, which is the only module that names them all.
 
-pub mod cassandra;
 pub mod cli_client;
 pub mod embedded;
+pub mod kv;
 pub mod lease;
-pub mod memcached;
 pub mod mock;
-pub mod mongodb;
 pub mod mysql;
 pub mod nodb;
 pub mod pgwire;
-pub mod redis;
 pub mod registry;
 pub mod sql;
 pub mod url;

@@ -5,9 +5,10 @@
 //! to anything: adapters connect in `prepare`/`connect`.
 
 use super::embedded::{duckdb, monetdb, redb, sqlite};
+use super::kv::{cassandra, memcached, mongodb, redis};
 use super::pgwire::{PgWire, h2, hyper, postgres};
 use super::{OpenContext, Target, TargetUrl};
-use super::{cassandra, cli_client, memcached, mock, mongodb, mysql, nodb, redis};
+use super::{cli_client, mock, mysql, nodb};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 

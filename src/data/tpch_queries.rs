@@ -4,7 +4,7 @@
 //! Owns what every system's text of a query must compute and what its answer looks like:
 //! group keys are Text, every sum and average is a Float, counts are Int, Q3's
 //! `l_orderkey`/`o_shippriority` are Int and `o_orderdate` is a Date. Must not hold any
-//! system's query text (SQL: `adapter::sql::tpch`; Redis: Lua in `adapter::redis::tpch`).
+//! system's query text (SQL: `adapter::sql::tpch`; Redis: Lua in `adapter::kv::redis::tpch`).
 
 use crate::base::op::QueryId;
 use crate::base::table::{ColumnType, Date};

@@ -7,7 +7,11 @@
 //! `dbsweep.dbsweep_owner` (one row, `dbsweep-owned`); an existing file without that marker
 //! is refused with `NotOwned`. Tables live in the file's `dbsweep` schema, one typed column
 //! per attribute, and `cleanup` drops them and then the database file itself (it is
-//! dbsweep's by its marker). Must not touch any other database file.
+//! dbsweep's by its marker). A user's file on a local hyperd (loopback host, its directory
+//! on this machine) is leased to one run at a time like an embedded engine's file (a
+//! `lease::FileLease` on `<file>.dbsweep-lock`, taken when the target opens): a second run
+//! on it is refused. A remote server's files cannot be locked from here. Must not touch
+//! any other database file.
 //!
 //! HyPer has no indexes: `PRIMARY KEY` and `CREATE INDEX` are refused, so every op is a
 //! scan (declared: `secondary_indexes: false`, setting `indexes`). Key uniqueness is
@@ -30,6 +34,7 @@
 use super::encode::Wire;
 use super::session::QUERIES;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive};
+use crate::adapter::lease::FileLease;
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{HYPER, Layout, SCHEMA, quote_literal};
 use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
@@ -69,6 +74,13 @@ pub struct Hyper {
     /// Login into the database file.
     config: tokio_postgres::Config,
     endpoint: String,
+    /// The lease on a user's file on a local server, held while the target lives.
+    _lease: Option<FileLease>,
+}
+
+/// Whether hyperd at `host` sees this machine's files.
+fn is_local(host: &str) -> bool {
+    matches!(host, "127.0.0.1" | "localhost" | "::1" | "[::1]")
 }
 
 impl Hyper {
@@ -76,7 +88,14 @@ impl Hyper {
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(7483);
         let user = url.username().filter(|u| !u.is_empty()).unwrap_or_else(|| DEFAULT_USER.into());
-        let path: PathBuf = match url.file_path().filter(|p| p.as_os_str() != "/") {
+        let user_file = url.file_path().filter(|p| p.as_os_str() != "/");
+        let lease = match &user_file {
+            Some(file) if is_local(&host) && file.parent().is_some_and(|dir| dir.is_dir()) => {
+                Some(FileLease::acquire(name, file, &ctx.holder)?)
+            }
+            _ => None,
+        };
+        let path: PathBuf = match user_file {
             Some(p) => p,
             None => std::path::absolute(ctx.scratch_dir.join(format!("dbsweep-{name}.hyper")))
                 .map_err(|e| Error::usage(format!("target '{name}': bad scratch directory: {e}")))?,
@@ -94,6 +113,9 @@ impl Hyper {
         config.dbname(&path);
         let mut settings = BTreeMap::new();
         settings.insert("database_file".into(), path.clone());
+        if let Some(note) = lease.as_ref().and_then(|l| l.took_over.clone()) {
+            settings.insert("lease".into(), note);
+        }
         settings.insert("indexes".into(), "none (HyPer has none)".into());
         settings.insert(
             "key_uniqueness".into(),
@@ -123,6 +145,7 @@ impl Hyper {
             admin,
             config,
             endpoint: format!("{host}:{port}"),
+            _lease: lease,
         })
     }
 
@@ -299,5 +322,32 @@ mod tests {
         assert_eq!(h.pg().info().settings["indexes"], "none (HyPer has none)");
         let bare = Hyper::new("h2", &TargetUrl::parse("hyper://127.0.0.1:7000").unwrap(), &ctx).unwrap();
         assert_eq!(bare.path, "/scratch/dbsweep-h2.hyper");
+    }
+
+    #[test]
+    fn a_users_file_on_a_local_server_is_leased_to_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("db.hyper");
+        let url = TargetUrl::parse(&format!("hyper://127.0.0.1:7000{}", file.display())).unwrap();
+        let first = Hyper::new("a", &url, &OpenContext::new(dir.path())).unwrap();
+        let lock = dir.path().join("db.hyper.dbsweep-lock");
+        assert!(lock.exists());
+        let second = OpenContext::new(dir.path());
+        let err = Hyper::new("b", &url, &second).err().expect("a second run on the file is refused");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains(&first_run(&lock)), "{err}");
+        drop(first);
+        assert!(!lock.exists(), "the lease ends with the target");
+        Hyper::new("b", &url, &second).expect("free again");
+        // A remote server's path is not this machine's: nothing to lock here.
+        let remote = TargetUrl::parse(&format!("hyper://10.0.0.9:7000{}", file.display())).unwrap();
+        let _r1 = Hyper::new("r1", &remote, &OpenContext::new(dir.path())).unwrap();
+        Hyper::new("r2", &remote, &OpenContext::new(dir.path())).unwrap();
+    }
+
+    /// The run id in a lock file's record.
+    fn first_run(lock: &std::path::Path) -> String {
+        let record = std::fs::read_to_string(lock).unwrap();
+        crate::adapter::lease::Holder::decode(record.trim()).unwrap().run
     }
 }

@@ -1,0 +1,474 @@
+//! One client's connection: each op planned into commands (or Lua scripts), sent in one
+//! MULTI/EXEC or pipeline, and the replies reduced to an outcome. Must not touch keys
+//! outside the target's prefix.
+
+use super::dialect::Dialect;
+use super::rows::{TableKeys, insert_commands, key_of, parse_value, score, value_text};
+use super::{BatchMode, FETCH_ALL_CHUNK, op_error, strings, tpch};
+use crate::adapter::Connection;
+use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
+use crate::base::table::{ColumnType, TableId, Value};
+use crate::error::Result;
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+use redis::{Cmd, Pipeline, Script};
+use std::sync::Arc;
+
+/// Writes one column of an existing row; returns 1, or 0 when the row does not exist.
+/// KEYS[1] row hash, KEYS[2] (optional) the column's index set; ARGV: field, text value,
+/// pk (index member), score, '1' when the new value is NULL.
+pub(super) const UPDATE_LUA: &str = r"
+if redis.call('HLEN', KEYS[1]) == 0 then return 0 end
+if ARGV[5] == '1' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[3]) end
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  if KEYS[2] then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3]) end
+end
+return 1
+";
+
+/// MAX of a column over the rows whose indexed value lies in [lo, hi]; returns the stored
+/// text of the maximum, or nil when nothing matches. KEYS[1] index set; ARGV: lo, hi,
+/// row-key prefix, field, 'num' (compare as numbers) or 'str' (compare as text).
+pub(super) const MAX_LUA: &str = r"
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2])
+local best, best_text = nil, false
+for _, pk in ipairs(members) do
+  local v = redis.call('HGET', ARGV[3] .. pk, ARGV[4])
+  if v then
+    local cmp = v
+    if ARGV[5] == 'num' then cmp = tonumber(v) end
+    if cmp ~= nil and (best == nil or cmp > best) then best = cmp; best_text = v end
+  end
+end
+return best_text
+";
+
+/// How the replies of an op's commands become its outcome.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Reduce {
+    /// A fixed row count (inserts: 1, echo: 0).
+    Fixed(u64),
+    /// The first reply is the row count (the update script).
+    FirstInt,
+    /// The first reply is > 0 when the row existed (DEL, HCLEAR: removed fields): 1 or 0.
+    Existed,
+    /// Every reply is an HGETALL; rows = the non-empty ones.
+    NonEmptyHashes,
+    /// A GET or MGET reply; rows = the non-nil values.
+    NonNil,
+    /// `SET … XX`: 1 when it wrote (`OK`), 0 when the key did not exist (nil).
+    Written,
+    /// ZCOUNT: an `Answer::Scalar(Int)`.
+    Count,
+    /// The max script's text reply, decoded to the column's type.
+    Max(ColumnType),
+    /// A TPC-H query script's reply, decoded to the query's answer table.
+    Query(QueryId),
+}
+
+/// An op compiled to commands that need one round trip.
+pub(super) struct Planned {
+    pub(super) cmds: Vec<Cmd>,
+    /// When executed alone, wrap the commands in MULTI/EXEC (a row and its index entries).
+    pub(super) atomic: bool,
+    pub(super) reduce: Reduce,
+}
+
+pub struct RedisConnection {
+    pub(super) conn: MultiplexedConnection,
+    pub(super) dialect: Dialect,
+    pub(super) tables: Arc<Vec<TableKeys>>,
+    pub(super) batch: BatchMode,
+    pub(super) update_script: Arc<Script>,
+    pub(super) max_script: Arc<Script>,
+    pub(super) query_scripts: Arc<tpch::Scripts>,
+}
+
+impl RedisConnection {
+    pub(super) fn table(&self, id: TableId) -> Result<&TableKeys, OpError> {
+        self.tables.get(id).ok_or_else(|| OpError::client(format!("redis: no table #{id} (was prepare called?)")))
+    }
+
+    pub(super) fn index_set<'a>(&self, t: &'a TableKeys, column: usize) -> Result<&'a str, OpError> {
+        t.index_sets.get(column).and_then(Option::as_deref).ok_or_else(|| {
+            OpError::new(ErrorClass::Unsupported, format!("redis: column {column} of {} has no index sorted set", t.def.name))
+        })
+    }
+
+    /// Compiles an op on a plain-string table (see [`strings`]); `None` for fetch-all,
+    /// which needs several round trips.
+    pub(super) fn plan_strings(&self, t: &TableKeys, op: &Op) -> Result<Option<Planned>, OpError> {
+        let one = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        Ok(match op {
+            Op::Insert { row, .. } => {
+                one(redis::cmd("SET").arg(t.row_key(key_of(row)?)).arg(strings::value_text(row)?).clone(), Reduce::Fixed(1))
+            }
+            Op::Get { key, .. } => one(redis::cmd("GET").arg(t.row_key(*key)).clone(), Reduce::NonNil),
+            Op::MultiGet { keys, .. } if keys.is_empty() => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
+            Op::MultiGet { keys, .. } => {
+                one(redis::cmd("MGET").arg(keys.iter().map(|k| t.row_key(*k)).collect::<Vec<_>>()).clone(), Reduce::NonNil)
+            }
+            Op::Delete { key, .. } => one(self.dialect.string_delete(vec![t.row_key(*key)]), Reduce::FirstInt),
+            Op::Update { key, column: 1, value, .. } => {
+                let text = value_text(value).ok_or_else(|| OpError::client("redis: a pairs value cannot be NULL"))?;
+                one(self.dialect.string_update(t.row_key(*key), text), Reduce::Written)
+            }
+            Op::FetchAll { .. } => None,
+            other => {
+                return Err(OpError::new(
+                    ErrorClass::Unsupported,
+                    format!("redis: {} is not offered on {} (plain string keys keep no order or index)", other.kind(), t.def.name),
+                ));
+            }
+        })
+    }
+
+    /// One command for a batch of inserts, gets or deletes on one plain-string table:
+    /// `MSET`, `MGET` or `DEL` of every key. `None` for other batches.
+    pub(super) fn strings_batch(&self, ops: &[Op]) -> Result<Option<Planned>, OpError> {
+        let Some(table) = ops.first().and_then(Op::table) else { return Ok(None) };
+        let t = self.table(table)?;
+        if !t.strings || ops.iter().any(|op| op.table() != Some(table) || op.kind() != ops[0].kind()) {
+            return Ok(None);
+        }
+        let planned = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        let keys = |f: &dyn Fn(&Op) -> Vec<i64>| ops.iter().flat_map(f).map(|k| t.row_key(k)).collect::<Vec<_>>();
+        Ok(match ops[0].kind() {
+            OpKind::Insert => {
+                let rows = ops.iter().filter_map(|op| if let Op::Insert { row, .. } = op { Some(row) } else { None });
+                planned(strings::mset(|k| t.row_key(k), rows)?, Reduce::Fixed(ops.len() as u64))
+            }
+            OpKind::Get | OpKind::MultiGet => {
+                let keys = keys(&|op| match op {
+                    Op::Get { key, .. } => vec![*key],
+                    Op::MultiGet { keys, .. } => keys.clone(),
+                    _ => Vec::new(),
+                });
+                if keys.is_empty() {
+                    return Ok(None);
+                }
+                planned(redis::cmd("MGET").arg(keys).clone(), Reduce::NonNil)
+            }
+            OpKind::Delete => {
+                let keys = keys(&|op| if let Op::Delete { key, .. } = op { vec![*key] } else { Vec::new() });
+                planned(self.dialect.string_delete(keys), Reduce::FirstInt)
+            }
+            _ => None,
+        })
+    }
+
+    /// Compiles a one-round-trip op; `None` for ops that need two (Scan, RangeRows, RMW).
+    pub(super) fn plan(&self, op: &Op) -> Result<Option<Planned>, OpError> {
+        if let Some(table) = op.table()
+            && let t = self.table(table)?
+            && t.strings
+        {
+            return self.plan_strings(t, op);
+        }
+        let one = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        Ok(match op {
+            Op::Echo => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
+            Op::Insert { table, row } => {
+                let mut cmds = Vec::new();
+                insert_commands(self.dialect, self.table(*table)?, row, &mut cmds)?;
+                Some(Planned { cmds, atomic: true, reduce: Reduce::Fixed(1) })
+            }
+            Op::Get { table, key } => one(redis::cmd("HGETALL").arg(self.table(*table)?.row_key(*key)).clone(), Reduce::NonEmptyHashes),
+            Op::MultiGet { table, keys } => {
+                let t = self.table(*table)?;
+                let cmds = keys.iter().map(|k| redis::cmd("HGETALL").arg(t.row_key(*k)).clone()).collect();
+                Some(Planned { cmds, atomic: false, reduce: Reduce::NonEmptyHashes })
+            }
+            Op::Delete { table, key } => {
+                let t = self.table(*table)?;
+                let mut cmds = vec![self.dialect.row_delete(&t.row_key(*key)), redis::cmd("ZREM").arg(&t.pk_set).arg(*key).clone()];
+                // Index members are pks, so removing needs no read of the old values.
+                for set in t.index_sets.iter().flatten() {
+                    cmds.push(redis::cmd("ZREM").arg(set).arg(*key).clone());
+                }
+                Some(Planned { cmds, atomic: true, reduce: Reduce::Existed })
+            }
+            Op::Update { table, key, column, value } => {
+                let t = self.table(*table)?;
+                if *column == 0 || *column >= t.def.columns.len() {
+                    return Err(OpError::client(format!("redis: cannot update column {column} of {}", t.def.name)));
+                }
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(self.update_script.get_hash());
+                let index = t.index_sets[*column].as_deref();
+                cmd.arg(if index.is_some() { 2 } else { 1 }).arg(t.row_key(*key));
+                if let Some(set) = index {
+                    cmd.arg(set);
+                }
+                let text = value_text(value);
+                cmd.arg(&t.def.columns[*column].name)
+                    .arg(text.as_deref().unwrap_or(""))
+                    .arg(*key)
+                    .arg(score(value).unwrap_or_else(|| "0".into()))
+                    .arg(if text.is_none() { "1" } else { "0" });
+                one(cmd, Reduce::FirstInt)
+            }
+            Op::Range { table, column, lo, hi, agg: RangeAgg::Count } => {
+                let t = self.table(*table)?;
+                one(redis::cmd("ZCOUNT").arg(self.index_set(t, *column)?).arg(*lo).arg(*hi).clone(), Reduce::Count)
+            }
+            Op::Range { table, column, lo, hi, agg: RangeAgg::Max { column: of } } => {
+                let t = self.table(*table)?;
+                let set = self.index_set(t, *column)?;
+                let of_col = t.def.columns.get(*of).ok_or_else(|| OpError::client(format!("redis: no column {of} in {}", t.def.name)))?;
+                let mode = match of_col.ty {
+                    ColumnType::Int | ColumnType::Float | ColumnType::Decimal => "num",
+                    ColumnType::Text | ColumnType::Date => "str",
+                };
+                let cmd = redis::cmd("EVALSHA")
+                    .arg(self.max_script.get_hash())
+                    .arg(1)
+                    .arg(set)
+                    .arg(*lo)
+                    .arg(*hi)
+                    .arg(&t.row_prefix)
+                    .arg(&of_col.name)
+                    .arg(mode)
+                    .clone();
+                one(cmd, Reduce::Max(of_col.ty))
+            }
+            Op::Scan { .. } | Op::Range { agg: RangeAgg::Rows, .. } | Op::ReadModifyWrite { .. } | Op::FetchAll { .. } => None,
+            Op::Query(q) => {
+                let unsupported = || OpError::new(ErrorClass::Unsupported, format!("redis does not run {q:?}"));
+                let t = self.tables.iter().find(|t| t.def.name == tpch::LINEITEM).ok_or_else(|| {
+                    OpError::client(format!("redis: {q:?} needs the TPC-H {} table (prepare the tpch dataset)", tpch::LINEITEM))
+                })?;
+                let cmd = self.query_scripts.command(*q, &t.row_prefix, &t.pk_set).ok_or_else(unsupported)?;
+                one(cmd, Reduce::Query(*q))
+            }
+        })
+    }
+
+    /// Sends commands in one round trip and returns one reply per command.
+    pub(super) async fn send(&mut self, cmds: Vec<Cmd>, atomic: bool) -> Result<Vec<redis::Value>, OpError> {
+        // Without MULTI/EXEC (LedisDB) the commands still share one round trip.
+        let atomic = atomic && self.dialect.has_multi();
+        let replies = if cmds.len() == 1 && !atomic {
+            vec![cmds[0].query_async::<redis::Value>(&mut self.conn).await.map_err(|e| op_error(self.dialect, e))?]
+        } else {
+            let mut pipe = Pipeline::with_capacity(cmds.len());
+            if atomic {
+                pipe.atomic();
+            }
+            for cmd in cmds {
+                pipe.add_command(cmd);
+            }
+            pipe.query_async::<Vec<redis::Value>>(&mut self.conn).await.map_err(|e| op_error(self.dialect, e))?
+        };
+        replies.into_iter().map(|r| r.extract_error().map_err(|e| op_error(self.dialect, e))).collect()
+    }
+
+    /// Fetches row hashes in one pipeline; returns how many exist.
+    pub(super) async fn fetch_rows(&mut self, t_prefix: &str, pks: &[i64]) -> Result<u64, OpError> {
+        if pks.is_empty() {
+            return Ok(0);
+        }
+        let cmds = pks.iter().map(|pk| redis::cmd("HGETALL").arg(format!("{t_prefix}{pk}")).clone()).collect();
+        let replies = self.send(cmds, false).await?;
+        Ok(replies.iter().filter(|r| is_non_empty(r)).count() as u64)
+    }
+
+    pub(super) async fn two_step(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        match op {
+            Op::FetchAll { table } if self.table(*table)?.strings => {
+                // The table's keys a page at a time, one MGET per page of keys not seen yet.
+                let prefix = self.table(*table)?.row_prefix.clone();
+                let (mut rows, mut seen) = (0u64, std::collections::HashSet::new());
+                let mut cursor = Some(self.dialect.first_cursor().to_string());
+                while let Some(at) = cursor {
+                    let (next, keys) =
+                        self.dialect.string_key_page(&mut self.conn, &prefix, &at).await.map_err(|e| op_error(self.dialect, e))?;
+                    let ours: Vec<String> =
+                        keys.into_iter().filter(|k| strings::is_row_key(&prefix, k) && seen.insert(k.clone())).collect();
+                    if !ours.is_empty() {
+                        let reply = redis::cmd("MGET").arg(ours).query_async::<redis::Value>(&mut self.conn).await;
+                        rows += strings::non_nil(&reply.map_err(|e| op_error(self.dialect, e))?);
+                    }
+                    cursor = next;
+                }
+                Ok(Outcome::rows(rows))
+            }
+            Op::FetchAll { table } => {
+                // Every pk from the table's key set, then the hashes in pipelines of
+                // FETCH_ALL_CHUNK, so the client never holds more than one chunk of rows.
+                let t = self.table(*table)?;
+                let (set, prefix) = (t.pk_set.clone(), t.row_prefix.clone());
+                let pks: Vec<i64> = redis::cmd("ZRANGE")
+                    .arg(set)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
+                let mut rows = 0;
+                for chunk in pks.chunks(FETCH_ALL_CHUNK) {
+                    rows += self.fetch_rows(&prefix, chunk).await?;
+                }
+                Ok(Outcome::rows(rows))
+            }
+            Op::Scan { table, start, count } => {
+                let t = self.table(*table)?;
+                let (set, prefix) = (t.pk_set.clone(), t.row_prefix.clone());
+                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
+                    .arg(set)
+                    .arg(*start)
+                    .arg("+inf")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(*count)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
+                Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
+            }
+            Op::Range { table, column, lo, hi, agg: RangeAgg::Rows } => {
+                let t = self.table(*table)?;
+                let set = self.index_set(t, *column)?.to_string();
+                let prefix = t.row_prefix.clone();
+                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
+                    .arg(set)
+                    .arg(*lo)
+                    .arg(*hi)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
+                Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
+            }
+            Op::ReadModifyWrite { table, key, column, value } => {
+                let t = self.table(*table)?;
+                if *column == 0 || *column >= t.def.columns.len() {
+                    return Err(OpError::client(format!("redis: cannot update column {column} of {}", t.def.name)));
+                }
+                let row_key = t.row_key(*key);
+                let field = t.def.columns[*column].name.clone();
+                let index = t.index_sets[*column].clone();
+                let current = redis::cmd("HGETALL")
+                    .arg(&row_key)
+                    .query_async::<redis::Value>(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
+                if !is_non_empty(&current) {
+                    return Ok(Outcome::rows(0));
+                }
+                let mut cmds = Vec::new();
+                match value_text(value) {
+                    Some(text) => cmds.push(redis::cmd("HSET").arg(&row_key).arg(&field).arg(text).clone()),
+                    None => cmds.push(redis::cmd("HDEL").arg(&row_key).arg(&field).clone()),
+                }
+                if let Some(set) = index {
+                    match score(value) {
+                        Some(s) => cmds.push(redis::cmd("ZADD").arg(set).arg(s).arg(*key).clone()),
+                        None => cmds.push(redis::cmd("ZREM").arg(set).arg(*key).clone()),
+                    }
+                }
+                let atomic = cmds.len() > 1;
+                self.send(cmds, atomic).await?;
+                Ok(Outcome::rows(1))
+            }
+            other => Err(OpError::client(format!("redis: {} is not a two-step op", other.kind()))),
+        }
+    }
+}
+
+fn is_non_empty(reply: &redis::Value) -> bool {
+    match reply {
+        redis::Value::Array(items) | redis::Value::Set(items) => !items.is_empty(),
+        redis::Value::Map(pairs) => !pairs.is_empty(),
+        _ => false,
+    }
+}
+
+fn reply_int(reply: &redis::Value) -> Result<i64, OpError> {
+    match reply {
+        redis::Value::Int(i) => Ok(*i),
+        other => Err(OpError::server(format!("redis: expected an integer reply, got {other:?}"))),
+    }
+}
+
+fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> {
+    Ok(match reduce {
+        Reduce::Fixed(n) => Outcome::rows(n),
+        Reduce::FirstInt => Outcome::rows(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?.max(0) as u64),
+        Reduce::Existed => Outcome::rows(u64::from(reply_int(replies.first().unwrap_or(&redis::Value::Nil))? > 0)),
+        Reduce::NonEmptyHashes => Outcome::rows(replies.iter().filter(|r| is_non_empty(r)).count() as u64),
+        Reduce::NonNil => Outcome::rows(replies.iter().map(strings::non_nil).sum()),
+        Reduce::Written => Outcome::rows(replies.iter().filter(|r| !matches!(r, redis::Value::Nil)).count() as u64),
+        Reduce::Count => Outcome::answer(1, Answer::Scalar(Value::Int(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?))),
+        Reduce::Max(ty) => {
+            let value = match replies.first() {
+                None | Some(redis::Value::Nil) => Value::Null,
+                Some(redis::Value::BulkString(bytes)) => {
+                    let text = std::str::from_utf8(bytes).map_err(|_| OpError::server("redis: max is not UTF-8"))?;
+                    parse_value(ty, text).ok_or_else(|| OpError::server(format!("redis: max '{text}' is not a {ty:?}")))?
+                }
+                Some(other) => return Err(OpError::server(format!("redis: unexpected max reply {other:?}"))),
+            };
+            Outcome::answer(1, Answer::Scalar(value))
+        }
+        Reduce::Query(q) => {
+            let answer = tpch::decode(q, replies.first().unwrap_or(&redis::Value::Nil))?;
+            let rows = match &answer {
+                Answer::Table(rows) => rows.len() as u64,
+                Answer::Scalar(_) => 1,
+            };
+            Outcome::answer(rows, answer)
+        }
+    })
+}
+
+#[async_trait]
+impl Connection for RedisConnection {
+    async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        match self.plan(op)? {
+            Some(planned) => {
+                let replies = self.send(planned.cmds, planned.atomic).await?;
+                reduce(planned.reduce, &replies)
+            }
+            None => self.two_step(op).await,
+        }
+    }
+
+    async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if let Some(planned) = self.strings_batch(ops)? {
+            let replies = self.send(planned.cmds, false).await?;
+            return reduce(planned.reduce, &replies);
+        }
+        let mut plans = Vec::with_capacity(ops.len());
+        for op in ops {
+            match self.plan(op)? {
+                Some(p) => plans.push(p),
+                // Two-step ops cannot share one round trip: one request each.
+                None => {
+                    let mut rows = 0;
+                    for op in ops {
+                        rows += self.two_step(op).await?.rows;
+                    }
+                    return Ok(Outcome::rows(rows));
+                }
+            }
+        }
+        let mut cmds = Vec::new();
+        let mut shapes = Vec::with_capacity(plans.len());
+        for p in plans {
+            shapes.push((p.cmds.len(), p.reduce));
+            cmds.extend(p.cmds);
+        }
+        let replies = self.send(cmds, self.batch == BatchMode::Multi).await?;
+        let mut rows = 0;
+        let mut at = 0;
+        for (n, r) in shapes {
+            let slice = replies.get(at..at + n).ok_or_else(|| OpError::server("redis: fewer replies than commands"))?;
+            rows += reduce(r, slice)?.rows;
+            at += n;
+        }
+        Ok(Outcome::rows(rows))
+    }
+}

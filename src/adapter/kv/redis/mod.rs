@@ -1,0 +1,437 @@
+//! Redis adapter: the studies' row mappings on the `redis` crate (async, one multiplexed
+//! connection per client), for Redis and for LedisDB (`ledis://`, a Redis-protocol server
+//! on LevelDB); what differs between the two is in [`dialect`].
+//!
+//! A two-column table without secondary indexes (`pairs`) is stored as plain string keys,
+//! one per row, with SET/GET/MSET/MGET (see [`strings`]; the insert-find and in-memory
+//! studies). Every other table uses the kv-vs-relational study's mapping (seed 000/001):
+//! every row is a hash `dbsweep:<table><pk>` (e.g. `dbsweep:kv17`)
+//! with one field per column, values as text (Decimal `12.34`, Date ISO `1998-12-01`, Null
+//! = field absent). A sorted set `dbsweep:<table>:pk` (score = member = pk) serves Scan and
+//! `count_rows`; each indexed column has a sorted set `dbsweep:<table>:idx:<col>` with
+//! score = the column value and member = pk, so one pk never has two index entries. Range
+//! COUNT is `ZCOUNT`; range MAX is a server-side Lua script; Update is a Lua script that
+//! writes only when the row exists. Insert (DEL + HSET + ZADDs) and Delete (DEL + ZREMs:
+//! index members are pks, so no read of the old values is needed) are one MULTI/EXEC each.
+//! TPC-H Q1 and Q6 are read-only Lua scripts over the lineitem hashes (see [`tpch`]); they
+//! block the server while they run, as in the study. Q3 and Q14 (joins) are not offered.
+//! The server's version and settings are read by `prepare`; `info()` shows them from then.
+//!
+//! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes
+//! from the URL (userinfo or `?password=`), else from `REDISCLI_AUTH` (see [`password`]). Batches go in one MULTI/EXEC by default (as the
+//! study did) or one plain pipeline with `batch=pipeline`.
+//!
+//! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
+//! transaction goes in one pipeline, not atomically, and batches are pipelines; rows are
+//! written with HMSET and removed with HCLEAR; there is no engine memory figure. Every op
+//! kind still runs (its Lua scripts are gopher-lua's, run one at a time).
+//!
+//! Safety: only keys under the namespace's prefix (`dbsweep:`, or `dbsweep_NAME:` with
+//! `--namespace NAME`) in the URL's DB index are touched, and only once the marker key
+//! `<prefix>owner` (= "dbsweep") says they are ours. The run's lease record is the key
+//! `<prefix>lease` (taken with `SETNX`, renewed and removed by a compare-and-swap Lua
+//! script); clearing the namespace leaves it to the lease protocol. This module must never
+//! send FLUSHDB or FLUSHALL, and must never show the password.
+
+use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::base::op::{ErrorClass, OpError, OpKind, QueryId};
+use crate::base::table::TableDef;
+use crate::error::{Error, Result};
+pub use connection::RedisConnection;
+use connection::{MAX_LUA, UPDATE_LUA};
+use dialect::Dialect;
+use lease::LEASE_KEY;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, RedisError, Script};
+use rows::key_of;
+pub(crate) use rows::value_text;
+use rows::{TableKeys, describe_mappings};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+mod connection;
+mod dialect;
+mod lease;
+mod rows;
+pub(crate) mod strings;
+mod target;
+mod tpch;
+
+/// The marker key (after the namespace's prefix) that proves the prefixed keys in this
+/// DB are dbsweep's own, and its value.
+const MARKER_KEY: &str = "owner";
+
+const MARKER_VALUE: &str = "dbsweep";
+
+/// The password for a Redis-protocol URL: the URL's (userinfo or `?password=`), else
+/// `REDISCLI_AUTH`.
+pub fn password(url: &TargetUrl) -> Option<String> {
+    url.password_or_env("REDISCLI_AUTH")
+}
+
+/// What a refusal with this error code and text says about the server, with the fix, when
+/// it is the server's state rather than the URL: out of client slots, or loading its data.
+fn server_busy(code: Option<&str>, text: &str) -> Option<&'static str> {
+    if code == Some("LOADING") || text.contains("loading the dataset") {
+        Some("is loading its dataset into memory; wait until it is done, then run again")
+    } else if text.contains("max number of clients") {
+        Some("has reached maxclients; use fewer --clients, or raise maxclients on the server")
+    } else {
+        None
+    }
+}
+
+/// Rows per round trip when bulk loading.
+const LOAD_CHUNK: usize = 1000;
+
+/// Rows per pipeline of a fetch-all.
+const FETCH_ALL_CHUNK: usize = 1000;
+
+/// How `execute_batch` groups a batch's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchMode {
+    /// One MULTI/EXEC transaction per batch (the study's choice).
+    Multi,
+    /// One plain pipeline per batch: one round trip, no atomicity.
+    Pipeline,
+}
+
+pub struct Redis {
+    /// Filled in by `prepare` with the server's version and settings.
+    probed: OnceLock<TargetInfo>,
+    /// What is known before the server was asked.
+    base: TargetInfo,
+    client: redis::Client,
+    /// Redis or LedisDB.
+    dialect: Dialect,
+    /// `host:port/db` for messages (never the password).
+    address: String,
+    /// The namespace's key prefix, e.g. `dbsweep:`; every key starts with it.
+    prefix: String,
+    /// `<prefix>owner` and `<prefix>lease`.
+    marker_key: String,
+    lease_key: String,
+    batch: BatchMode,
+    tables: RwLock<Arc<Vec<TableKeys>>>,
+    update_script: Arc<Script>,
+    max_script: Arc<Script>,
+    query_scripts: Arc<tpch::Scripts>,
+}
+
+impl Redis {
+    pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
+        let dialect = Dialect::from_scheme(url.scheme())
+            .ok_or_else(|| Error::usage(format!("target '{name}': '{}:' is not a Redis-protocol URL", url.scheme())))?;
+        let label = dialect.label();
+        let host = url.host().unwrap_or("127.0.0.1").to_string();
+        let port = url.port().unwrap_or(6379);
+        let prefix = ctx.namespace.key_prefix();
+        let db = match url.database() {
+            None => 0,
+            Some(d) => d
+                .parse::<i64>()
+                .ok()
+                .filter(|d| *d >= 0)
+                .ok_or_else(|| Error::usage(format!("target '{name}': the {label} URL path must be a DB index like /0, got '/{d}'")))?,
+        };
+        let batch = match url.param("batch").as_deref() {
+            None | Some("multi") if dialect.has_multi() => BatchMode::Multi,
+            None | Some("pipeline") => BatchMode::Pipeline,
+            Some("multi") => {
+                return Err(Error::usage(format!("target '{name}': {label} has no MULTI/EXEC; use batch=pipeline or leave batch out")));
+            }
+            Some(other) => {
+                return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
+            }
+        };
+        let mut settings = RedisConnectionInfo::default().set_db(db);
+        if let Some(user) = url.username() {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = password(url) {
+            settings = settings.set_password(password);
+        }
+        let info = ConnectionAddr::Tcp(host.clone(), port)
+            .into_connection_info()
+            .map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?
+            .set_redis_settings(settings);
+        let client = redis::Client::open(info).map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?;
+
+        let mut settings = dialect.fixed_settings();
+        settings.insert("db".to_string(), db.to_string());
+        settings.insert(
+            "batch".to_string(),
+            match batch {
+                BatchMode::Multi => "multi (one MULTI/EXEC transaction per batch)",
+                BatchMode::Pipeline => "pipeline (one pipeline per batch, not atomic)",
+            }
+            .to_string(),
+        );
+        settings.insert("layout".to_string(), "hash per row; sorted sets for pk and indexed columns".to_string());
+        let base = TargetInfo {
+            name: name.to_string(),
+            system: dialect.system().into(),
+            url: url.redacted(),
+            execution: Execution::Async,
+            capabilities: Capabilities {
+                ops: vec![
+                    OpKind::Echo,
+                    OpKind::Insert,
+                    OpKind::Get,
+                    OpKind::MultiGet,
+                    OpKind::Delete,
+                    OpKind::Update,
+                    OpKind::ReadModifyWrite,
+                    OpKind::Scan,
+                    OpKind::RangeRows,
+                    OpKind::RangeCount,
+                    OpKind::RangeMax,
+                    OpKind::FetchAll,
+                ],
+                queries: vec![QueryId::TpchQ1, QueryId::TpchQ6],
+                native_batch: true,
+                secondary_indexes: true,
+            },
+            version: "unknown (not yet connected)".into(),
+            settings,
+        };
+        Ok(Redis {
+            probed: OnceLock::new(),
+            base,
+            client,
+            dialect,
+            address: format!("{host}:{port}/{db}"),
+            marker_key: format!("{prefix}{MARKER_KEY}"),
+            lease_key: format!("{prefix}{LEASE_KEY}"),
+            prefix,
+            batch,
+            tables: RwLock::new(Arc::new(Vec::new())),
+            update_script: Arc::new(Script::new(UPDATE_LUA)),
+            max_script: Arc::new(Script::new(MAX_LUA)),
+            query_scripts: Arc::new(tpch::Scripts::new()),
+        })
+    }
+
+    fn name(&self) -> &str {
+        &self.base.name
+    }
+
+    /// A run failure naming the server's state and the fix, when `e` says the server is out
+    /// of client slots or still loading its data (not the URL's fault).
+    fn busy_error(&self, e: &redis::RedisError) -> Option<Error> {
+        let why = server_busy(e.code(), &e.to_string())?;
+        Some(Error::runtime(format!("target '{}': {} at {} {why} ({e})", self.name(), self.dialect.label(), self.address)))
+    }
+
+    /// Opens a connection for setup steps; failures are `Error::Unreachable`, or a run
+    /// failure when the server is full or loading.
+    async fn admin(&self) -> Result<MultiplexedConnection> {
+        let config = AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None);
+        let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
+            if let Some(failure) = self.busy_error(&e) {
+                return failure;
+            }
+            Error::unreachable(
+                self.name(),
+                format!(
+                    "cannot connect to {} at {}: {e}; start the server or fix the URL (password: URL or REDISCLI_AUTH)",
+                    self.dialect.label(),
+                    self.address
+                ),
+            )
+        })?;
+        // A successful connect can still hide a refused login on some servers: ask once.
+        redis::cmd("PING").query_async::<()>(&mut conn).await.map_err(|e| {
+            if let Some(failure) = self.busy_error(&e) {
+                return failure;
+            }
+            Error::unreachable(self.name(), format!("{} at {} refused us: {e}; check the password", self.dialect.label(), self.address))
+        })?;
+        Ok(conn)
+    }
+
+    /// Asks the server for its version and the settings that change results, and describes
+    /// the mappings `tables` use (capabilities and requests).
+    async fn probe(&self, conn: &mut MultiplexedConnection, tables: &[Arc<TableDef>]) {
+        if self.probed.get().is_some() {
+            return;
+        }
+        let mut info = self.base.clone();
+        describe_mappings(self.dialect, &mut info, tables);
+        if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await
+            && let Some(v) = info_field(&text, self.dialect.version_field())
+        {
+            info.version = v.to_string();
+        }
+        // lua-time-limit (busy-reply-threshold since 7.0): how long a script (the TPC-H
+        // queries) runs before other clients get BUSY replies.
+        let config_keys: &[&str] = match self.dialect {
+            Dialect::Redis => &["save", "appendonly", "appendfsync", "maxmemory", "maxmemory-policy", "lua-time-limit"],
+            // LedisDB's CONFIG GET knows only `databases`; INFO names the storage engine.
+            Dialect::LedisDb => {
+                if let Ok(text) = redis::cmd("INFO").query_async::<String>(conn).await
+                    && let Some(store) = info_field(&text, "name")
+                {
+                    info.settings.insert("storage".into(), format!("{store} (LevelDB files in the server's data_dir)"));
+                }
+                &[]
+            }
+        };
+        for &key in config_keys {
+            if let Ok(pairs) = redis::cmd("CONFIG").arg("GET").arg(key).query_async::<Vec<String>>(conn).await
+                && let [_, value] = pairs.as_slice()
+            {
+                let shown = if key == "save" && value.is_empty() { "'' (no snapshots)" } else { value };
+                info.settings.insert(key.to_string(), shown.to_string());
+            }
+        }
+        let _ = self.probed.set(info);
+    }
+
+    /// Deletes every key under our prefix (the marker too, not the lease record), page by
+    /// page.
+    async fn clear_namespace(&self, conn: &mut MultiplexedConnection) -> Result<()> {
+        self.dialect.delete_all(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("clearing dbsweep's keys", e))
+    }
+
+    /// The first key under our prefix, if any, besides the lease record.
+    async fn any_prefixed_key(&self, conn: &mut MultiplexedConnection) -> Result<Option<String>> {
+        self.dialect.any_key(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("listing dbsweep's keys", e))
+    }
+
+    /// Whether the marker says the prefixed keys are ours; `Err(NotOwned)` when keys with
+    /// our prefix exist that dbsweep did not mark.
+    async fn check_owned(&self, conn: &mut MultiplexedConnection) -> Result<bool> {
+        let (marker_key, prefix, label) = (&self.marker_key, &self.prefix, self.dialect.label());
+        let marker: Option<String> = redis::cmd("GET").arg(marker_key).query_async(conn).await.map_err(|e| {
+            if is_wrong_type(&e) {
+                Error::not_owned(self.name(), format!("key '{marker_key}' in {label} {} is not dbsweep's marker; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index", self.address))
+            } else {
+                self.setup_error("GET", e)
+            }
+        })?;
+        match marker.as_deref() {
+            Some(MARKER_VALUE) => Ok(true),
+            Some(_) => Err(Error::not_owned(
+                self.name(),
+                format!(
+                    "key '{marker_key}' in {label} {} was not written by dbsweep; dbsweep will not touch keys it did not create: delete the '{prefix}*' keys yourself or use another DB index",
+                    self.address
+                ),
+            )),
+            None => match self.any_prefixed_key(conn).await? {
+                Some(key) => Err(Error::not_owned(
+                    self.name(),
+                    format!(
+                        "key '{key}' in {label} {} has dbsweep's prefix but no '{marker_key}' marker, so dbsweep did not create it; delete the '{prefix}*' keys yourself or use another DB index",
+                        self.address
+                    ),
+                )),
+                None => Ok(false),
+            },
+        }
+    }
+
+    fn setup_error(&self, what: &str, e: RedisError) -> Error {
+        if is_connection_error(&e) {
+            Error::unreachable(
+                self.name(),
+                format!("lost the connection to {} at {} during {what}: {e}", self.dialect.label(), self.address),
+            )
+        } else {
+            Error::runtime(format!("target '{}': {} {what} failed: {e}", self.name(), self.dialect.label()))
+        }
+    }
+
+    fn keys_of(&self, table: &TableDef) -> Result<Arc<Vec<TableKeys>>> {
+        let tables = self.tables.read().unwrap().clone();
+        if tables.iter().any(|t| t.def.name == table.name) {
+            Ok(tables)
+        } else {
+            Err(Error::runtime(format!("target '{}': table {} was not prepared", self.name(), table.name)))
+        }
+    }
+}
+
+fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
+}
+
+fn is_wrong_type(e: &RedisError) -> bool {
+    e.kind() == redis::ErrorKind::UnexpectedReturnType || e.code() == Some("WRONGTYPE")
+}
+
+fn is_connection_error(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// The class of a failed op: broken connections and time-outs apart from server errors.
+fn op_error(dialect: Dialect, e: RedisError) -> OpError {
+    let class = if e.is_timeout() {
+        ErrorClass::Timeout
+    } else if is_connection_error(&e) {
+        ErrorClass::Connection
+    } else {
+        ErrorClass::Server
+    };
+    OpError::new(class, format!("{}: {e}", dialect.system()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows::{parse_decimal, parse_value};
+    use super::*;
+    use crate::adapter::Target;
+    use crate::base::table::{ColumnType, Date, Decimal, Value};
+
+    #[test]
+    fn full_or_loading_servers_are_named_with_the_fix() {
+        assert!(server_busy(Some("ERR"), "ERR max number of clients reached").unwrap().contains("maxclients"));
+        assert!(server_busy(Some("LOADING"), "LOADING Redis is loading the dataset in memory").unwrap().contains("wait"));
+        assert_eq!(server_busy(Some("WRONGPASS"), "WRONGPASS invalid username-password pair"), None);
+    }
+
+    #[test]
+    fn decimals_and_dates_round_trip_through_field_text() {
+        for (d, text) in [(1234, "12.34"), (-5, "-0.05"), (100, "1.00"), (0, "0.00")] {
+            assert_eq!(value_text(&Value::Decimal(Decimal(d))).as_deref(), Some(text));
+            assert_eq!(parse_value(ColumnType::Decimal, text), Some(Value::Decimal(Decimal(d))));
+        }
+        assert_eq!(parse_decimal("12.3"), Some(Decimal(1230)));
+        assert_eq!(parse_decimal("7"), Some(Decimal(700)));
+        assert_eq!(parse_decimal("1.234"), None);
+        assert_eq!(parse_value(ColumnType::Date, "1998-12-01"), Some(Value::Date(Date::from_iso("1998-12-01").unwrap())));
+        assert_eq!(parse_value(ColumnType::Float, "123456.5"), Some(Value::Float(123456.5)));
+        assert_eq!(value_text(&Value::Null), None);
+    }
+
+    #[test]
+    fn keys_follow_the_study_mapping() {
+        let def = crate::data::kv::shared_def();
+        let t = TableKeys::new("dbsweep:", &def);
+        assert_eq!(t.row_key(17), "dbsweep:kv17");
+        assert_eq!(t.pk_set, "dbsweep:kv:pk");
+        assert_eq!(t.index_sets[crate::data::kv::GROUP].as_deref(), Some("dbsweep:kv:idx:grp"));
+        assert_eq!(t.index_sets[crate::data::kv::VALUE], None);
+    }
+
+    #[test]
+    fn bad_urls_are_usage_errors() {
+        for bad in ["redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/0?batch=lots"] {
+            let err = Redis::new("r", &TargetUrl::parse(bad).unwrap(), &OpenContext::new("/tmp")).err().expect(bad);
+            assert_eq!(err.exit_code(), 2, "{bad}");
+        }
+        let ok =
+            Redis::new("r", &TargetUrl::parse("redis://:pw@127.0.0.1:1/3?batch=pipeline").unwrap(), &OpenContext::new("/tmp")).unwrap();
+        assert_eq!(ok.batch, BatchMode::Pipeline);
+        assert_eq!(ok.info().settings["db"], "3");
+        assert!(!format!("{:?}", ok.info()).contains("pw@"));
+    }
+
+    #[test]
+    fn info_fields_are_read_from_info_text() {
+        let text = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n";
+        assert_eq!(info_field(text, "redis_version"), Some("7.0.15"));
+        assert_eq!(info_field(text, "nope"), None);
+    }
+}

@@ -134,7 +134,6 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         precision: args.precision,
         max_ops: args.max_ops,
         max_time: args.max_time,
-        budget: args.budget,
     };
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
@@ -142,10 +141,8 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     }
     if args.dry_run {
         print_budget(&plan);
-        announce(&plan);
         return Ok(());
     }
-    announce(&plan);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -349,28 +346,6 @@ fn print_budget(plan: &plan::Plan) {
         "total: {per_target} ops per target, {} ops over {targets} targets (plus loading the data into each)",
         per_target * targets as u64
     );
-}
-
-/// Before any work starts: the estimated duration per target and in total, what
-/// `--budget` chose, how to add servers when the kv-vs-relational study has none, and (on a
-/// terminal) how to shorten a run estimated above 10 minutes. Asks nothing.
-fn announce(plan: &plan::Plan) {
-    use plan::estimate;
-    use std::io::IsTerminal;
-    let estimate = estimate::estimate(plan);
-    print!("{}", estimate::describe(plan, &estimate));
-    if let Some(note) = &plan.budget_note {
-        println!("{note}");
-    }
-    let no_servers = plan.spawn.is_empty() && plan.targets.iter().all(|t| t.url.host().is_none());
-    if plan.study == "kv-vs-relational" && no_servers {
-        println!(
-            "no server targets: this runs kv-vs-relational on the in-process engines only; add servers with --spawn all (or --target NAME=URL), or try --quick first"
-        );
-    }
-    if estimate.total() > estimate::LONG_RUN_SECS && std::io::stdout().is_terminal() {
-        println!("this run is long; {}", estimate::shorten_hint(plan));
-    }
 }
 
 fn targets() {

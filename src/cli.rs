@@ -169,10 +169,6 @@ pub struct RunArgs {
     /// Under --precision: the longest a run lasts, e.g. 90s, 5m (default 120s).
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
-    /// Fit the whole run into this time, e.g. 8h or 90m: caps each run (--max-time) from
-    /// the estimate and stops it sooner at the precision (--precision, default 2%).
-    #[arg(long, value_name = "DURATION")]
-    pub budget: Option<String>,
     /// Print what the run would do (experiments, points, runs, ops per target) and exit
     /// without connecting to or starting anything.
     #[arg(long)]

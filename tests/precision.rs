@@ -132,39 +132,3 @@ fn the_caps_need_precision_and_precision_needs_three_runs() {
         assert!(!Path::new(out).exists(), "bad input writes nothing");
     }
 }
-
-#[test]
-fn every_run_starts_with_its_estimate_and_kv_vs_relational_without_servers_says_how_to_add_them() {
-    let o = dbsweep(&["run", "kv-vs-relational", "--dry-run"]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("estimated duration: ") && stdout.contains("  duckdb "), "{stdout}");
-    assert!(stdout.contains("add servers with --spawn all") && stdout.contains("--quick"), "{stdout}");
-    // A real run prints the same before it loads anything.
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let o = dbsweep(&[
-        "run",
-        "kv-vs-relational",
-        "--target",
-        "nodb=nodb:",
-        "--quick",
-        "--experiments",
-        "echo",
-        "--no-progress",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{stdout}");
-    let first: Vec<&str> = stdout.lines().take(3).collect();
-    assert!(first[0].starts_with("estimated duration: ") && first[1].trim_start().starts_with("nodb "), "{stdout}");
-    assert!(first[2].starts_with("no server targets"), "{stdout}");
-    // --budget says what it chose.
-    let o = dbsweep(&["run", "kv-vs-relational", "--scale", "1", "--spawn", "all", "--budget", "8h", "--dry-run"]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("budget 8h 00m: each of the") && stdout.contains("±2.0%"), "{stdout}");
-    let o = dbsweep(&["run", "kv-vs-relational", "--scale", "1", "--spawn", "all", "--budget", "1m", "--dry-run"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--budget"));
-}

@@ -243,9 +243,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                         // Later experiments (index ranges, analytic queries) expect the
                         // generated data: remove what this run inserted, untimed. A run
                         // stopped early inserted the keys of its first ops only.
-                        // (An interrupted run's clients may leave gaps: all of its keys then.)
-                        let done = if m.complete { m.ops } else { planned_ops };
-                        let keys = stream.keys_inserted_by(point, pi, run, done);
+                        let mut keys = stream.inserted_keys(point, pi, run);
+                        keys.truncate(m.ops as usize);
                         if let Err(e) = remove_keys(target.as_ref(), stream.table(), &keys, Some(m.rows)).await {
                             report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
                         }

@@ -315,13 +315,7 @@ impl OpStream {
     /// The keys one run of one point inserts (insert experiments, YCSB workloads with
     /// inserts), in sequence order; empty for experiments that insert nothing.
     pub fn inserted_keys(&self, point: &Point, point_index: usize, run: u32) -> Vec<i64> {
-        self.keys_inserted_by(point, point_index, run, self.ops_at(point))
-    }
-
-    /// The keys the first `ops` ops of one run of one point insert (a run that stopped
-    /// early did exactly those), in sequence order.
-    pub fn keys_inserted_by(&self, point: &Point, point_index: usize, run: u32, ops: u64) -> Vec<i64> {
-        let ops = ops.min(self.ops_at(point));
+        let ops = self.ops_at(point);
         match &self.ycsb {
             Some(g) if g.workload().insertproportion > 0.0 => (0..ops)
                 .map(|seq| self.ycsb_seq(point_index, run, seq))

@@ -71,7 +71,10 @@ fn every_row_reaches_the_precision_or_says_it_did_not_and_nodb_stops_early() {
         for run in &runs {
             let (ops, seconds) = (run["ops"].as_u64().unwrap(), run["seconds"].as_f64().unwrap());
             assert!(run["complete"] == true && ops > 0 && ops <= CAP, "{what}: {run}");
-            if ops < CAP && seconds < 0.95 * MAX_TIME_SECS {
+            // (A run's seconds start at its first client's start, which on a loaded machine
+            // can lag the monitor's clock that enforces --max-time: half of it is surely
+            // no time cap.)
+            if ops < CAP && seconds < 0.5 * MAX_TIME_SECS {
                 let reached = run["precision"].as_f64().unwrap_or_else(|| panic!("{what}: a run that stopped early says why: {run}"));
                 assert!(reached <= ASKED, "{what}: stopped at ±{reached} before its caps");
             }

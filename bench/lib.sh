@@ -1,7 +1,8 @@
 # Shared helpers for the bench/ scripts (sourced, not run). Owns: finding the dbsweep
 # binary, free ports, the temp dir and the exit trap that stops the servers a script
-# started, and the CSV math (medians from dbsweep's results.csv). Must not start servers
-# itself or touch anything a script did not create.
+# started, a throwaway PostgreSQL for the scripts that ask for one (start_postgres), and
+# the CSV math (medians from dbsweep's results.csv). Must not start anything a script did
+# not ask for or touch anything a script did not create.
 # shellcheck shell=bash
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -170,6 +171,44 @@ wait_for() {
         sleep 0.2
     done
     return 1
+}
+
+# --- throwaway PostgreSQL (bench/postgres, bench/tpch-load) -----------------------------
+# start_postgres: initdb (trust auth, user postgres) in BENCH_TMP/pg and a postgres on a
+# free loopback port, stopped at exit by the pid this script started; exports PGHOST,
+# PGPORT, PGUSER, PGDATABASE and sets PORT. initdb and postgres refuse to run as root: then
+# they run as the postgres system user on a directory it owns. Needs PG_BIN.
+start_postgres() {
+    AS_PG=()
+    PGD=$BENCH_TMP/pg
+    mkdir -p "$PGD"
+    if [[ $(id -u) == 0 ]]; then
+        id postgres >/dev/null 2>&1 || die "running as root needs the 'postgres' system user (apt-get install postgresql)"
+        chmod 0711 "$BENCH_TMP"
+        chown postgres: "$PGD"
+        AS_PG=(runuser -u postgres --)
+    fi
+    PORT=$(free_port)
+    "${AS_PG[@]}" "$PG_BIN/initdb" -D "$PGD/data" -A trust -U postgres --no-sync -E UTF8 >"$BENCH_TMP/initdb.log" 2>&1 ||
+        { cat "$BENCH_TMP/initdb.log" >&2; die "initdb failed"; }
+    "${AS_PG[@]}" "$PG_BIN/postgres" -D "$PGD/data" -p "$PORT" -k "$PGD" -c listen_addresses=127.0.0.1 \
+        >"$BENCH_TMP/postgres.log" 2>&1 &
+    PG_LAUNCHER=$!
+    on_exit stop_postgres
+    export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+    wait_for 30 "$PG_BIN/pg_isready" -q ||
+        { cat "$BENCH_TMP/postgres.log" >&2; die "postgres did not start on port $PORT"; }
+}
+
+stop_postgres() {
+    # The postmaster's pid (the launcher may be runuser); SIGINT = fast shutdown.
+    local pm
+    pm=$(head -1 "$PGD/data/postmaster.pid" 2>/dev/null || true)
+    if [[ -n "$pm" ]]; then
+        kill -INT "$pm" 2>/dev/null || true
+    fi
+    stop_pid "$PG_LAUNCHER"
+    if [[ -n "$pm" ]] && kill -0 "$pm" 2>/dev/null; then stop_pid "$pm"; fi
 }
 
 # --- CSV math ---------------------------------------------------------------------------

@@ -7,12 +7,14 @@ use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
+use crate::runner::stopping::Activity;
 use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
@@ -148,9 +150,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         .build()
         .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
     let cancel = Cancel::default();
+    let activity = Activity::default();
+    let abandon = Arc::new(tokio::sync::Notify::new());
     let ctx = RunContext {
         command: command_line,
         cancel: cancel.clone(),
+        activity: activity.clone(),
         show_progress: !args.no_progress,
         runs_root: PathBuf::from("dbsweep-runs"),
         unavailable: plan
@@ -162,55 +167,20 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         extra_settings: BTreeMap::new(),
         server_pids: BTreeMap::new(),
     };
-    let (report, dir) = runtime.block_on(async {
-        let watcher = tokio::spawn(watch_signals(cancel.clone()));
-        let mut servers = Vec::new();
-        let names = plan.target_names();
-        for (label, options) in plan.spawn_rounds() {
-            // A shard starts only the servers whose targets it runs.
-            let kinds: Vec<servers::ServerKind> =
-                plan.spawn.iter().copied().filter(|kind| spawned_in_shard(&plan, &names, *kind, label.as_deref())).collect();
-            if kinds.is_empty() {
-                continue;
-            }
-            // Each round's servers are up before the next round starts; an error or a signal
-            // drops (and so kills, directories removed) the ones already running.
-            let round = tokio::select! {
-                started = servers::spawn_all(&kinds, &options) => started?,
-                () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
-            };
-            servers.extend(round.into_iter().map(|s| (label.clone(), s)));
-        }
-        let mut ctx = ctx;
-        for (label, server) in &servers {
-            let mut targets = server.targets();
-            if plan.cli_clients {
-                targets.extend(server.client_targets());
-            }
-            for (name, url) in targets {
-                let name = plan::Plan::spawned_target_name(label.as_deref(), &name, |n| plan.targets.iter().any(|t| t.name == n));
-                let url = plan.spawned_target_url(server.kind(), &url);
-                plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
-                let mut settings: BTreeMap<String, String> =
-                    server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
-                settings.insert("server.spawned".into(), "true".into());
-                settings.insert("server.version".into(), server.version().to_string());
-                ctx.extra_settings.insert(name.clone(), settings);
-                ctx.server_pids.insert(name, server.pid());
-            }
-        }
-        if let Some(work) = plan.shard.clone() {
-            plan.targets.retain(|t| work.has_target(&t.name));
-        }
-        let result = runner::execute(&plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
+    let watched = runtime.block_on(async {
+        let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
+        let run = run_with_servers(&mut plan, ctx, &activity);
+        // A second signal abandons the cleanup: dropping the run kills the spawned servers.
+        let result = tokio::select! {
+            result = run => result,
+            () = abandon.notified() => Err(abandoned(&cancel, &activity)),
+        };
         watcher.abort();
-        for (_, server) in servers {
-            if let Err(e) = server.stop().await {
-                tracing::warn!("stopping a spawned server: {e}");
-            }
-        }
         result
-    })?;
+    });
+    // Embedded clients or loads still blocked in a call after a stop are not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    let (report, dir) = watched?;
     print!("{}", report::console::render(&report));
     println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
     finish(&report)
@@ -257,6 +227,65 @@ fn finish(report: &report::model::Report) -> Result<()> {
     Ok(())
 }
 
+/// Starts the spawned servers (killed again, directories removed, at an error or a
+/// signal), adds their targets to the plan, runs it, and stops the servers.
+async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Activity) -> Result<(report::model::Report, PathBuf)> {
+    let cancel = ctx.cancel.clone();
+    let mut servers = Vec::new();
+    let names = plan.target_names();
+    for (label, options) in plan.spawn_rounds() {
+        // A shard starts only the servers whose targets it runs.
+        let kinds: Vec<servers::ServerKind> =
+            plan.spawn.iter().copied().filter(|kind| spawned_in_shard(plan, &names, *kind, label.as_deref())).collect();
+        if kinds.is_empty() {
+            continue;
+        }
+        activity.doing(format!("starting the servers ({})", kinds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")));
+        // Each round's servers are up before the next round starts; an error or a signal
+        // drops (and so kills, directories removed) the ones already running.
+        let round = tokio::select! {
+            started = servers::spawn_all(&kinds, &options) => started?,
+            () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
+        };
+        round.iter().for_each(|s| activity.server_started(&s.kind().to_string()));
+        servers.extend(round.into_iter().map(|s| (label.clone(), s)));
+    }
+    let mut ctx = ctx;
+    for (label, server) in &servers {
+        let mut targets = server.targets();
+        if plan.cli_clients {
+            targets.extend(server.client_targets());
+        }
+        for (name, url) in targets {
+            let name = plan::Plan::spawned_target_name(label.as_deref(), &name, |n| plan.targets.iter().any(|t| t.name == n));
+            let url = plan.spawned_target_url(server.kind(), &url);
+            plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
+            let mut settings: BTreeMap<String, String> =
+                server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
+            settings.insert("server.spawned".into(), "true".into());
+            settings.insert("server.version".into(), server.version().to_string());
+            ctx.extra_settings.insert(name.clone(), settings);
+            ctx.server_pids.insert(name, server.pid());
+        }
+    }
+    if let Some(work) = plan.shard.clone() {
+        plan.targets.retain(|t| work.has_target(&t.name));
+    }
+    let result = runner::execute(plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
+    for (_, server) in servers {
+        // Throwaway servers of a stopped run are killed (dropped, directories removed): a
+        // graceful shutdown would first write out data nobody keeps.
+        if cancel.is_stopped() {
+            continue;
+        }
+        activity.doing(format!("stopping the spawned {} server", server.kind()));
+        if let Err(e) = server.stop().await {
+            tracing::warn!("stopping a spawned server: {e}");
+        }
+    }
+    result
+}
+
 /// A run that failed while a spawned server was dead failed because of that server: exit 1
 /// (never "fix the URL") with the last lines of the server's log.
 fn blame_dead_servers<'a>(e: Error, servers: impl Iterator<Item = &'a mut servers::Server>) -> Error {
@@ -272,17 +301,42 @@ fn blame_dead_servers<'a>(e: Error, servers: impl Iterator<Item = &'a mut server
     Error::runtime(format!("{e}\n{}", dead.join("\n")))
 }
 
-/// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause; the run then
-/// ends like any interruption (partial results saved, servers and directories removed).
-async fn watch_signals(cancel: Cancel) {
+/// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause and says what the
+/// run was doing and what stopping still does; the run then ends like any interruption
+/// (partial results saved, servers and directories removed). A second signal of either
+/// kind abandons that cleanup.
+async fn watch_signals(cancel: Cancel, activity: Activity, abandon: Arc<tokio::sync::Notify>) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         tracing::warn!("cannot watch for Ctrl-C and SIGTERM; they will end dbsweep without cleanup");
         return;
     };
+    let again = tokio::select! {
+        _ = int.recv() => {
+            cancel.stop(StopCause::CtrlC);
+            "press Ctrl-C again"
+        }
+        _ = term.recv() => {
+            cancel.stop(StopCause::Sigterm);
+            "send SIGTERM again"
+        }
+    };
+    eprintln!("\ndbsweep: {}", activity.stopping_message(again));
     tokio::select! {
-        _ = int.recv() => cancel.stop(StopCause::CtrlC),
-        _ = term.recv() => cancel.stop(StopCause::Sigterm),
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+    abandon.notify_one();
+}
+
+/// The error of a run whose cleanup a second signal abandoned: the first stop's cause and
+/// what was left behind.
+fn abandoned(cancel: &Cancel, activity: &Activity) -> Error {
+    let left = activity.abandoned_message();
+    match cancel.cause() {
+        Some(StopCause::Sigterm) => Error::Terminated(format!("terminated by SIGTERM; {left}")),
+        Some(StopCause::Failure(why)) => Error::runtime(format!("{why}; {left}")),
+        Some(StopCause::CtrlC) | None => Error::Interrupted(format!("interrupted; {left}")),
     }
 }
 

@@ -325,6 +325,14 @@ impl Dataset {
         }
     }
 
+    /// Builds what the first generated row would otherwise build on the spot (TPC-H's
+    /// 300 MB text pool, about a second), so a caller can do it on a thread of its choice.
+    pub fn warm_up(&self) {
+        if let Source::Tpch(g) = &self.source {
+            let _ = tpch::stream(g.scale(), tpch::SUPPLIER).next();
+        }
+    }
+
     /// A row for `key`, which lies outside the preloaded keys (for inserts).
     pub fn new_row(&self, table: TableId, key: i64) -> Row {
         match &self.source {

@@ -81,9 +81,7 @@ impl Cancel {
 
     /// Resolves once the run is asked to stop (polled: the flag has no waker).
     pub async fn stopped(&self) {
-        while !self.is_stopped() {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        super::stopping::stopped(&self.flag).await;
     }
 }
 

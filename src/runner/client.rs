@@ -11,6 +11,7 @@
 //! conflicts an adapter retried inside a request count as its retries. The same loop serves network targets (tasks on the shared runtime) and embedded ones (one
 //! OS thread per client). Must not print or decide flags.
 
+use super::stopping;
 use crate::adapter::{Execution, Target};
 use crate::base::measurement::RunMeasurement;
 use crate::base::op::{ErrorClass, OpError, Outcome};
@@ -123,7 +124,10 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         }
     }
     let cpu_before = process_cpu_time();
-    shared.barrier.wait().await;
+    tokio::select! {
+        _ = shared.barrier.wait() => {}
+        () = stopping::stopped(&job.cancel) => {}
+    }
     let monitor = Monitor::start(&job, &shared);
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
@@ -131,11 +135,11 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
     let mut gave_up = None;
     let mut time_limited = false;
     for h in handles {
-        let result = match h {
-            ClientHandle::Task(t) => t.await.map_err(|e| e.to_string()),
-            ClientHandle::Thread(t) => tokio::task::spawn_blocking(move || t.join().map_err(|_| "client thread panicked".to_string()))
-                .await
-                .unwrap_or_else(|e| Err(e.to_string())),
+        let result = tokio::select! {
+            result = h.join() => result,
+            // A request in flight when the run stops is not waited for (a long query, a
+            // server that stopped answering): the run is incomplete anyway.
+            () = grace_after_stop(&job.cancel) => continue,
         };
         match result {
             Ok(r) => {
@@ -275,10 +279,50 @@ enum ClientHandle {
     Thread(std::thread::JoinHandle<ClientResult>),
 }
 
+impl ClientHandle {
+    /// Waits for the client's result. Dropped before it is done, a task is aborted and a
+    /// thread (blocked in an embedded call) is left to finish on its own.
+    async fn join(self) -> Result<ClientResult, String> {
+        match self {
+            ClientHandle::Task(t) => {
+                struct AbortOnDrop(tokio::task::AbortHandle);
+                impl Drop for AbortOnDrop {
+                    fn drop(&mut self) {
+                        self.0.abort();
+                    }
+                }
+                let _abort = AbortOnDrop(t.abort_handle());
+                t.await.map_err(|e| e.to_string())
+            }
+            ClientHandle::Thread(t) => tokio::task::spawn_blocking(move || t.join().map_err(|_| "client thread panicked".to_string()))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string())),
+        }
+    }
+}
+
+/// How long clients get after a stop request to finish the request they are in.
+const STOP_GRACE: Duration = Duration::from_millis(300);
+
+/// Resolves `STOP_GRACE` after the run is asked to stop.
+async fn grace_after_stop(cancel: &AtomicBool) {
+    stopping::stopped(cancel).await;
+    tokio::time::sleep(STOP_GRACE).await;
+}
+
 async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
     let mut recorder = Recorder::default();
-    let connection = job.target.connect().await;
-    shared.barrier.wait().await;
+    let ready = async {
+        let connection = job.target.connect().await;
+        shared.barrier.wait().await;
+        connection
+    };
+    let connection = tokio::select! {
+        connection = ready => connection,
+        () = stopping::stopped(&job.cancel) => {
+            return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
+        }
+    };
     let started = Instant::now();
     let schedule = job.rate.map(|rate| (*shared.schedule_start.get_or_init(Instant::now), 1.0 / rate));
     let mut conn = match connection {

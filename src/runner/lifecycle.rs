@@ -165,7 +165,7 @@ async fn run_target(
     let checks_rows = info.system != "nodb";
     for run in 0..total_runs {
         let warmup = run < phases[0].experiment.warmup;
-        progress.message(format!("N={records} · {} · run {} · reset", info.name, run + 1));
+        super::step(progress, shared.ctx, format!("N={records} · {} · run {} · reset", info.name, run + 1));
         // An empty table for every run: prepare drops and recreates only dbsweep's own.
         if let Err(e) = target.prepare(&shared.dataset.tables).await {
             out.failure = Some(format!("resetting the table before run {run} failed: {e}"));
@@ -181,7 +181,7 @@ async fn run_target(
             }
             let experiment = phase.experiment;
             let point = experiment.points[point_index];
-            progress.message(format!("N={records} · {} · {} · run {}", info.name, experiment.name, run + 1));
+            super::step(progress, shared.ctx, format!("measuring N={records} · {} · {} · run {}", info.name, experiment.name, run + 1));
             let job = Arc::new(RunJob {
                 target: target.clone(),
                 stream: phase.stream.clone(),

@@ -12,6 +12,7 @@ mod lifecycle;
 pub mod memory;
 pub mod merge;
 pub mod progress;
+pub mod stopping;
 mod verify;
 
 use crate::adapter::lease::{Holder, Leases};
@@ -45,6 +46,9 @@ pub struct RunContext {
     /// Set by Ctrl-C, SIGTERM or a lost lease; the runner stops at the next op, saves
     /// what it has and reports the cause.
     pub cancel: Cancel,
+    /// What the run is doing and what stopping it would still clean up (for the message
+    /// of the first signal); the runner keeps it current.
+    pub activity: stopping::Activity,
     pub show_progress: bool,
     /// Default parent of run directories when the plan names none.
     pub runs_root: PathBuf,
@@ -91,20 +95,20 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
     let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
     let setup = tokio::select! {
-        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &ctx.cancel) => result,
+        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, ctx) => result,
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
     report.warnings.extend(leases.notes.iter().cloned());
     if ctx.cancel.is_stopped() {
         progress.finish();
-        report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data).await);
+        report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data, ctx).await);
         drop(scratch);
         run_dir.keep();
         return finish(report, Some(ctx.cancel.reason()), ctx, &out_dir);
     }
     if let Err(e) = setup {
-        release_targets(&prepared, &leases, renewal, false).await;
+        release_targets(&prepared, &leases, renewal, false, ctx).await;
         return Err(e);
     }
     run_dir.keep();
@@ -152,7 +156,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
             }
             let records = rounds[ri].unwrap_or(0);
             let data = Dataset::new(&plan.data.with_records(records), plan.seed);
-            reload(&targets, &data, &mut failed_targets, &mut progress, &mut report.warnings).await;
+            reload(&targets, &data, &mut failed_targets, &mut progress, &mut report.warnings, ctx).await;
             round_streams = plan
                 .experiments
                 .iter()
@@ -210,13 +214,15 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
                     });
                     continue;
                 }
-                progress.message(format!("{} · {} · c={} b={}", experiment.name, info.name, point.clients, point.batch));
+                step(&progress, ctx, format!("measuring {} · {} · c={} b={}", experiment.name, info.name, point.clients, point.batch));
                 let mut runs: Vec<RunMeasurement> = Vec::new();
                 let mut failure = None;
                 for run in 0..total_runs {
                     if let Some(keys) = stream.rows_to_preload(pi, run) {
                         let table = &dataset.tables[stream.table()];
-                        if let Err(e) = target.load(table, dataset.new_rows(stream.table(), keys)).await {
+                        if let Err(e) =
+                            target.load(table, stopping::until_stopped(dataset.new_rows(stream.table(), keys), ctx.cancel.flag())).await
+                        {
                             failure = Some(format!("loading rows for run {run} failed: {e}"));
                             break;
                         }
@@ -331,7 +337,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     }
     progress.finish();
 
-    report.warnings.extend(release_targets(&targets, &leases, renewal, ctx.keep_data).await);
+    report.warnings.extend(release_targets(&targets, &leases, renewal, ctx.keep_data, ctx).await);
     // The scratch directory goes before the last write: on a full disk that frees room.
     drop(scratch);
     finish(report, stop_reason, ctx, &out_dir)
@@ -345,23 +351,30 @@ async fn prepare_and_load(
     dataset: &Dataset,
     progress: &mut Progress,
     prepared: &mut Vec<Arc<dyn Target>>,
-    cancel: &Cancel,
+    ctx: &RunContext,
 ) -> Result<()> {
+    step(progress, ctx, "generating the data".into());
+    // Off the async threads, so a stop request is answered while it runs.
+    let warm = dataset.clone();
+    tokio::task::spawn_blocking(move || warm.warm_up()).await.map_err(|e| Error::runtime(format!("generating the data failed: {e}")))?;
     for t in targets {
-        progress.message(format!("preparing {}", t.info().name));
+        let name = &t.info().name;
+        step(progress, ctx, format!("preparing {name}"));
         t.prepare(&dataset.tables).await?;
+        if t.info().system != "nodb" {
+            ctx.activity.holds_data(name);
+        }
         prepared.push(t.clone());
         for (id, table) in dataset.tables.iter().enumerate() {
-            progress.message(format!("loading {} into {}", table.name, t.info().name));
+            step(progress, ctx, format!("loading {} into {name}", table.name));
             let n = dataset.initial_rows(id);
-            let flag = cancel.flag();
-            let rows = Box::new(dataset.initial(id).take_while(move |_| !flag.load(std::sync::atomic::Ordering::Relaxed)));
+            let rows = stopping::until_stopped(dataset.initial(id), ctx.cancel.flag());
             let loaded = t.load(table, rows).await.map_err(|e| lost_while_loading(t.as_ref(), &table.name, e))?;
-            if cancel.is_stopped() {
+            if ctx.cancel.is_stopped() {
                 return Ok(());
             }
             if loaded != n {
-                return Err(Error::runtime(format!("{}: loaded {loaded} of {n} rows into {}", t.info().name, table.name)));
+                return Err(Error::runtime(format!("{name}: loaded {loaded} of {n} rows into {}", table.name)));
             }
         }
     }
@@ -464,26 +477,37 @@ fn save(out_dir: &Path, report: &Report, cancel: &Cancel) -> bool {
 
 /// Ends this run's use of its targets: stops renewing the leases, removes what the run
 /// created (unless `keep_data`) wherever its lease is still its own, and gives the leases
-/// back. Returns warnings for the report.
+/// back. After a stop request the spawned servers' data is not removed: they are killed
+/// with their directories, data and all. Returns warnings for the report.
 async fn release_targets(
     targets: &[Arc<dyn Target>],
     leases: &Leases,
     renewal: tokio::task::JoinHandle<()>,
     keep_data: bool,
+    ctx: &RunContext,
 ) -> Vec<String> {
     renewal.abort();
     let _ = renewal.await;
     // A last renewal tells whether another run took a namespace over meanwhile.
     let mut warnings = leases.renew_all().await;
-    if !keep_data {
-        for t in targets {
-            if !leases.still_ours(t) {
-                warnings.push(format!("{}: not cleaned up: another dbsweep run holds its namespace now", t.info().name));
-            } else if let Err(e) = t.cleanup().await {
-                tracing::warn!("cleanup of {} failed: {e}", t.info().name);
+    let stopping = ctx.cancel.is_stopped();
+    for t in targets {
+        let name = &t.info().name;
+        if keep_data || (stopping && ctx.server_pids.contains_key(name)) {
+            ctx.activity.data_released(name);
+            continue;
+        }
+        if !leases.still_ours(t) {
+            warnings.push(format!("{name}: not cleaned up: another dbsweep run holds its namespace now"));
+        } else {
+            ctx.activity.doing(format!("removing dbsweep's data from {name}"));
+            if let Err(e) = t.cleanup().await {
+                tracing::warn!("cleanup of {name} failed: {e}");
             }
         }
+        ctx.activity.data_released(name);
     }
+    ctx.activity.doing("giving back the run's leases");
     leases.release_all().await;
     warnings
 }
@@ -543,18 +567,22 @@ async fn reload(
     failed_targets: &mut BTreeMap<String, String>,
     progress: &mut Progress,
     warnings: &mut Vec<String>,
+    ctx: &RunContext,
 ) {
     for t in targets {
         let name = t.info().name.clone();
-        if failed_targets.contains_key(&name) {
+        if failed_targets.contains_key(&name) || ctx.cancel.is_stopped() {
             continue;
         }
         let result = async {
             t.prepare(&dataset.tables).await?;
             for (id, table) in dataset.tables.iter().enumerate() {
                 let n = dataset.initial_rows(id);
-                progress.message(format!("loading {n} records of {} into {name}", table.name));
-                let loaded = t.load(table, dataset.initial(id)).await?;
+                step(progress, ctx, format!("loading {n} records of {} into {name}", table.name));
+                let loaded = t.load(table, stopping::until_stopped(dataset.initial(id), ctx.cancel.flag())).await?;
+                if ctx.cancel.is_stopped() {
+                    return Ok(());
+                }
                 if loaded != n {
                     return Err(Error::runtime(format!("loaded {loaded} of {n} rows into {}", table.name)));
                 }
@@ -594,6 +622,12 @@ fn flag_against_reference(results: &mut [PointResult], reference: &Answer) {
             r.flags.push(Flag::AnswerMismatch { detail: "differs from the exact TPC-H reference answer".into() });
         }
     }
+}
+
+/// Shows a step on the progress line and records it for the message of a stop.
+pub(super) fn step(progress: &Progress, ctx: &RunContext, what: String) {
+    ctx.activity.doing(what.clone());
+    progress.message(what);
 }
 
 /// Median and spread over the measured runs. A point with a failed or short request in

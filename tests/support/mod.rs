@@ -63,3 +63,10 @@ pub fn url(kind: ServerKind) -> String {
     servers.push(server);
     url
 }
+
+/// The process id of this test binary's server of `kind` (started on first use), e.g. to
+/// pause it with SIGSTOP.
+pub fn pid(kind: ServerKind) -> u32 {
+    url(kind);
+    SERVERS.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|s| s.kind() == kind).expect("started above").pid()
+}

@@ -241,11 +241,10 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
             continue;
         }
         activity.doing(format!("starting the servers ({})", kinds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")));
-        // Each round's servers are up before the next round starts; an error or a signal
-        // drops (and so kills, directories removed) the ones already running.
-        let round = tokio::select! {
-            started = servers::spawn_all(&kinds, &options) => started?,
-            () = cancel.stopped() => return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None)),
+        // Each round's servers are up before the next round starts; at an error or a
+        // signal the starts under way are killed and waited for (directories removed).
+        let Some(round) = servers::spawn_all_until(&kinds, &options, cancel.stopped()).await? else {
+            return Err(cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(None));
         };
         round.iter().for_each(|s| activity.server_started(&s.kind().to_string()));
         servers.extend(round.into_iter().map(|s| (label.clone(), s)));

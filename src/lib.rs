@@ -24,7 +24,9 @@
 //!                   PostgreSQL-protocol session and target (flavors); embedded: the
 //!                   in-process SQL session and target (engines). A SQL system is a dialect
 //!                   plus a flavor (pgwire), an engine (embedded) or its own driver's
-//!                   `Executor` (mysql, cli_client).
+//!                   `Executor` (mysql, cli_client). One system stands on others:
+//!                   cli_client's targets prepare and load through the mysql and redis
+//!                   adapters, then query with the command-line clients.
 //! 1  data   stats   data: generated rows (TPC-H, kv, YCSB records, shuffled keys) and the
 //!                   TPC-H queries' parameters and answer shapes; stats: HDR recorders,
 //!                   client CPU

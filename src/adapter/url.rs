@@ -4,12 +4,14 @@
 //! parameter (`password=`, `pass=`, `passwd=`, `pwd=`, `auth=`: what the systems' drivers
 //! accept) — and the system's password variable as the fallback; everything that prints
 //! or saves a URL uses `redacted()` (or `redact_text` for text that is not one URL).
+//! Also reads a client's password file (`~/.pgpass`, `~/.my.cnf`) the way its own client
+//! does: not at all when its permissions are looser than that client accepts.
 //! Must not open connections.
 
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Query parameters that carry a password: honoured for login, never shown.
 const PASSWORD_PARAMS: [&str; 5] = ["password", "pass", "passwd", "pwd", "auth"];
@@ -191,6 +193,23 @@ fn redact_password_params(text: &str) -> String {
         })
         .collect();
     format!("{head}{}", pairs.join("&"))
+}
+
+/// The text of a client's password file, unless its permission bits include any of
+/// `forbidden` (the clients of PostgreSQL and MariaDB ignore such a file; so does dbsweep,
+/// with a warning that the file is `too_open`).
+pub fn read_password_file(path: &Path, forbidden: u32, too_open: &str) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & forbidden != 0 {
+            tracing::warn!("ignoring {}: it is {too_open} (chmod 0600 it)", path.display());
+            return None;
+        }
+    }
+    let _ = (meta, forbidden, too_open);
+    std::fs::read_to_string(path).ok()
 }
 
 #[cfg(test)]

@@ -85,7 +85,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     };
     plan.hash = shard::plan_hash(&plan.to_json());
     if let Some(text) = &opts.shard {
-        plan.shard = Some(shard::select(&plan.work_units(), shard::Shard::parse(text)?));
+        plan.shard = Some(shard::select(&plan.work_units(), shard::parse(text)?));
     }
     Ok(plan)
 }

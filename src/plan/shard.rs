@@ -4,11 +4,24 @@
 //! joins their run directories; and the plan hash that says whether run directories came
 //! from the same plan.
 //!
-//! Owns which shard runs which unit and the hash's definition. Must not run, spawn or
+//! Owns reading `--shard I/N`, which shard runs which unit and the hash's definition. Must not run, spawn or
 //! write anything.
 
 pub use crate::base::shard::Shard;
+use crate::error::{Error, Result};
 use std::collections::BTreeSet;
+
+/// Parses `--shard I/N` with `0 <= I < N`.
+pub fn parse(text: &str) -> Result<Shard> {
+    let bad = || Error::usage(format!("--shard '{text}': write I/N with 0 <= I < N, e.g. --shard 0/3"));
+    let (index, count) = text.split_once('/').ok_or_else(bad)?;
+    let index: usize = index.trim().parse().map_err(|_| bad())?;
+    let count: usize = count.trim().parse().map_err(|_| bad())?;
+    if count == 0 || index >= count {
+        return Err(bad());
+    }
+    Ok(Shard { index, count })
+}
 
 /// One indivisible piece of a plan's work on one target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +142,17 @@ fn canonical(value: &serde_json::Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_text_is_index_over_count() {
+        assert_eq!(parse("0/3").unwrap(), Shard { index: 0, count: 3 });
+        assert_eq!(parse(" 2 / 3 ").unwrap().to_string(), "2/3");
+        for bad in ["3/3", "1/0", "1", "a/3", "-1/3", "1/3/4"] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.to_string().contains("--shard"), "{e}");
+        }
+    }
 
     fn units(weights: &[u64]) -> Vec<WorkUnit> {
         weights.iter().enumerate().map(|(i, &weight)| WorkUnit { target: format!("t{}", i / 3), experiment: Some(i % 3), weight }).collect()

@@ -1,9 +1,6 @@
 //! One run of one point: N clients (tasks or threads), each with its own connection,
-//! claiming sequence numbers from a shared counter until the run's ops are done, and a
-//! monitor thread that samples the ops completed for the run's precision and, under a
-//! stop rule (`--precision`), ends the run once its throughput is known well enough. A run
-//! ended early has done exactly the ops `0..n` of its sequence (a prefix), as a shorter
-//! fixed-ops run would.
+//! claiming sequence numbers from a shared counter until the run's ops are done or the
+//! run's monitor (`monitor`) ends the claims under `--precision`.
 //!
 //! Owns the hot loop: generate op, time the request, check it, record. A request counts
 //! (ops, rows, latency) only when it succeeded and returned or affected at least the rows
@@ -11,17 +8,16 @@
 //! conflicts an adapter retried inside a request count as its retries. The same loop serves network targets (tasks on the shared runtime) and embedded ones (one
 //! OS thread per client). Must not print or decide flags.
 
+use super::monitor::{Monitor, Shared, StopRule};
 use super::stopping;
-use crate::adapter::{Execution, Target};
+use crate::adapter::{Connection, Execution, Target};
 use crate::base::measurement::RunMeasurement;
-use crate::base::op::{ErrorClass, OpError, Outcome};
-use crate::stats::precision::{self, Sample};
+use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::sync::Barrier;
 
 /// A client stops after this many consecutive connection failures: the server is gone.
 const GIVE_UP_AFTER: u32 = 20;
@@ -53,28 +49,6 @@ pub struct RunJob {
     pub stop: Option<StopRule>,
 }
 
-/// When a run under `--precision` ends before its ops (the op cap) run out.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StopRule {
-    /// The relative half-width of the 95 % confidence interval to reach (0.02: ±2 %).
-    pub precision: f64,
-    /// The run ends after this long even if not precise enough.
-    pub max_time: Duration,
-}
-
-/// How often the monitor samples the ops completed.
-const SAMPLE_EVERY: Duration = Duration::from_millis(1);
-/// The monitor checks the stop rule every this many samples.
-const CHECK_EVERY: usize = 8;
-/// The samples a run keeps; beyond, every other one is dropped (the batches of
-/// `precision` only need their boundaries, and these stay evenly spaced).
-const MAX_SAMPLES: usize = 16_384;
-/// A batch of the precision estimate must hold on average this many requests per client:
-/// fewer measure the requests' granularity rather than the throughput.
-const MIN_REQUESTS_PER_BATCH_PER_CLIENT: u64 = 4;
-/// Added to the claim counter to end a run: every later claim is past the ops.
-const END_OF_CLAIMS: u64 = 1 << 62;
-
 /// Clients report progress (and the ops completed, for the monitor) in chunks, so the hot
 /// loop rarely touches the shared counters: every this many ops ...
 const PROGRESS_EVERY: u64 = 1024;
@@ -98,12 +72,7 @@ struct ClientResult {
 /// Runs one warm-up or measured run and returns its measurement.
 pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
     let clients = job.point.clients;
-    let shared = Shared {
-        claimed: Arc::new(AtomicU64::new(0)),
-        completed: Arc::new(AtomicU64::new(0)),
-        barrier: Arc::new(Barrier::new(clients + 1)),
-        schedule_start: Arc::new(OnceLock::new()),
-    };
+    let shared = Shared::new(clients);
     let mut handles = Vec::with_capacity(clients);
     match job.target.info().execution {
         Execution::Async => {
@@ -128,7 +97,7 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         _ = shared.barrier.wait() => {}
         () = stopping::stopped(&job.cancel) => {}
     }
-    let monitor = Monitor::start(&job, &shared);
+    let monitor = Monitor::start(&job.point, job.stop, &shared);
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
     let mut merged = Recorder::default();
@@ -163,115 +132,15 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         // The progress display counts the ops the run no longer needs as done.
         job.progress.fetch_add(job.ops.saturating_sub(merged.ops), Ordering::Relaxed);
     }
-    // A run the stop rule ended is as precise as the rule saw it when it ended it (the
-    // requests that were under way then only finish); any other over all of its samples.
-    let run_precision =
-        watched.precision_at_end.or_else(|| precision::relative_half_width(&watched.samples, min_ops_per_batch(&job.point)));
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
-    m.precision = run_precision;
+    m.precision = watched.precision();
     if job.stop.is_none() {
         m.answer_blocks.clear();
     }
-    if job.check_rows && job.stream.kind() == crate::base::op::OpKind::Delete && job.target.blind_deletes() {
+    if job.check_rows && job.stream.kind() == OpKind::Delete && job.target.blind_deletes() {
         super::verify::blind_deletes(&job, &mut m).await;
     }
     m
-}
-
-/// What the clients of one run share.
-#[derive(Clone)]
-struct Shared {
-    /// The next sequence number to claim.
-    claimed: Arc<AtomicU64>,
-    /// Ops completed so far (reported in chunks), for the monitor.
-    completed: Arc<AtomicU64>,
-    barrier: Arc<Barrier>,
-    /// Fixed-rate runs: the moment op 0 is scheduled for.
-    schedule_start: Arc<OnceLock<Instant>>,
-}
-
-/// The thread that watches a run: samples the ops completed, and under a stop rule ends
-/// the claims once the run's throughput is precise enough or its time is up.
-struct Monitor {
-    started: Instant,
-    finished: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Watched>,
-}
-
-/// What the monitor saw.
-struct Watched {
-    /// The ops completed over time, from (0 s, 0 ops).
-    samples: Vec<Sample>,
-    /// The stop rule ended the run before its ops ran out.
-    ended: bool,
-    /// The precision the stop rule saw when it ended the run because it was reached.
-    precision_at_end: Option<f64>,
-}
-
-impl Monitor {
-    fn start(job: &Arc<RunJob>, shared: &Shared) -> Monitor {
-        let started = Instant::now();
-        let finished = Arc::new(AtomicBool::new(false));
-        let (job, shared, done) = (job.clone(), shared.clone(), finished.clone());
-        let thread = std::thread::Builder::new()
-            .name("run-monitor".into())
-            .spawn(move || watch(&job, &shared, started, &done))
-            .expect("spawn the run monitor thread");
-        Monitor { started, finished, thread }
-    }
-
-    /// Stops the monitor after the clients ended; `last` is the run's end and its ops.
-    async fn finish(self, last: Option<(Instant, u64)>) -> Watched {
-        self.finished.store(true, Ordering::Release);
-        let thread = self.thread;
-        let mut watched = tokio::task::spawn_blocking(move || thread.join().expect("the run monitor does not panic"))
-            .await
-            .expect("the run monitor joins");
-        if let Some((end, ops)) = last {
-            let seconds = end.saturating_duration_since(self.started).as_secs_f64();
-            if watched.samples.last().is_none_or(|s| s.seconds < seconds) {
-                watched.samples.push(Sample { seconds, ops });
-            }
-        }
-        watched
-    }
-}
-
-/// The fewest ops a batch of the precision estimate holds on average at `point`.
-fn min_ops_per_batch(point: &Point) -> u64 {
-    let ops_per_request = if point.batched { point.batch.max(1) as u64 } else { 1 };
-    MIN_REQUESTS_PER_BATCH_PER_CLIENT * point.clients as u64 * ops_per_request
-}
-
-/// The monitor's loop (see `Monitor`).
-fn watch(job: &RunJob, shared: &Shared, started: Instant, finished: &AtomicBool) -> Watched {
-    let min_ops = min_ops_per_batch(&job.point);
-    let mut samples = vec![Sample { seconds: 0.0, ops: 0 }];
-    let mut step = SAMPLE_EVERY;
-    let mut next = started;
-    let mut ended = false;
-    let mut precision_at_end = None;
-    while !finished.load(Ordering::Acquire) {
-        next += step;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        let ops = shared.completed.load(Ordering::Relaxed);
-        let elapsed = started.elapsed();
-        samples.push(Sample { seconds: elapsed.as_secs_f64(), ops });
-        if samples.len() > MAX_SAMPLES {
-            samples = samples.iter().step_by(2).copied().collect();
-            step *= 2;
-        }
-        let Some(rule) = job.stop.filter(|_| !ended) else { continue };
-        let reached = samples.len().is_multiple_of(CHECK_EVERY).then(|| precision::relative_half_width(&samples, min_ops)).flatten();
-        if reached.is_some_and(|p| p <= rule.precision) {
-            precision_at_end = reached;
-        }
-        if precision_at_end.is_some() || elapsed >= rule.max_time {
-            shared.claimed.fetch_add(END_OF_CLAIMS, Ordering::Relaxed);
-            ended = true;
-        }
-    }
-    Watched { samples, ended, precision_at_end }
 }
 
 enum ClientHandle {
@@ -332,22 +201,44 @@ async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
             return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
+    let ended = send_requests(&job, conn.as_mut(), &shared, schedule, started, &mut recorder).await;
+    drop(conn);
+    ClientResult { recorder, started, finished: Instant::now(), gave_up: ended.gave_up, time_limited: ended.time_limited }
+}
+
+/// Why a client's request loop ended, when not because the run's ops ran out.
+#[derive(Default)]
+struct LoopEnd {
+    /// The client gave up on a dead server.
+    gave_up: Option<String>,
+    /// The run's time limit came first.
+    time_limited: bool,
+}
+
+/// The client's request loop: claim the next sequence numbers, plan their ops, wait for
+/// their turn on a fixed-rate schedule, time the request and record its result, until the
+/// run's ops are claimed, the run is stopped or timed out, or the server is gone.
+async fn send_requests(
+    job: &RunJob,
+    conn: &mut dyn Connection,
+    shared: &Shared,
+    schedule: Option<(Instant, f64)>,
+    started: Instant,
+    recorder: &mut Recorder,
+) -> LoopEnd {
     let kind = job.stream.kind();
-    let mixed = kind == crate::base::op::OpKind::Mixed;
-    let batch = job.point.batch.max(1) as u64;
+    let mixed = kind == OpKind::Mixed;
     let timed = job.target.info().execution == Execution::Async;
     let mut consecutive_failures = 0u32;
-    let mut gave_up = None;
-    let mut ops_buf = Vec::with_capacity(batch as usize);
+    let mut end = LoopEnd::default();
+    let mut ops_buf = Vec::with_capacity(job.point.batch.max(1));
     // Service time is read from the CPU's time-stamp counter (quanta): a third of the cost
     // of the OS clock on these VMs, which matters for the NO-DB ceiling.
     let clock = quanta::Clock::new();
-    let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
-    let mut claimed = 0..0u64;
+    let mut claims = Claims::new(job, &shared.claimed);
     let mut unreported = 0u64;
     let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| started + limit);
-    let mut time_limited = false;
     loop {
         if job.cancel.load(Ordering::Relaxed) {
             break;
@@ -355,34 +246,12 @@ async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
         if let Some(at) = deadline
             && Instant::now() >= at
         {
-            time_limited = true;
+            end.time_limited = true;
             break;
         }
-        // Sequence numbers are claimed a chunk at a time so clients rarely contend on the
-        // shared counter; the chunk is small against the run so the tail stays balanced.
-        if claimed.is_empty() {
-            let start = shared.claimed.fetch_add(batch * chunk, Ordering::Relaxed);
-            if start >= job.ops {
-                break;
-            }
-            claimed = start..(start + batch * chunk).min(job.ops);
-        }
-        let first = claimed.start;
-        let n = batch.min(claimed.end - first);
-        claimed.start += n;
+        let Some((first, n)) = claims.next() else { break };
         let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64(first as f64 * interval));
-        // The rows the plan knows these ops must return or affect (0: nothing known).
-        let mut expected = 0u64;
-        ops_buf.clear();
-        let seqs = if job.point.batched { first..first + n } else { first..first + 1 };
-        ops_buf.extend(seqs.map(|seq| {
-            let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
-            expected += planned.expected_rows;
-            planned.op
-        }));
-        if !job.check_rows {
-            expected = 0;
-        }
+        let expected = plan_request(job, first, n, &mut ops_buf);
         if let Some(at) = intended {
             tokio::time::sleep_until(at.into()).await;
         }
@@ -395,43 +264,23 @@ async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
             with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
         };
         let now = clock.raw();
-        let elapsed = clock.delta(t0, now);
-        let responded = intended.map(|at| Instant::now() - at);
-        if late == Some(true) {
-            recorder.late_ops += n;
-        }
-        recorder.ops += n;
-        recorder.requests += 1;
-        // Only an ok request (no error, every expected row) adds ops, rows and time.
-        match result {
-            Ok(outcome) => {
-                consecutive_failures = 0;
-                recorder.retries += u64::from(outcome.retries);
-                let found = outcome.found_rows(kind);
-                if found >= expected {
-                    recorder.ok_ops += n;
-                    recorder.record_service(kind, elapsed);
-                    if let Some(response) = responded {
-                        recorder.record_response(kind, response);
-                    }
-                    recorder.rows += outcome.rows;
-                    if let Some(answer) = &outcome.answer {
-                        recorder.record_answer(first, answer);
-                    }
-                } else {
-                    recorder.short_ops += n;
-                    recorder.missing_rows += expected - found;
-                }
-            }
-            Err(e) => {
-                recorder.failed_ops += n;
-                recorder.record_error(e.class, &e.message);
-                if matches!(e.class, ErrorClass::Connection | ErrorClass::Timeout) {
-                    consecutive_failures += 1;
-                    if consecutive_failures >= GIVE_UP_AFTER {
-                        gave_up = Some(format!("{consecutive_failures} consecutive failures, last: {e}"));
-                        break;
-                    }
+        let request = Request {
+            first,
+            n,
+            kind,
+            expected,
+            elapsed: clock.delta(t0, now),
+            responded: intended.map(|at| Instant::now() - at),
+            late: late == Some(true),
+        };
+        match record_request(recorder, result, &request) {
+            Tally::Answered => consecutive_failures = 0,
+            Tally::Failed => {}
+            Tally::Unreachable(e) => {
+                consecutive_failures += 1;
+                if consecutive_failures >= GIVE_UP_AFTER {
+                    end.gave_up = Some(format!("{consecutive_failures} consecutive failures, last: {e}"));
+                    break;
                 }
             }
         }
@@ -445,8 +294,127 @@ async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
     shared.completed.fetch_add(unreported, Ordering::Relaxed);
-    drop(conn);
-    ClientResult { recorder, started, finished: Instant::now(), gave_up, time_limited }
+    end
+}
+
+/// The sequence numbers a client claims from the run's shared counter, a chunk at a time
+/// so clients rarely contend on it; the chunk is small against the run so the tail stays
+/// balanced.
+struct Claims<'a> {
+    counter: &'a AtomicU64,
+    /// Ops per request.
+    batch: u64,
+    /// Sequence numbers per claim.
+    claim: u64,
+    /// The run's ops.
+    total: u64,
+    claimed: std::ops::Range<u64>,
+}
+
+impl<'a> Claims<'a> {
+    fn new(job: &RunJob, counter: &'a AtomicU64) -> Self {
+        let batch = job.point.batch.max(1) as u64;
+        let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
+        Claims { counter, batch, claim: batch * chunk, total: job.ops, claimed: 0..0 }
+    }
+
+    /// The next request's first sequence number and its number of ops; `None` once every
+    /// op of the run is claimed.
+    #[inline(always)]
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.claimed.is_empty() {
+            let start = self.counter.fetch_add(self.claim, Ordering::Relaxed);
+            if start >= self.total {
+                return None;
+            }
+            self.claimed = start..(start + self.claim).min(self.total);
+        }
+        let first = self.claimed.start;
+        let n = self.batch.min(self.claimed.end - first);
+        self.claimed.start += n;
+        Some((first, n))
+    }
+}
+
+/// Fills `ops` with the request's ops (the batch's `n`, or the one op of an unbatched
+/// request) and returns the rows the plan knows they must return or affect (0: nothing
+/// known, or rows not checked).
+#[inline(always)]
+fn plan_request(job: &RunJob, first: u64, n: u64, ops: &mut Vec<Op>) -> u64 {
+    let mut expected = 0u64;
+    ops.clear();
+    let seqs = if job.point.batched { first..first + n } else { first..first + 1 };
+    ops.extend(seqs.map(|seq| {
+        let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
+        expected += planned.expected_rows;
+        planned.op
+    }));
+    if job.check_rows { expected } else { 0 }
+}
+
+/// One request as it was sent and timed.
+struct Request {
+    /// Its first sequence number.
+    first: u64,
+    /// Its ops.
+    n: u64,
+    kind: OpKind,
+    /// The rows it must return or affect (0: not checked).
+    expected: u64,
+    /// Service time: send to reply.
+    elapsed: Duration,
+    /// Fixed-rate runs: response time, from the intended start to the reply.
+    responded: Option<Duration>,
+    /// It started later than its turn on the schedule.
+    late: bool,
+}
+
+/// How a request's result counts towards giving up on the server.
+enum Tally {
+    /// The server answered (rows short or not).
+    Answered,
+    /// A failure that says nothing about the server being gone.
+    Failed,
+    /// A connection failure or timeout.
+    Unreachable(OpError),
+}
+
+/// Records one request: only an ok request (no error, every expected row) adds ops, rows
+/// and time; a failed one counts as failed ops, a short one as missing rows.
+#[inline(always)]
+fn record_request(recorder: &mut Recorder, result: Result<Outcome, OpError>, request: &Request) -> Tally {
+    let n = request.n;
+    if request.late {
+        recorder.late_ops += n;
+    }
+    recorder.ops += n;
+    recorder.requests += 1;
+    match result {
+        Ok(outcome) => {
+            recorder.retries += u64::from(outcome.retries);
+            let found = outcome.found_rows(request.kind);
+            if found >= request.expected {
+                recorder.ok_ops += n;
+                recorder.record_service(request.kind, request.elapsed);
+                if let Some(response) = request.responded {
+                    recorder.record_response(request.kind, response);
+                }
+                recorder.rows += outcome.rows;
+                if let Some(answer) = &outcome.answer {
+                    recorder.record_answer(request.first, answer);
+                }
+            } else {
+                recorder.short_ops += n;
+                recorder.missing_rows += request.expected - found;
+            }
+            Tally::Answered
+        }
+        Err(e) => {
+            recorder.failed_ops += n;
+            recorder.record_error(e.class, &e.message);
+            if matches!(e.class, ErrorClass::Connection | ErrorClass::Timeout) { Tally::Unreachable(e) } else { Tally::Failed }
+        }
+    }
 }
 
 /// Applies the per-op timeout to network requests. Embedded calls block the thread, so a

@@ -7,19 +7,17 @@
 //! checks that tie the phases together (N written, N − deleted fetched). Must not time
 //! anything itself (the client loop does) or format output.
 
+use super::Shared;
 use super::client::{self, RunJob};
 use super::memory;
 use super::progress::Progress;
-use super::{RunContext, flag_point, retry_flag, summarize, void_flags};
+use super::summary::{flag_point, summarize_and_flag};
 use crate::adapter::Target;
 use crate::base::measurement::RunMeasurement;
-use crate::data::Dataset;
 use crate::error::Result;
-use crate::plan::Plan;
 use crate::report::model::{Flag, PointResult, PointStatus, Report};
 use crate::workload::experiment::{Experiment, ExperimentOp, OpStream};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,15 +25,6 @@ use std::time::Duration;
 pub(super) struct Phase<'a> {
     pub experiment: &'a Experiment,
     pub stream: Arc<OpStream>,
-}
-
-/// Everything the lifecycle loop shares with the main runner.
-pub(super) struct Shared<'a> {
-    pub plan: &'a Plan,
-    pub ctx: &'a RunContext,
-    pub targets: &'a [Arc<dyn Target>],
-    pub dataset: &'a Dataset,
-    pub out_dir: &'a Path,
 }
 
 /// Runs every record count of a lifecycle study. Returns the reason to stop the whole run
@@ -96,9 +85,7 @@ pub(super) async fn run(
                 for detail in &phase.mismatches {
                     base.flags.push(Flag::AnswerMismatch { detail: detail.clone() });
                 }
-                base.summary = summarize(&base);
-                base.flags.extend(void_flags(&base.runs));
-                base.flags.extend(retry_flag(&base.runs));
+                summarize_and_flag(&mut base);
                 slot.push(base);
             }
             if let Some(reason) = outcome.failure {
@@ -116,7 +103,7 @@ pub(super) async fn run(
             flag_point(&mut phase_results);
             report.points.extend(phase_results);
         }
-        if !super::save(shared.out_dir, report, &shared.ctx.cancel) {
+        if !super::writing::save(shared.out_dir, report, &shared.ctx.cancel) {
             return Ok(Some(shared.ctx.cancel.reason()));
         }
         if stop_reason.is_some() {

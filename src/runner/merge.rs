@@ -7,7 +7,7 @@
 //! Owns the checks that parts belong together (plan hash, shard count, no point twice)
 //! and the order of the merged points. Must not write files or print; `app` does.
 
-use super::{DIFFER_FROM, flag_client_bound, flag_differing_answers};
+use super::summary::{DIFFER_FROM, flag_client_bound, flag_differing_answers};
 use crate::base::shard::Shard;
 use crate::data::DataSpec;
 use crate::error::{Error, Result};

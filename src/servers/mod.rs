@@ -334,16 +334,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            kill_group(self.pid);
-            let _ = child.start_kill();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let deadline = Instant::now() + Duration::from_secs(1);
-            while group_alive(self.pid) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            process::kill_and_wait(&mut child, self.pid);
         }
         // Dropping the TempDir removes the directory; errors are ignored there.
         drop(self.dir.take());
@@ -358,10 +349,23 @@ pub async fn spawn(kind: ServerKind, opts: &SpawnOptions) -> Result<Server> {
 /// Starts several servers in parallel; on any failure the ones already started are
 /// killed and the first error is returned. The result is in the order of `kinds`.
 pub async fn spawn_all(kinds: &[ServerKind], opts: &SpawnOptions) -> Result<Vec<Server>> {
-    spawn_all_inner(kinds, opts, None).await
+    let started = spawn_all_inner(kinds, opts, None, std::future::pending()).await?;
+    Ok(started.expect("a start that is never stopped finishes"))
 }
 
-async fn spawn_all_inner(kinds: &[ServerKind], opts: &SpawnOptions, search_path: Option<Vec<PathBuf>>) -> Result<Vec<Server>> {
+/// `spawn_all`, given up when `stop` completes first: the starts under way are aborted and
+/// waited for (their half-started servers and setup programs killed, directories removed)
+/// before it returns `Ok(None)`, so nothing of them outlives dbsweep's exit.
+pub async fn spawn_all_until(kinds: &[ServerKind], opts: &SpawnOptions, stop: impl Future<Output = ()>) -> Result<Option<Vec<Server>>> {
+    spawn_all_inner(kinds, opts, None, stop).await
+}
+
+async fn spawn_all_inner(
+    kinds: &[ServerKind],
+    opts: &SpawnOptions,
+    search_path: Option<Vec<PathBuf>>,
+    stop: impl Future<Output = ()>,
+) -> Result<Option<Vec<Server>>> {
     let mut set = tokio::task::JoinSet::new();
     for (index, &kind) in kinds.iter().enumerate() {
         let opts = opts.clone();
@@ -370,7 +374,18 @@ async fn spawn_all_inner(kinds: &[ServerKind], opts: &SpawnOptions, search_path:
     }
     let mut started: Vec<Option<Server>> = kinds.iter().map(|_| None).collect();
     let mut failure = None;
-    while let Some(joined) = set.join_next().await {
+    tokio::pin!(stop);
+    loop {
+        let joined = tokio::select! {
+            joined = set.join_next() => match joined {
+                Some(joined) => joined,
+                None => break,
+            },
+            () = &mut stop => {
+                set.shutdown().await;
+                return Ok(None);
+            }
+        };
         match joined {
             Ok((index, Ok(server))) => started[index] = Some(server),
             Ok((_, Err(e))) => {
@@ -390,7 +405,7 @@ async fn spawn_all_inner(kinds: &[ServerKind], opts: &SpawnOptions, search_path:
         drop(started);
         return Err(e);
     }
-    Ok(started.into_iter().map(|s| s.expect("every task reported")).collect())
+    Ok(Some(started.into_iter().map(|s| s.expect("every task reported")).collect()))
 }
 
 /// `spawn`, but the programs are looked up only in `search_path` when it is given
@@ -697,7 +712,8 @@ mod tests {
         let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()) };
         let mut search = vec![fake.path().to_path_buf()];
         search.extend(process::default_search_path(ServerKind::Redis.system()));
-        let err = spawn_all_inner(&[ServerKind::Redis, ServerKind::Postgres], &opts, Some(search)).await.unwrap_err();
+        let err =
+            spawn_all_inner(&[ServerKind::Redis, ServerKind::Postgres], &opts, Some(search), std::future::pending()).await.unwrap_err();
         assert_eq!(err.exit_code(), 1);
         let message = err.to_string();
         assert!(message.contains("initdb.log") && message.contains("initdb: simulated disk full"), "{message}");

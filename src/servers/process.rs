@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
 /// Lines of the server's log quoted in a startup error.
@@ -73,17 +74,17 @@ pub(super) fn is_executable(path: &Path) -> bool {
 /// output in `log_name` inside the data directory; a failure quotes the log's tail.
 pub(super) async fn run_setup(name: &str, ctx: &Context, command: Command, log_name: &str) -> Result<()> {
     let log_path = ctx.dir.join(log_name);
-    let (mut child, program) = start_logged(ctx, command, &log_path).await?;
+    let (child, program) = start_logged(ctx, command, &log_path).await?;
     // If this future is dropped halfway, the helpers the program forked (initdb's
     // `postgres --boot`, install-db's `mariadbd --bootstrap`) must die with it.
-    let _group = child.id().map(GroupGuard);
-    let status = match tokio::time::timeout(STARTUP_TIMEOUT, child.wait()).await {
+    let mut child = SetupChild(child);
+    let status = match tokio::time::timeout(STARTUP_TIMEOUT, child.0.wait()).await {
         Ok(status) => status.map_err(|e| Error::runtime(format!("{program}: {e}")))?,
         Err(_) => {
-            if let Some(pid) = child.id() {
+            if let Some(pid) = child.0.id() {
                 kill_group(pid);
             }
-            let _ = child.wait().await;
+            let _ = child.0.wait().await;
             return Err(Error::runtime(format!(
                 "{name}: {program} did not finish within {} s; last lines of {}:\n{}",
                 STARTUP_TIMEOUT.as_secs(),
@@ -123,12 +124,30 @@ pub(super) fn free_port() -> Result<u16> {
     Ok(port)
 }
 
-/// Kills a process group when dropped (a no-op once the group is gone).
-struct GroupGuard(u32);
+/// A setup program (initdb, install-db) in its own process group. Dropped before it
+/// finished (a stopped spawn), it kills the group and waits until every process of it is
+/// gone, so nothing of the setup outlives dbsweep's exit.
+struct SetupChild(Child);
 
-impl Drop for GroupGuard {
+impl Drop for SetupChild {
     fn drop(&mut self) {
-        kill_group(self.0);
+        if let Some(pgid) = self.0.id() {
+            kill_and_wait(&mut self.0, pgid);
+        }
+    }
+}
+
+/// SIGKILL to `child` and its process group, then waits (blocking, at most 5 s) until the
+/// child is reaped and no process of the group is left: for drops, which cannot await.
+pub(super) fn kill_and_wait(child: &mut Child, pgid: u32) {
+    kill_group(pgid);
+    let _ = child.start_kill();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    while group_alive(pgid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

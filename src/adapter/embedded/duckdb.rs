@@ -206,14 +206,11 @@ mod tests {
     async fn decimals_and_dates_round_trip_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let target = open_at(&dir.path().join("types.duckdb"));
-        let def = crate::adapter::embedded::typed_table(vec![2]);
-        target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let rows = vec![
             vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
             vec![Value::Int(2), Value::Decimal(Decimal(-5)), Value::Date(Date(10_591))],
         ];
-        target.load(&def, Box::new(rows.into_iter())).await.unwrap();
-        let mut conn = target.connect().await.unwrap();
+        let mut conn = crate::adapter::embedded::typed_rows_loaded(&target, vec![2], rows).await;
         // DuckDB itself sees the right values, not just a round trip of dbsweep's numbers.
         let text: String = target
             .0

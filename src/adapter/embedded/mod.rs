@@ -56,6 +56,21 @@ pub(crate) fn typed_table(indexed: Vec<usize>) -> std::sync::Arc<crate::base::ta
     })
 }
 
+/// For the engines' type tests: `typed_table(indexed)` prepared on `target` with `rows`
+/// loaded, and a connection to it.
+#[cfg(test)]
+pub(crate) async fn typed_rows_loaded(
+    target: &dyn crate::adapter::Target,
+    indexed: Vec<usize>,
+    rows: Vec<Vec<crate::base::table::Value>>,
+) -> Box<dyn crate::adapter::Connection> {
+    let def = typed_table(indexed);
+    target.prepare(std::slice::from_ref(&def)).await.unwrap();
+    let n = rows.len() as u64;
+    assert_eq!(target.load(&def, Box::new(rows.into_iter())).await.unwrap(), n);
+    target.connect().await.unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

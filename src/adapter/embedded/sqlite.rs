@@ -313,14 +313,11 @@ mod tests {
     async fn decimals_and_dates_round_trip_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let target = open_at(&dir.path().join("types.db"));
-        let def = crate::adapter::embedded::typed_table(vec![0]);
-        target.prepare(std::slice::from_ref(&def)).await.unwrap();
         let rows = vec![
             vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
             vec![Value::Int(2), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(10_591))],
         ];
-        target.load(&def, Box::new(rows.into_iter())).await.unwrap();
-        let mut conn = target.connect().await.unwrap();
+        let mut conn = crate::adapter::embedded::typed_rows_loaded(&target, vec![0], rows).await;
         let max = |of| Op::Range { table: 0, column: 0, lo: 0, hi: 9, agg: RangeAgg::Max { column: of } };
         assert_eq!(conn.execute(&max(1)).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
         assert_eq!(conn.execute(&max(2)).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));

@@ -3,6 +3,7 @@
 //! group, the last one winning; values may be quoted (`"…"`, `'…'`) with backslash
 //! escapes. Must not log or return anything but that password.
 
+use crate::adapter::url::read_password_file;
 use std::path::PathBuf;
 
 /// The groups every MariaDB/MySQL client reads.
@@ -12,17 +13,7 @@ const GROUPS: [&str; 2] = ["client", "client-mariadb"];
 /// ignored.
 pub fn lookup() -> Option<String> {
     let path = PathBuf::from(std::env::var_os("HOME")?).join(".my.cnf");
-    let meta = std::fs::metadata(&path).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o002 != 0 {
-            tracing::warn!("ignoring {}: it is world-writable (chmod 0600 it)", path.display());
-            return None;
-        }
-    }
-    let _ = meta;
-    find(&std::fs::read_to_string(&path).ok()?)
+    find(&read_password_file(&path, 0o002, "world-writable")?)
 }
 
 /// The `password` of the client groups in option-file text.

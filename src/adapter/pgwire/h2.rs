@@ -396,9 +396,7 @@ impl PgServer for H2 {
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         let client = self.session().await?;
         self.ensure_schema(&client).await?;
-        let tables = self.pg.create_tables(&client, tables).await?;
-        self.pg.set_tables(tables);
-        Ok(())
+        self.pg.create_and_keep_tables(&client, tables).await
     }
 
     async fn load(&self, def: &TableDef, rows: RowSource) -> Result<u64> {

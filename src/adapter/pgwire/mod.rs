@@ -128,6 +128,13 @@ impl PgTarget {
         Ok(tables)
     }
 
+    /// `create_tables`, kept at once: for servers whose `prepare` has nothing after it.
+    pub async fn create_and_keep_tables(&self, client: &Client, defs: &[Arc<TableDef>]) -> Result<()> {
+        let tables = self.create_tables(client, defs).await?;
+        self.set_tables(tables);
+        Ok(())
+    }
+
     pub fn tables(&self) -> Arc<Vec<SqlTable>> {
         self.tables.lock().unwrap().clone()
     }

@@ -4,6 +4,7 @@
 //! anything, `\:` and `\\` escape). Must not log or return anything but the password of
 //! the first matching line.
 
+use crate::adapter::url::read_password_file;
 use std::path::PathBuf;
 
 /// The password for this connection from the user's password file, if any. Like libpq,
@@ -12,17 +13,7 @@ pub fn lookup(host: &str, port: u16, database: &str, user: &str) -> Option<Strin
     let path = std::env::var_os("PGPASSFILE")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pgpass")))?;
-    let meta = std::fs::metadata(&path).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!("ignoring {}: it is readable by group or others (chmod 0600 it)", path.display());
-            return None;
-        }
-    }
-    let _ = meta;
-    let text = std::fs::read_to_string(&path).ok()?;
+    let text = read_password_file(&path, 0o077, "readable by group or others")?;
     find(&text, host, &port.to_string(), database, user)
 }
 

@@ -1,0 +1,102 @@
+//! The run's report on disk: where it goes, what it holds before the first point, the
+//! save after each point and the last write that finishes it (or says why it is not
+//! complete). Must not measure or flag anything.
+
+use super::{Cancel, RunContext, StopCause};
+use crate::adapter::Target;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::report::model::{PointStatus, Report};
+use crate::report::{self, environment};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// The run's directory: `--out`, or a new one under the runs root named by study, shard
+/// and start time.
+pub(super) fn out_path(plan: &Plan, ctx: &RunContext, started: SystemTime) -> PathBuf {
+    let shard = plan.shard.as_ref().map(|w| format!("-shard{}of{}", w.shard.index, w.shard.count)).unwrap_or_default();
+    plan.out.clone().unwrap_or_else(|| ctx.runs_root.join(format!("{}{shard}-{}", plan.study, environment::stamp(started))))
+}
+
+/// The report as it starts: plan, environment and targets, no points yet.
+pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Target>], started: SystemTime) -> Report {
+    Report {
+        format: "dbsweep-report".into(),
+        format_version: report::model::FORMAT_VERSION,
+        dbsweep_version: env!("CARGO_PKG_VERSION").into(),
+        git_revision: option_env!("DBSWEEP_GIT_REVISION").map(str::to_string),
+        command: ctx.command.clone(),
+        started_at: environment::rfc3339(started),
+        finished_at: None,
+        complete: false,
+        incomplete_reason: Some("running".into()),
+        plan: plan.to_json(),
+        study: plan.study.clone(),
+        seed: plan.seed,
+        environment: environment::probe(),
+        targets: targets
+            .iter()
+            .map(|t| {
+                let mut info = t.info().clone();
+                if let Some(extra) = ctx.extra_settings.get(&info.name) {
+                    info.settings.extend(extra.clone());
+                }
+                info
+            })
+            .collect(),
+        unavailable: ctx.unavailable.clone(),
+        points: Vec::new(),
+        warnings: plan.warnings.clone(),
+        plan_hash: Some(plan.hash.clone()),
+        shard: plan.shard.as_ref().map(|w| w.shard),
+        merged_from: Vec::new(),
+    }
+}
+
+/// Writes the finished report (complete, or why not) and turns an early stop into the
+/// error of its cause: Ctrl-C (exit 130), SIGTERM (143), a failure such as a full disk (1).
+pub(super) fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunContext, out_dir: &Path) -> Result<(Report, PathBuf)> {
+    let failed_points = report.points.iter().any(|p| matches!(p.status, PointStatus::Incomplete { .. }));
+    report.finished_at = Some(environment::now_rfc3339());
+    report.complete = stop_reason.is_none() && !failed_points;
+    report.incomplete_reason = match (&stop_reason, failed_points) {
+        (Some(r), _) => Some(r.clone()),
+        (None, true) => Some("some points did not finish; see warnings".into()),
+        (None, false) => None,
+    };
+    if let Err(e) = report::write_all(out_dir, &report) {
+        // Most likely a full disk: make room by removing the two files that are rendered
+        // from report.json, and finish report.json itself.
+        let _ = std::fs::remove_file(out_dir.join(report::RESULTS_CSV));
+        let _ = std::fs::remove_file(out_dir.join(report::REPORT_HTML));
+        let reason = report.incomplete_reason.take().unwrap_or_else(|| "finished".into());
+        report.incomplete_reason = Some(format!(
+            "{reason}; then {e}: {} and {} were removed to make room (`dbsweep report {}` renders them again)",
+            report::RESULTS_CSV,
+            report::REPORT_HTML,
+            out_dir.display()
+        ));
+        report.complete = false;
+        // Compact, to need as little room as possible; `dbsweep report` reads it alike.
+        let json = serde_json::to_vec(&report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
+        report::write_atomic(&out_dir.join(report::REPORT_JSON), &json)?;
+        return Err(Error::runtime(format!("{e}; report.json in {} says what was measured", out_dir.display())));
+    }
+    if stop_reason.is_some() {
+        return Err(ctx.cancel.cause().cloned().unwrap_or(StopCause::CtrlC).into_error(Some(out_dir)));
+    }
+    Ok((report, out_dir.to_path_buf()))
+}
+
+/// Saves the report after a point; a failed write (a full disk) stops the run like a
+/// signal would, so it still ends with cleanup and a finished report where possible.
+pub(super) fn save(out_dir: &Path, report: &Report, cancel: &Cancel) -> bool {
+    match report::write_all(out_dir, report) {
+        Ok(()) => true,
+        Err(e) => {
+            cancel.stop(StopCause::Failure(e.to_string()));
+            false
+        }
+    }
+}

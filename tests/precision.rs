@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 const ASKED: f64 = 0.10;
 const CAP: u64 = 3_000_000;
-const MAX_TIME_SECS: f64 = 1.0;
+const MAX_TIME_SECS: f64 = 0.5;
 
 fn dbsweep(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().unwrap()
@@ -45,12 +45,14 @@ fn every_row_reaches_the_precision_or_says_it_did_not_and_nodb_stops_early() {
         "1",
         "--widths",
         "10",
+        "--rows",
+        "10000",
         "--precision",
         "10%",
         "--max-ops",
         &CAP.to_string(),
         "--max-time",
-        "1s",
+        "0.5s",
         "--no-progress",
         "--out",
         out.to_str().unwrap(),

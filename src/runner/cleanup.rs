@@ -25,8 +25,10 @@ pub(super) async fn remove_leftovers(
     let stream = unit.stream;
     match unit.experiment.op {
         ExperimentOp::Insert => {
-            let mut keys = stream.inserted_keys(&unit.point, unit.point_index, run);
-            keys.truncate(m.ops as usize);
+            // A complete run did exactly its first `m.ops` ops; an interrupted one may have
+            // done any of its claimed ops.
+            let done = if m.complete { m.ops } else { planned_ops };
+            let keys = stream.inserted_keys(&unit.point, unit.point_index, run, done);
             remove_keys(target, stream.table(), &keys, Some(m.rows)).await.map_err(|e| format!("inserted rows left in place: {e}"))
         }
         ExperimentOp::Delete if m.ops < planned_ops && m.complete => {
@@ -75,7 +77,7 @@ pub(super) async fn remove_workload_inserts(
     let mut keys = Vec::new();
     for (pi, point) in experiment.points.iter().enumerate().filter(|(_, p)| in_round(p)) {
         for run in 0..experiment.warmup + experiment.runs {
-            keys.extend(stream.inserted_keys(point, pi, run));
+            keys.extend(stream.inserted_keys(point, pi, run, stream.ops_at(point)));
         }
     }
     if keys.is_empty() {

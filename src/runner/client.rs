@@ -8,21 +8,24 @@
 //! conflicts an adapter retried inside a request count as its retries. The same loop serves network targets (tasks on the shared runtime) and embedded ones (one
 //! OS thread per client). Must not print or decide flags.
 
-use super::monitor::{Monitor, Shared, StopRule};
+use super::monitor::{Counters, Monitor, StopRule};
 use super::stopping;
 use crate::adapter::{Connection, Execution, Target};
 use crate::base::measurement::RunMeasurement;
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
-use std::sync::Arc;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{Barrier, oneshot};
 
 /// A client stops after this many consecutive connection failures: the server is gone.
 const GIVE_UP_AFTER: u32 = 20;
 
 /// Everything one run needs, shared by its clients.
+#[derive(Clone)]
 pub struct RunJob {
     pub target: Arc<dyn Target>,
     pub stream: Arc<OpStream>,
@@ -30,7 +33,11 @@ pub struct RunJob {
     pub point_index: usize,
     pub run: u32,
     pub warmup: bool,
-    pub ops: u64,
+    /// The sequence numbers this process sends: all of the run's (`0..ops`), or a worker's
+    /// share of them (`--workers`).
+    pub seqs: Range<u64>,
+    /// Clients this process runs: the point's, or a worker's share of them.
+    pub clients: usize,
     pub timeout: Duration,
     pub cancel: Arc<AtomicBool>,
     /// Ops done, for the progress display.
@@ -45,7 +52,7 @@ pub struct RunJob {
     /// ops do no work and so return no real rows).
     pub check_rows: bool,
     /// `--precision`: end the run once its throughput is known this well (or at its time
-    /// cap); `None`: the run does all of its `ops`.
+    /// cap); `None`: the run does all of its `seqs`.
     pub stop: Option<StopRule>,
 }
 
@@ -71,33 +78,71 @@ struct ClientResult {
 
 /// Runs one warm-up or measured run and returns its measurement.
 pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
-    let clients = job.point.clients;
-    let shared = Shared::new(clients);
+    run_share(job, None).await.0
+}
+
+/// A start held back until other processes are ready too (`--workers`): `ready` is sent
+/// once every client of this process has connected, and the clients start when `go`
+/// arrives. A `go` dropped unsent stops the run before its first op.
+pub struct StartGate {
+    pub ready: oneshot::Sender<()>,
+    pub go: oneshot::Receiver<()>,
+}
+
+/// When a process's clients ran, on the wall clock (so that windows of processes on
+/// different machines can be put on one time line).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub start: SystemTime,
+    pub end: SystemTime,
+}
+
+/// Runs this process's part of a run (all of it, or a worker's share) behind an optional
+/// start gate; returns the measurement and the clients' window (`None`: no client ran).
+pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasurement, Option<Window>) {
+    let clients = job.clients;
+    let counters = Counters::new(job.seqs.start);
+    let connected = Arc::new(Barrier::new(clients + 1));
+    let barrier = Arc::new(Barrier::new(clients + 1));
+    let schedule_start = Arc::new(OnceLock::new());
     let mut handles = Vec::with_capacity(clients);
+    let start_gate = Arc::new(AtomicBool::new(true));
+    let spawn_args = || (job.clone(), counters.clone(), [connected.clone(), barrier.clone()], schedule_start.clone(), start_gate.clone());
     match job.target.info().execution {
         Execution::Async => {
             for _ in 0..clients {
-                let (job, shared) = (job.clone(), shared.clone());
-                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, shared).await })));
+                let (job, counters, barriers, schedule_start, open) = spawn_args();
+                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counters, barriers, schedule_start, open).await })));
             }
         }
         Execution::Blocking => {
             for i in 0..clients {
-                let (job, shared) = (job.clone(), shared.clone());
+                let (job, counters, barriers, schedule_start, open) = spawn_args();
                 let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
                     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                    rt.block_on(client(job, shared))
+                    rt.block_on(client(job, counters, barriers, schedule_start, open))
                 });
                 handles.push(ClientHandle::Thread(thread.expect("spawn client thread")));
             }
         }
     }
-    let cpu_before = process_cpu_time();
     tokio::select! {
-        _ = shared.barrier.wait() => {}
+        _ = connected.wait() => {}
         () = stopping::stopped(&job.cancel) => {}
     }
-    let monitor = Monitor::start(&job.point, job.stop, &shared);
+    if let Some(gate) = gate {
+        let _ = gate.ready.send(());
+        if gate.go.await.is_err() {
+            start_gate.store(false, Ordering::Relaxed);
+        }
+    }
+    let cpu_before = process_cpu_time();
+    let anchor = (Instant::now(), SystemTime::now());
+    tokio::select! {
+        _ = barrier.wait() => {}
+        () = stopping::stopped(&job.cancel) => {}
+    }
+    let monitor = Monitor::start(&job.point, job.stop, &counters);
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
     let mut merged = Recorder::default();
@@ -126,11 +171,19 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         (Some(s), Some(e)) => e.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
+    let on_wall_clock = |at: Instant| match at.checked_duration_since(anchor.0) {
+        Some(after) => anchor.1 + after,
+        None => anchor.1 - anchor.0.duration_since(at),
+    };
+    let window = start.zip(end).map(|(s, e)| Window { start: on_wall_clock(s), end: on_wall_clock(e) });
+    let started = start_gate.load(Ordering::Relaxed);
+    let ops = job.seqs.end - job.seqs.start;
     let watched = monitor.finish(end.map(|e| (e, merged.ops))).await;
-    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == job.ops || time_limited || watched.ended);
+    let complete =
+        started && !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == ops || time_limited || watched.ended);
     if watched.ended {
         // The progress display counts the ops the run no longer needs as done.
-        job.progress.fetch_add(job.ops.saturating_sub(merged.ops), Ordering::Relaxed);
+        job.progress.fetch_add(ops.saturating_sub(merged.ops), Ordering::Relaxed);
     }
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
     m.precision = watched.precision();
@@ -140,7 +193,7 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
     if job.check_rows && job.stream.kind() == OpKind::Delete && job.target.blind_deletes() {
         super::verify::blind_deletes(&job, &mut m).await;
     }
-    m
+    (m, window)
 }
 
 enum ClientHandle {
@@ -179,11 +232,18 @@ async fn grace_after_stop(cancel: &AtomicBool) {
     tokio::time::sleep(STOP_GRACE).await;
 }
 
-async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
+async fn client(
+    job: Arc<RunJob>,
+    counters: Counters,
+    [connected, barrier]: [Arc<Barrier>; 2],
+    schedule_start: Arc<OnceLock<Instant>>,
+    open: Arc<AtomicBool>,
+) -> ClientResult {
     let mut recorder = Recorder::default();
     let ready = async {
         let connection = job.target.connect().await;
-        shared.barrier.wait().await;
+        connected.wait().await;
+        barrier.wait().await;
         connection
     };
     let connection = tokio::select! {
@@ -192,8 +252,12 @@ async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
             return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
         }
     };
+    // The start gate is decided before the clients pass the barrier: closed, no op is sent.
+    if !open.load(Ordering::Relaxed) {
+        return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
+    }
     let started = Instant::now();
-    let schedule = job.rate.map(|rate| (*shared.schedule_start.get_or_init(Instant::now), 1.0 / rate));
+    let schedule = job.rate.map(|rate| (*schedule_start.get_or_init(Instant::now), 1.0 / rate));
     let mut conn = match connection {
         Ok(c) => c,
         Err(e) => {
@@ -201,7 +265,7 @@ async fn client(job: Arc<RunJob>, shared: Shared) -> ClientResult {
             return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
-    let ended = send_requests(&job, conn.as_mut(), &shared, schedule, started, &mut recorder).await;
+    let ended = send_requests(&job, conn.as_mut(), &counters, schedule, started, &mut recorder).await;
     drop(conn);
     ClientResult { recorder, started, finished: Instant::now(), gave_up: ended.gave_up, time_limited: ended.time_limited }
 }
@@ -221,7 +285,7 @@ struct LoopEnd {
 async fn send_requests(
     job: &RunJob,
     conn: &mut dyn Connection,
-    shared: &Shared,
+    counters: &Counters,
     schedule: Option<(Instant, f64)>,
     started: Instant,
     recorder: &mut Recorder,
@@ -235,7 +299,7 @@ async fn send_requests(
     // Service time is read from the CPU's time-stamp counter (quanta): a third of the cost
     // of the OS clock on these VMs, which matters for the NO-DB ceiling.
     let clock = quanta::Clock::new();
-    let mut claims = Claims::new(job, &shared.claimed);
+    let mut claims = Claims::new(job, &counters.claimed);
     let mut unreported = 0u64;
     let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| started + limit);
@@ -250,7 +314,7 @@ async fn send_requests(
             break;
         }
         let Some((first, n)) = claims.next() else { break };
-        let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64(first as f64 * interval));
+        let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64((first - job.seqs.start) as f64 * interval));
         let expected = plan_request(job, first, n, &mut ops_buf);
         if let Some(at) = intended {
             tokio::time::sleep_until(at.into()).await;
@@ -287,13 +351,13 @@ async fn send_requests(
         unreported += n;
         if unreported >= PROGRESS_EVERY || clock.delta(reported_at, now) >= REPORT_AFTER {
             job.progress.fetch_add(unreported, Ordering::Relaxed);
-            shared.completed.fetch_add(unreported, Ordering::Relaxed);
+            counters.completed.fetch_add(unreported, Ordering::Relaxed);
             unreported = 0;
             reported_at = now;
         }
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
-    shared.completed.fetch_add(unreported, Ordering::Relaxed);
+    counters.completed.fetch_add(unreported, Ordering::Relaxed);
     end
 }
 
@@ -306,16 +370,17 @@ struct Claims<'a> {
     batch: u64,
     /// Sequence numbers per claim.
     claim: u64,
-    /// The run's ops.
-    total: u64,
+    /// The end of this process's sequence numbers (the run's ops, or a worker's share).
+    end: u64,
     claimed: std::ops::Range<u64>,
 }
 
 impl<'a> Claims<'a> {
     fn new(job: &RunJob, counter: &'a AtomicU64) -> Self {
         let batch = job.point.batch.max(1) as u64;
-        let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
-        Claims { counter, batch, claim: batch * chunk, total: job.ops, claimed: 0..0 }
+        let ops = job.seqs.end - job.seqs.start;
+        let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (ops / (job.clients as u64 * 256)).clamp(1, 64) };
+        Claims { counter, batch, claim: batch * chunk, end: job.seqs.end, claimed: 0..0 }
     }
 
     /// The next request's first sequence number and its number of ops; `None` once every
@@ -324,10 +389,10 @@ impl<'a> Claims<'a> {
     fn next(&mut self) -> Option<(u64, u64)> {
         if self.claimed.is_empty() {
             let start = self.counter.fetch_add(self.claim, Ordering::Relaxed);
-            if start >= self.total {
+            if start >= self.end {
                 return None;
             }
-            self.claimed = start..(start + self.claim).min(self.total);
+            self.claimed = start..(start + self.claim).min(self.end);
         }
         let first = self.claimed.start;
         let n = self.batch.min(self.claimed.end - first);
@@ -486,7 +551,8 @@ mod tests {
             point_index: 0,
             run: 0,
             warmup: false,
-            ops,
+            seqs: 0..ops,
+            clients: 1,
             timeout: Duration::from_secs(5),
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),

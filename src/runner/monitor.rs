@@ -6,10 +6,9 @@
 
 use crate::stats::precision::{self, Sample};
 use crate::workload::experiment::Point;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::sync::Barrier;
 
 /// When a run under `--precision` ends before its ops (the op cap) run out.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,26 +32,19 @@ const MIN_REQUESTS_PER_BATCH_PER_CLIENT: u64 = 4;
 /// Added to the claim counter to end a run: every later claim is past the ops.
 const END_OF_CLAIMS: u64 = 1 << 62;
 
-/// What the clients of one run share with each other and with the monitor.
+/// The counters a run's clients share with its monitor.
 #[derive(Clone)]
-pub struct Shared {
+pub struct Counters {
     /// The next sequence number to claim.
     pub claimed: Arc<AtomicU64>,
-    /// Ops completed so far (reported in chunks), for the monitor.
+    /// Ops completed so far (reported in chunks).
     pub completed: Arc<AtomicU64>,
-    pub barrier: Arc<Barrier>,
-    /// Fixed-rate runs: the moment op 0 is scheduled for.
-    pub schedule_start: Arc<OnceLock<Instant>>,
 }
 
-impl Shared {
-    pub fn new(clients: usize) -> Shared {
-        Shared {
-            claimed: Arc::new(AtomicU64::new(0)),
-            completed: Arc::new(AtomicU64::new(0)),
-            barrier: Arc::new(Barrier::new(clients + 1)),
-            schedule_start: Arc::new(OnceLock::new()),
-        }
+impl Counters {
+    /// Counters of a run whose first sequence number is `first`.
+    pub fn new(first: u64) -> Counters {
+        Counters { claimed: Arc::new(AtomicU64::new(first)), completed: Arc::new(AtomicU64::new(0)) }
     }
 }
 
@@ -86,13 +78,13 @@ impl Watched {
 
 impl Monitor {
     /// Starts watching a run of `point` whose clients just passed the start barrier.
-    pub fn start(point: &Point, stop: Option<StopRule>, shared: &Shared) -> Monitor {
+    pub fn start(point: &Point, stop: Option<StopRule>, counters: &Counters) -> Monitor {
         let started = Instant::now();
         let finished = Arc::new(AtomicBool::new(false));
-        let (shared, done, min_ops) = (shared.clone(), finished.clone(), min_ops_per_batch(point));
+        let (counters, done, min_ops) = (counters.clone(), finished.clone(), min_ops_per_batch(point));
         let thread = std::thread::Builder::new()
             .name("run-monitor".into())
-            .spawn(move || watch(stop, min_ops, &shared, started, &done))
+            .spawn(move || watch(stop, min_ops, &counters, started, &done))
             .expect("spawn the run monitor thread");
         Monitor { started, finished, thread }
     }
@@ -121,7 +113,7 @@ fn min_ops_per_batch(point: &Point) -> u64 {
 }
 
 /// The monitor's loop (see `Monitor`).
-fn watch(stop: Option<StopRule>, min_ops: u64, shared: &Shared, started: Instant, finished: &AtomicBool) -> Watched {
+fn watch(stop: Option<StopRule>, min_ops: u64, counters: &Counters, started: Instant, finished: &AtomicBool) -> Watched {
     let mut samples = vec![Sample { seconds: 0.0, ops: 0 }];
     let mut step = SAMPLE_EVERY;
     let mut next = started;
@@ -130,7 +122,7 @@ fn watch(stop: Option<StopRule>, min_ops: u64, shared: &Shared, started: Instant
     while !finished.load(Ordering::Acquire) {
         next += step;
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        let ops = shared.completed.load(Ordering::Relaxed);
+        let ops = counters.completed.load(Ordering::Relaxed);
         let elapsed = started.elapsed();
         samples.push(Sample { seconds: elapsed.as_secs_f64(), ops });
         if samples.len() > MAX_SAMPLES {
@@ -143,7 +135,7 @@ fn watch(stop: Option<StopRule>, min_ops: u64, shared: &Shared, started: Instant
             precision_at_end = reached;
         }
         if precision_at_end.is_some() || elapsed >= rule.max_time {
-            shared.claimed.fetch_add(END_OF_CLAIMS, Ordering::Relaxed);
+            counters.claimed.fetch_add(END_OF_CLAIMS, Ordering::Relaxed);
             ended = true;
         }
     }

@@ -186,52 +186,35 @@ impl EmbeddedSql for MonetDb {
     }
 }
 
-/// A chunk of rows as append columns of the table's storage types.
+/// A chunk of rows as append columns of the table's storage types: which value each
+/// column takes, and its nil.
 fn append_columns(table: &TableDef, rows: &[Row]) -> Result<Vec<AppendColumn>> {
-    let wrong = |c: usize, v: &Value| Error::runtime(format!("monetdb: column {} of {} got {v:?}", table.columns[c].name, table.name));
-    (table.columns.iter().enumerate())
-        .map(|(c, column)| {
-            let values = rows.iter().map(move |row| row.get(c).unwrap_or(&Value::Null));
-            Ok(match column.ty {
-                ColumnType::Int | ColumnType::Decimal => AppendColumn::Int64(
-                    values
-                        .map(|v| match v {
-                            Value::Int(i) => Ok(*i),
-                            Value::Decimal(d) => Ok(d.0),
-                            Value::Null => Ok(i64::MIN),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-                ColumnType::Float => AppendColumn::Double(
-                    values
-                        .map(|v| match v {
-                            Value::Float(f) => Ok(*f),
-                            Value::Int(i) => Ok(*i as f64),
-                            Value::Null => Ok(f64::NAN),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-                ColumnType::Text => AppendColumn::Text(
-                    values
-                        .map(|v| match v {
-                            Value::Text(s) => CString::new(s.as_bytes()).map(Some).map_err(|_| wrong(c, v)),
-                            Value::Null => Ok(None),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-                ColumnType::Date => AppendColumn::Date(
-                    values
-                        .map(|v| match v {
-                            Value::Date(d) => AppendDate::new(*d).map_err(runtime),
-                            Value::Null => Ok(AppendDate::NULL),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-            })
+    let n = rows.len();
+    let mut columns: Vec<AppendColumn> = (table.columns.iter())
+        .map(|column| match column.ty {
+            ColumnType::Int | ColumnType::Decimal => AppendColumn::Int64(Vec::with_capacity(n)),
+            ColumnType::Float => AppendColumn::Double(Vec::with_capacity(n)),
+            ColumnType::Text => AppendColumn::Text(Vec::with_capacity(n)),
+            ColumnType::Date => AppendColumn::Date(Vec::with_capacity(n)),
         })
-        .collect()
+        .collect();
+    let wrong = |c: usize, v: &Value| Error::runtime(format!("monetdb: column {} of {} got {v:?}", table.columns[c].name, table.name));
+    for row in rows {
+        for (c, column) in columns.iter_mut().enumerate() {
+            match (column, row.get(c).unwrap_or(&Value::Null)) {
+                (AppendColumn::Int64(out), Value::Int(i)) => out.push(*i),
+                (AppendColumn::Int64(out), Value::Decimal(d)) => out.push(d.0),
+                (AppendColumn::Int64(out), Value::Null) => out.push(i64::MIN),
+                (AppendColumn::Double(out), Value::Float(f)) => out.push(*f),
+                (AppendColumn::Double(out), Value::Int(i)) => out.push(*i as f64),
+                (AppendColumn::Double(out), Value::Null) => out.push(f64::NAN),
+                (AppendColumn::Text(out), v @ Value::Text(s)) => out.push(Some(CString::new(s.as_bytes()).map_err(|_| wrong(c, v))?)),
+                (AppendColumn::Text(out), Value::Null) => out.push(None),
+                (AppendColumn::Date(out), Value::Date(d)) => out.push(AppendDate::new(*d).map_err(runtime)?),
+                (AppendColumn::Date(out), Value::Null) => out.push(AppendDate::NULL),
+                (_, v) => return Err(wrong(c, v)),
+            }
+        }
+    }
+    Ok(columns)
 }

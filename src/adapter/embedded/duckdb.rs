@@ -64,11 +64,8 @@ impl DuckDb {
                 "indexes".to_string(),
                 "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
             ),
-            ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
-            ("date".to_string(), "DATE".to_string()),
             ("bulk_load".to_string(), "Appender in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
-            ("batch".to_string(), "one transaction per batch".to_string()),
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
             ("request.insert_batch".to_string(), "one transaction of single-row prepared INSERTs".to_string()),
@@ -79,7 +76,7 @@ impl DuckDb {
                 ),
             ),
         ]);
-        let info = sql_target_info(name, url, "duckdb", version, &file, settings);
+        let info = sql_target_info(name, url, &DUCKDB, version, &file, settings);
         Ok(Embedded(DuckDb { file: EmbeddedFile::new(info, &DUCKDB, file, DuckDbEngine(base)) }))
     }
 }

@@ -93,9 +93,6 @@ impl Sqlite {
             ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
             ("durability".to_string(), durability("wal", level)),
             ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
-            ("decimal".to_string(), "INTEGER hundredths".to_string()),
-            ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
-            ("batch".to_string(), "one transaction per batch".to_string()),
             ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
             ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
             ("request.insert_batch".to_string(), "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs".to_string()),
@@ -104,7 +101,7 @@ impl Sqlite {
                 format!("SELECT … WHERE <key> IN (?, …) of bound keys, {} per statement, in one read transaction", SQLITE.max_keys()),
             ),
         ]);
-        let info = sql_target_info(name, url, "sqlite", rusqlite::version().to_string(), &file, settings);
+        let info = sql_target_info(name, url, &SQLITE, rusqlite::version().to_string(), &file, settings);
         let original_journal = (!file.is_throwaway() && original_journal != "wal").then_some(original_journal);
         Ok(Embedded(Sqlite { file: EmbeddedFile::new(info, &SQLITE, file, SqliteEngine(admin)), original_journal, synchronous }))
     }

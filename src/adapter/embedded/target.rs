@@ -15,7 +15,7 @@ use super::session::{EmbeddedSession, Engine};
 use super::{OWNER_TABLE, QUERIES};
 use crate::adapter::lease::FileLease;
 use crate::adapter::sql::connection::SqlConnection;
-use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use crate::adapter::sql::dialect::{Dialect, SqlTable, Storage};
 use crate::adapter::{Capabilities, Connection, EngineMemory, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::{ColumnType, RowSource, TableDef, Value};
@@ -71,19 +71,27 @@ pub fn throwaway_dir(ctx: &OpenContext, system: &str) -> Result<tempfile::TempDi
 }
 
 /// The description of an embedded SQL target: every op, the embedded queries, batches in
-/// one transaction, secondary indexes; `settings` gains `file` (and `lease`).
+/// one transaction, secondary indexes; `settings` gains `file` (and `lease`) and the
+/// dialect's `decimal` and `date` storage.
 pub fn sql_target_info(
     name: &str,
     url: &TargetUrl,
-    system: &str,
+    dialect: &dyn Dialect,
     version: String,
     file: &DatabaseFile,
     mut settings: BTreeMap<String, String>,
 ) -> TargetInfo {
     settings.extend(file.settings());
+    let (decimal, date) = match dialect.storage() {
+        Storage::Integers => ("INTEGER hundredths".to_string(), "INTEGER days since 1970-01-01".to_string()),
+        _ => (dialect.spelling().types.decimal.to_string(), dialect.spelling().types.date.to_string()),
+    };
+    settings.insert("decimal".into(), decimal);
+    settings.insert("date".into(), date);
+    settings.insert("batch".into(), "one transaction per batch".into());
     TargetInfo {
         name: name.to_string(),
-        system: system.to_string(),
+        system: dialect.name().to_string(),
         url: url.redacted(),
         execution: Execution::Blocking,
         capabilities: Capabilities { ops: OpKind::ALL.to_vec(), queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },

@@ -105,8 +105,6 @@ impl MonetDb {
                 "indexes".to_string(),
                 "PRIMARY KEY; CREATE INDEX on each indexed column (a hint: MonetDB builds hash and imprint indexes itself)".to_string(),
             ),
-            ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
-            ("date".to_string(), "DATE".to_string()),
             (
                 "engine_memory".to_string(),
                 "sys.storage(): the column, string heap, hash, imprint and order index bytes of dbsweep's tables; not counted: \
@@ -116,7 +114,6 @@ impl MonetDb {
             ),
             ("bulk_load".to_string(), "monetdbe_append with the key constraint dropped and added back, in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_MONETDBE_LIB_DIR"), "/libmonetdbe.so (PyPI wheel monetdbe 0.11)").to_string()),
-            ("batch".to_string(), "one transaction per batch".to_string()),
             ("echo".to_string(), "SELECT 1 through a prepared statement".to_string()),
             ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a prepared statement".to_string()),
             ("request.insert_batch".to_string(), "multi-row INSERT … VALUES (…), (…) prepared statements in one transaction".to_string()),
@@ -126,7 +123,7 @@ impl MonetDb {
             ),
         ]);
         let version = format!("11.41 (MonetDBe {})", connection::library_version());
-        let info = sql_target_info(name, url, "monetdb", version, &file, settings);
+        let info = sql_target_info(name, url, &MONETDB, version, &file, settings);
         Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
     }
 }

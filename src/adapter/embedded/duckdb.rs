@@ -17,7 +17,7 @@
 //! anything.
 
 use super::session::{Engine, binding_calls};
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, sql_target_info};
 use super::{Embedded, clip};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{DUCKDB, DUCKDB_IN_LIST_MAX};
@@ -64,19 +64,18 @@ impl DuckDb {
                 "indexes".to_string(),
                 "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
             ),
-            ("bulk_load".to_string(), "Appender in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
-            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
-            ("request.insert_batch".to_string(), "one transaction of single-row prepared INSERTs".to_string()),
-            (
-                "request.multi_get".to_string(),
-                format!(
-                    "SELECT … WHERE <key> IN (?, …) of bound keys up to {DUCKDB_IN_LIST_MAX}, else IN (SELECT unnest(one BIGINT[] parameter))"
-                ),
-            ),
         ]);
-        let info = sql_target_info(name, url, &DUCKDB, version, &file, settings);
+        let requests = Requests {
+            bulk_load: "Appender in one transaction",
+            echo: "SELECT 1 through a cached prepared statement",
+            insert: "INSERT INTO <table> VALUES (?, …), a cached prepared statement",
+            insert_batch: "one transaction of single-row prepared INSERTs",
+            multi_get: format!(
+                "SELECT … WHERE <key> IN (?, …) of bound keys up to {DUCKDB_IN_LIST_MAX}, else IN (SELECT unnest(one BIGINT[] parameter))"
+            ),
+        };
+        let info = sql_target_info(name, url, &DUCKDB, version, &file, requests, settings);
         Ok(Embedded(DuckDb { file: EmbeddedFile::new(info, &DUCKDB, file, DuckDbEngine(base)) }))
     }
 }

@@ -24,7 +24,7 @@
 //! reading values) and its target (file, settings, bulk load). Must not time anything.
 
 use super::session::{Engine, binding_calls};
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, sql_target_info};
 use super::{Embedded, clip};
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::SQLITE;
@@ -93,15 +93,18 @@ impl Sqlite {
             ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
             ("durability".to_string(), durability("wal", level)),
             ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
-            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
-            ("request.insert_batch".to_string(), "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs".to_string()),
-            (
-                "request.multi_get".to_string(),
-                format!("SELECT … WHERE <key> IN (?, …) of bound keys, {} per statement, in one read transaction", SQLITE.max_keys()),
-            ),
         ]);
-        let info = sql_target_info(name, url, &SQLITE, rusqlite::version().to_string(), &file, settings);
+        let requests = Requests {
+            bulk_load: "one prepared single-row INSERT per row, all in one transaction (BEGIN IMMEDIATE … COMMIT)",
+            echo: "SELECT 1 through a cached prepared statement",
+            insert: "INSERT INTO <table> VALUES (?, …), a cached prepared statement",
+            insert_batch: "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs",
+            multi_get: format!(
+                "SELECT … WHERE <key> IN (?, …) of bound keys, {} per statement, in one read transaction",
+                SQLITE.max_keys()
+            ),
+        };
+        let info = sql_target_info(name, url, &SQLITE, rusqlite::version().to_string(), &file, requests, settings);
         let original_journal = (!file.is_throwaway() && original_journal != "wal").then_some(original_journal);
         Ok(Embedded(Sqlite { file: EmbeddedFile::new(info, &SQLITE, file, SqliteEngine(admin)), original_journal, synchronous }))
     }

@@ -70,6 +70,27 @@ pub fn throwaway_dir(ctx: &OpenContext, system: &str) -> Result<tempfile::TempDi
         .map_err(|e| Error::runtime(format!("cannot create a {system} scratch directory in {}: {e}", ctx.scratch_dir.display())))
 }
 
+/// How an embedded SQL target sends each kind of request, as its report states it.
+pub struct Requests {
+    pub bulk_load: &'static str,
+    pub echo: &'static str,
+    pub insert: &'static str,
+    pub insert_batch: &'static str,
+    pub multi_get: String,
+}
+
+impl Requests {
+    fn settings(self) -> [(String, String); 5] {
+        [
+            ("bulk_load".into(), self.bulk_load.into()),
+            ("echo".into(), self.echo.into()),
+            ("request.insert".into(), self.insert.into()),
+            ("request.insert_batch".into(), self.insert_batch.into()),
+            ("request.multi_get".into(), self.multi_get),
+        ]
+    }
+}
+
 /// The description of an embedded SQL target: every op, the embedded queries, batches in
 /// one transaction, secondary indexes; `settings` gains `file` (and `lease`) and the
 /// dialect's `decimal` and `date` storage.
@@ -79,9 +100,11 @@ pub fn sql_target_info(
     dialect: &dyn Dialect,
     version: String,
     file: &DatabaseFile,
+    requests: Requests,
     mut settings: BTreeMap<String, String>,
 ) -> TargetInfo {
     settings.extend(file.settings());
+    settings.extend(requests.settings());
     let (decimal, date) = match dialect.storage() {
         Storage::Integers => ("INTEGER hundredths".to_string(), "INTEGER days since 1970-01-01".to_string()),
         _ => (dialect.spelling().types.decimal.to_string(), dialect.spelling().types.date.to_string()),

@@ -37,7 +37,7 @@ use self::connection::{Connection, Location, MonetError, Options};
 use self::values::{AppendColumn, AppendDate};
 use super::Embedded;
 use super::session::Engine;
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, sql_target_info};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{MONETDB, MONETDB_MAX_KEYS};
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
@@ -112,18 +112,19 @@ impl MonetDb {
                  statistics to SQL; sys.env() has only the limits gdk_mem_maxsize and gdk_vm_maxsize)"
                     .to_string(),
             ),
-            ("bulk_load".to_string(), "monetdbe_append with the key constraint dropped and added back, in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_MONETDBE_LIB_DIR"), "/libmonetdbe.so (PyPI wheel monetdbe 0.11)").to_string()),
-            ("echo".to_string(), "SELECT 1 through a prepared statement".to_string()),
-            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a prepared statement".to_string()),
-            ("request.insert_batch".to_string(), "multi-row INSERT … VALUES (…), (…) prepared statements in one transaction".to_string()),
-            (
-                "request.multi_get".to_string(),
-                format!("SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"),
-            ),
         ]);
         let version = format!("11.41 (MonetDBe {})", connection::library_version());
-        let info = sql_target_info(name, url, &MONETDB, version, &file, settings);
+        let requests = Requests {
+            bulk_load: "monetdbe_append with the key constraint dropped and added back, in one transaction",
+            echo: "SELECT 1 through a prepared statement",
+            insert: "INSERT INTO <table> VALUES (?, …), a prepared statement",
+            insert_batch: "multi-row INSERT … VALUES (…), (…) prepared statements in one transaction",
+            multi_get: format!(
+                "SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"
+            ),
+        };
+        let info = sql_target_info(name, url, &MONETDB, version, &file, requests, settings);
         Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
     }
 }

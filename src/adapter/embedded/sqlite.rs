@@ -251,12 +251,12 @@ fn op_error(e: rusqlite::Error) -> OpError {
 mod tests {
     use super::*;
     use crate::adapter::Target;
-    use crate::base::op::{Answer, Op, RangeAgg};
+    use crate::adapter::embedded::decimals_and_dates_round_trip;
+    use crate::base::op::Op;
     use crate::data::kv;
 
     fn open_at(path: &Path) -> Embedded<Sqlite> {
-        let url = TargetUrl::parse(&format!("sqlite:{}", path.display())).unwrap();
-        Sqlite::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
+        crate::adapter::embedded::open_at(Sqlite::open, "sqlite", path)
     }
 
     #[tokio::test]
@@ -313,14 +313,15 @@ mod tests {
     async fn decimals_and_dates_round_trip_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let target = open_at(&dir.path().join("types.db"));
-        let rows = vec![
-            vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
-            vec![Value::Int(2), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(10_591))],
-        ];
-        let mut conn = crate::adapter::embedded::typed_rows_loaded(&target, vec![0], rows).await;
-        let max = |of| Op::Range { table: 0, column: 0, lo: 0, hi: 9, agg: RangeAgg::Max { column: of } };
-        assert_eq!(conn.execute(&max(1)).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
-        assert_eq!(conn.execute(&max(2)).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));
+        decimals_and_dates_round_trip(&target).await;
+        // Stored as INTEGER hundredths and days.
+        let stored = open_connection(&target.0.file.path, target.0.synchronous)
+            .unwrap()
+            .query_row("SELECT group_concat(price || ' ' || day, ',') FROM (SELECT * FROM dbsweep_typed ORDER BY k)", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap();
+        assert_eq!(stored, "1234 8035,-5 10591,99999999 9000");
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@
 //! anything.
 
 use super::session::{Engine, binding_calls};
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, load_each_row, sql_target_info};
 use super::{Embedded, clip};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{DUCKDB, DUCKDB_IN_LIST_MAX};
@@ -99,11 +99,7 @@ impl EmbeddedSql for DuckDb {
         let name = DUCKDB.bare_name(&table.name);
         in_transaction(admin, &DUCKDB, |engine| {
             let mut appender = engine.0.appender(&name).map_err(runtime)?;
-            let mut n = 0;
-            for row in rows {
-                appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
-                n += 1;
-            }
+            let n = load_each_row(rows, |row| appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime))?;
             appender.flush().map_err(runtime)?;
             Ok(n)
         })

@@ -24,7 +24,7 @@
 //! reading values) and its target (file, settings, bulk load). Must not time anything.
 
 use super::session::{Engine, binding_calls};
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, load_each_row, sql_target_info};
 use super::{Embedded, clip};
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::SQLITE;
@@ -154,17 +154,10 @@ impl EmbeddedSql for Sqlite {
     /// One transaction of single-row inserts through one prepared statement.
     fn load(&self, admin: &mut SqliteEngine, table: &TableDef, rows: RowSource) -> Result<u64> {
         let insert = SqlTable::new(&SQLITE, Arc::new(table.clone())).text(&SQLITE, Statement::Insert { table: 0, rows: 1 });
-        let tx = admin.0.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(runtime)?;
-        let mut n = 0;
-        {
-            let mut insert = tx.prepare(&insert).map_err(runtime)?;
-            for row in rows {
-                insert.execute(params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
-                n += 1;
-            }
-        }
-        tx.commit().map_err(runtime)?;
-        Ok(n)
+        in_transaction(admin, &SQLITE, |engine| {
+            let mut insert = engine.0.prepare(&insert).map_err(runtime)?;
+            load_each_row(rows, |row| insert.execute(params_from_iter(row.iter().map(Bind))).map(drop).map_err(runtime))
+        })
     }
 
     /// The database's pages in use (`(page_count − freelist_count) × page_size`): SQLite

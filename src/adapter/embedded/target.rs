@@ -313,6 +313,17 @@ pub fn drop_tables(engine: &mut dyn Engine, dialect: &dyn Dialect) -> Result<()>
     engine.batch(&format!("DROP TABLE IF EXISTS {OWNER_TABLE}")).map_err(runtime(dialect))
 }
 
+/// Hands every row of a bulk load to `load_row`, stopping at the first error; the number
+/// of rows loaded.
+pub fn load_each_row(rows: RowSource, mut load_row: impl FnMut(&[Value]) -> Result<()>) -> Result<u64> {
+    let mut n = 0;
+    for row in rows {
+        load_row(&row)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// Runs `body` in one transaction of `engine`, rolled back if it fails.
 pub fn in_transaction<E: Engine + ?Sized, T>(engine: &mut E, dialect: &dyn Dialect, body: impl FnOnce(&mut E) -> Result<T>) -> Result<T> {
     let begin = engine.begin(true);

@@ -1,6 +1,7 @@
 //! Command dispatch: parses arguments, runs the chosen command, prints results and the
 //! one-line error, and maps every outcome to an exit code. The only place that prints.
 
+use crate::adapter::lease::Holder;
 use crate::adapter::registry::{self, SYSTEMS};
 use crate::adapter::{OpenContext, TargetUrl};
 use crate::cli::{Cli, Command, GenCommand, RunArgs};
@@ -8,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
 use crate::runner::stopping::Activity;
+use crate::runner::workers::Role;
 use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
 use clap::Parser;
@@ -45,7 +47,7 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         )
         .try_init();
     let command_line: Vec<String> = args.iter().map(|a| crate::adapter::url::redact_text(&a.to_string_lossy())).collect();
-    match dispatch(cli.command, command_line) {
+    match dispatch(cli.command, command_line, &args[1..]) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("dbsweep: {}", e.to_string().replace('\n', " "));
@@ -54,9 +56,10 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     }
 }
 
-fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
+/// `raw_args`: the arguments after the program name, as given (local workers get them).
+fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     match command {
-        Command::Run(args) => run(args, command_line),
+        Command::Run(args) => run(args, command_line, raw_args),
         Command::Studies => {
             for (name, _) in plan::BUILT_IN {
                 let study = plan::load_study(name)?;
@@ -106,7 +109,7 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
     }
 }
 
-fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
+fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     let opts = RunOptions {
         study: args.study,
         targets: args.targets,
@@ -138,6 +141,10 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     for w in &plan.warnings {
         eprintln!("dbsweep: warning: {w}");
     }
+    let role = Role::resolve(args.workers, args.worker, args.coordinator.clone(), |k| std::env::var(k).ok())?;
+    if role.is_some() {
+        runner::workers::check_plan(&plan)?;
+    }
     if args.dry_run {
         print_budget(&plan);
         return Ok(());
@@ -149,6 +156,15 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     let cancel = Cancel::default();
     let activity = Activity::default();
     let abandon = Arc::new(tokio::sync::Notify::new());
+    if let Some(Role::Worker { index, count, coordinator }) = &role {
+        // A worker prints nothing and writes nothing: the coordinator reports.
+        return runtime.block_on(async {
+            let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
+            let served = runner::workers::worker::serve(&plan, *index, *count, coordinator, &cancel).await;
+            watcher.abort();
+            served
+        });
+    }
     let ctx = RunContext {
         command: command_line,
         cancel: cancel.clone(),
@@ -163,10 +179,12 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         keep_data: args.keep_data,
         extra_settings: BTreeMap::new(),
         server_pids: BTreeMap::new(),
+        holder: Holder::this_process(),
+        workers: None,
     };
     let watched = runtime.block_on(async {
         let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
-        let run = run_with_servers(&mut plan, ctx, &activity);
+        let run = run_with_servers(&mut plan, ctx, &activity, role.as_ref(), raw_args);
         // A second signal abandons the cleanup: dropping the run kills the spawned servers.
         let result = tokio::select! {
             result = run => result,
@@ -181,6 +199,48 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     print!("{}", report::console::render(&report));
     println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
     finish(&report)
+}
+
+/// Worker 0 of a run with workers: listens (on `listen`'s port on every address, or a free
+/// loopback port), starts the local workers when asked to, and waits until every worker
+/// has joined.
+async fn gather_workers(
+    plan: &plan::Plan,
+    ctx: &RunContext,
+    count: usize,
+    listen: Option<&str>,
+    spawn_local: bool,
+    raw_args: &[OsString],
+) -> Result<(runner::workers::coordinator::Coordinator, Option<runner::workers::local::LocalWorkers>)> {
+    let bind = match listen {
+        Some(address) => {
+            let port = address
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+                .ok_or_else(|| Error::usage(format!("--coordinator {address}: write HOST:PORT, e.g. --coordinator node1:7070")))?;
+            format!("0.0.0.0:{port}")
+        }
+        None => "127.0.0.1:0".to_string(),
+    };
+    let listener =
+        tokio::net::TcpListener::bind(&bind).await.map_err(|e| Error::runtime(format!("the coordinator cannot listen on {bind}: {e}")))?;
+    let address = match listen {
+        Some(address) => address.to_string(),
+        None => listener.local_addr().map_err(|e| Error::runtime(e.to_string()))?.to_string(),
+    };
+    let local = if spawn_local { Some(runner::workers::local::start(count, &address, raw_args)?) } else { None };
+    let targets = plan.targets.iter().map(|t| (t.name.clone(), t.url.clone())).collect();
+    let coordinator = runner::workers::coordinator::Coordinator::gather(
+        listener,
+        count,
+        &plan.hash,
+        targets,
+        ctx.holder.clone(),
+        plan.timeout_secs,
+        ctx.cancel.clone(),
+    )
+    .await?;
+    Ok((coordinator, local))
 }
 
 /// `dbsweep merge`: joins shard run directories into `out` (new or empty), prints the
@@ -226,7 +286,13 @@ fn finish(report: &report::model::Report) -> Result<()> {
 
 /// Starts the spawned servers (killed again, directories removed, at an error or a
 /// signal), adds their targets to the plan, runs it, and stops the servers.
-async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Activity) -> Result<(report::model::Report, PathBuf)> {
+async fn run_with_servers(
+    plan: &mut plan::Plan,
+    ctx: RunContext,
+    activity: &Activity,
+    role: Option<&Role>,
+    raw_args: &[OsString],
+) -> Result<(report::model::Report, PathBuf)> {
     let cancel = ctx.cancel.clone();
     let mut servers = Vec::new();
     let names = plan.target_names();
@@ -267,7 +333,21 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
     if let Some(work) = plan.shard.clone() {
         plan.targets.retain(|t| work.has_target(&t.name));
     }
+    let mut local_workers = None;
+    if let Some(Role::Coordinator { count, listen, spawn_local }) = role {
+        let (coordinator, local) = gather_workers(plan, &ctx, *count, listen.as_deref(), *spawn_local, raw_args).await?;
+        ctx.workers = Some(Arc::new(coordinator));
+        local_workers = local;
+    }
     let result = runner::execute(plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
+    if let Some(coordinator) = &ctx.workers {
+        coordinator.finish().await;
+    }
+    if let Some(local) = local_workers {
+        for warning in local.wait().await {
+            tracing::warn!("{warning}");
+        }
+    }
     for (_, server) in servers {
         // Throwaway servers of a stopped run are killed (dropped, directories removed): a
         // graceful shutdown would first write out data nobody keeps.

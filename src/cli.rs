@@ -158,6 +158,21 @@ pub struct RunArgs {
     /// directories with `dbsweep merge`. E.g. --shard "$SLURM_ARRAY_TASK_ID/3".
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Send every run's ops from N worker processes together (0 <= index < N): each
+    /// connects its share of the clients, all start at the coordinator's word (worker 0,
+    /// which loads the data, cleans up and writes the one report: histograms added,
+    /// throughput over the union of the workers' windows). Without a worker index this
+    /// process is worker 0 and starts workers 1..N on this machine.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// This process's worker index (0: the coordinator); default from DBSWEEP_WORKER,
+    /// SLURM_PROCID (when SLURM_NTASKS is N) or JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "I")]
+    pub worker: Option<usize>,
+    /// Where workers meet the coordinator (worker 0 listens on this port on every
+    /// address); default DBSWEEP_COORDINATOR, or any free loopback port for local workers.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: Option<String>,
     /// Print what the run would do (experiments, points, runs, ops per target) and exit
     /// without connecting to or starting anything.
     #[arg(long)]

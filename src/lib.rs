@@ -9,7 +9,8 @@
 //! ```text
 //! 5  app            dispatch of commands, printing, exit codes (`dbsweep::main`)
 //! 4  runner         clients, batching, warm-up and measured runs, cancellation;
-//!                   lifecycle studies and memory readings; merging shards' run directories
+//!                   lifecycle studies and memory readings; merging shards' run directories;
+//!                   workers of one run (coordinator barrier, exact sum of their shares)
 //! 3  plan   report  plan: raw options (CLI + TOML) -> validated `Plan`, built-in studies;
 //!                   report: the saved result model, exporters, run comparison
 //! 2  adapter  workload  servers

@@ -22,7 +22,7 @@ pub mod url;
 
 use crate::base::op::{Needs, Op, OpError, OpKind, Outcome, QueryId};
 use crate::base::table::{RowSource, TableDef};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -128,6 +128,22 @@ pub trait Target: Send + Sync {
 
     /// Removes everything dbsweep created in this target.
     async fn cleanup(&self) -> Result<()>;
+
+    /// Whether a worker process of a run (`run --workers N`) can join this target's data
+    /// with [`Target::attach`] after the coordinator prepared and loaded it. False for
+    /// in-process engines (each process would have a database of its own) and for
+    /// adapters that cannot yet learn a prepared layout without creating it.
+    fn joins_workers(&self) -> bool {
+        false
+    }
+
+    /// In a worker process: takes up `tables` as another process of this run prepared and
+    /// loaded them, so `connect` works here, without creating, changing or removing
+    /// anything. Only called where [`Target::joins_workers`] is true.
+    async fn attach(&self, tables: &[Arc<TableDef>]) -> Result<()> {
+        let _ = tables;
+        Err(Error::usage(format!("{}: cannot take part in a run with --workers", self.info().system)))
+    }
 
     /// Where this target keeps its run's ownership lease (see [`lease`]); `None` when no
     /// other run can reach its data (in-process stores, throwaway files, file engines that

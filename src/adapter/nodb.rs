@@ -52,6 +52,14 @@ impl Target for NoDb {
         Ok(rows.count() as u64)
     }
 
+    fn joins_workers(&self) -> bool {
+        true
+    }
+
+    async fn attach(&self, _tables: &[Arc<TableDef>]) -> Result<()> {
+        Ok(())
+    }
+
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         Ok(Box::new(NoDbConnection { counter: 0 }))
     }

@@ -11,6 +11,11 @@ fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
+/// This machine's host name.
+pub fn hostname() -> String {
+    read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
+}
+
 pub fn probe() -> Environment {
     let os = read("/etc/os-release")
         .and_then(|t| t.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string())))
@@ -24,7 +29,7 @@ pub fn probe() -> Environment {
         })
         .map_or(0, |kb| kb * 1024);
     Environment {
-        hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+        hostname: hostname(),
         os,
         kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
         cpu_model,

@@ -51,6 +51,28 @@ pub struct Report {
     /// The run directories `dbsweep merge` joined into this one; empty for a run.
     #[serde(default)]
     pub merged_from: Vec<MergedPart>,
+    /// The worker processes that sent this run's ops (`run --workers N`), worker 0 (the
+    /// coordinator) first; empty when one process sent them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerRecord>,
+}
+
+/// One worker process of a run with `--workers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorkerRecord {
+    /// 0 is the coordinator, which also loads the data and cleans up.
+    pub index: usize,
+    pub host: String,
+    pub pid: u32,
+    pub dbsweep_version: String,
+    /// The worker's wall clock minus the coordinator's, measured by the coordinator over
+    /// one round trip when the worker joined (0 for the coordinator itself).
+    pub clock_offset_ms: f64,
+    /// Half that round trip: how far off the offset can be.
+    pub clock_uncertainty_ms: f64,
+    /// Ops this worker sent over the whole run, and their share of all workers' ops.
+    pub ops: u64,
+    pub share: f64,
 }
 
 /// One run directory that `dbsweep merge` joined.

@@ -13,15 +13,17 @@ use crate::base::measurement::RunMeasurement;
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
-use tokio::sync::Barrier;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{Barrier, oneshot};
 
 /// A client stops after this many consecutive connection failures: the server is gone.
 const GIVE_UP_AFTER: u32 = 20;
 
 /// Everything one run needs, shared by its clients.
+#[derive(Clone)]
 pub struct RunJob {
     pub target: Arc<dyn Target>,
     pub stream: Arc<OpStream>,
@@ -29,7 +31,11 @@ pub struct RunJob {
     pub point_index: usize,
     pub run: u32,
     pub warmup: bool,
-    pub ops: u64,
+    /// The sequence numbers this process sends: all of the run's (`0..ops`), or a worker's
+    /// share of them (`--workers`).
+    pub seqs: Range<u64>,
+    /// Clients this process runs: the point's, or a worker's share of them.
+    pub clients: usize,
     pub timeout: Duration,
     pub cancel: Arc<AtomicBool>,
     /// Ops done, for the progress display.
@@ -64,30 +70,66 @@ struct ClientResult {
 
 /// Runs one warm-up or measured run and returns its measurement.
 pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
-    let clients = job.point.clients;
-    let counter = Arc::new(AtomicU64::new(0));
+    run_share(job, None).await.0
+}
+
+/// A start held back until other processes are ready too (`--workers`): `ready` is sent
+/// once every client of this process has connected, and the clients start when `go`
+/// arrives. A `go` dropped unsent stops the run before its first op.
+pub struct StartGate {
+    pub ready: oneshot::Sender<()>,
+    pub go: oneshot::Receiver<()>,
+}
+
+/// When a process's clients ran, on the wall clock (so that windows of processes on
+/// different machines can be put on one time line).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub start: SystemTime,
+    pub end: SystemTime,
+}
+
+/// Runs this process's part of a run (all of it, or a worker's share) behind an optional
+/// start gate; returns the measurement and the clients' window (`None`: no client ran).
+pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasurement, Option<Window>) {
+    let clients = job.clients;
+    let counter = Arc::new(AtomicU64::new(job.seqs.start));
+    let connected = Arc::new(Barrier::new(clients + 1));
     let barrier = Arc::new(Barrier::new(clients + 1));
     let schedule_start = Arc::new(OnceLock::new());
     let mut handles = Vec::with_capacity(clients);
+    let start_gate = Arc::new(AtomicBool::new(true));
+    let spawn_args = || (job.clone(), counter.clone(), [connected.clone(), barrier.clone()], schedule_start.clone(), start_gate.clone());
     match job.target.info().execution {
         Execution::Async => {
             for _ in 0..clients {
-                let (job, counter, barrier, schedule_start) = (job.clone(), counter.clone(), barrier.clone(), schedule_start.clone());
-                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counter, barrier, schedule_start).await })));
+                let (job, counter, barriers, schedule_start, open) = spawn_args();
+                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counter, barriers, schedule_start, open).await })));
             }
         }
         Execution::Blocking => {
             for i in 0..clients {
-                let (job, counter, barrier, schedule_start) = (job.clone(), counter.clone(), barrier.clone(), schedule_start.clone());
+                let (job, counter, barriers, schedule_start, open) = spawn_args();
                 let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
                     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                    rt.block_on(client(job, counter, barrier, schedule_start))
+                    rt.block_on(client(job, counter, barriers, schedule_start, open))
                 });
                 handles.push(ClientHandle::Thread(thread.expect("spawn client thread")));
             }
         }
     }
+    tokio::select! {
+        _ = connected.wait() => {}
+        () = stopping::stopped(&job.cancel) => {}
+    }
+    if let Some(gate) = gate {
+        let _ = gate.ready.send(());
+        if gate.go.await.is_err() {
+            start_gate.store(false, Ordering::Relaxed);
+        }
+    }
     let cpu_before = process_cpu_time();
+    let anchor = (Instant::now(), SystemTime::now());
     tokio::select! {
         _ = barrier.wait() => {}
         () = stopping::stopped(&job.cancel) => {}
@@ -120,12 +162,19 @@ pub async fn run_once(job: Arc<RunJob>) -> RunMeasurement {
         (Some(s), Some(e)) => e.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
-    let complete = !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == job.ops || time_limited);
+    let on_wall_clock = |at: Instant| match at.checked_duration_since(anchor.0) {
+        Some(after) => anchor.1 + after,
+        None => anchor.1 - anchor.0.duration_since(at),
+    };
+    let window = start.zip(end).map(|(s, e)| Window { start: on_wall_clock(s), end: on_wall_clock(e) });
+    let started = start_gate.load(Ordering::Relaxed);
+    let ops = job.seqs.end - job.seqs.start;
+    let complete = started && !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == ops || time_limited);
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
     if job.check_rows && job.stream.kind() == OpKind::Delete && job.target.blind_deletes() {
         super::verify::blind_deletes(&job, &mut m).await;
     }
-    m
+    (m, window)
 }
 
 enum ClientHandle {
@@ -164,10 +213,17 @@ async fn grace_after_stop(cancel: &AtomicBool) {
     tokio::time::sleep(STOP_GRACE).await;
 }
 
-async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>, schedule_start: Arc<OnceLock<Instant>>) -> ClientResult {
+async fn client(
+    job: Arc<RunJob>,
+    counter: Arc<AtomicU64>,
+    [connected, barrier]: [Arc<Barrier>; 2],
+    schedule_start: Arc<OnceLock<Instant>>,
+    open: Arc<AtomicBool>,
+) -> ClientResult {
     let mut recorder = Recorder::default();
     let ready = async {
         let connection = job.target.connect().await;
+        connected.wait().await;
         barrier.wait().await;
         connection
     };
@@ -177,6 +233,10 @@ async fn client(job: Arc<RunJob>, counter: Arc<AtomicU64>, barrier: Arc<Barrier>
             return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
         }
     };
+    // The start gate is decided before the clients pass the barrier: closed, no op is sent.
+    if !open.load(Ordering::Relaxed) {
+        return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
+    }
     let started = Instant::now();
     let schedule = job.rate.map(|rate| (*schedule_start.get_or_init(Instant::now), 1.0 / rate));
     let mut conn = match connection {
@@ -234,7 +294,7 @@ async fn send_requests(
             break;
         }
         let Some((first, n)) = claims.next() else { break };
-        let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64(first as f64 * interval));
+        let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64((first - job.seqs.start) as f64 * interval));
         let expected = plan_request(job, first, n, &mut ops_buf);
         if let Some(at) = intended {
             tokio::time::sleep_until(at.into()).await;
@@ -286,16 +346,17 @@ struct Claims<'a> {
     batch: u64,
     /// Sequence numbers per claim.
     claim: u64,
-    /// The run's ops.
-    total: u64,
+    /// The end of this process's sequence numbers (the run's ops, or a worker's share).
+    end: u64,
     claimed: std::ops::Range<u64>,
 }
 
 impl<'a> Claims<'a> {
     fn new(job: &RunJob, counter: &'a AtomicU64) -> Self {
         let batch = job.point.batch.max(1) as u64;
-        let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (job.ops / (job.point.clients as u64 * 256)).clamp(1, 64) };
-        Claims { counter, batch, claim: batch * chunk, total: job.ops, claimed: 0..0 }
+        let ops = job.seqs.end - job.seqs.start;
+        let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (ops / (job.clients as u64 * 256)).clamp(1, 64) };
+        Claims { counter, batch, claim: batch * chunk, end: job.seqs.end, claimed: 0..0 }
     }
 
     /// The next request's first sequence number and its number of ops; `None` once every
@@ -304,10 +365,10 @@ impl<'a> Claims<'a> {
     fn next(&mut self) -> Option<(u64, u64)> {
         if self.claimed.is_empty() {
             let start = self.counter.fetch_add(self.claim, Ordering::Relaxed);
-            if start >= self.total {
+            if start >= self.end {
                 return None;
             }
-            self.claimed = start..(start + self.claim).min(self.total);
+            self.claimed = start..(start + self.claim).min(self.end);
         }
         let first = self.claimed.start;
         let n = self.batch.min(self.claimed.end - first);
@@ -466,7 +527,8 @@ mod tests {
             point_index: 0,
             run: 0,
             warmup: false,
-            ops,
+            seqs: 0..ops,
+            clients: 1,
             timeout: Duration::from_secs(5),
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),

@@ -15,6 +15,7 @@ pub mod progress;
 pub mod stopping;
 mod summary;
 mod verify;
+pub mod workers;
 mod writing;
 
 use crate::adapter::lease::{Holder, Leases};
@@ -62,6 +63,10 @@ pub struct RunContext {
     /// The process (and process-group) id of each spawned server, by target name: its
     /// resident memory is read from /proc in studies that measure memory.
     pub server_pids: BTreeMap<String, u32>,
+    /// This run, as its leases name it (workers work under the coordinator's).
+    pub holder: Holder,
+    /// With `--workers`: the coordinator that shares each run out to the workers.
+    pub workers: Option<Arc<workers::coordinator::Coordinator>>,
 }
 
 /// Everything the steps of a run share and none of them changes.
@@ -92,9 +97,12 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         .prefix("dbsweep-scratch-")
         .tempdir()
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
-    let holder = Holder::this_process();
+    let holder = ctx.holder.clone();
     let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf(), namespace: plan.namespace.clone(), holder: holder.clone() };
     let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
+    if ctx.workers.is_some() {
+        workers::check_targets(&targets)?;
+    }
     let dataset = Dataset::new(&plan.data, plan.seed);
     let mut progress = Progress::new(ctx.show_progress);
 
@@ -239,13 +247,12 @@ async fn measure_experiment(
     sweep: &mut Sweep,
 ) -> Option<String> {
     let experiment = &shared.plan.experiments[ei];
-    // The echo floor is always a closed-loop measurement of the bare round trip.
-    let rate = if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { shared.plan.rate };
+    let rate = point_rate(shared.plan, experiment);
     for (point_index, point) in experiment.points.iter().enumerate() {
         if !round.includes(point) {
             continue;
         }
-        let unit = PointUnit { shared, experiment_index: ei, experiment, stream, point: *point, point_index, rate };
+        let unit = PointUnit { shared, round: round.index, experiment_index: ei, experiment, stream, point: *point, point_index, rate };
         if let Some(reason) = measure_point(&unit, sweep).await {
             return Some(reason);
         }
@@ -260,6 +267,8 @@ async fn measure_experiment(
 /// One point of one experiment, as every target runs it.
 struct PointUnit<'a> {
     shared: &'a Shared<'a>,
+    /// The record count's round it runs in.
+    round: usize,
     experiment_index: usize,
     experiment: &'a Experiment,
     stream: &'a Arc<OpStream>,
@@ -291,6 +300,10 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
         flag_against_reference(&mut results, reference);
     }
     sweep.report.points.extend(results);
+    if let Some(coordinator) = &shared.ctx.workers {
+        sweep.report.warnings.extend(coordinator.take_warnings());
+        sweep.report.workers = coordinator.records();
+    }
     if !save(shared.out_dir, &sweep.report, &shared.ctx.cancel) {
         stop_reason = Some(shared.ctx.cancel.reason());
     }
@@ -368,22 +381,16 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
                 return (runs, Some(format!("loading rows for run {run} failed: {e}")));
             }
         }
-        let job = Arc::new(RunJob {
-            target: target.clone(),
-            stream: stream.clone(),
-            point: unit.point,
-            point_index: unit.point_index,
+        let job = run_job(unit.shared.plan, experiment, target, stream, unit.point_index, run, ctx.cancel.flag(), sweep.progress.counter());
+        let label = format!("{} / {} / c={} b={} run {run}", experiment.name, info.name, unit.point.clients, unit.point.batch);
+        let id = workers::protocol::RunId {
+            round: unit.round,
+            experiment: unit.experiment_index,
+            point: unit.point_index,
+            target: info.name.clone(),
             run,
-            warmup: run < experiment.warmup,
-            ops: stream.ops_at(&unit.point),
-            timeout: Duration::from_secs_f64(unit.shared.plan.timeout_secs),
-            cancel: ctx.cancel.flag(),
-            progress: sweep.progress.counter(),
-            rate: unit.rate,
-            time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
-            check_rows: info.system != "nodb",
-        });
-        let m = client::run_once(job).await;
+        };
+        let m = workers::run(ctx.workers.as_deref(), id, &label, job).await;
         if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
             // Later experiments (index ranges, analytic queries) expect the generated
             // data: remove what this run inserted, untimed.
@@ -405,6 +412,44 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
         }
     }
     (runs, None)
+}
+
+/// The rate of an experiment's runs: the echo floor is always a closed-loop measurement of
+/// the bare round trip.
+fn point_rate(plan: &Plan, experiment: &Experiment) -> Option<f64> {
+    if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate }
+}
+
+/// Run `run` of point `point_index` of `experiment` on `target`: all of its clients and
+/// ops (a worker takes its share of them).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_job(
+    plan: &Plan,
+    experiment: &Experiment,
+    target: &Arc<dyn Target>,
+    stream: &Arc<OpStream>,
+    point_index: usize,
+    run: u32,
+    cancel: Arc<std::sync::atomic::AtomicBool>,
+    progress: Arc<std::sync::atomic::AtomicU64>,
+) -> RunJob {
+    let point = experiment.points[point_index];
+    RunJob {
+        target: target.clone(),
+        stream: stream.clone(),
+        point,
+        point_index,
+        run,
+        warmup: run < experiment.warmup,
+        seqs: 0..stream.ops_at(&point),
+        clients: point.clients,
+        timeout: Duration::from_secs_f64(plan.timeout_secs),
+        cancel,
+        progress,
+        rate: point_rate(plan, experiment),
+        time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
+        check_rows: target.info().system != "nodb",
+    }
 }
 
 /// The lifecycle experiments (the in-memory study's phases), after the measured ones.

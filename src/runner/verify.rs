@@ -21,14 +21,14 @@ const CHUNK: usize = 100;
 /// every one still stored as a short op with a missing row. A read-back that fails is an
 /// error of class `verify`: the run is void, because its deletes could not be confirmed.
 pub async fn blind_deletes(job: &RunJob, m: &mut RunMeasurement) {
-    if m.ops != job.ops {
+    if m.ops != job.seqs.end - job.seqs.start {
         // A time limit stopped the run early: which deletes were sent is not known.
         *m.errors.entry("verify".into()).or_default() += 1;
         m.error_samples.push("deletes cut short by a time limit cannot be read back".into());
         return;
     }
     let mut keys: BTreeMap<TableId, Vec<i64>> = BTreeMap::new();
-    for seq in 0..job.ops {
+    for seq in job.seqs.clone() {
         let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
         if let (Op::Delete { table, key }, true) = (&planned.op, planned.expected_rows > 0) {
             keys.entry(*table).or_default().push(*key);

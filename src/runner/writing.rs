@@ -51,6 +51,7 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
         plan_hash: Some(plan.hash.clone()),
         shard: plan.shard.as_ref().map(|w| w.shard),
         merged_from: Vec::new(),
+        workers: Vec::new(),
     }
 }
 

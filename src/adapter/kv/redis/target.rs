@@ -1,6 +1,6 @@
 //! The Redis target's life cycle: prepare (ownership marker, server settings), load,
-//! connect, count, engine memory and cleanup of the namespace's keys. Must never send
-//! FLUSHDB or FLUSHALL.
+//! attach (a worker joining what the coordinator prepared), connect, count, engine memory
+//! and cleanup of the namespace's keys. Must never send FLUSHDB or FLUSHALL.
 
 use super::connection::RedisConnection;
 use super::dialect::Dialect;
@@ -101,6 +101,27 @@ impl Target for Redis {
             pipe.query_async::<()>(&mut conn).await.map_err(|e| self.setup_error("load pipeline", e))?;
         }
         Ok(loaded)
+    }
+
+    fn joins_workers(&self) -> bool {
+        true
+    }
+
+    async fn attach(&self, tables: &[Arc<TableDef>]) -> Result<()> {
+        let mut conn = self.admin().await?;
+        let marker: Option<String> =
+            redis::cmd("GET").arg(&self.marker_key).query_async(&mut conn).await.map_err(|e| self.setup_error("GET", e))?;
+        if marker.as_deref() != Some(MARKER_VALUE) {
+            return Err(Error::runtime(format!(
+                "{}: no dbsweep data under '{}' at {} to join: the coordinator has not prepared it",
+                self.name(),
+                self.prefix,
+                self.address
+            )));
+        }
+        self.probe(&mut conn, tables).await;
+        *self.tables.write().unwrap() = Arc::new(tables.iter().map(|t| TableKeys::new(&self.prefix, t)).collect());
+        Ok(())
     }
 
     async fn connect(&self) -> Result<Box<dyn Connection>> {

@@ -136,6 +136,9 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         ycsb_files: args.ycsb_files,
         ycsb_properties: args.ycsb_properties,
         shard: args.shard,
+        precision: args.precision,
+        max_ops: args.max_ops,
+        max_time: args.max_time,
     };
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {

@@ -75,10 +75,16 @@ fn void_cell(p: &PointResult) -> String {
             }
             Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
             Flag::Incomplete => text.push_str(" [incomplete]"),
-            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotSupported => {}
+            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotConverged { .. } | Flag::NotSupported => {}
         }
     }
     text
+}
+
+/// `[not converged: ±3.1% of ±2%]`: a run hit its cap before the precision asked.
+fn not_converged(text: &mut String, asked: f64, reached: Option<f64>) {
+    let reached = reached.map_or("unknown".to_string(), |r| format!("±{:.1}%", r * 100.0));
+    let _ = write!(text, " [not converged: {reached} of ±{:.1}%]", asked * 100.0);
 }
 
 /// `[3 retries]`: requests run again after conflicts, inside the timing shown.
@@ -131,6 +137,7 @@ fn cell(p: &PointResult) -> String {
                     Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
                     Flag::Incomplete => text.push_str(" [incomplete]"),
                     Flag::Retried { count } => retried(&mut text, *count),
+                    Flag::NotConverged { asked, reached } => not_converged(&mut text, *asked, *reached),
                     Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
                 }
             }

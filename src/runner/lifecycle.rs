@@ -184,6 +184,7 @@ async fn run_target(
                 rate: None,
                 time_limit: None,
                 check_rows: checks_rows,
+                stop: None,
             });
             let mut m = client::run_once(job).await;
             let (after, source) = memory::read(target.as_ref(), server_pid).await;

@@ -7,10 +7,12 @@
 //! report module does.
 
 pub mod cancel;
+mod cleanup;
 pub mod client;
 mod lifecycle;
 pub mod memory;
 pub mod merge;
+mod monitor;
 pub mod progress;
 pub mod stopping;
 mod summary;
@@ -22,7 +24,6 @@ use crate::adapter::lease::{Holder, Leases};
 use crate::adapter::registry;
 use crate::adapter::{OpenContext, Target};
 use crate::base::measurement::RunMeasurement;
-use crate::base::op::OpKind;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -30,6 +31,7 @@ use crate::report;
 use crate::report::model::{Flag, PointResult, PointStatus, Report, Unavailable};
 use crate::workload::experiment::{Experiment, ExperimentOp, OpStream, Point};
 pub use cancel::{Cancel, StopCause};
+use cleanup::{remove_leftovers, remove_workload_inserts};
 use client::RunJob;
 use progress::Progress;
 use std::collections::BTreeMap;
@@ -37,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
-use summary::{References, flag_against_reference, flag_point, summarize_and_flag};
+use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
 use writing::{finish, new_report, out_path, save};
 
 /// How the run is hosted: where it writes, how it is stopped, what it shows.
@@ -354,6 +356,9 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
         }
     }
     summarize_and_flag(&mut result);
+    if let Some(precision) = unit.shared.plan.precision_of(experiment) {
+        result.flags.extend(convergence_flag(&result, precision.target));
+    }
     (result, stop_reason)
 }
 
@@ -390,14 +395,12 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
             target: info.name.clone(),
             run,
         };
+        let planned_ops = job.seqs.end - job.seqs.start;
         let m = workers::run(ctx.workers.as_deref(), id, &label, job).await;
-        if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
-            // Later experiments (index ranges, analytic queries) expect the generated
-            // data: remove what this run inserted, untimed.
-            let keys = stream.inserted_keys(&unit.point, unit.point_index, run);
-            if let Err(e) = remove_keys(target.as_ref(), stream.table(), &keys, Some(m.rows)).await {
-                sweep.report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
-            }
+        if info.system != "nodb"
+            && let Err(warning) = remove_leftovers(unit, target.as_ref(), run, planned_ops, &m).await
+        {
+            sweep.report.warnings.push(format!("{} / {}: {warning}", experiment.name, info.name));
         }
         let complete = m.complete;
         runs.push(m);
@@ -449,6 +452,9 @@ pub(crate) fn run_job(
         rate: point_rate(plan, experiment),
         time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
         check_rows: target.info().system != "nodb",
+        stop: plan
+            .precision_of(experiment)
+            .map(|p| monitor::StopRule { precision: p.target, max_time: Duration::from_secs_f64(p.max_time_secs) }),
     }
 }
 
@@ -550,52 +556,6 @@ async fn release_targets(
     ctx.activity.doing("giving back the run's leases");
     leases.release_all().await;
     warnings
-}
-
-/// Deletes `keys` in batches, untimed, so every experiment leaves the data as it found it.
-/// With `inserted`, the run's count of inserted rows: every one must be found again, which
-/// checks that they were stored.
-async fn remove_keys(target: &dyn Target, table: crate::base::table::TableId, keys: &[i64], inserted: Option<u64>) -> Result<()> {
-    if !target.info().capabilities.supports_kind(OpKind::Delete) {
-        return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
-    }
-    let mut conn = target.connect().await?;
-    let mut deleted = 0;
-    for chunk in keys.chunks(500) {
-        let ops: Vec<crate::base::op::Op> = chunk.iter().map(|&key| crate::base::op::Op::Delete { table, key }).collect();
-        deleted += conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?.rows;
-    }
-    match inserted {
-        Some(n) if n != deleted => Err(Error::runtime(format!("{n} rows reported inserted, {deleted} found stored"))),
-        _ => Ok(()),
-    }
-}
-
-/// After a YCSB workload with inserts ran its points at one record count: removes the
-/// records it inserted from every target, so the next workload reads exactly the loaded
-/// records (YCSB's advice: reload between workloads that insert).
-async fn remove_workload_inserts(
-    targets: &[Arc<dyn Target>],
-    failed_targets: &BTreeMap<String, String>,
-    experiment: &crate::workload::experiment::Experiment,
-    stream: &OpStream,
-    in_round: &dyn Fn(&crate::workload::experiment::Point) -> bool,
-    warnings: &mut Vec<String>,
-) {
-    let mut keys = Vec::new();
-    for (pi, point) in experiment.points.iter().enumerate().filter(|(_, p)| in_round(p)) {
-        for run in 0..experiment.warmup + experiment.runs {
-            keys.extend(stream.inserted_keys(point, pi, run));
-        }
-    }
-    if keys.is_empty() {
-        return;
-    }
-    for t in targets.iter().filter(|t| t.info().system != "nodb" && !failed_targets.contains_key(&t.info().name)) {
-        if let Err(e) = remove_keys(t.as_ref(), stream.table(), &keys, None).await {
-            warnings.push(format!("{} / {}: records the workload inserted were left in place: {e}", experiment.name, t.info().name));
-        }
-    }
 }
 
 /// Replaces every target's data with `dataset` (the next YCSB record count): its tables

@@ -107,6 +107,10 @@ fn dispatch(command: Command, command_line: Vec<String>) -> Result<()> {
 }
 
 fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
+    let args = match &args.resume {
+        Some(dir) if resumes_alone(&command_line) => saved_run_args(dir, &args)?,
+        _ => args,
+    };
     let opts = RunOptions {
         study: args.study,
         targets: args.targets,
@@ -123,7 +127,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         rows: args.rows,
         scale: args.scale,
         seed: args.seed,
-        out: args.out,
+        out: args.resume.clone().or(args.out),
         quick: args.quick,
         timeout_secs: args.timeout,
         rate: args.rate,
@@ -138,6 +142,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
         max_time: args.max_time,
     };
     let mut plan = plan::resolve(&opts)?;
+    let resume = args.resume.as_deref().map(|dir| runner::resume::Resume::open(dir, &plan)).transpose()?;
     for w in &plan.warnings {
         eprintln!("dbsweep: warning: {w}");
     }
@@ -169,7 +174,7 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     };
     let watched = runtime.block_on(async {
         let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
-        let run = run_with_servers(&mut plan, ctx, &activity);
+        let run = run_with_servers(&mut plan, ctx, &activity, resume);
         // A second signal abandons the cleanup: dropping the run kills the spawned servers.
         let result = tokio::select! {
             result = run => result,
@@ -184,6 +189,45 @@ fn run(args: RunArgs, command_line: Vec<String>) -> Result<()> {
     print!("{}", report::console::render(&report));
     println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
     finish(&report)
+}
+
+/// Whether the command line is `run --resume DIR` with nothing that shapes the plan (only
+/// `--no-progress` beside it): the run's saved command then gives the plan.
+fn resumes_alone(command_line: &[String]) -> bool {
+    let mut rest = command_line.iter().skip_while(|a| *a != "run").skip(1);
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--resume" => {
+                rest.next();
+            }
+            "--no-progress" => {}
+            a if a.starts_with("--resume=") => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The arguments of the run saved in `dir` (its command line), to resume it with `given`'s
+/// display options.
+fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
+    let saved = report::load(dir)?;
+    let shown = dir.join(report::REPORT_JSON);
+    let shown = shown.display();
+    if saved.command.iter().any(|a| a.contains("***")) {
+        return Err(Error::usage(format!(
+            "the command saved in {shown} had its passwords removed: give the run's arguments again with --resume"
+        )));
+    }
+    match Cli::try_parse_from(&saved.command).map(|cli| cli.command) {
+        Ok(Command::Run(mut args)) => {
+            args.out = None;
+            args.resume = given.resume.clone();
+            args.no_progress = given.no_progress;
+            Ok(args)
+        }
+        _ => Err(Error::usage(format!("{shown} does not hold a `dbsweep run` command: give the run's arguments again with --resume"))),
+    }
 }
 
 /// `dbsweep merge`: joins shard run directories into `out` (new or empty), prints the
@@ -229,7 +273,12 @@ fn finish(report: &report::model::Report) -> Result<()> {
 
 /// Starts the spawned servers (killed again, directories removed, at an error or a
 /// signal), adds their targets to the plan, runs it, and stops the servers.
-async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Activity) -> Result<(report::model::Report, PathBuf)> {
+async fn run_with_servers(
+    plan: &mut plan::Plan,
+    ctx: RunContext,
+    activity: &Activity,
+    resume: Option<runner::resume::Resume>,
+) -> Result<(report::model::Report, PathBuf)> {
     let cancel = ctx.cancel.clone();
     let mut servers = Vec::new();
     let names = plan.target_names();
@@ -270,7 +319,7 @@ async fn run_with_servers(plan: &mut plan::Plan, ctx: RunContext, activity: &Act
     if let Some(work) = plan.shard.clone() {
         plan.targets.retain(|t| work.has_target(&t.name));
     }
-    let result = runner::execute(plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
+    let result = runner::execute(plan, &ctx, resume).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
     for (_, server) in servers {
         // Throwaway servers of a stopped run are killed (dropped, directories removed): a
         // graceful shutdown would first write out data nobody keeps.

@@ -188,4 +188,9 @@ pub struct RunArgs {
     /// without connecting to or starting anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Continue the interrupted or failed run in DIR: the same plan (its saved command
+    /// when nothing else is given), completed points kept as saved, servers started and
+    /// data loaded again, measuring from the first incomplete point.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
 }

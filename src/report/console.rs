@@ -259,10 +259,27 @@ pub fn render(report: &Report) -> String {
             if voided == 1 { "" } else { "s" }
         );
     }
+    for line in resumptions(report) {
+        let _ = writeln!(out, "\n{line}");
+    }
     if !report.complete {
         let _ = writeln!(out, "\nINCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early"));
     }
     out
+}
+
+/// One line per `run --resume` of the run: when, from which point, what it kept.
+pub fn resumptions(report: &Report) -> Vec<String> {
+    report
+        .resumed
+        .iter()
+        .map(|r| {
+            let from =
+                r.from_point.as_deref().map(|p| format!("measuring again from {p}")).unwrap_or_else(|| "no point measured again".into());
+            let stopped = r.previous_reason.as_deref().map(|why| format!(" (it had stopped: {why})")).unwrap_or_default();
+            format!("resumed at {}{stopped}, keeping {} saved point results, {from}", r.at, r.kept_points)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -55,6 +55,27 @@ pub struct Report {
     /// coordinator) first; empty when one process sent them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerRecord>,
+    /// Each time `run --resume` continued this run directory, in order; empty for a run
+    /// that went through at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumption>,
+}
+
+/// One `run --resume` of a run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Resumption {
+    /// When the resumed run started.
+    pub at: String,
+    /// Its command line (passwords removed).
+    pub command: Vec<String>,
+    /// Why the run it continued had stopped.
+    pub previous_reason: Option<String>,
+    /// The point results it kept as they were (the completed points before the first
+    /// incomplete one).
+    pub kept_points: usize,
+    /// The first point it measured again, as "experiment · point" (None: none yet, or
+    /// every point was kept).
+    pub from_point: Option<String>,
 }
 
 /// One worker process of a run with `--workers`.

@@ -14,6 +14,7 @@ pub mod memory;
 pub mod merge;
 mod monitor;
 pub mod progress;
+pub mod resume;
 pub mod stopping;
 mod summary;
 mod verify;
@@ -87,13 +88,19 @@ struct Sweep {
     /// Targets skipped from now on, with the reason.
     failed_targets: BTreeMap<String, String>,
     references: References,
+    /// `run --resume`: the saved points still to be matched.
+    resume: Option<resume::Resume>,
 }
 
-/// Runs a plan; returns the report and the directory it was written to.
-pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)> {
+/// Runs a plan, or continues the run `resume` names (its directory is the plan's `out`);
+/// returns the report and the directory it was written to.
+pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resume>) -> Result<(Report, PathBuf)> {
     let started = SystemTime::now();
     // Claimed first, so a second run with the same --out refuses at once.
-    let mut run_dir = report::RunDir::claim(&out_path(plan, ctx, started))?;
+    let mut run_dir = match resume {
+        Some(_) => report::RunDir::reopen(&out_path(plan, ctx, started))?,
+        None => report::RunDir::claim(&out_path(plan, ctx, started))?,
+    };
     let out_dir = run_dir.path().to_path_buf();
     let scratch = tempfile::Builder::new()
         .prefix("dbsweep-scratch-")
@@ -124,6 +131,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
+    if let Some(resume) = &resume {
+        report = resume.start_report(report, &ctx.command);
+    }
     report.warnings.extend(leases.notes.iter().cloned());
     if ctx.cancel.is_stopped() {
         progress.finish();
@@ -143,12 +153,17 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let streams: Vec<Arc<OpStream>> =
         crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
     progress.start(total_ops(&shared, &streams));
-    let mut sweep = Sweep { report, progress, failed_targets: BTreeMap::new(), references: References::default() };
+    let mut sweep = Sweep { report, progress, failed_targets: BTreeMap::new(), references: References::default(), resume };
     if stop_reason.is_none() {
         stop_reason = measure_experiments(&shared, &streams, &mut sweep).await;
     }
     if stop_reason.is_none() {
         stop_reason = run_lifecycle_phases(&shared, &streams, &mut sweep).await?;
+    }
+    if stop_reason.is_none()
+        && let Some(resume) = &mut sweep.resume
+    {
+        resume.finish(&mut sweep.report);
     }
     let Sweep { mut report, mut progress, .. } = sweep;
     progress.finish();
@@ -285,9 +300,14 @@ struct PointUnit<'a> {
 /// run, if any.
 async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String> {
     let shared = unit.shared;
+    let targets: Vec<&Arc<dyn Target>> =
+        shared.targets.iter().filter(|t| shared.plan.runs_unit(&t.info().name, unit.experiment_index)).collect();
+    if kept_from_resumed_run(unit, &targets, sweep) {
+        return None;
+    }
     let mut stop_reason = None;
     let mut results = Vec::new();
-    for target in shared.targets.iter().filter(|t| shared.plan.runs_unit(&t.info().name, unit.experiment_index)) {
+    for target in targets {
         let (result, stop) = measure_target(unit, target, sweep).await;
         results.push(result);
         if stop.is_some() {
@@ -310,6 +330,22 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
         stop_reason = Some(shared.ctx.cancel.reason());
     }
     stop_reason
+}
+
+/// Under `run --resume`: whether the resumed run completed this point on every target (its
+/// results stay as saved and it is not measured again).
+fn kept_from_resumed_run(unit: &PointUnit<'_>, targets: &[&Arc<dyn Target>], sweep: &mut Sweep) -> bool {
+    let Some(resume) = &mut sweep.resume else { return false };
+    let experiment = unit.experiment;
+    let expected: Vec<resume::Expected> =
+        targets.iter().map(|t| resume::Expected { experiment: &experiment.name, target: &t.info().name, point: unit.point }).collect();
+    let label = format!("{} · {}", experiment.name, report::html::figures::point_label(&unit.point, experiment.op.kind()));
+    if !resume.keeps(&expected, &label, &mut sweep.report) {
+        return false;
+    }
+    let ops = unit.stream.ops_at(&unit.point) * u64::from(experiment.warmup + experiment.runs) * targets.len() as u64;
+    sweep.progress.counter().fetch_add(ops, std::sync::atomic::Ordering::Relaxed);
+    true
 }
 
 /// One target at one point: skipped (it failed earlier), not supported, or measured run by
@@ -468,7 +504,7 @@ async fn run_lifecycle_phases(shared: &Shared<'_>, streams: &[Arc<OpStream>], sw
         .filter(|(e, _)| e.lifecycle)
         .map(|(experiment, stream)| lifecycle::Phase { experiment, stream: stream.clone() })
         .collect();
-    lifecycle::run(shared, &phases, &mut sweep.report, &mut sweep.progress, &mut sweep.failed_targets).await
+    lifecycle::run(shared, &phases, &mut sweep.report, &mut sweep.progress, &mut sweep.failed_targets, &mut sweep.resume).await
 }
 
 /// Prepares every target and loads its initial rows; `prepared` collects the targets that

@@ -355,7 +355,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     };
     let rate = r.plan.get("rate").and_then(|v| v.as_f64()).map(|v| format!("fixed rate, {} ops/s in total", chart::short(v)));
     out.push_str("<table class=\"facts\" id=\"run-facts\">\n");
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("study", esc(&r.study)),
         ("command", format!("<code>{}</code>", esc(&command_line(r)))),
         ("seed", r.seed.to_string()),
@@ -372,6 +372,9 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
         ("memory", fmt_bytes(r.environment.memory_bytes as f64)),
         ("OS", format!("{} (kernel {})", esc(&r.environment.os), esc(&r.environment.kernel))),
     ];
+    if !r.resumed.is_empty() {
+        rows.insert(6, ("resumed", esc(&crate::report::console::resumptions(r).join("; "))));
+    }
     for (k, v) in rows {
         let _ = writeln!(out, "<tr><td>{k}</td><td>{v}</td></tr>");
     }

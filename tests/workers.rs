@@ -387,7 +387,9 @@ fn sigterm_to_the_coordinator_alone_stops_the_workers_mid_run() {
     }
     let r = report(&out);
     assert_eq!(r["complete"], false);
-    let point = &r["points"][0];
+    let points: Vec<&Value> = r["points"].as_array().unwrap().iter().filter(|p| p["experiment"] == "workload-c").collect();
+    assert_eq!(points.len(), 1, "{points:?}");
+    let point = points[0];
     assert_eq!(point["status"]["state"], "incomplete", "{point}");
     assert!(point["runs"][0]["ops"].as_u64().unwrap() < 100_000, "{point}");
 }

@@ -71,8 +71,10 @@ async fn form(ports: &[u16]) -> ::redis::RedisResult<()> {
         let (first, last) = slot_range(i, ports.len());
         ::redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(first).arg(last).query_async::<()>(conn).await?;
     }
-    for port in &ports[1..] {
-        ::redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(*port).query_async::<()>(&mut conns[0]).await?;
+    for (i, port) in ports.iter().enumerate().skip(1) {
+        // The bus is on a port of its own (see `command`), which MEET must be told.
+        let (_, bus): (String, u16) = ::redis::cmd("CONFIG").arg("GET").arg("cluster-port").query_async(&mut conns[i]).await?;
+        ::redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(*port).arg(bus).query_async::<()>(&mut conns[0]).await?;
     }
     let started = Instant::now();
     loop {

@@ -110,6 +110,10 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
 }
 
 fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
+    let args = match &args.resume {
+        Some(dir) if resumes_alone(&command_line) => saved_run_args(dir, &args)?,
+        _ => args,
+    };
     let opts = RunOptions {
         study: args.study,
         targets: args.targets,
@@ -126,7 +130,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         rows: args.rows,
         scale: args.scale,
         seed: args.seed,
-        out: args.out,
+        out: args.resume.clone().or(args.out),
         quick: args.quick,
         timeout_secs: args.timeout,
         rate: args.rate,
@@ -136,6 +140,9 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         ycsb_files: args.ycsb_files,
         ycsb_properties: args.ycsb_properties,
         shard: args.shard,
+        precision: args.precision,
+        max_ops: args.max_ops,
+        max_time: args.max_time,
     };
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
@@ -144,7 +151,11 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     let role = Role::resolve(args.workers, args.worker, args.coordinator.clone(), |k| std::env::var(k).ok())?;
     if role.is_some() {
         runner::workers::check_plan(&plan)?;
+        if args.resume.is_some() {
+            return Err(Error::usage("--resume and --workers together: resume the run in one process"));
+        }
     }
+    let resume = args.resume.as_deref().map(|dir| runner::resume::Resume::open(dir, &plan)).transpose()?;
     if args.dry_run {
         print_budget(&plan);
         return Ok(());
@@ -184,7 +195,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     };
     let watched = runtime.block_on(async {
         let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
-        let run = run_with_servers(&mut plan, ctx, &activity, role.as_ref(), raw_args);
+        let run = run_with_servers(&mut plan, ctx, &activity, role.as_ref(), raw_args, resume);
         // A second signal abandons the cleanup: dropping the run kills the spawned servers.
         let result = tokio::select! {
             result = run => result,
@@ -243,6 +254,45 @@ async fn gather_workers(
     Ok((coordinator, local))
 }
 
+/// Whether the command line is `run --resume DIR` with nothing that shapes the plan (only
+/// `--no-progress` beside it): the run's saved command then gives the plan.
+fn resumes_alone(command_line: &[String]) -> bool {
+    let mut rest = command_line.iter().skip_while(|a| *a != "run").skip(1);
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--resume" => {
+                rest.next();
+            }
+            "--no-progress" => {}
+            a if a.starts_with("--resume=") => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The arguments of the run saved in `dir` (its command line), to resume it with `given`'s
+/// display options.
+fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
+    let saved = report::load(dir)?;
+    let shown = dir.join(report::REPORT_JSON);
+    let shown = shown.display();
+    if saved.command.iter().any(|a| a.contains("***")) {
+        return Err(Error::usage(format!(
+            "the command saved in {shown} had its passwords removed: give the run's arguments again with --resume"
+        )));
+    }
+    match Cli::try_parse_from(&saved.command).map(|cli| cli.command) {
+        Ok(Command::Run(mut args)) => {
+            args.out = None;
+            args.resume = given.resume.clone();
+            args.no_progress = given.no_progress;
+            Ok(args)
+        }
+        _ => Err(Error::usage(format!("{shown} does not hold a `dbsweep run` command: give the run's arguments again with --resume"))),
+    }
+}
+
 /// `dbsweep merge`: joins shard run directories into `out` (new or empty), prints the
 /// merged tables and fails (exit 1) as `run` does when the result is incomplete or void.
 fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) -> Result<()> {
@@ -292,6 +342,7 @@ async fn run_with_servers(
     activity: &Activity,
     role: Option<&Role>,
     raw_args: &[OsString],
+    resume: Option<runner::resume::Resume>,
 ) -> Result<(report::model::Report, PathBuf)> {
     let cancel = ctx.cancel.clone();
     let mut servers = Vec::new();
@@ -339,7 +390,7 @@ async fn run_with_servers(
         ctx.workers = Some(Arc::new(coordinator));
         local_workers = local;
     }
-    let result = runner::execute(plan, &ctx).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
+    let result = runner::execute(plan, &ctx, resume).await.map_err(|e| blame_dead_servers(e, servers.iter_mut().map(|(_, s)| s)));
     if let Some(coordinator) = &ctx.workers {
         coordinator.finish().await;
     }

@@ -158,6 +158,17 @@ pub struct RunArgs {
     /// directories with `dbsweep merge`. E.g. --shard "$SLURM_ARRAY_TASK_ID/3".
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Stop each run once its throughput is known to this relative precision at 95 %
+    /// confidence (batch means over time windows), e.g. 2% or 0.02; at least 3 measured
+    /// runs per point. Default: every run does all of its ops (the papers' fixed-ops mode).
+    #[arg(long, value_name = "PRECISION")]
+    pub precision: Option<String>,
+    /// Under --precision: the most ops a run does (default: --ops, or the study's ops).
+    #[arg(long, value_name = "N")]
+    pub max_ops: Option<u64>,
+    /// Under --precision: the longest a run lasts, e.g. 90s, 5m (default 120s).
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
     /// Send every run's ops from N worker processes together (0 <= index < N): each
     /// connects its share of the clients, all start at the coordinator's word (worker 0,
     /// which loads the data, cleans up and writes the one report: histograms added,
@@ -177,4 +188,9 @@ pub struct RunArgs {
     /// without connecting to or starting anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Continue the interrupted or failed run in DIR: the same plan (its saved command
+    /// when nothing else is given), completed points kept as saved, servers started and
+    /// data loaded again, measuring from the first incomplete point.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
 }

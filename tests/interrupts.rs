@@ -80,8 +80,17 @@ fn exit_after_interrupt(mut child: Child, lines: &mpsc::Receiver<String>) -> (Op
         std::thread::sleep(Duration::from_millis(5));
     };
     let took = asked.elapsed();
-    std::thread::sleep(Duration::from_millis(50));
-    (status.code(), took, lines.try_iter().collect::<Vec<_>>().join("\n"))
+    // Every line it wrote: the reader ends at the pipe's end (a loaded machine can take
+    // well over 50 ms to hand the last lines over after the exit).
+    let mut rest = Vec::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) => rest.push(line),
+            Err(_) => break,
+        }
+    }
+    (status.code(), took, rest.join("\n"))
 }
 
 fn entries(dir: &Path) -> Vec<String> {

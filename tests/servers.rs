@@ -109,6 +109,9 @@ async fn mariadb_accepts_the_url_user_over_tcp_with_full_rights_and_stops_cleanl
     // Read back from the server: MariaDB's durable defaults.
     assert_eq!(server.settings()["innodb_flush_log_at_trx_commit"], "1");
     assert_eq!(server.settings()["log_bin"], "OFF");
+    // Temporary tables beside the data, not in the machine's /tmp.
+    let tmpdir = &server.settings()["tmpdir"];
+    assert!(tmpdir.ends_with("/tmp") && tmpdir != "/tmp" && std::path::Path::new(tmpdir).is_dir(), "{tmpdir}");
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", server.pid())).unwrap();
     assert_eq!(comm.trim(), "mariadbd");
     stop_and_check_gone(server).await;

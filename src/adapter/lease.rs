@@ -181,6 +181,40 @@ pub trait LeaseStore: Send + Sync {
     async fn swap(&self, current: Option<&str>, next: Option<&str>) -> Result<bool>;
 }
 
+/// A lease kept as the one row of a table in dbsweep's namespace of an SQL server, seen
+/// under a lock the caller holds (a transaction under an advisory lock, a server-wide
+/// named lock): the steps in which servers differ. [`swap_locked`] is the swap over them.
+#[async_trait]
+pub trait LockedLeaseTable: Send {
+    /// The stored record; `None` when the namespace or the table does not exist.
+    async fn stored(&mut self) -> Result<Option<String>>;
+
+    /// Creates the namespace (marked as dbsweep's) if it is missing, and the lease table.
+    async fn create(&mut self) -> Result<()>;
+
+    /// Makes `record` the one stored row.
+    async fn write(&mut self, record: &str) -> Result<()>;
+
+    /// Drops the lease table, and the namespace when nothing else is left in it.
+    async fn remove(&mut self) -> Result<()>;
+}
+
+/// [`LeaseStore::swap`] of a lease table under the caller's lock.
+pub async fn swap_locked(table: &mut dyn LockedLeaseTable, current: Option<&str>, next: Option<&str>) -> Result<bool> {
+    if table.stored().await?.as_deref() != current {
+        return Ok(false);
+    }
+    match next {
+        Some(next) => {
+            table.create().await?;
+            table.write(next).await?;
+        }
+        None if current.is_some() => table.remove().await?,
+        None => {}
+    }
+    Ok(true)
+}
+
 /// A lease this run holds.
 pub struct Lease {
     store: Arc<dyn LeaseStore>,

@@ -59,6 +59,16 @@ pub struct RunMeasurement {
     pub late_ops: u64,
     /// Digest of the answers of COUNT/MAX/query ops, to compare systems.
     pub answer_digest: Option<String>,
+    /// Runs stopped by `--precision`: the same digest per block of sequence numbers (the
+    /// blocks double in length: 0..64, 64..128, 128..256, ...), so runs that
+    /// stopped after different numbers of ops are compared over the ops both did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_blocks: Vec<String>,
+    /// Relative half-width of the 95 % confidence interval of this run's throughput by
+    /// batch means over time windows (0.02: ±2 %); `None` when the run was too short or
+    /// held too few requests to tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
     /// The first query result of the run, whole (query experiments only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_answer: Option<Answer>,

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 mod experiments;
 mod resolve;
 pub mod shard;
+pub mod stopping;
 pub mod ycsb;
 pub mod ycsb_properties;
 
@@ -298,6 +299,12 @@ pub struct RunOptions {
     pub namespace: Option<String>,
     /// `--shard I/N`: run only this shard's work units.
     pub shard: Option<String>,
+    /// `--precision 2%`: runs stop once their throughput is known this well.
+    pub precision: Option<String>,
+    /// `--max-ops`: under `--precision`, the most ops a run does.
+    pub max_ops: Option<u64>,
+    /// `--max-time 2m`: under `--precision`, the longest a run lasts.
+    pub max_time: Option<String>,
 }
 
 /// One target of a plan.
@@ -345,6 +352,9 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// `--shard I/N`: the work units this process runs; `None`: all of them.
     pub shard: Option<shard::ShardWork>,
+    /// `--precision`: runs stop at a precision (within their caps); `None`: every run does
+    /// all of its ops.
+    pub precision: Option<stopping::Precision>,
     /// `shard::plan_hash` of the resolved plan before servers are spawned: equal in every
     /// shard (and worker) of one plan.
     pub hash: String,
@@ -363,7 +373,7 @@ impl Plan {
 
     /// The plan as saved in reports: URLs redacted.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut plan = serde_json::json!({
             "study": self.study,
             "description": self.description,
             "seed": self.seed,
@@ -382,7 +392,17 @@ impl Plan {
             "lifecycle": self.lifecycle,
             "namespace": self.namespace.name(),
             "spawn_target_options": self.spawn_target_options,
-        })
+        });
+        // Only present under --precision, so the fixed-ops mode's plans (and hashes) stay.
+        if let Some(precision) = &self.precision {
+            plan["precision"] = serde_json::json!(precision);
+        }
+        plan
+    }
+
+    /// The stopping rule of `experiment`'s runs (see `stopping::Precision::applies_to`).
+    pub fn precision_of(&self, experiment: &Experiment) -> Option<stopping::Precision> {
+        self.precision.filter(|_| stopping::Precision::applies_to(experiment))
     }
 
     /// The name a spawned server's target gets: its own, with the data root's label when

@@ -9,7 +9,8 @@
 
 use super::experiments::{self, ExperimentScope};
 use super::{
-    DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard, ycsb,
+    DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
+    stopping, ycsb,
 };
 use crate::adapter::lease::Namespace;
 use crate::data::{DataSpec, RecordCounts};
@@ -20,6 +21,7 @@ use crate::servers::ServerKind;
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let StudyWithYcsb { study, ycsb, from_ycsb, mut warnings } = study_with_ycsb(opts)?;
     let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
+    let precision = stopping::resolve(opts.precision.as_deref(), opts.max_ops, opts.max_time.as_deref(), opts.runs)?;
     let settings = run_settings(opts, &study, &quick, &from_ycsb)?;
     let axes = sweep_axes(opts, &study, &quick, &from_ycsb)?;
     let timeout_secs = op_timeout(opts)?;
@@ -38,7 +40,16 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         ycsb: ycsb.as_ref(),
         records_fixed: rows.is_some() || (opts.quick && quick.rows.is_some()),
     };
-    let (experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
+    let (mut experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
+    if precision.is_some() {
+        for e in experiments.iter_mut().filter(|e| stopping::Precision::applies_to(e)) {
+            e.runs = e.runs.max(stopping::MIN_PRECISION_RUNS);
+            // The echo floor's own few ops could never show a precision: it gets the cap.
+            if e.name == super::FLOOR_EXPERIMENT {
+                e.ops = e.ops.max(settings.ops);
+            }
+        }
+    }
     let unavailable = unavailable_systems(&study)?;
     if let DataSpec::Ycsb { recordcount, .. } = &mut data
         && !record_rounds.is_empty()
@@ -69,6 +80,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         spawn_target_options: study.spawn_target_options,
         warnings,
         shard: None,
+        precision,
         hash: String::new(),
     };
     plan.hash = shard::plan_hash(&plan.to_json());
@@ -129,7 +141,10 @@ fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, fr
     if runs == 0 {
         return Err(Error::usage("--runs must be at least 1"));
     }
-    let cli_ops = opts.ops.or(from_ycsb.ops);
+    if opts.ops.is_some() && opts.max_ops.is_some() {
+        return Err(Error::usage("--ops and --max-ops: give one (under --precision, --max-ops caps each run's ops)"));
+    }
+    let cli_ops = opts.max_ops.or(opts.ops).or(from_ycsb.ops);
     let ops = cli_ops.or(quick.ops).or(study.ops).unwrap_or(50_000);
     if ops == 0 {
         return Err(Error::usage("--ops must be at least 1"));

@@ -75,10 +75,16 @@ fn void_cell(p: &PointResult) -> String {
             }
             Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
             Flag::Incomplete => text.push_str(" [incomplete]"),
-            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotSupported => {}
+            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotConverged { .. } | Flag::NotSupported => {}
         }
     }
     text
+}
+
+/// `[not converged: ±3.1% of ±2%]`: a run hit its cap before the precision asked.
+fn not_converged(text: &mut String, asked: f64, reached: Option<f64>) {
+    let reached = reached.map_or("unknown".to_string(), |r| format!("±{:.1}%", r * 100.0));
+    let _ = write!(text, " [not converged: {reached} of ±{:.1}%]", asked * 100.0);
 }
 
 /// `[3 retries]`: requests run again after conflicts, inside the timing shown.
@@ -131,6 +137,7 @@ fn cell(p: &PointResult) -> String {
                     Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
                     Flag::Incomplete => text.push_str(" [incomplete]"),
                     Flag::Retried { count } => retried(&mut text, *count),
+                    Flag::NotConverged { asked, reached } => not_converged(&mut text, *asked, *reached),
                     Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
                 }
             }
@@ -252,10 +259,27 @@ pub fn render(report: &Report) -> String {
             if voided == 1 { "" } else { "s" }
         );
     }
+    for line in resumptions(report) {
+        let _ = writeln!(out, "\n{line}");
+    }
     if !report.complete {
         let _ = writeln!(out, "\nINCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early"));
     }
     out
+}
+
+/// One line per `run --resume` of the run: when, from which point, what it kept.
+pub fn resumptions(report: &Report) -> Vec<String> {
+    report
+        .resumed
+        .iter()
+        .map(|r| {
+            let from =
+                r.from_point.as_deref().map(|p| format!("measuring again from {p}")).unwrap_or_else(|| "no point measured again".into());
+            let stopped = r.previous_reason.as_deref().map(|why| format!(" (it had stopped: {why})")).unwrap_or_default();
+            format!("resumed at {}{stopped}, keeping {} saved point results, {from}", r.at, r.kept_points)
+        })
+        .collect()
 }
 
 #[cfg(test)]

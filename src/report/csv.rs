@@ -49,6 +49,7 @@ pub const COLUMNS: &[&str] = &[
     "short_ops",
     "missing_rows",
     "retries",
+    "precision",
 ];
 
 /// One CSV row of a measured run.
@@ -118,7 +119,7 @@ pub fn render(report: &Report) -> String {
             let mut row: Vec<String> = head.to_vec();
             row.extend(std::iter::repeat_n(String::new(), 14));
             row.extend([share.clone(), rate.clone(), String::new(), String::new(), String::new(), field(&flags), complete.to_string()]);
-            row.extend(std::iter::repeat_n(String::new(), 10));
+            row.extend(std::iter::repeat_n(String::new(), 11));
             out.push_str(&row.join(","));
             out.push('\n');
             continue;
@@ -172,6 +173,8 @@ pub fn render(report: &Report) -> String {
                     None => row.extend(std::iter::repeat_n(String::new(), 5)),
                 }
                 row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows, r.retries].map(|n| whole_run(n.to_string())));
+                // The relative half-width of the run's 95 % confidence interval of throughput.
+                row.push(whole_run(r.precision.map(|p| format!("{p:.4}")).unwrap_or_default()));
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

@@ -66,20 +66,9 @@ impl RunDir {
             Err(e) => return Err(Error::usage(format!("cannot create output directory {shown}: {e}; choose another --out"))),
         };
         let mut claimed = RunDir { path: path.to_path_buf(), created, kept: false };
-        let lock = path.join(Self::LOCK);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
-            Ok(mut file) => {
-                let _ = std::io::Write::write_all(&mut file, format!("pid {}\n", std::process::id()).as_bytes());
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                claimed.created = false;
-                let holder = std::fs::read_to_string(&lock).unwrap_or_default();
-                return Err(Error::usage(format!(
-                    "output directory {shown} is being written by another dbsweep run ({}); choose another --out",
-                    holder.trim()
-                )));
-            }
-            Err(e) => return Err(Error::usage(format!("cannot use output directory {shown}: {e}; choose another --out"))),
+        if let Err(e) = Self::lock(path, "choose another --out") {
+            claimed.created = false;
+            return Err(e);
         }
         let others = std::fs::read_dir(path)
             .map_err(|e| Error::usage(format!("cannot use output directory {shown}: {e}")))?
@@ -91,6 +80,31 @@ impl RunDir {
             )));
         }
         Ok(claimed)
+    }
+
+    /// Claims the directory of an earlier run to continue it (`run --resume`): it must not
+    /// be written by another run; what it holds stays.
+    pub fn reopen(path: &Path) -> Result<RunDir> {
+        Self::lock(path, "wait for it to end")?;
+        Ok(RunDir { path: path.to_path_buf(), created: false, kept: true })
+    }
+
+    /// Creates the lock file in `path`, or refuses (a usage error ending with `fix`) when
+    /// another run holds it.
+    fn lock(path: &Path, fix: &str) -> Result<()> {
+        let shown = path.display();
+        let lock = path.join(Self::LOCK);
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
+            Ok(mut file) => {
+                let _ = std::io::Write::write_all(&mut file, format!("pid {}\n", std::process::id()).as_bytes());
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder = std::fs::read_to_string(&lock).unwrap_or_default();
+                Err(Error::usage(format!("output directory {shown} is being written by another dbsweep run ({}); {fix}", holder.trim())))
+            }
+            Err(e) => Err(Error::usage(format!("cannot use output directory {shown}: {e}; choose another --out"))),
+        }
     }
 
     pub fn path(&self) -> &Path {

@@ -55,6 +55,27 @@ pub struct Report {
     /// coordinator) first; empty when one process sent them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerRecord>,
+    /// Each time `run --resume` continued this run directory, in order; empty for a run
+    /// that went through at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumption>,
+}
+
+/// One `run --resume` of a run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Resumption {
+    /// When the resumed run started.
+    pub at: String,
+    /// Its command line (passwords removed).
+    pub command: Vec<String>,
+    /// Why the run it continued had stopped.
+    pub previous_reason: Option<String>,
+    /// The point results it kept as they were (the completed points before the first
+    /// incomplete one).
+    pub kept_points: usize,
+    /// The first point it measured again, as "experiment · point" (None: none yet, or
+    /// every point was kept).
+    pub from_point: Option<String>,
 }
 
 /// One worker process of a run with `--workers`.
@@ -329,6 +350,11 @@ pub struct PointSummary {
     /// as YCSB reports them per operation type.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_kind: BTreeMap<OpKind, KindSummary>,
+    /// The widest relative half-width of the 95 % confidence interval of throughput among
+    /// the measured runs (see `RunMeasurement::precision`); `None` when a run was too
+    /// short to tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
 }
 
 /// One operation type of a mixed point over its measured runs.
@@ -383,6 +409,15 @@ pub enum Flag {
         /// Retries in the measured runs.
         count: u64,
     },
+    /// Under `--precision`: a measured run reached its cap (`--max-ops`, `--max-time`)
+    /// before its throughput was known to the precision asked. Not void: the runs are
+    /// complete, only less precise.
+    NotConverged {
+        /// The precision asked (relative half-width, 0.02: ±2 %).
+        asked: f64,
+        /// The widest the runs reached; `None` when a run was too short to tell.
+        reached: Option<f64>,
+    },
     /// A run did not finish.
     Incomplete,
     NotSupported,
@@ -401,6 +436,7 @@ impl Flag {
             Flag::Errors { .. } => "errors",
             Flag::MissingRows { .. } => "missing_rows",
             Flag::Retried { .. } => "retried",
+            Flag::NotConverged { .. } => "not_converged",
             Flag::Incomplete => "incomplete",
             Flag::NotSupported => "not_supported",
         }

@@ -36,7 +36,7 @@ impl StopCause {
     /// (`out_dir`: the partial results; `None`: nothing was written yet).
     pub fn into_error(self, out_dir: Option<&Path>) -> Error {
         let written = match out_dir {
-            Some(dir) => format!("partial results written to {}", dir.display()),
+            Some(dir) => format!("partial results written to {0} (`dbsweep run --resume {0}` continues the run)", dir.display()),
             None => "nothing was written".into(),
         };
         match self {
@@ -100,7 +100,10 @@ mod tests {
         assert_eq!(cancel.reason(), "terminated by SIGTERM");
         assert_eq!(StopCause::Failure("lease lost".into()).reason(), "lease lost");
         let err = StopCause::Sigterm.into_error(Some(Path::new("/out")));
-        assert_eq!((err.exit_code(), err.to_string().as_str()), (143, "terminated by SIGTERM; partial results written to /out"));
+        assert_eq!(
+            (err.exit_code(), err.to_string().as_str()),
+            (143, "terminated by SIGTERM; partial results written to /out (`dbsweep run --resume /out` continues the run)")
+        );
         assert_eq!(StopCause::CtrlC.into_error(None).exit_code(), 130);
         assert_eq!(StopCause::Failure("x".into()).into_error(None).exit_code(), 1);
     }

@@ -1,5 +1,6 @@
 //! One run of one point: N clients (tasks or threads), each with its own connection,
-//! claiming sequence numbers from a shared counter until the run's ops are done.
+//! claiming sequence numbers from a shared counter until the run's ops are done or the
+//! run's monitor (`monitor`) ends the claims under `--precision`.
 //!
 //! Owns the hot loop: generate op, time the request, check it, record. A request counts
 //! (ops, rows, latency) only when it succeeded and returned or affected at least the rows
@@ -7,6 +8,7 @@
 //! conflicts an adapter retried inside a request count as its retries. The same loop serves network targets (tasks on the shared runtime) and embedded ones (one
 //! OS thread per client). Must not print or decide flags.
 
+use super::monitor::{Counters, Monitor, StopRule};
 use super::stopping;
 use crate::adapter::{Connection, Execution, Target};
 use crate::base::measurement::RunMeasurement;
@@ -49,10 +51,16 @@ pub struct RunJob {
     /// Compare each request's rows with the rows the plan expects (false for NO-DB, whose
     /// ops do no work and so return no real rows).
     pub check_rows: bool,
+    /// `--precision`: end the run once its throughput is known this well (or at its time
+    /// cap); `None`: the run does all of its `seqs`.
+    pub stop: Option<StopRule>,
 }
 
-/// Clients report progress in chunks, so the hot loop rarely touches the shared counter.
+/// Clients report progress (and the ops completed, for the monitor) in chunks, so the hot
+/// loop rarely touches the shared counters: every this many ops ...
 const PROGRESS_EVERY: u64 = 1024;
+/// ... or when this long has passed since the last report (slow requests).
+const REPORT_AFTER: Duration = Duration::from_micros(250);
 
 /// An op that starts this much after its intended start counts as a missed schedule.
 const LATE: Duration = Duration::from_millis(1);
@@ -93,26 +101,26 @@ pub struct Window {
 /// start gate; returns the measurement and the clients' window (`None`: no client ran).
 pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasurement, Option<Window>) {
     let clients = job.clients;
-    let counter = Arc::new(AtomicU64::new(job.seqs.start));
+    let counters = Counters::new(job.seqs.start);
     let connected = Arc::new(Barrier::new(clients + 1));
     let barrier = Arc::new(Barrier::new(clients + 1));
     let schedule_start = Arc::new(OnceLock::new());
     let mut handles = Vec::with_capacity(clients);
     let start_gate = Arc::new(AtomicBool::new(true));
-    let spawn_args = || (job.clone(), counter.clone(), [connected.clone(), barrier.clone()], schedule_start.clone(), start_gate.clone());
+    let spawn_args = || (job.clone(), counters.clone(), [connected.clone(), barrier.clone()], schedule_start.clone(), start_gate.clone());
     match job.target.info().execution {
         Execution::Async => {
             for _ in 0..clients {
-                let (job, counter, barriers, schedule_start, open) = spawn_args();
-                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counter, barriers, schedule_start, open).await })));
+                let (job, counters, barriers, schedule_start, open) = spawn_args();
+                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counters, barriers, schedule_start, open).await })));
             }
         }
         Execution::Blocking => {
             for i in 0..clients {
-                let (job, counter, barriers, schedule_start, open) = spawn_args();
+                let (job, counters, barriers, schedule_start, open) = spawn_args();
                 let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
                     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                    rt.block_on(client(job, counter, barriers, schedule_start, open))
+                    rt.block_on(client(job, counters, barriers, schedule_start, open))
                 });
                 handles.push(ClientHandle::Thread(thread.expect("spawn client thread")));
             }
@@ -134,6 +142,7 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
         _ = barrier.wait() => {}
         () = stopping::stopped(&job.cancel) => {}
     }
+    let monitor = Monitor::start(&job.point, job.stop, &counters);
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
     let mut merged = Recorder::default();
@@ -169,8 +178,18 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
     let window = start.zip(end).map(|(s, e)| Window { start: on_wall_clock(s), end: on_wall_clock(e) });
     let started = start_gate.load(Ordering::Relaxed);
     let ops = job.seqs.end - job.seqs.start;
-    let complete = started && !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == ops || time_limited);
+    let watched = monitor.finish(end.map(|e| (e, merged.ops))).await;
+    let complete =
+        started && !job.cancel.load(Ordering::Relaxed) && gave_up.is_none() && (merged.ops == ops || time_limited || watched.ended);
+    if watched.ended {
+        // The progress display counts the ops the run no longer needs as done.
+        job.progress.fetch_add(ops.saturating_sub(merged.ops), Ordering::Relaxed);
+    }
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
+    m.precision = watched.precision();
+    if job.stop.is_none() {
+        m.answer_blocks.clear();
+    }
     if job.check_rows && job.stream.kind() == OpKind::Delete && job.target.blind_deletes() {
         super::verify::blind_deletes(&job, &mut m).await;
     }
@@ -215,7 +234,7 @@ async fn grace_after_stop(cancel: &AtomicBool) {
 
 async fn client(
     job: Arc<RunJob>,
-    counter: Arc<AtomicU64>,
+    counters: Counters,
     [connected, barrier]: [Arc<Barrier>; 2],
     schedule_start: Arc<OnceLock<Instant>>,
     open: Arc<AtomicBool>,
@@ -246,7 +265,7 @@ async fn client(
             return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
-    let ended = send_requests(&job, conn.as_mut(), &counter, schedule, started, &mut recorder).await;
+    let ended = send_requests(&job, conn.as_mut(), &counters, schedule, started, &mut recorder).await;
     drop(conn);
     ClientResult { recorder, started, finished: Instant::now(), gave_up: ended.gave_up, time_limited: ended.time_limited }
 }
@@ -266,7 +285,7 @@ struct LoopEnd {
 async fn send_requests(
     job: &RunJob,
     conn: &mut dyn Connection,
-    counter: &AtomicU64,
+    counters: &Counters,
     schedule: Option<(Instant, f64)>,
     started: Instant,
     recorder: &mut Recorder,
@@ -280,8 +299,9 @@ async fn send_requests(
     // Service time is read from the CPU's time-stamp counter (quanta): a third of the cost
     // of the OS clock on these VMs, which matters for the NO-DB ceiling.
     let clock = quanta::Clock::new();
-    let mut claims = Claims::new(job, counter);
+    let mut claims = Claims::new(job, &counters.claimed);
     let mut unreported = 0u64;
+    let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| started + limit);
     loop {
         if job.cancel.load(Ordering::Relaxed) {
@@ -307,12 +327,13 @@ async fn send_requests(
         } else {
             with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
         };
+        let now = clock.raw();
         let request = Request {
             first,
             n,
             kind,
             expected,
-            elapsed: clock.delta(t0, clock.raw()),
+            elapsed: clock.delta(t0, now),
             responded: intended.map(|at| Instant::now() - at),
             late: late == Some(true),
         };
@@ -328,12 +349,15 @@ async fn send_requests(
             }
         }
         unreported += n;
-        if unreported >= PROGRESS_EVERY {
+        if unreported >= PROGRESS_EVERY || clock.delta(reported_at, now) >= REPORT_AFTER {
             job.progress.fetch_add(unreported, Ordering::Relaxed);
+            counters.completed.fetch_add(unreported, Ordering::Relaxed);
             unreported = 0;
+            reported_at = now;
         }
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
+    counters.completed.fetch_add(unreported, Ordering::Relaxed);
     end
 }
 
@@ -535,6 +559,7 @@ mod tests {
             rate: None,
             time_limit: None,
             check_rows: true,
+            stop: None,
         };
         run_once(Arc::new(job)).await
     }

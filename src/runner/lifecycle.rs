@@ -11,6 +11,7 @@ use super::Shared;
 use super::client::{self, RunJob};
 use super::memory;
 use super::progress::Progress;
+use super::resume::{Expected, Resume};
 use super::summary::{flag_point, summarize_and_flag};
 use crate::adapter::Target;
 use crate::base::measurement::RunMeasurement;
@@ -35,15 +36,33 @@ pub(super) async fn run(
     report: &mut Report,
     progress: &mut Progress,
     failed_targets: &mut BTreeMap<String, String>,
+    resume: &mut Option<Resume>,
 ) -> Result<Option<String>> {
     let Some(first) = phases.first() else { return Ok(None) };
     let total_runs = first.experiment.warmup + first.experiment.runs;
+    let in_shard = |t: &&Arc<dyn Target>| shared.plan.shard.as_ref().is_none_or(|w| w.runs_lifecycle(&t.info().name));
+    let targets: Vec<&Arc<dyn Target>> = shared.targets.iter().filter(in_shard).collect();
     for (pi, point) in first.experiment.points.iter().enumerate() {
         let records = point.param.unwrap_or(0);
+        if let Some(resume) = resume {
+            // Saved in phase order, each phase on every target.
+            let expected: Vec<Expected> = phases
+                .iter()
+                .flat_map(|p| {
+                    targets.iter().map(|t| Expected {
+                        experiment: &p.experiment.name,
+                        target: &t.info().name,
+                        point: p.experiment.points[pi],
+                    })
+                })
+                .collect();
+            if resume.keeps(&expected, &format!("lifecycle · N {records}"), report) {
+                continue;
+            }
+        }
         let mut results: Vec<Vec<PointResult>> = phases.iter().map(|_| Vec::new()).collect();
         let mut stop_reason = None;
-        let in_shard = |t: &&Arc<dyn Target>| shared.plan.shard.as_ref().is_none_or(|w| w.runs_lifecycle(&t.info().name));
-        for target in shared.targets.iter().filter(in_shard) {
+        for &target in &targets {
             let info = target.info();
             let bases: Vec<PointResult> = phases
                 .iter()
@@ -184,6 +203,7 @@ async fn run_target(
                 rate: None,
                 time_limit: None,
                 check_rows: checks_rows,
+                stop: None,
             });
             let mut m = client::run_once(job).await;
             let (after, source) = memory::read(target.as_ref(), server_pid).await;

@@ -35,6 +35,8 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Repo
     merged.points = Vec::new();
     merged.warnings = Vec::new();
     merged.merged_from = Vec::new();
+    // A shard's resumptions are its own (its directory's report keeps them).
+    merged.resumed = Vec::new();
     let mut plan_targets: Vec<serde_json::Value> = Vec::new();
     let mut seen_points: BTreeSet<(String, String, String)> = BTreeSet::new();
     for (dir, part) in &parts {

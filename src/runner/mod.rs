@@ -7,11 +7,14 @@
 //! report module does.
 
 pub mod cancel;
+mod cleanup;
 pub mod client;
 mod lifecycle;
 pub mod memory;
 pub mod merge;
+mod monitor;
 pub mod progress;
+pub mod resume;
 pub mod stopping;
 mod summary;
 mod verify;
@@ -22,7 +25,6 @@ use crate::adapter::lease::{Holder, Leases};
 use crate::adapter::registry;
 use crate::adapter::{OpenContext, Target};
 use crate::base::measurement::RunMeasurement;
-use crate::base::op::OpKind;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -30,6 +32,7 @@ use crate::report;
 use crate::report::model::{Flag, PointResult, PointStatus, Report, Unavailable};
 use crate::workload::experiment::{Experiment, ExperimentOp, OpStream, Point};
 pub use cancel::{Cancel, StopCause};
+use cleanup::{remove_leftovers, remove_workload_inserts};
 use client::RunJob;
 use progress::Progress;
 use std::collections::BTreeMap;
@@ -37,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
-use summary::{References, flag_against_reference, flag_point, summarize_and_flag};
+use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
 use writing::{finish, new_report, out_path, save};
 
 /// How the run is hosted: where it writes, how it is stopped, what it shows.
@@ -85,13 +88,19 @@ struct Sweep {
     /// Targets skipped from now on, with the reason.
     failed_targets: BTreeMap<String, String>,
     references: References,
+    /// `run --resume`: the saved points still to be matched.
+    resume: Option<resume::Resume>,
 }
 
-/// Runs a plan; returns the report and the directory it was written to.
-pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)> {
+/// Runs a plan, or continues the run `resume` names (its directory is the plan's `out`);
+/// returns the report and the directory it was written to.
+pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resume>) -> Result<(Report, PathBuf)> {
     let started = SystemTime::now();
     // Claimed first, so a second run with the same --out refuses at once.
-    let mut run_dir = report::RunDir::claim(&out_path(plan, ctx, started))?;
+    let mut run_dir = match resume {
+        Some(_) => report::RunDir::reopen(&out_path(plan, ctx, started))?,
+        None => report::RunDir::claim(&out_path(plan, ctx, started))?,
+    };
     let out_dir = run_dir.path().to_path_buf();
     let scratch = tempfile::Builder::new()
         .prefix("dbsweep-scratch-")
@@ -122,6 +131,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
+    if let Some(resume) = &resume {
+        report = resume.start_report(report, &ctx.command);
+    }
     report.warnings.extend(leases.notes.iter().cloned());
     if ctx.cancel.is_stopped() {
         progress.finish();
@@ -141,12 +153,17 @@ pub async fn execute(plan: &Plan, ctx: &RunContext) -> Result<(Report, PathBuf)>
     let streams: Vec<Arc<OpStream>> =
         crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
     progress.start(total_ops(&shared, &streams));
-    let mut sweep = Sweep { report, progress, failed_targets: BTreeMap::new(), references: References::default() };
+    let mut sweep = Sweep { report, progress, failed_targets: BTreeMap::new(), references: References::default(), resume };
     if stop_reason.is_none() {
         stop_reason = measure_experiments(&shared, &streams, &mut sweep).await;
     }
     if stop_reason.is_none() {
         stop_reason = run_lifecycle_phases(&shared, &streams, &mut sweep).await?;
+    }
+    if stop_reason.is_none()
+        && let Some(resume) = &mut sweep.resume
+    {
+        resume.finish(&mut sweep.report);
     }
     let Sweep { mut report, mut progress, .. } = sweep;
     progress.finish();
@@ -283,9 +300,14 @@ struct PointUnit<'a> {
 /// run, if any.
 async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String> {
     let shared = unit.shared;
+    let targets: Vec<&Arc<dyn Target>> =
+        shared.targets.iter().filter(|t| shared.plan.runs_unit(&t.info().name, unit.experiment_index)).collect();
+    if kept_from_resumed_run(unit, &targets, sweep) {
+        return None;
+    }
     let mut stop_reason = None;
     let mut results = Vec::new();
-    for target in shared.targets.iter().filter(|t| shared.plan.runs_unit(&t.info().name, unit.experiment_index)) {
+    for target in targets {
         let (result, stop) = measure_target(unit, target, sweep).await;
         results.push(result);
         if stop.is_some() {
@@ -308,6 +330,22 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
         stop_reason = Some(shared.ctx.cancel.reason());
     }
     stop_reason
+}
+
+/// Under `run --resume`: whether the resumed run completed this point on every target (its
+/// results stay as saved and it is not measured again).
+fn kept_from_resumed_run(unit: &PointUnit<'_>, targets: &[&Arc<dyn Target>], sweep: &mut Sweep) -> bool {
+    let Some(resume) = &mut sweep.resume else { return false };
+    let experiment = unit.experiment;
+    let expected: Vec<resume::Expected> =
+        targets.iter().map(|t| resume::Expected { experiment: &experiment.name, target: &t.info().name, point: unit.point }).collect();
+    let label = format!("{} · {}", experiment.name, report::html::figures::point_label(&unit.point, experiment.op.kind()));
+    if !resume.keeps(&expected, &label, &mut sweep.report) {
+        return false;
+    }
+    let ops = unit.stream.ops_at(&unit.point) * u64::from(experiment.warmup + experiment.runs) * targets.len() as u64;
+    sweep.progress.counter().fetch_add(ops, std::sync::atomic::Ordering::Relaxed);
+    true
 }
 
 /// One target at one point: skipped (it failed earlier), not supported, or measured run by
@@ -354,6 +392,9 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
         }
     }
     summarize_and_flag(&mut result);
+    if let Some(precision) = unit.shared.plan.precision_of(experiment) {
+        result.flags.extend(convergence_flag(&result, precision.target));
+    }
     (result, stop_reason)
 }
 
@@ -390,14 +431,12 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
             target: info.name.clone(),
             run,
         };
+        let planned_ops = job.seqs.end - job.seqs.start;
         let m = workers::run(ctx.workers.as_deref(), id, &label, job).await;
-        if experiment.op == ExperimentOp::Insert && info.system != "nodb" {
-            // Later experiments (index ranges, analytic queries) expect the generated
-            // data: remove what this run inserted, untimed.
-            let keys = stream.inserted_keys(&unit.point, unit.point_index, run);
-            if let Err(e) = remove_keys(target.as_ref(), stream.table(), &keys, Some(m.rows)).await {
-                sweep.report.warnings.push(format!("{} / {}: inserted rows left in place: {e}", experiment.name, info.name));
-            }
+        if info.system != "nodb"
+            && let Err(warning) = remove_leftovers(unit, target.as_ref(), run, planned_ops, &m).await
+        {
+            sweep.report.warnings.push(format!("{} / {}: {warning}", experiment.name, info.name));
         }
         let complete = m.complete;
         runs.push(m);
@@ -449,6 +488,9 @@ pub(crate) fn run_job(
         rate: point_rate(plan, experiment),
         time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
         check_rows: target.info().system != "nodb",
+        stop: plan
+            .precision_of(experiment)
+            .map(|p| monitor::StopRule { precision: p.target, max_time: Duration::from_secs_f64(p.max_time_secs) }),
     }
 }
 
@@ -462,7 +504,7 @@ async fn run_lifecycle_phases(shared: &Shared<'_>, streams: &[Arc<OpStream>], sw
         .filter(|(e, _)| e.lifecycle)
         .map(|(experiment, stream)| lifecycle::Phase { experiment, stream: stream.clone() })
         .collect();
-    lifecycle::run(shared, &phases, &mut sweep.report, &mut sweep.progress, &mut sweep.failed_targets).await
+    lifecycle::run(shared, &phases, &mut sweep.report, &mut sweep.progress, &mut sweep.failed_targets, &mut sweep.resume).await
 }
 
 /// Prepares every target and loads its initial rows; `prepared` collects the targets that
@@ -550,52 +592,6 @@ async fn release_targets(
     ctx.activity.doing("giving back the run's leases");
     leases.release_all().await;
     warnings
-}
-
-/// Deletes `keys` in batches, untimed, so every experiment leaves the data as it found it.
-/// With `inserted`, the run's count of inserted rows: every one must be found again, which
-/// checks that they were stored.
-async fn remove_keys(target: &dyn Target, table: crate::base::table::TableId, keys: &[i64], inserted: Option<u64>) -> Result<()> {
-    if !target.info().capabilities.supports_kind(OpKind::Delete) {
-        return Err(Error::runtime(format!("{} cannot delete", target.info().system)));
-    }
-    let mut conn = target.connect().await?;
-    let mut deleted = 0;
-    for chunk in keys.chunks(500) {
-        let ops: Vec<crate::base::op::Op> = chunk.iter().map(|&key| crate::base::op::Op::Delete { table, key }).collect();
-        deleted += conn.execute_batch(&ops).await.map_err(|e| Error::runtime(e.to_string()))?.rows;
-    }
-    match inserted {
-        Some(n) if n != deleted => Err(Error::runtime(format!("{n} rows reported inserted, {deleted} found stored"))),
-        _ => Ok(()),
-    }
-}
-
-/// After a YCSB workload with inserts ran its points at one record count: removes the
-/// records it inserted from every target, so the next workload reads exactly the loaded
-/// records (YCSB's advice: reload between workloads that insert).
-async fn remove_workload_inserts(
-    targets: &[Arc<dyn Target>],
-    failed_targets: &BTreeMap<String, String>,
-    experiment: &crate::workload::experiment::Experiment,
-    stream: &OpStream,
-    in_round: &dyn Fn(&crate::workload::experiment::Point) -> bool,
-    warnings: &mut Vec<String>,
-) {
-    let mut keys = Vec::new();
-    for (pi, point) in experiment.points.iter().enumerate().filter(|(_, p)| in_round(p)) {
-        for run in 0..experiment.warmup + experiment.runs {
-            keys.extend(stream.inserted_keys(point, pi, run));
-        }
-    }
-    if keys.is_empty() {
-        return;
-    }
-    for t in targets.iter().filter(|t| t.info().system != "nodb" && !failed_targets.contains_key(&t.info().name)) {
-        if let Err(e) = remove_keys(t.as_ref(), stream.table(), &keys, None).await {
-            warnings.push(format!("{} / {}: records the workload inserted were left in place: {e}", experiment.name, t.info().name));
-        }
-    }
 }
 
 /// Replaces every target's data with `dataset` (the next YCSB record count): its tables

@@ -1,6 +1,7 @@
 //! What a point's runs add up to: the summary (median and spread of throughput, merged
-//! latency, errors, retries, memory) and the flags (void, retried, client-bound, answers
-//! that disagree with each other or with the exact TPC-H reference).
+//! latency, errors, retries, memory, the widest run's precision) and the flags (void,
+//! retried, not converged under `--precision`, client-bound, answers that disagree with
+//! each other or with the exact TPC-H reference).
 //!
 //! Owns every rule that turns measurements into a verdict; `merge` reuses the cross-target
 //! ones. Must not run anything or write files.
@@ -90,6 +91,7 @@ pub(super) fn summarize(result: &PointResult) -> Option<PointSummary> {
         retries: measured.iter().map(|r| r.retries).sum(),
         memory: memory::summarize(&measured),
         by_kind: if result.op == OpKind::Mixed { by_kind(&measured, void) } else { BTreeMap::new() },
+        precision: measured.iter().map(|r| r.precision).try_fold(0.0, |widest: f64, p| p.map(|p| widest.max(p))),
     })
 }
 
@@ -129,6 +131,14 @@ pub(super) fn void_flags(runs: &[RunMeasurement]) -> Vec<Flag> {
         flags.push(Flag::MissingRows { count: missing });
     }
     flags
+}
+
+/// Under `--precision`: the flag of a measured point whose runs did not all reach the
+/// precision asked before their caps.
+pub(super) fn convergence_flag(result: &PointResult, asked: f64) -> Option<Flag> {
+    let summary = result.summary.as_ref()?;
+    let reached = summary.precision;
+    reached.is_none_or(|p| p > asked).then_some(Flag::NotConverged { asked, reached })
 }
 
 /// The flag of a point whose measured runs retried requests after conflicts (not void).
@@ -202,22 +212,43 @@ fn observed_answers(r: &PointResult) -> Vec<Observed> {
 
 /// An answer a run produced, in the form it is compared in.
 enum Observed {
-    Digest(String),
+    Digest(Digests),
     Whole(crate::base::op::Answer),
+}
+
+/// The answer digests of a run: of all its ops, and (under `--precision`) per block of
+/// sequence numbers.
+struct Digests {
+    whole: String,
+    ops: u64,
+    blocks: Vec<String>,
+}
+
+impl Digests {
+    /// Runs of the same ops agree when their digests do; runs that stopped after different
+    /// numbers of ops (`--precision`) are compared over the blocks both completed.
+    fn agrees(&self, other: &Digests) -> bool {
+        if self.ops == other.ops || self.blocks.is_empty() || other.blocks.is_empty() {
+            return self.whole == other.whole;
+        }
+        let done = self.ops.min(other.ops);
+        let block = |blocks: &[String], k: usize| blocks.get(k).cloned().unwrap_or_else(|| format!("{:016x}", 0));
+        (0..).take_while(|&k| crate::stats::answer_block_end(k) <= done).all(|k| block(&self.blocks, k) == block(&other.blocks, k))
+    }
 }
 
 impl Observed {
     fn of(m: &RunMeasurement) -> Option<Observed> {
         match (&m.sample_answer, &m.answer_digest) {
             (Some(a), _) => Some(Observed::Whole(a.clone())),
-            (None, Some(d)) => Some(Observed::Digest(d.clone())),
+            (None, Some(d)) => Some(Observed::Digest(Digests { whole: d.clone(), ops: m.ops, blocks: m.answer_blocks.clone() })),
             _ => None,
         }
     }
 
     fn agrees(&self, other: &Observed) -> bool {
         match (self, other) {
-            (Observed::Digest(a), Observed::Digest(b)) => a == b,
+            (Observed::Digest(a), Observed::Digest(b)) => a.agrees(b),
             (Observed::Whole(a), Observed::Whole(b)) => a.agrees_with(b),
             _ => false,
         }
@@ -255,6 +286,8 @@ mod tests {
                 late_ops: 0,
                 sample_answer: None,
                 answer_digest: (!d.is_empty()).then(|| d.to_string()),
+                answer_blocks: vec![],
+                precision: None,
                 service: BTreeMap::new(),
                 response: BTreeMap::new(),
                 memory: None,
@@ -325,6 +358,20 @@ mod tests {
         flag_point(&mut results);
         assert!(results[1].summary.as_ref().unwrap().client_share.is_none());
         assert_eq!(flags(&results[1]), ["missing_rows"]);
+    }
+
+    #[test]
+    fn runs_that_stopped_at_different_ops_compare_the_blocks_both_completed() {
+        let digests =
+            |ops: u64, blocks: &[&str]| Digests { whole: blocks.join("+"), ops, blocks: blocks.iter().map(|b| b.to_string()).collect() };
+        // Blocks end at 64, 128, 256, 512: 300 ops complete the first three.
+        let short = digests(300, &["a", "b", "c", "x"]);
+        let long = digests(1000, &["a", "b", "c", "d", "e"]);
+        assert!(short.agrees(&long) && long.agrees(&short));
+        assert!(!digests(300, &["a", "z", "c", "x"]).agrees(&long), "a different answer in a shared block");
+        // The same ops compare whole; without blocks (fixed ops) too.
+        assert!(!digests(1000, &["a", "b", "c", "d", "f"]).agrees(&long));
+        assert!(!Digests { whole: "w".into(), ops: 300, blocks: vec![] }.agrees(&long));
     }
 
     #[test]

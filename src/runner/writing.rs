@@ -52,6 +52,7 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
         shard: plan.shard.as_ref().map(|w| w.shard),
         merged_from: Vec::new(),
         workers: Vec::new(),
+        resumed: Vec::new(),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use super::process::run_setup;
 use super::{Context, Ready, System};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -66,10 +66,17 @@ const RECORDED: &[&str] = &[
     "tx_isolation",
     "transaction_isolation",
     "max_connections",
+    "tmpdir",
 ];
 
 fn datadir(ctx: &Context) -> PathBuf {
     ctx.dir.join("data")
+}
+
+/// Temporary tables and sort files: beside the data (on the same storage, removed with
+/// it), not in the machine's /tmp.
+fn tmpdir(ctx: &Context) -> PathBuf {
+    ctx.dir.join("tmp")
 }
 
 fn socket_path(ctx: &Context) -> PathBuf {
@@ -92,6 +99,7 @@ async fn init(ctx: Context) -> Result<Context> {
         install.arg("--user=root");
     }
     run_setup("mariadb", &ctx, install, "install-db.log").await?;
+    std::fs::create_dir_all(tmpdir(&ctx)).map_err(|e| Error::runtime(format!("mariadb: cannot create {}: {e}", tmpdir(&ctx).display())))?;
     Ok(ctx)
 }
 
@@ -101,6 +109,7 @@ fn command(ctx: &Context, port: u16) -> Command {
         .arg("--no-defaults")
         .arg(format!("--datadir={}", datadir(ctx).display()))
         .arg(format!("--socket={}", socket_path(ctx).display()))
+        .arg(format!("--tmpdir={}", tmpdir(ctx).display()))
         .arg(format!("--pid-file={}", ctx.dir.join("mariadbd.pid").display()))
         .arg(format!("--port={port}"))
         .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);

@@ -12,6 +12,24 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod precision;
+
+/// Answers are also digested per block of sequence numbers, the blocks doubling from
+/// `[0, ANSWER_BLOCK)`, `[ANSWER_BLOCK, 2 * ANSWER_BLOCK)`, `[2 * ANSWER_BLOCK,
+/// 4 * ANSWER_BLOCK)` on: runs that stopped after different numbers of ops (`--precision`)
+/// are compared over the blocks both completed, which are the same ops.
+pub const ANSWER_BLOCK: u64 = 64;
+
+/// The answer block of sequence number `seq`.
+pub fn answer_block(seq: u64) -> usize {
+    (u64::BITS - (seq / ANSWER_BLOCK).leading_zeros()) as usize
+}
+
+/// The first sequence number after answer block `block`.
+pub fn answer_block_end(block: usize) -> u64 {
+    ANSWER_BLOCK << block
+}
+
 /// Largest latency a histogram tracks (1 hour); larger ones saturate.
 const MAX_NANOS: u64 = 3_600_000_000_000;
 /// How many error messages a run keeps as examples.
@@ -48,6 +66,8 @@ pub struct Recorder {
     pub error_samples: Vec<String>,
     /// Order-independent digest of (sequence number, answer) pairs.
     pub answer_digest: u64,
+    /// The same digest per answer block (see `answer_block`).
+    pub answer_blocks: Vec<u64>,
     pub answers: u64,
     /// Fixed-rate runs: ops that started more than 1 ms after their intended start.
     pub late_ops: u64,
@@ -77,7 +97,13 @@ impl Recorder {
     }
 
     pub fn record_answer(&mut self, seq: u64, answer: &Answer) {
-        self.answer_digest = self.answer_digest.wrapping_add(crate::base::rng::mix(seq, answer.fingerprint()));
+        let digest = crate::base::rng::mix(seq, answer.fingerprint());
+        self.answer_digest = self.answer_digest.wrapping_add(digest);
+        let block = answer_block(seq);
+        if self.answer_blocks.len() <= block {
+            self.answer_blocks.resize(block + 1, 0);
+        }
+        self.answer_blocks[block] = self.answer_blocks[block].wrapping_add(digest);
         self.answers += 1;
         if matches!(answer, Answer::Table(_)) && self.sample_answer.as_ref().is_none_or(|(s, _)| seq < *s) {
             self.keep_sample(seq, answer.clone());
@@ -110,6 +136,12 @@ impl Recorder {
             }
         }
         self.answer_digest = self.answer_digest.wrapping_add(other.answer_digest);
+        if self.answer_blocks.len() < other.answer_blocks.len() {
+            self.answer_blocks.resize(other.answer_blocks.len(), 0);
+        }
+        for (mine, theirs) in self.answer_blocks.iter_mut().zip(other.answer_blocks) {
+            *mine = mine.wrapping_add(theirs);
+        }
         self.answers += other.answers;
         self.late_ops += other.late_ops;
         if let Some((seq, answer)) = other.sample_answer {
@@ -145,6 +177,8 @@ impl Recorder {
             errors: self.errors.into_iter().map(|(c, n)| (c.name().to_string(), n)).collect(),
             error_samples: self.error_samples,
             answer_digest: (self.answers > 0).then(|| format!("{:016x}", self.answer_digest)),
+            answer_blocks: if self.answers > 0 { self.answer_blocks.iter().map(|d| format!("{d:016x}")).collect() } else { Vec::new() },
+            precision: None,
             late_ops: self.late_ops,
             sample_answer: self.sample_answer.map(|(_, a)| a),
             service: summaries(self.service),

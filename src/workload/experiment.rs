@@ -312,10 +312,10 @@ impl OpStream {
         (index * self.runs_per_point + run as u64) * self.ops + seq
     }
 
-    /// The keys one run of one point inserts (insert experiments, YCSB workloads with
-    /// inserts), in sequence order; empty for experiments that insert nothing.
-    pub fn inserted_keys(&self, point: &Point, point_index: usize, run: u32) -> Vec<i64> {
-        let ops = self.ops_at(point);
+    /// The keys the first `ops` ops of one run of one point insert (insert experiments,
+    /// YCSB workloads with inserts), in sequence order; empty for experiments that insert
+    /// nothing. A whole run is `ops_at(point)` ops; one stopped early by `--precision`, fewer.
+    pub fn inserted_keys(&self, point: &Point, point_index: usize, run: u32, ops: u64) -> Vec<i64> {
         match &self.ycsb {
             Some(g) if g.workload().insertproportion > 0.0 => (0..ops)
                 .map(|seq| self.ycsb_seq(point_index, run, seq))

@@ -294,6 +294,7 @@ async fn measure(target: &Arc<dyn Target>, data: &Dataset, op: ExperimentOp) -> 
         rate: None,
         time_limit: None,
         check_rows: true,
+        stop: None,
     };
     run_once(Arc::new(job)).await
 }

@@ -251,6 +251,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
         rate: None,
         time_limit: None,
         check_rows: true,
+        stop: None,
     };
     let m = run_once(Arc::new(job)).await;
     assert_eq!((m.ops, m.ok_ops, m.failed_ops, m.short_ops), (ops, ops, 0, 0), "{:?}", m.error_samples);

@@ -6,9 +6,10 @@ use super::text::{redis_quote, redis_reply_value, score, with_literals};
 use super::{Kind, Launch};
 use crate::adapter::Connection;
 use crate::adapter::kv::redis::strings as redis_strings;
+use crate::adapter::sql::connection::{returns_rows, writes};
 use crate::adapter::sql::dialect::SqlTable;
 use crate::adapter::sql::dialects::MYSQL;
-use crate::adapter::sql::statement::Statement;
+use crate::adapter::sql::plan::{Args, Planner};
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::base::table::{Row, TableDef, Value};
 use crate::error::Result;
@@ -71,6 +72,8 @@ pub(super) enum Parse {
 pub struct CliConn {
     pub(super) launch: Arc<Launch>,
     pub(super) tables: Arc<Vec<Arc<TableDef>>>,
+    /// The tables as the `mariadb` dialect names them (MariaDB only).
+    pub(super) sql_tables: Vec<SqlTable>,
     pub(super) proc: Option<Proc>,
     pub(super) nonce: String,
     pub(super) seq: u64,
@@ -187,15 +190,14 @@ impl CliConn {
         }
     }
 
-    /// The library adapter's statements (the `mariadb` dialect) with literal values.
+    /// The library adapter's statements (the `mariadb` dialect, planned by `sql::plan`) with
+    /// literal values: a batch of inserts is one multi-row `INSERT` per table, gets and
+    /// multi-gets one statement per op, and several deletes one transaction; every write is
+    /// followed by `SELECT ROW_COUNT()`.
     pub(super) fn plan_sql(&self, ops: &[Op], kind: OpKind) -> Result<(String, Parse), OpError> {
-        let mut s = String::new();
-        let statement = |table: usize, statement: Statement, values: &[&Value]| -> Result<String, OpError> {
-            let text = SqlTable::in_schema(&MYSQL, Arc::new(self.table(table)?.clone()), &self.launch.database).text(&MYSQL, statement);
-            Ok(format!("{};\n", with_literals(&text, values)?))
-        };
-        let parse = match kind {
-            OpKind::Echo => Parse::Zero,
+        let planner = Planner { dialect: &MYSQL, tables: &self.sql_tables };
+        let steps = match kind {
+            OpKind::Echo => return Ok((String::new(), Parse::Zero)),
             OpKind::Insert => {
                 let mut groups: BTreeMap<usize, Vec<&Row>> = BTreeMap::new();
                 for op in ops {
@@ -203,55 +205,48 @@ impl CliConn {
                         groups.entry(*table).or_default().push(row);
                     }
                 }
+                let mut steps = Vec::new();
                 for (table, rows) in groups {
-                    let def = self.table(table)?;
-                    if let Some(row) = rows.iter().find(|r| r.len() != def.columns.len()) {
-                        let (name, got, width) = (&def.name, row.len(), def.columns.len());
-                        return Err(OpError::client(format!("{name}: row has {got} values, table has {width} columns")));
-                    }
-                    let values: Vec<&Value> = rows.iter().flat_map(|row| row.iter()).collect();
-                    s.push_str(&statement(table, Statement::Insert { table, rows: rows.len() }, &values)?);
-                    s.push_str("SELECT ROW_COUNT();\n");
+                    steps.extend(planner.insert(table, rows)?);
                 }
-                Parse::SumInts
+                steps
             }
-            OpKind::Get | OpKind::MultiGet => {
-                for op in ops {
-                    let (table, keys): (usize, Vec<Value>) = match op {
-                        Op::Get { table, key } => (*table, vec![Value::Int(*key)]),
-                        Op::MultiGet { table, keys } => (*table, keys.iter().map(|k| Value::Int(*k)).collect()),
-                        _ => unreachable!("checked kind"),
-                    };
-                    let keys: Vec<&Value> = keys.iter().collect();
-                    match keys.len() {
-                        0 => {}
-                        1 => s.push_str(&statement(table, Statement::Get { table }, &keys)?),
-                        n => s.push_str(&statement(table, Statement::GetMany { table, keys: n }, &keys)?),
-                    }
-                }
-                Parse::Lines
-            }
-            OpKind::Delete => {
-                let multi = ops.len() > 1;
-                if multi {
-                    s.push_str("START TRANSACTION;\n");
-                }
-                for op in ops {
-                    if let Op::Delete { table, key } = op {
-                        s.push_str(&statement(*table, Statement::Delete { table: *table }, &[&Value::Int(*key)])?);
-                        s.push_str("SELECT ROW_COUNT();\n");
-                    }
-                }
-                if multi {
-                    s.push_str("COMMIT;\n");
-                }
-                Parse::SumInts
-            }
+            OpKind::Get | OpKind::MultiGet | OpKind::Delete => planner.ops(ops)?,
             other => {
                 return Err(OpError::new(ErrorClass::Unsupported, format!("{other} is not offered by the command-line client adapter")));
             }
         };
-        Ok((s, parse))
+        let transaction = kind == OpKind::Delete && steps.len() > 1;
+        let mut s = String::new();
+        if transaction {
+            s.push_str("START TRANSACTION;\n");
+        }
+        for step in &steps {
+            let keys: Vec<Value>;
+            let values: Vec<&Value> = match &step.args {
+                Args::Key(key) => {
+                    keys = vec![Value::Int(*key)];
+                    keys.iter().collect()
+                }
+                Args::Keys(list) => {
+                    keys = list.iter().map(|k| Value::Int(*k)).collect();
+                    keys.iter().collect()
+                }
+                Args::Rows(rows) => rows.iter().flat_map(|row| row.iter()).collect(),
+                other => return Err(OpError::client(format!("the command-line client cannot send {other:?}"))),
+            };
+            let table = step.statement.table().and_then(|id| self.sql_tables.get(id));
+            let text = table.ok_or_else(|| OpError::client("no such table (was prepare called?)"))?.text(&MYSQL, step.statement);
+            s.push_str(&with_literals(&text, &values)?);
+            s.push_str(";\n");
+            if !returns_rows(step.reply) {
+                s.push_str("SELECT ROW_COUNT();\n");
+            }
+        }
+        if transaction {
+            s.push_str("COMMIT;\n");
+        }
+        Ok((s, if writes(kind) { Parse::SumInts } else { Parse::Lines }))
     }
 
     /// The lines for ops on pairs tables (the plain-string mapping): one SET/MSET, GET/MGET

@@ -4,7 +4,9 @@
 
 use super::session::CliConn;
 use super::text::requests;
-use super::{CONNECT_TIMEOUT, CliTarget};
+use super::{CONNECT_TIMEOUT, CliTarget, Kind};
+use crate::adapter::sql::dialect::SqlTable;
+use crate::adapter::sql::dialects::MYSQL;
 use crate::adapter::{Connection, Target, TargetInfo};
 use crate::base::op::Op;
 use crate::base::table::{RowSource, TableDef};
@@ -45,9 +47,15 @@ impl Target for CliTarget {
         static NONCE: AtomicU64 = AtomicU64::new(0);
         let n = NONCE.fetch_add(1, Ordering::Relaxed);
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let sql_tables = match self.launch.kind {
+            Kind::MySql => tables.iter().map(|def| SqlTable::in_schema(&MYSQL, def.clone(), &self.launch.database)).collect(),
+            Kind::Redis => Vec::new(),
+        };
         let mut conn = CliConn {
             launch: self.launch.clone(),
-            tables: self.tables.read().unwrap_or_else(|e| e.into_inner()).clone(),
+            tables,
+            sql_tables,
             proc: None,
             nonce: format!("dbsweepend{}x{t:x}x{n}", std::process::id()),
             seq: 0,

@@ -17,7 +17,7 @@
 //! anything.
 
 use super::session::{Engine, binding_calls};
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, load_each_row, sql_target_info};
 use super::{Embedded, clip};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{DUCKDB, DUCKDB_IN_LIST_MAX};
@@ -64,22 +64,18 @@ impl DuckDb {
                 "indexes".to_string(),
                 "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),
             ),
-            ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
-            ("date".to_string(), "DATE".to_string()),
-            ("bulk_load".to_string(), "Appender in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_DUCKDB_LIB_DIR"), "/libduckdb.so").to_string()),
-            ("batch".to_string(), "one transaction per batch".to_string()),
-            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
-            ("request.insert_batch".to_string(), "one transaction of single-row prepared INSERTs".to_string()),
-            (
-                "request.multi_get".to_string(),
-                format!(
-                    "SELECT … WHERE <key> IN (?, …) of bound keys up to {DUCKDB_IN_LIST_MAX}, else IN (SELECT unnest(one BIGINT[] parameter))"
-                ),
-            ),
         ]);
-        let info = sql_target_info(name, url, "duckdb", version, &file, settings);
+        let requests = Requests {
+            bulk_load: "Appender in one transaction",
+            echo: "SELECT 1 through a cached prepared statement",
+            insert: "INSERT INTO <table> VALUES (?, …), a cached prepared statement",
+            insert_batch: "one transaction of single-row prepared INSERTs",
+            multi_get: format!(
+                "SELECT … WHERE <key> IN (?, …) of bound keys up to {DUCKDB_IN_LIST_MAX}, else IN (SELECT unnest(one BIGINT[] parameter))"
+            ),
+        };
+        let info = sql_target_info(name, url, &DUCKDB, version, &file, requests, settings);
         Ok(Embedded(DuckDb { file: EmbeddedFile::new(info, &DUCKDB, file, DuckDbEngine(base)) }))
     }
 }
@@ -103,11 +99,7 @@ impl EmbeddedSql for DuckDb {
         let name = DUCKDB.bare_name(&table.name);
         in_transaction(admin, &DUCKDB, |engine| {
             let mut appender = engine.0.appender(&name).map_err(runtime)?;
-            let mut n = 0;
-            for row in rows {
-                appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
-                n += 1;
-            }
+            let n = load_each_row(rows, |row| appender.append_row(appender_params_from_iter(row.iter().map(Bind))).map_err(runtime))?;
             appender.flush().map_err(runtime)?;
             Ok(n)
         })
@@ -186,18 +178,12 @@ fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
 mod tests {
     use super::*;
     use crate::adapter::Target;
-    use crate::base::op::{Answer, Op, RangeAgg};
-    use std::path::Path;
-
-    fn open_at(path: &Path) -> Embedded<DuckDb> {
-        let url = TargetUrl::parse(&format!("duckdb:{}", path.display())).unwrap();
-        DuckDb::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
-    }
+    use crate::adapter::embedded::{decimals_and_dates_round_trip, open_at};
 
     #[tokio::test]
     async fn reports_the_library_version() {
         let dir = tempfile::tempdir().unwrap();
-        let target = open_at(&dir.path().join("v.duckdb"));
+        let target = open_at(DuckDb::open, "duckdb", &dir.path().join("v.duckdb"));
         assert_eq!(target.info().version, "v1.5.6");
         assert!(target.info().settings["threads"].parse::<u32>().unwrap() >= 1);
     }
@@ -205,12 +191,8 @@ mod tests {
     #[tokio::test]
     async fn decimals_and_dates_round_trip_exactly() {
         let dir = tempfile::tempdir().unwrap();
-        let target = open_at(&dir.path().join("types.duckdb"));
-        let rows = vec![
-            vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
-            vec![Value::Int(2), Value::Decimal(Decimal(-5)), Value::Date(Date(10_591))],
-        ];
-        let mut conn = crate::adapter::embedded::typed_rows_loaded(&target, vec![2], rows).await;
+        let target = open_at(DuckDb::open, "duckdb", &dir.path().join("types.duckdb"));
+        decimals_and_dates_round_trip(&target).await;
         // DuckDB itself sees the right values, not just a round trip of dbsweep's numbers.
         let text: String = target
             .0
@@ -222,13 +204,6 @@ mod tests {
                 .map_err(runtime)
             })
             .unwrap();
-        assert_eq!(text, "12.34 1992-01-01,-0.05 1998-12-31");
-        let insert = Op::Insert { table: 0, row: vec![Value::Int(3), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(9000))] };
-        assert_eq!(conn.execute(&insert).await.unwrap().rows, 1);
-        // A range over the date column (days), MAX of the decimal column (hundredths).
-        let max = Op::Range { table: 0, column: 2, lo: 8035, hi: 9000, agg: RangeAgg::Max { column: 1 } };
-        assert_eq!(conn.execute(&max).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
-        let max_day = Op::Range { table: 0, column: 2, lo: 0, hi: 20_000, agg: RangeAgg::Max { column: 2 } };
-        assert_eq!(conn.execute(&max_day).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));
+        assert_eq!(text, "12.34 1992-01-01,-0.05 1998-12-31,999999.99 1994-08-23");
     }
 }

@@ -56,19 +56,43 @@ pub(crate) fn typed_table(indexed: Vec<usize>) -> std::sync::Arc<crate::base::ta
     })
 }
 
-/// For the engines' type tests: `typed_table(indexed)` prepared on `target` with `rows`
-/// loaded, and a connection to it.
+/// The embedded engines' test targets: the engine's `open` on a file at `path`.
 #[cfg(test)]
-pub(crate) async fn typed_rows_loaded(
-    target: &dyn crate::adapter::Target,
-    indexed: Vec<usize>,
-    rows: Vec<Vec<crate::base::table::Value>>,
-) -> Box<dyn crate::adapter::Connection> {
-    let def = typed_table(indexed);
+pub(crate) fn open_at<E>(
+    open: fn(&str, &crate::adapter::TargetUrl, &crate::adapter::OpenContext) -> crate::error::Result<Embedded<E>>,
+    scheme: &str,
+    path: &std::path::Path,
+) -> Embedded<E> {
+    let url = crate::adapter::TargetUrl::parse(&format!("{scheme}:{}", path.display())).unwrap();
+    open("t", &url, &crate::adapter::OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
+}
+
+/// The engines' type test: a table of an integer key, a decimal and a date column (the
+/// date column indexed) is loaded with two rows and given a third by an insert; a range
+/// over the dates answers the exact `MAX` of the decimal column (hundredths) and of the
+/// date column (days). Returns the connection for the engine's own checks of the stored
+/// values.
+#[cfg(test)]
+pub(crate) async fn decimals_and_dates_round_trip(target: &dyn crate::adapter::Target) -> Box<dyn crate::adapter::Connection> {
+    use crate::base::op::{Answer, Op, RangeAgg};
+    use crate::base::table::{Date, Decimal, Value};
+    let def = typed_table(vec![2]);
     target.prepare(std::slice::from_ref(&def)).await.unwrap();
-    let n = rows.len() as u64;
-    assert_eq!(target.load(&def, Box::new(rows.into_iter())).await.unwrap(), n);
-    target.connect().await.unwrap()
+    let rows = vec![
+        vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
+        vec![Value::Int(2), Value::Decimal(Decimal(-5)), Value::Date(Date(10_591))],
+    ];
+    assert_eq!(target.load(&def, Box::new(rows.into_iter())).await.unwrap(), 2);
+    let mut conn = target.connect().await.unwrap();
+    let insert = Op::Insert { table: 0, row: vec![Value::Int(3), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(9000))] };
+    assert_eq!(conn.execute(&insert).await.unwrap().rows, 1);
+    let max = Op::Range { table: 0, column: 2, lo: 8035, hi: 9000, agg: RangeAgg::Max { column: 1 } };
+    assert_eq!(conn.execute(&max).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
+    let max_day = Op::Range { table: 0, column: 2, lo: 0, hi: 20_000, agg: RangeAgg::Max { column: 2 } };
+    assert_eq!(conn.execute(&max_day).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));
+    let min_price = Op::Range { table: 0, column: 2, lo: 10_000, hi: 20_000, agg: RangeAgg::Max { column: 1 } };
+    assert_eq!(conn.execute(&min_price).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(-5)))));
+    conn
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@
 //! reading values) and its target (file, settings, bulk load). Must not time anything.
 
 use super::session::{Engine, binding_calls};
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, load_each_row, sql_target_info};
 use super::{Embedded, clip};
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::SQLITE;
@@ -93,18 +93,18 @@ impl Sqlite {
             ("busy_timeout_ms".to_string(), BUSY_TIMEOUT.as_millis().to_string()),
             ("durability".to_string(), durability("wal", level)),
             ("indexes".to_string(), "B-tree on secondary columns; key is the rowid".to_string()),
-            ("decimal".to_string(), "INTEGER hundredths".to_string()),
-            ("date".to_string(), "INTEGER days since 1970-01-01".to_string()),
-            ("batch".to_string(), "one transaction per batch".to_string()),
-            ("echo".to_string(), "SELECT 1 through a cached prepared statement".to_string()),
-            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a cached prepared statement".to_string()),
-            ("request.insert_batch".to_string(), "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs".to_string()),
-            (
-                "request.multi_get".to_string(),
-                format!("SELECT … WHERE <key> IN (?, …) of bound keys, {} per statement, in one read transaction", SQLITE.max_keys()),
-            ),
         ]);
-        let info = sql_target_info(name, url, "sqlite", rusqlite::version().to_string(), &file, settings);
+        let requests = Requests {
+            bulk_load: "one prepared single-row INSERT per row, all in one transaction (BEGIN IMMEDIATE … COMMIT)",
+            echo: "SELECT 1 through a cached prepared statement",
+            insert: "INSERT INTO <table> VALUES (?, …), a cached prepared statement",
+            insert_batch: "one transaction (BEGIN IMMEDIATE … COMMIT) of single-row prepared INSERTs",
+            multi_get: format!(
+                "SELECT … WHERE <key> IN (?, …) of bound keys, {} per statement, in one read transaction",
+                SQLITE.max_keys()
+            ),
+        };
+        let info = sql_target_info(name, url, &SQLITE, rusqlite::version().to_string(), &file, requests, settings);
         let original_journal = (!file.is_throwaway() && original_journal != "wal").then_some(original_journal);
         Ok(Embedded(Sqlite { file: EmbeddedFile::new(info, &SQLITE, file, SqliteEngine(admin)), original_journal, synchronous }))
     }
@@ -154,17 +154,10 @@ impl EmbeddedSql for Sqlite {
     /// One transaction of single-row inserts through one prepared statement.
     fn load(&self, admin: &mut SqliteEngine, table: &TableDef, rows: RowSource) -> Result<u64> {
         let insert = SqlTable::new(&SQLITE, Arc::new(table.clone())).text(&SQLITE, Statement::Insert { table: 0, rows: 1 });
-        let tx = admin.0.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(runtime)?;
-        let mut n = 0;
-        {
-            let mut insert = tx.prepare(&insert).map_err(runtime)?;
-            for row in rows {
-                insert.execute(params_from_iter(row.iter().map(Bind))).map_err(runtime)?;
-                n += 1;
-            }
-        }
-        tx.commit().map_err(runtime)?;
-        Ok(n)
+        in_transaction(admin, &SQLITE, |engine| {
+            let mut insert = engine.0.prepare(&insert).map_err(runtime)?;
+            load_each_row(rows, |row| insert.execute(params_from_iter(row.iter().map(Bind))).map(drop).map_err(runtime))
+        })
     }
 
     /// The database's pages in use (`(page_count − freelist_count) × page_size`): SQLite
@@ -251,12 +244,12 @@ fn op_error(e: rusqlite::Error) -> OpError {
 mod tests {
     use super::*;
     use crate::adapter::Target;
-    use crate::base::op::{Answer, Op, RangeAgg};
+    use crate::adapter::embedded::decimals_and_dates_round_trip;
+    use crate::base::op::Op;
     use crate::data::kv;
 
     fn open_at(path: &Path) -> Embedded<Sqlite> {
-        let url = TargetUrl::parse(&format!("sqlite:{}", path.display())).unwrap();
-        Sqlite::open("t", &url, &OpenContext::new(path.parent().unwrap().to_path_buf())).unwrap()
+        crate::adapter::embedded::open_at(Sqlite::open, "sqlite", path)
     }
 
     #[tokio::test]
@@ -313,14 +306,15 @@ mod tests {
     async fn decimals_and_dates_round_trip_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let target = open_at(&dir.path().join("types.db"));
-        let rows = vec![
-            vec![Value::Int(1), Value::Decimal(Decimal(1234)), Value::Date(Date(8035))],
-            vec![Value::Int(2), Value::Decimal(Decimal(99_999_999)), Value::Date(Date(10_591))],
-        ];
-        let mut conn = crate::adapter::embedded::typed_rows_loaded(&target, vec![0], rows).await;
-        let max = |of| Op::Range { table: 0, column: 0, lo: 0, hi: 9, agg: RangeAgg::Max { column: of } };
-        assert_eq!(conn.execute(&max(1)).await.unwrap().answer, Some(Answer::Scalar(Value::Decimal(Decimal(99_999_999)))));
-        assert_eq!(conn.execute(&max(2)).await.unwrap().answer, Some(Answer::Scalar(Value::Date(Date(10_591)))));
+        decimals_and_dates_round_trip(&target).await;
+        // Stored as INTEGER hundredths and days.
+        let stored = open_connection(&target.0.file.path, target.0.synchronous)
+            .unwrap()
+            .query_row("SELECT group_concat(price || ' ' || day, ',') FROM (SELECT * FROM dbsweep_typed ORDER BY k)", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap();
+        assert_eq!(stored, "1234 8035,-5 10591,99999999 9000");
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@ use super::session::{EmbeddedSession, Engine};
 use super::{OWNER_TABLE, QUERIES};
 use crate::adapter::lease::FileLease;
 use crate::adapter::sql::connection::SqlConnection;
-use crate::adapter::sql::dialect::{Dialect, SqlTable};
+use crate::adapter::sql::dialect::{Dialect, SqlTable, Storage};
 use crate::adapter::{Capabilities, Connection, EngineMemory, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::{ColumnType, RowSource, TableDef, Value};
@@ -70,20 +70,51 @@ pub fn throwaway_dir(ctx: &OpenContext, system: &str) -> Result<tempfile::TempDi
         .map_err(|e| Error::runtime(format!("cannot create a {system} scratch directory in {}: {e}", ctx.scratch_dir.display())))
 }
 
+/// How an embedded SQL target sends each kind of request, as its report states it.
+pub struct Requests {
+    pub bulk_load: &'static str,
+    pub echo: &'static str,
+    pub insert: &'static str,
+    pub insert_batch: &'static str,
+    pub multi_get: String,
+}
+
+impl Requests {
+    fn settings(self) -> [(String, String); 5] {
+        [
+            ("bulk_load".into(), self.bulk_load.into()),
+            ("echo".into(), self.echo.into()),
+            ("request.insert".into(), self.insert.into()),
+            ("request.insert_batch".into(), self.insert_batch.into()),
+            ("request.multi_get".into(), self.multi_get),
+        ]
+    }
+}
+
 /// The description of an embedded SQL target: every op, the embedded queries, batches in
-/// one transaction, secondary indexes; `settings` gains `file` (and `lease`).
+/// one transaction, secondary indexes; `settings` gains `file` (and `lease`) and the
+/// dialect's `decimal` and `date` storage.
 pub fn sql_target_info(
     name: &str,
     url: &TargetUrl,
-    system: &str,
+    dialect: &dyn Dialect,
     version: String,
     file: &DatabaseFile,
+    requests: Requests,
     mut settings: BTreeMap<String, String>,
 ) -> TargetInfo {
     settings.extend(file.settings());
+    settings.extend(requests.settings());
+    let (decimal, date) = match dialect.storage() {
+        Storage::Integers => ("INTEGER hundredths".to_string(), "INTEGER days since 1970-01-01".to_string()),
+        _ => (dialect.spelling().types.decimal.to_string(), dialect.spelling().types.date.to_string()),
+    };
+    settings.insert("decimal".into(), decimal);
+    settings.insert("date".into(), date);
+    settings.insert("batch".into(), "one transaction per batch".into());
     TargetInfo {
         name: name.to_string(),
-        system: system.to_string(),
+        system: dialect.name().to_string(),
         url: url.redacted(),
         execution: Execution::Blocking,
         capabilities: Capabilities { ops: OpKind::ALL.to_vec(), queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
@@ -280,6 +311,17 @@ pub fn drop_tables(engine: &mut dyn Engine, dialect: &dyn Dialect) -> Result<()>
         engine.batch(&format!("DROP TABLE IF EXISTS {}", dialect.quote(&name))).map_err(runtime(dialect))?;
     }
     engine.batch(&format!("DROP TABLE IF EXISTS {OWNER_TABLE}")).map_err(runtime(dialect))
+}
+
+/// Hands every row of a bulk load to `load_row`, stopping at the first error; the number
+/// of rows loaded.
+pub fn load_each_row(rows: RowSource, mut load_row: impl FnMut(&[Value]) -> Result<()>) -> Result<u64> {
+    let mut n = 0;
+    for row in rows {
+        load_row(&row)?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// Runs `body` in one transaction of `engine`, rolled back if it fails.

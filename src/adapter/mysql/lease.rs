@@ -5,7 +5,7 @@
 //! other table.
 
 use super::MySql;
-use crate::adapter::lease::LeaseStore;
+use crate::adapter::lease::{LeaseStore, LockedLeaseTable, swap_locked};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::MYSQL;
 use crate::error::Result;
@@ -34,30 +34,37 @@ impl MySql {
             Err(e) => Err(self.runtime("reading the lease", &e)),
         }
     }
+}
 
-    async fn swap_locked(&self, conn: &mut Conn, current: Option<&str>, next: Option<&str>) -> Result<bool> {
-        if self.stored_lease(conn).await?.as_deref() != current {
-            return Ok(false);
+/// The lease table seen through a connection that holds the server-wide DDL lock.
+struct LockedTable<'a> {
+    target: &'a MySql,
+    conn: &'a mut Conn,
+}
+
+#[async_trait]
+impl LockedLeaseTable for LockedTable<'_> {
+    async fn stored(&mut self) -> Result<Option<String>> {
+        self.target.stored_lease(self.conn).await
+    }
+
+    async fn create(&mut self) -> Result<()> {
+        if !self.target.check_owned(self.conn).await? {
+            self.target.create_database(self.conn).await?;
         }
-        let table = self.lease_table();
-        match next {
-            Some(next) => {
-                if !self.check_owned(conn).await? {
-                    self.create_database(conn).await?;
-                }
-                self.run(conn, &format!("CREATE TABLE IF NOT EXISTS {table} (id INT PRIMARY KEY, holder TEXT NOT NULL) ENGINE=InnoDB"))
-                    .await?;
-                conn.exec_drop(format!("REPLACE INTO {table} (id, holder) VALUES (1, ?)"), (next,))
-                    .await
-                    .map_err(|e| self.runtime("writing the lease", &e))?;
-            }
-            None if current.is_some() => {
-                self.run(conn, &format!("DROP TABLE {table}")).await?;
-                self.drop_database_if_empty(conn).await?;
-            }
-            None => {}
-        }
-        Ok(true)
+        let table = self.target.lease_table();
+        let create = format!("CREATE TABLE IF NOT EXISTS {table} (id INT PRIMARY KEY, holder TEXT NOT NULL) ENGINE=InnoDB");
+        self.target.run(self.conn, &create).await
+    }
+
+    async fn write(&mut self, record: &str) -> Result<()> {
+        let replace = format!("REPLACE INTO {} (id, holder) VALUES (1, ?)", self.target.lease_table());
+        self.conn.exec_drop(replace, (record,)).await.map_err(|e| self.target.runtime("writing the lease", &e))
+    }
+
+    async fn remove(&mut self) -> Result<()> {
+        self.target.run(self.conn, &format!("DROP TABLE {}", self.target.lease_table())).await?;
+        self.target.drop_database_if_empty(self.conn).await
     }
 }
 
@@ -80,7 +87,7 @@ impl LeaseStore for MySql {
 
     async fn swap(&self, current: Option<&str>, next: Option<&str>) -> Result<bool> {
         let mut conn = self.locked().await?;
-        let result = self.swap_locked(&mut conn, current, next).await;
+        let result = swap_locked(&mut LockedTable { target: self, conn: &mut conn }, current, next).await;
         Self::unlock(conn).await;
         result
     }

@@ -17,7 +17,7 @@
 use super::h2::{H2, first_cell};
 use super::postgres::Postgres;
 use super::{PgServer, PgWire};
-use crate::adapter::lease::LeaseStore;
+use crate::adapter::lease::{LeaseStore, LockedLeaseTable, swap_locked};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{H2_SQL, PG_ROW, quote_literal};
 use crate::error::Result;
@@ -73,35 +73,46 @@ impl Postgres {
         let rows = client.query(&format!("SELECT holder FROM {} WHERE id = 1", self.lease_table()), &[]).await.map_err(runtime)?;
         rows.first().map(|r| r.try_get(0).map_err(runtime)).transpose()
     }
+}
 
-    async fn swap_in_tx(&self, client: &Client, current: Option<&str>, next: Option<&str>) -> Result<bool> {
-        let exists = self.lock_and_check(client).await?;
-        if self.stored_lease(client, exists).await?.as_deref() != current {
-            return Ok(false);
+/// PostgreSQL's lease table inside a transaction that holds the DDL advisory lock.
+struct LockedTable<'a> {
+    target: &'a Postgres,
+    client: &'a Client,
+    schema_exists: bool,
+}
+
+impl LockedTable<'_> {
+    async fn run(&self, sql: &str) -> Result<()> {
+        self.client.batch_execute(sql).await.map_err(|e| self.target.pg().runtime(sql, &e))
+    }
+}
+
+#[async_trait]
+impl LockedLeaseTable for LockedTable<'_> {
+    async fn stored(&mut self) -> Result<Option<String>> {
+        self.target.stored_lease(self.client, self.schema_exists).await
+    }
+
+    async fn create(&mut self) -> Result<()> {
+        if !self.schema_exists {
+            self.target.create_schema(self.client).await?;
         }
-        let run = |sql: String| async move { client.batch_execute(&sql).await.map_err(|e| self.pg().runtime(&sql, &e)) };
-        let table = self.lease_table();
-        match next {
-            Some(next) => {
-                if !exists {
-                    self.create_schema(client).await?;
-                }
-                run(format!("CREATE TABLE IF NOT EXISTS {table} (id int PRIMARY KEY CHECK (id = 1), holder text NOT NULL)")).await?;
-                client
-                    .execute(
-                        &format!("INSERT INTO {table} (id, holder) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder"),
-                        &[&next],
-                    )
-                    .await
-                    .map_err(|e| self.pg().runtime("writing the lease", &e))?;
-            }
-            None if current.is_some() => {
-                run(format!("DROP TABLE {table}")).await?;
-                self.drop_schema_if_empty(client).await?;
-            }
-            None => {}
-        }
-        Ok(true)
+        let table = self.target.lease_table();
+        self.run(&format!("CREATE TABLE IF NOT EXISTS {table} (id int PRIMARY KEY CHECK (id = 1), holder text NOT NULL)")).await
+    }
+
+    async fn write(&mut self, record: &str) -> Result<()> {
+        let upsert = format!(
+            "INSERT INTO {} (id, holder) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder",
+            self.target.lease_table()
+        );
+        self.client.execute(&upsert, &[&record]).await.map(drop).map_err(|e| self.target.pg().runtime("writing the lease", &e))
+    }
+
+    async fn remove(&mut self) -> Result<()> {
+        self.run(&format!("DROP TABLE {}", self.target.lease_table())).await?;
+        self.target.drop_schema_if_empty(self.client).await
     }
 }
 
@@ -124,7 +135,11 @@ impl LeaseStore for Postgres {
     async fn swap(&self, current: Option<&str>, next: Option<&str>) -> Result<bool> {
         let client = self.open_client().await?;
         client.batch_execute("BEGIN").await.map_err(|e| self.pg().runtime("BEGIN", &e))?;
-        match self.swap_in_tx(&client, current, next).await {
+        let swapped = async {
+            let schema_exists = self.lock_and_check(&client).await?;
+            swap_locked(&mut LockedTable { target: self, client: &client, schema_exists }, current, next).await
+        };
+        match swapped.await {
             Ok(true) => {
                 client.batch_execute("COMMIT").await.map_err(|e| self.pg().runtime("COMMIT", &e))?;
                 Ok(true)

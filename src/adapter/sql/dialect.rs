@@ -46,18 +46,90 @@ pub enum Storage {
     Document { arrow: &'static str },
 }
 
-/// What differs between the SQL engines dbsweep drives. Every method but the first three
-/// has the default most engines share.
-pub trait Dialect: Send + Sync {
+/// How an engine spells dbsweep's column types (`CREATE TABLE`, casts in query texts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnTypes {
+    pub int: &'static str,
+    pub float: &'static str,
+    pub decimal: &'static str,
+    pub date: &'static str,
+    pub text: &'static str,
+}
+
+impl ColumnTypes {
+    /// `BIGINT`, `DOUBLE PRECISION`, `NUMERIC(15,2)`, `DATE` and the engine's text type.
+    pub const fn standard(text: &'static str) -> Self {
+        ColumnTypes { int: "BIGINT", float: "DOUBLE PRECISION", decimal: "NUMERIC(15,2)", date: "DATE", text }
+    }
+
+    /// SQL's `DOUBLE` and `DECIMAL(15,2)` spellings, else as `standard`.
+    pub const fn double_decimal(text: &'static str) -> Self {
+        ColumnTypes { float: "DOUBLE", decimal: "DECIMAL(15,2)", ..ColumnTypes::standard(text) }
+    }
+
+    pub fn of(&self, ty: ColumnType) -> &'static str {
+        match ty {
+            ColumnType::Int => self.int,
+            ColumnType::Float => self.float,
+            ColumnType::Decimal => self.decimal,
+            ColumnType::Date => self.date,
+            ColumnType::Text => self.text,
+        }
+    }
+}
+
+/// How a statement's parameter `n` (1-based) is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placeholder {
+    /// `$n` (PostgreSQL's protocol, DuckDB).
+    Dollar,
+    /// `?` (MySQL's protocol, MonetDB).
+    Question,
+    /// `?n` (SQLite).
+    NumberedQuestion,
+}
+
+impl Placeholder {
+    pub fn write(self, n: usize) -> String {
+        match self {
+            Placeholder::Dollar => format!("${n}"),
+            Placeholder::Question => "?".into(),
+            Placeholder::NumberedQuestion => format!("?{n}"),
+        }
+    }
+}
+
+/// An engine's name and its spelling of types and parameters: the facts every dialect
+/// states, from which `Dialect`'s name, type and parameter methods are derived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spelling {
     /// The dialect's name in the statement listing (`tests/golden/statements.txt`).
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
+    pub types: ColumnTypes,
+    pub placeholder: Placeholder,
+}
+
+/// What differs between the SQL engines dbsweep drives. Every method but the first has
+/// the default most engines share.
+pub trait Dialect: Send + Sync {
+    /// The engine's name and spelling of types and parameters.
+    fn spelling(&self) -> &'static Spelling;
+
+    /// The dialect's name in the statement listing (`tests/golden/statements.txt`).
+    fn name(&self) -> &'static str {
+        self.spelling().name
+    }
 
     /// The SQL type of a column; `indexed` when it is the key or has an index.
-    fn sql_type(&self, ty: ColumnType, indexed: bool) -> &'static str;
+    fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
+        self.spelling().types.of(ty)
+    }
 
     /// Parameter `n` (1-based) carrying a value of type `ty`, written as an expression of
     /// the column's comparable type (the driver binds the value in the matching encoding).
-    fn param(&self, n: usize, ty: ColumnType) -> String;
+    fn param(&self, n: usize, _ty: ColumnType) -> String {
+        self.spelling().placeholder.write(n)
+    }
 
     /// An identifier in quotes.
     fn quote(&self, ident: &str) -> String {
@@ -187,7 +259,7 @@ pub trait Dialect: Send + Sync {
 
     /// The type of `CAST(... AS double)` in query texts.
     fn double(&self) -> &'static str {
-        "DOUBLE PRECISION"
+        self.spelling().types.float
     }
 
     /// How decimals and dates are stored.

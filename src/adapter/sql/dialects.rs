@@ -5,7 +5,9 @@
 //! open connections or bind values (the adapters' drivers bind in the encoding the
 //! parameters here expect).
 
-use super::dialect::{Dialect, KeyList, RowBatch, SqlTable, Storage, default_create_table, default_insert_row};
+use super::dialect::{
+    ColumnTypes, Dialect, KeyList, Placeholder, RowBatch, Spelling, SqlTable, Storage, default_create_table, default_insert_row,
+};
 use crate::base::table::ColumnType;
 
 /// dbsweep's schema (PostgreSQL, HyPer, H2) or database (MariaDB) in the default namespace
@@ -99,13 +101,22 @@ impl Postgres {
     }
 }
 
+/// PostgreSQL's and HyPer's spelling, with the dialect's name.
+const fn postgres_spelling(name: &'static str) -> Spelling {
+    Spelling { name, types: ColumnTypes::standard("TEXT"), placeholder: Placeholder::Dollar }
+}
+const POSTGRES_ROW: Spelling = postgres_spelling("postgres-row");
+const POSTGRES_HSTORE: Spelling = postgres_spelling("postgres-hstore");
+const POSTGRES_JSONB: Spelling = postgres_spelling("postgres-jsonb");
+const HYPER_SPELLING: Spelling = postgres_spelling("hyper");
+
 impl Dialect for Postgres {
-    fn name(&self) -> &'static str {
+    fn spelling(&self) -> &'static Spelling {
         match (self.hyper, self.layout) {
-            (true, _) => "hyper",
-            (false, Layout::Row) => "postgres-row",
-            (false, Layout::Hstore) => "postgres-hstore",
-            (false, Layout::Jsonb) => "postgres-jsonb",
+            (true, _) => &HYPER_SPELLING,
+            (false, Layout::Row) => &POSTGRES_ROW,
+            (false, Layout::Hstore) => &POSTGRES_HSTORE,
+            (false, Layout::Jsonb) => &POSTGRES_JSONB,
         }
     }
 
@@ -120,10 +131,6 @@ impl Dialect for Postgres {
             Layout::Hstore => format!("{table}_hstore"),
             Layout::Jsonb => format!("{table}_jsonb"),
         }
-    }
-
-    fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
-        typed_sql_type(ty, "TEXT")
     }
 
     fn param(&self, n: usize, ty: ColumnType) -> String {
@@ -253,8 +260,9 @@ pub struct H2;
 pub static H2_SQL: H2 = H2;
 
 impl Dialect for H2 {
-    fn name(&self) -> &'static str {
-        "h2"
+    fn spelling(&self) -> &'static Spelling {
+        const H2_SPELLING: Spelling = Spelling { name: "h2", types: ColumnTypes::standard("VARCHAR"), placeholder: Placeholder::Dollar };
+        &H2_SPELLING
     }
 
     fn table_name_in(&self, schema: &str, bare: &str) -> String {
@@ -266,15 +274,11 @@ impl Dialect for H2 {
         table.to_string()
     }
 
-    fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
-        typed_sql_type(ty, "VARCHAR")
-    }
-
     fn param(&self, n: usize, ty: ColumnType) -> String {
         match ty {
             ColumnType::Decimal => format!("(${n} * 0.01)"),
             ColumnType::Date => format!("DATEADD(DAY, ${n}, DATE '1970-01-01')"),
-            ColumnType::Int | ColumnType::Float | ColumnType::Text => format!("${n}"),
+            ColumnType::Int | ColumnType::Float | ColumnType::Text => Placeholder::Dollar.write(n),
         }
     }
 
@@ -316,8 +320,10 @@ pub struct MySql;
 pub static MYSQL: MySql = MySql;
 
 impl Dialect for MySql {
-    fn name(&self) -> &'static str {
-        "mariadb"
+    fn spelling(&self) -> &'static Spelling {
+        const MARIADB: Spelling =
+            Spelling { name: "mariadb", types: ColumnTypes::double_decimal("TEXT"), placeholder: Placeholder::Question };
+        &MARIADB
     }
 
     fn quote(&self, ident: &str) -> String {
@@ -337,12 +343,8 @@ impl Dialect for MySql {
         match ty {
             // TEXT cannot be indexed without a prefix length.
             ColumnType::Text if indexed => "VARCHAR(255)",
-            ty => double_decimal_sql_type(ty, "TEXT"),
+            ty => self.spelling().types.of(ty),
         }
-    }
-
-    fn param(&self, _n: usize, _ty: ColumnType) -> String {
-        "?".into()
     }
 
     /// One statement: the key and the indexes inside the column list.
@@ -372,10 +374,6 @@ impl Dialect for MySql {
     fn row_batch(&self) -> RowBatch {
         RowBatch::Values { max_params: usize::MAX }
     }
-
-    fn double(&self) -> &'static str {
-        "DOUBLE"
-    }
 }
 
 /// SQLite: numbered `?N` parameters; decimals as INTEGER hundredths and dates as INTEGER
@@ -384,20 +382,10 @@ pub struct Sqlite;
 pub static SQLITE: Sqlite = Sqlite;
 
 impl Dialect for Sqlite {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-
-    fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
-        match ty {
-            ColumnType::Int | ColumnType::Decimal | ColumnType::Date => "INTEGER",
-            ColumnType::Float => "REAL",
-            ColumnType::Text => "TEXT",
-        }
-    }
-
-    fn param(&self, n: usize, _ty: ColumnType) -> String {
-        format!("?{n}")
+    fn spelling(&self) -> &'static Spelling {
+        const TYPES: ColumnTypes = ColumnTypes { int: "INTEGER", float: "REAL", decimal: "INTEGER", date: "INTEGER", text: "TEXT" };
+        const SQLITE_SPELLING: Spelling = Spelling { name: "sqlite", types: TYPES, placeholder: Placeholder::NumberedQuestion };
+        &SQLITE_SPELLING
     }
 
     /// SQLite allows 32,766 bound parameters.
@@ -424,16 +412,10 @@ pub static DUCKDB: DuckDb = DuckDb;
 pub const DUCKDB_IN_LIST_MAX: usize = 100;
 
 impl Dialect for DuckDb {
-    fn name(&self) -> &'static str {
-        "duckdb"
-    }
-
-    fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
-        double_decimal_sql_type(ty, "VARCHAR")
-    }
-
-    fn param(&self, n: usize, _ty: ColumnType) -> String {
-        format!("${n}")
+    fn spelling(&self) -> &'static Spelling {
+        const DUCKDB_SPELLING: Spelling =
+            Spelling { name: "duckdb", types: ColumnTypes::double_decimal("VARCHAR"), placeholder: Placeholder::Dollar };
+        &DUCKDB_SPELLING
     }
 
     fn key_list(&self, n: usize) -> KeyList {
@@ -446,10 +428,6 @@ impl Dialect for DuckDb {
 
     fn batch_keys(&self) -> bool {
         false
-    }
-
-    fn double(&self) -> &'static str {
-        "DOUBLE"
     }
 }
 
@@ -469,18 +447,17 @@ impl MonetDb {
 }
 
 impl Dialect for MonetDb {
-    fn name(&self) -> &'static str {
-        "monetdb"
+    fn spelling(&self) -> &'static Spelling {
+        const MONETDB_SPELLING: Spelling =
+            Spelling { name: "monetdb", types: ColumnTypes::double_decimal("TEXT"), placeholder: Placeholder::Question };
+        &MONETDB_SPELLING
     }
 
-    fn sql_type(&self, ty: ColumnType, _indexed: bool) -> &'static str {
-        double_decimal_sql_type(ty, "TEXT")
-    }
-
-    fn param(&self, _n: usize, ty: ColumnType) -> String {
+    /// A decimal parameter keeps its scale as `CAST(? AS DECIMAL(15,2))`.
+    fn param(&self, n: usize, ty: ColumnType) -> String {
         match ty {
-            ColumnType::Decimal => "CAST(? AS DECIMAL(15,2))".into(),
-            _ => "?".into(),
+            ColumnType::Decimal => format!("CAST({} AS {})", self.spelling().placeholder.write(n), self.spelling().types.decimal),
+            _ => self.spelling().placeholder.write(n),
         }
     }
 
@@ -511,36 +488,12 @@ impl Dialect for MonetDb {
     fn row_batch(&self) -> RowBatch {
         RowBatch::Values { max_params: MONETDB_MAX_PARAMS }
     }
-
-    fn double(&self) -> &'static str {
-        "DOUBLE"
-    }
 }
 
 /// Most keys in one MonetDB `IN` list (a longer list is split).
 pub const MONETDB_MAX_KEYS: usize = 1024;
 /// Most parameters of one multi-row MonetDB insert.
 const MONETDB_MAX_PARAMS: usize = 4096;
-
-/// The SQL types of the typed engines, with the engine's text type.
-fn typed_sql_type(ty: ColumnType, text: &'static str) -> &'static str {
-    match ty {
-        ColumnType::Int => "BIGINT",
-        ColumnType::Float => "DOUBLE PRECISION",
-        ColumnType::Decimal => "NUMERIC(15,2)",
-        ColumnType::Text => text,
-        ColumnType::Date => "DATE",
-    }
-}
-
-/// Typed columns with SQL's `DOUBLE` and `DECIMAL` spellings (MySQL/MariaDB, DuckDB, MonetDB).
-fn double_decimal_sql_type(ty: ColumnType, text: &'static str) -> &'static str {
-    match ty {
-        ColumnType::Float => "DOUBLE",
-        ColumnType::Decimal => "DECIMAL(15,2)",
-        ty => typed_sql_type(ty, text),
-    }
-}
 
 /// `'text'` with embedded quotes doubled.
 pub fn quote_literal(text: &str) -> String {

@@ -452,6 +452,7 @@ mod tests {
                 missing_rows: 0,
                 memory: None,
                 by_kind: Default::default(),
+                precision: None,
             }),
             flags: vec![],
         }

@@ -200,6 +200,11 @@ pub fn flags_html(p: &PointResult) -> String {
                 r#"<span class="flag warn" title="requests were run again after the system aborted them for a concurrent one (optimistic concurrency); the latency includes the retries">{count} retr{}</span>"#,
                 if *count == 1 { "y" } else { "ies" }
             ),
+            Flag::NotConverged { asked, reached } => format!(
+                r#"<span class="flag warn" title="a run reached its cap (--max-ops, --max-time) before its throughput was known to ±{asked:.1}% at 95% confidence; not void, only less precise">not converged ({})</span>"#,
+                reached.map_or("precision unknown".to_string(), |r| format!("±{:.1}%", r * 100.0)),
+                asked = asked * 100.0
+            ),
             Flag::Incomplete if matches!(p.status, PointStatus::Incomplete { .. }) => continue,
             Flag::Incomplete => r#"<span class="flag warn">incomplete</span>"#.to_string(),
             Flag::NotSupported if matches!(p.status, PointStatus::NotSupported { .. }) => continue,
@@ -350,7 +355,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     };
     let rate = r.plan.get("rate").and_then(|v| v.as_f64()).map(|v| format!("fixed rate, {} ops/s in total", chart::short(v)));
     out.push_str("<table class=\"facts\" id=\"run-facts\">\n");
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("study", esc(&r.study)),
         ("command", format!("<code>{}</code>", esc(&command_line(r)))),
         ("seed", r.seed.to_string()),
@@ -367,6 +372,9 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
         ("memory", fmt_bytes(r.environment.memory_bytes as f64)),
         ("OS", format!("{} (kernel {})", esc(&r.environment.os), esc(&r.environment.kernel))),
     ];
+    if !r.resumed.is_empty() {
+        rows.insert(6, ("resumed", esc(&crate::report::console::resumptions(r).join("; "))));
+    }
     for (k, v) in rows {
         let _ = writeln!(out, "<tr><td>{k}</td><td>{v}</td></tr>");
     }
@@ -430,7 +438,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     }
     let _ = write!(
         out,
-        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs; latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag loud\">ERRORS</span> requests failed and <span class=\"flag loud\">MISSING ROWS</span> requests returned or affected fewer rows than the plan expects: the point is void, it has no throughput and is not plotted (a red × on the axis marks the gap), <span class=\"flag na\">not supported</span>; other flagged points have a red ring in the charts.</p>\n</header>\n",
+        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs (error bars widened to the 95% confidence interval where that is wider; ±95% CI: the widest relative half-width of a run's throughput interval, by batch means); latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag loud\">ERRORS</span> requests failed and <span class=\"flag loud\">MISSING ROWS</span> requests returned or affected fewer rows than the plan expects: the point is void, it has no throughput and is not plotted (a red × on the axis marks the gap), <span class=\"flag na\">not supported</span>; other flagged points have a red ring in the charts.</p>\n</header>\n",
         esc(&command_line(r))
     );
 }
@@ -583,7 +591,7 @@ fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x
         })
         .collect();
     let targets = targets_of(colors, &points);
-    let series = line_series(colors, &targets, &points, &|p| x.value(&p.point), &ops_spread, &|p| x == XAxis::Batch && !p.point.batched);
+    let series = line_series(colors, &targets, &points, &|p| x.value(&p.point), &ops_error_bar, &|p| x == XAxis::Batch && !p.point.batched);
     let xs: Vec<f64> = points.iter().map(|p| x.value(&p.point)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
     let y_scale = if figures::wants_log(&ys) { Scale::Log } else { Scale::Linear };
@@ -608,7 +616,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
     let batches = points.iter().any(|p| p.point.batch > 1);
     let _ = writeln!(
         out,
-        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th></tr>",
+        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th><th>±95% CI</th></tr>",
         if batches { "<th>requests/s</th>" } else { "" }
     );
     let mut sorted: Vec<&&PointResult> = points.iter().collect();
@@ -625,7 +633,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
         );
         let _ = write!(out, "<td>{}</td>", flags_html(p));
         match &p.summary {
-            _ if p.is_void() => out.push_str(&void_cells(if batches { 6 } else { 5 })),
+            _ if p.is_void() => out.push_str(&void_cells(if batches { 7 } else { 6 })),
             Some(s) => {
                 let req: Vec<f64> = measured(p).iter().filter_map(|r| r.requests_per_sec()).collect();
                 let lat = s.latency.as_ref();
@@ -636,17 +644,18 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                 };
                 let _ = write!(
                     out,
-                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
                     s.median_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.min_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.max_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.median_rows_per_sec.map(chart::short).unwrap_or_default(),
                     lat.map(|l| us(l.p50_us)).unwrap_or_default(),
                     lat.map(|l| us(l.p99_us)).unwrap_or_default(),
+                    precision_text(s.precision),
                 );
             }
             None => {
-                let _ = write!(out, "<td colspan=\"{}\"></td>", if batches { 6 } else { 5 });
+                let _ = write!(out, "<td colspan=\"{}\"></td>", if batches { 7 } else { 6 });
             }
         }
         out.push_str("</tr>\n");
@@ -779,7 +788,7 @@ fn value_table(
     table_open(out, groups.iter().map(|(_, ps)| ps.len()).sum());
     let _ = writeln!(
         out,
-        "<tr><th>{}</th><th>target</th><th>flags</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th></tr>",
+        "<tr><th>{}</th><th>target</th><th>flags</th><th>{} (median)</th><th>min–max</th><th>p50</th><th>p99</th><th>±95% CI</th></tr>",
         esc(group_name),
         esc(what)
     );
@@ -794,20 +803,21 @@ fn value_table(
             );
             let _ = write!(out, "<td>{}</td>", flags_html(p));
             match value(p) {
-                _ if p.is_void() => out.push_str(&void_cells(4)),
+                _ if p.is_void() => out.push_str(&void_cells(5)),
                 Some((m, lo, hi)) => {
                     let lat = p.summary.as_ref().and_then(|s| s.latency.as_ref());
                     let _ = write!(
                         out,
-                        "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                        "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
                         fmt(m),
                         fmt(lo),
                         fmt(hi),
                         lat.map(|l| us(l.p50_us)).unwrap_or_default(),
-                        lat.map(|l| us(l.p99_us)).unwrap_or_default()
+                        lat.map(|l| us(l.p99_us)).unwrap_or_default(),
+                        precision_text(p.summary.as_ref().and_then(|s| s.precision))
                     );
                 }
-                None => out.push_str("<td colspan=\"4\"></td>"),
+                None => out.push_str("<td colspan=\"5\"></td>"),
             }
             out.push_str("</tr>\n");
         }
@@ -821,10 +831,23 @@ fn ops_spread(p: &PointResult) -> Option<(f64, f64, f64)> {
     Some((s.median_ops_per_sec?, s.min_ops_per_sec?, s.max_ops_per_sec?))
 }
 
+/// A throughput chart's error bar: the min..max of the measured runs, widened to the
+/// median's 95 % confidence interval (`PointSummary::precision`) where that is wider.
+fn ops_error_bar(p: &PointResult) -> Option<(f64, f64, f64)> {
+    let (median, lo, hi) = ops_spread(p)?;
+    let half = median * p.summary.as_ref().and_then(|s| s.precision).unwrap_or(0.0);
+    Some((median, lo.min(median - half), hi.max(median + half)))
+}
+
+/// A table's `±95% CI` cell: the widest relative half-width among the measured runs.
+fn precision_text(precision: Option<f64>) -> String {
+    precision.map(|p| format!("±{:.1}%", p * 100.0)).unwrap_or_default()
+}
+
 fn throughput_bars(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
     let points = points_of(r, experiment);
     let groups: Vec<(String, Vec<&PointResult>)> = vec![(experiment.to_string(), points)];
-    grouped_bars(out, colors, &groups, "ops/s", &ops_spread, false);
+    grouped_bars(out, colors, &groups, "ops/s", &ops_error_bar, false);
     value_table(out, colors, "experiment", &groups, "ops/s", &ops_spread, &chart::short);
 }
 

@@ -8,7 +8,10 @@
 
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{self, points_of};
-use super::{Colors, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_spread, table_open, targets_of, us, value_table};
+use super::{
+    Colors, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_error_bar, ops_spread, table_open, targets_of, us,
+    value_table,
+};
 use crate::base::measurement::LatencySummary;
 use crate::base::op::OpKind;
 use crate::report::model::{PointResult, Report};
@@ -27,7 +30,7 @@ pub(super) fn workloads(out: &mut String, r: &Report, colors: &Colors, experimen
         .iter()
         .map(|e| (e.clone(), points_of(r, e).into_iter().filter(|p| p.point.clients == clients && p.point.param == records).collect()))
         .collect();
-    grouped_bars(out, colors, &groups, "ops/s", &ops_spread, false);
+    grouped_bars(out, colors, &groups, "ops/s", &ops_error_bar, false);
     value_table(out, colors, "workload", &groups, "ops/s", &ops_spread, &chart::short);
 }
 

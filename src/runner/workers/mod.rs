@@ -113,6 +113,13 @@ pub fn check_plan(plan: &Plan) -> Result<()> {
     if plan.shard.is_some() {
         return Err(Error::usage("--workers and --shard together: run each shard on its own, or one run with workers"));
     }
+    if plan.precision.is_some() {
+        // Each worker's monitor sees only its own share of a run's ops, and the stop must
+        // be one decision for the whole run.
+        return Err(Error::usage(
+            "--workers and --precision together: run with --precision in one process, or with workers and fixed --ops",
+        ));
+    }
     Ok(())
 }
 

@@ -37,7 +37,7 @@ use self::connection::{Connection, Location, MonetError, Options};
 use self::values::{AppendColumn, AppendDate};
 use super::Embedded;
 use super::session::Engine;
-use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, in_transaction, sql_target_info};
+use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, sql_target_info};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{MONETDB, MONETDB_MAX_KEYS};
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
@@ -105,8 +105,6 @@ impl MonetDb {
                 "indexes".to_string(),
                 "PRIMARY KEY; CREATE INDEX on each indexed column (a hint: MonetDB builds hash and imprint indexes itself)".to_string(),
             ),
-            ("decimal".to_string(), "DECIMAL(15,2)".to_string()),
-            ("date".to_string(), "DATE".to_string()),
             (
                 "engine_memory".to_string(),
                 "sys.storage(): the column, string heap, hash, imprint and order index bytes of dbsweep's tables; not counted: \
@@ -114,19 +112,19 @@ impl MonetDb {
                  statistics to SQL; sys.env() has only the limits gdk_mem_maxsize and gdk_vm_maxsize)"
                     .to_string(),
             ),
-            ("bulk_load".to_string(), "monetdbe_append with the key constraint dropped and added back, in one transaction".to_string()),
             ("library".to_string(), concat!(env!("DBSWEEP_MONETDBE_LIB_DIR"), "/libmonetdbe.so (PyPI wheel monetdbe 0.11)").to_string()),
-            ("batch".to_string(), "one transaction per batch".to_string()),
-            ("echo".to_string(), "SELECT 1 through a prepared statement".to_string()),
-            ("request.insert".to_string(), "INSERT INTO <table> VALUES (?, …), a prepared statement".to_string()),
-            ("request.insert_batch".to_string(), "multi-row INSERT … VALUES (…), (…) prepared statements in one transaction".to_string()),
-            (
-                "request.multi_get".to_string(),
-                format!("SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"),
-            ),
         ]);
         let version = format!("11.41 (MonetDBe {})", connection::library_version());
-        let info = sql_target_info(name, url, "monetdb", version, &file, settings);
+        let requests = Requests {
+            bulk_load: "monetdbe_append with the key constraint dropped and added back, in one transaction",
+            echo: "SELECT 1 through a prepared statement",
+            insert: "INSERT INTO <table> VALUES (?, …), a prepared statement",
+            insert_batch: "multi-row INSERT … VALUES (…), (…) prepared statements in one transaction",
+            multi_get: format!(
+                "SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"
+            ),
+        };
+        let info = sql_target_info(name, url, &MONETDB, version, &file, requests, settings);
         Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
     }
 }
@@ -186,52 +184,35 @@ impl EmbeddedSql for MonetDb {
     }
 }
 
-/// A chunk of rows as append columns of the table's storage types.
+/// A chunk of rows as append columns of the table's storage types: which value each
+/// column takes, and its nil.
 fn append_columns(table: &TableDef, rows: &[Row]) -> Result<Vec<AppendColumn>> {
-    let wrong = |c: usize, v: &Value| Error::runtime(format!("monetdb: column {} of {} got {v:?}", table.columns[c].name, table.name));
-    (table.columns.iter().enumerate())
-        .map(|(c, column)| {
-            let values = rows.iter().map(move |row| row.get(c).unwrap_or(&Value::Null));
-            Ok(match column.ty {
-                ColumnType::Int | ColumnType::Decimal => AppendColumn::Int64(
-                    values
-                        .map(|v| match v {
-                            Value::Int(i) => Ok(*i),
-                            Value::Decimal(d) => Ok(d.0),
-                            Value::Null => Ok(i64::MIN),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-                ColumnType::Float => AppendColumn::Double(
-                    values
-                        .map(|v| match v {
-                            Value::Float(f) => Ok(*f),
-                            Value::Int(i) => Ok(*i as f64),
-                            Value::Null => Ok(f64::NAN),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-                ColumnType::Text => AppendColumn::Text(
-                    values
-                        .map(|v| match v {
-                            Value::Text(s) => CString::new(s.as_bytes()).map(Some).map_err(|_| wrong(c, v)),
-                            Value::Null => Ok(None),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-                ColumnType::Date => AppendColumn::Date(
-                    values
-                        .map(|v| match v {
-                            Value::Date(d) => AppendDate::new(*d).map_err(runtime),
-                            Value::Null => Ok(AppendDate::NULL),
-                            v => Err(wrong(c, v)),
-                        })
-                        .collect::<Result<_>>()?,
-                ),
-            })
+    let n = rows.len();
+    let mut columns: Vec<AppendColumn> = (table.columns.iter())
+        .map(|column| match column.ty {
+            ColumnType::Int | ColumnType::Decimal => AppendColumn::Int64(Vec::with_capacity(n)),
+            ColumnType::Float => AppendColumn::Double(Vec::with_capacity(n)),
+            ColumnType::Text => AppendColumn::Text(Vec::with_capacity(n)),
+            ColumnType::Date => AppendColumn::Date(Vec::with_capacity(n)),
         })
-        .collect()
+        .collect();
+    let wrong = |c: usize, v: &Value| Error::runtime(format!("monetdb: column {} of {} got {v:?}", table.columns[c].name, table.name));
+    for row in rows {
+        for (c, column) in columns.iter_mut().enumerate() {
+            match (column, row.get(c).unwrap_or(&Value::Null)) {
+                (AppendColumn::Int64(out), Value::Int(i)) => out.push(*i),
+                (AppendColumn::Int64(out), Value::Decimal(d)) => out.push(d.0),
+                (AppendColumn::Int64(out), Value::Null) => out.push(i64::MIN),
+                (AppendColumn::Double(out), Value::Float(f)) => out.push(*f),
+                (AppendColumn::Double(out), Value::Int(i)) => out.push(*i as f64),
+                (AppendColumn::Double(out), Value::Null) => out.push(f64::NAN),
+                (AppendColumn::Text(out), v @ Value::Text(s)) => out.push(Some(CString::new(s.as_bytes()).map_err(|_| wrong(c, v))?)),
+                (AppendColumn::Text(out), Value::Null) => out.push(None),
+                (AppendColumn::Date(out), Value::Date(d)) => out.push(AppendDate::new(*d).map_err(runtime)?),
+                (AppendColumn::Date(out), Value::Null) => out.push(AppendDate::NULL),
+                (_, v) => return Err(wrong(c, v)),
+            }
+        }
+    }
+    Ok(columns)
 }

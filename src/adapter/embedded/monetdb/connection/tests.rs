@@ -9,6 +9,22 @@ fn memory() -> Connection {
     Connection::open(Location::Memory, Options::default()).unwrap()
 }
 
+/// The tests' usual start: the library to this test alone (`exclusive`), an in-memory
+/// database, and the test's first table created by `ddl`.
+fn memory_with(ddl: &str) -> (std::sync::MutexGuard<'static, ()>, Connection) {
+    let serial = exclusive();
+    let mut conn = memory();
+    conn.execute(ddl).unwrap();
+    (serial, conn)
+}
+
+/// `memory_with(ddl)` and a second client of the same database, for the conflict tests.
+fn two_clients_with(ddl: &str) -> (std::sync::MutexGuard<'static, ()>, Connection, Connection) {
+    let (serial, a) = memory_with(ddl);
+    let b = a.database().connect().unwrap();
+    (serial, a, b)
+}
+
 /// The single value of a one-row, one-column result.
 fn scalar(conn: &mut Connection, sql: &str) -> Cell<'static> {
     let rows = conn.query(sql).unwrap();
@@ -30,10 +46,8 @@ fn int(value: i128) -> Cell<'static> {
 
 #[test]
 fn appended_rows_are_what_monetdb_aggregates() {
-    let _serial = exclusive();
-    let mut conn = memory();
     // MonetDBe 11.41 appends only to tables without key constraints: the key comes after.
-    conn.execute("CREATE TABLE t (k BIGINT NOT NULL, price DECIMAL(15,2), x DOUBLE, name VARCHAR(20), d DATE)").unwrap();
+    let (_serial, mut conn) = memory_with("CREATE TABLE t (k BIGINT NOT NULL, price DECIMAL(15,2), x DOUBLE, name VARCHAR(20), d DATE)");
     let n = 1000i64;
     let names: Vec<Option<CString>> = (0..n).map(|k| (k != 7).then(|| CString::new(format!("n{k}")).unwrap())).collect();
     let days: Vec<AppendDate> =
@@ -71,9 +85,8 @@ fn appended_rows_are_what_monetdb_aggregates() {
 
 #[test]
 fn parameters_are_bound_in_the_declared_types() {
-    let _serial = exclusive();
-    let mut conn = memory();
-    conn.execute("CREATE TABLE p (k BIGINT PRIMARY KEY, small INT, price DECIMAL(15,2), x DOUBLE, name VARCHAR(20), d DATE)").unwrap();
+    let (_serial, mut conn) =
+        memory_with("CREATE TABLE p (k BIGINT PRIMARY KEY, small INT, price DECIMAL(15,2), x DOUBLE, name VARCHAR(20), d DATE)");
     let insert = "INSERT INTO p VALUES (?, ?, ?, ?, ?, ?)";
     let row = [Param::Int(1), Param::Int(-5), Param::Int(1234), Param::Double(0.5), Param::Text("é one"), Param::Date(Date(10_591))];
     assert_eq!(conn.prepared(insert, &row).unwrap().affected(), 1);
@@ -148,10 +161,7 @@ fn errors_carry_monetdbs_message_and_sqlstate() {
 
 #[test]
 fn concurrent_inserts_conflict_and_the_loser_is_told() {
-    let _serial = exclusive();
-    let mut a = memory();
-    let mut b = a.database().connect().unwrap();
-    a.execute("CREATE TABLE c (k BIGINT PRIMARY KEY, v BIGINT)").unwrap();
+    let (_serial, mut a, mut b) = two_clients_with("CREATE TABLE c (k BIGINT PRIMARY KEY, v BIGINT)");
     a.execute("START TRANSACTION").unwrap();
     b.execute("START TRANSACTION").unwrap();
     let insert = "INSERT INTO c VALUES (?, ?)";
@@ -195,9 +205,7 @@ fn one_database_per_process_shared_by_its_connections() {
 
 #[test]
 fn connections_on_many_threads_run_at_once() {
-    let _serial = exclusive();
-    let mut base = memory();
-    base.execute("CREATE TABLE m (k BIGINT NOT NULL, v BIGINT)").unwrap();
+    let (_serial, mut base) = memory_with("CREATE TABLE m (k BIGINT NOT NULL, v BIGINT)");
     base.append("sys", "m", &[AppendColumn::Int64((0..10_000).collect()), AppendColumn::Int64((0..10_000).map(|k| k % 7).collect())])
         .unwrap();
     base.execute("ALTER TABLE m ADD CONSTRAINT m_pk PRIMARY KEY (k)").unwrap();
@@ -240,9 +248,7 @@ fn connections_on_many_threads_run_at_once() {
 
 #[test]
 fn a_lone_connection_that_moves_keeps_its_in_memory_database() {
-    let _serial = exclusive();
-    let mut conn = memory();
-    conn.execute("CREATE TABLE lone (k BIGINT)").unwrap();
+    let (_serial, mut conn) = memory_with("CREATE TABLE lone (k BIGINT)");
     conn.execute("INSERT INTO lone VALUES (3)").unwrap();
     // Reopened on each thread, never closed down to zero clients in between.
     let mut conn = std::thread::spawn(move || {
@@ -256,9 +262,7 @@ fn a_lone_connection_that_moves_keeps_its_in_memory_database() {
 
 #[test]
 fn a_statement_that_failed_runs_again() {
-    let _serial = exclusive();
-    let mut conn = memory();
-    conn.execute("CREATE TABLE f (k BIGINT PRIMARY KEY)").unwrap();
+    let (_serial, mut conn) = memory_with("CREATE TABLE f (k BIGINT PRIMARY KEY)");
     let insert = "INSERT INTO f VALUES (?)";
     conn.prepared(insert, &[Param::Int(1)]).unwrap();
     // MonetDB frees the plan of a failed execution: the statement is prepared again.
@@ -276,10 +280,7 @@ fn a_statement_that_failed_runs_again() {
 /// prepared statements: running a cached one again crashed (SIGSEGV in round two).
 #[test]
 fn statements_run_again_after_a_commit_lost_a_conflict() {
-    let _serial = exclusive();
-    let mut a = memory();
-    let mut b = a.database().connect().unwrap();
-    a.execute("CREATE TABLE p (k BIGINT PRIMARY KEY, v BIGINT)").unwrap();
+    let (_serial, mut a, mut b) = two_clients_with("CREATE TABLE p (k BIGINT PRIMARY KEY, v BIGINT)");
     let (two, one) = ("INSERT INTO p VALUES (?, ?), (?, ?)", "INSERT INTO p VALUES (?, ?)");
     for round in 0..3i64 {
         let k = round * 10;

@@ -1,0 +1,131 @@
+//! When a run stops: the op count of the fixed-ops mode (the default, which reproduces
+//! the papers exactly) or, with `--precision`, the precision of its throughput, within
+//! the caps `--max-ops` and `--max-time`. Parses those flags' values.
+//!
+//! Owns the flags' syntax and checks and which experiments the rule applies to. Must not
+//! measure or estimate anything (the runner and `stats::precision` do).
+
+use crate::error::{Error, Result};
+use crate::workload::experiment::Experiment;
+use serde::Serialize;
+
+/// Fewest measured runs per point under `--precision`: the spread between runs is part of
+/// the result.
+pub const MIN_PRECISION_RUNS: u32 = 3;
+/// `--max-time` when not given: a run stops after this long even if not precise enough.
+pub const DEFAULT_MAX_TIME_SECS: f64 = 120.0;
+
+/// `--precision`: each run of a point stops once its throughput is known this well.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Precision {
+    /// The relative half-width of the 95 % confidence interval to reach (0.02: ±2 %).
+    pub target: f64,
+    /// A run stops after this many seconds even if not precise enough (`--max-time`).
+    pub max_time_secs: f64,
+}
+
+impl Precision {
+    /// Whether the rule applies to `experiment`. Sized sweeps (the op count is the point's
+    /// size) and lifecycle phases (write all N pairs, ...) do a fixed amount of work by
+    /// definition; they run all of their ops.
+    pub fn applies_to(experiment: &Experiment) -> bool {
+        !experiment.sized && !experiment.lifecycle
+    }
+}
+
+/// `--precision 2%` or `--precision 0.02`.
+pub fn parse_precision(text: &str) -> Result<f64> {
+    let bad = || Error::usage(format!("--precision '{text}': give a relative precision such as 2% or 0.02 (above 0, below 100%)"));
+    let value = match text.trim().strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
+        None => text.trim().parse::<f64>().map_err(|_| bad())?,
+    };
+    if !(value > 0.0 && value < 1.0) {
+        return Err(bad());
+    }
+    Ok(value)
+}
+
+/// A duration flag's value: seconds, or a number with `s`, `m` or `h` (`90`, `30s`, `2m`,
+/// `8h`, `1.5h`).
+pub fn parse_duration(flag: &str, text: &str) -> Result<f64> {
+    let bad = || Error::usage(format!("{flag} '{text}': give a duration such as 90s, 30m or 8h"));
+    let text = text.trim();
+    let (number, unit) = match text.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&text[..i], c),
+        _ => (text, 's'),
+    };
+    let scale = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        _ => return Err(bad()),
+    };
+    let value: f64 = number.trim().parse().map_err(|_| bad())?;
+    if !(value > 0.0 && value.is_finite()) {
+        return Err(bad());
+    }
+    Ok(value * scale)
+}
+
+/// The stopping rule of a run from its flags; `None` is the fixed-ops mode. `--max-ops`
+/// and `--max-time` only mean something with `--precision`.
+pub fn resolve(precision: Option<&str>, max_ops: Option<u64>, max_time: Option<&str>, runs: Option<u32>) -> Result<Option<Precision>> {
+    let Some(text) = precision else {
+        if max_ops.is_some() || max_time.is_some() {
+            return Err(Error::usage("--max-ops and --max-time cap runs under --precision; without it every run does --ops ops"));
+        }
+        return Ok(None);
+    };
+    let target = parse_precision(text)?;
+    if max_ops == Some(0) {
+        return Err(Error::usage("--max-ops must be at least 1"));
+    }
+    if let Some(runs) = runs
+        && runs < MIN_PRECISION_RUNS
+    {
+        return Err(Error::usage(format!(
+            "--precision needs at least {MIN_PRECISION_RUNS} measured runs per point: use --runs {MIN_PRECISION_RUNS} or more"
+        )));
+    }
+    let max_time_secs = max_time.map(|t| parse_duration("--max-time", t)).transpose()?.unwrap_or(DEFAULT_MAX_TIME_SECS);
+    Ok(Some(Precision { target, max_time_secs }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precision_is_a_percentage_or_a_fraction() {
+        assert_eq!(parse_precision("2%").unwrap(), 0.02);
+        assert_eq!(parse_precision("0.02").unwrap(), 0.02);
+        assert_eq!(parse_precision(" 0.5 % ").unwrap(), 0.005);
+        for bad in ["0", "1", "100%", "-2%", "two", "%", "2%%"] {
+            let e = parse_precision(bad).unwrap_err().to_string();
+            assert!(e.contains("--precision") && e.contains("2%"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn durations_take_seconds_minutes_and_hours() {
+        assert_eq!(parse_duration("--max-time", "90").unwrap(), 90.0);
+        assert_eq!(parse_duration("--max-time", "30s").unwrap(), 30.0);
+        assert_eq!(parse_duration("--max-time", "2m").unwrap(), 120.0);
+        assert_eq!(parse_duration("--budget", "1.5h").unwrap(), 5400.0);
+        for bad in ["", "0s", "h", "3d", "-1m", "inf"] {
+            assert!(parse_duration("--budget", bad).unwrap_err().to_string().contains("--budget"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn caps_need_precision_and_precision_needs_three_runs() {
+        assert_eq!(resolve(None, None, None, Some(1)).unwrap(), None);
+        assert!(resolve(None, Some(10), None, None).unwrap_err().to_string().contains("--precision"));
+        assert!(resolve(None, None, Some("1m"), None).is_err());
+        assert!(resolve(Some("2%"), None, None, Some(2)).unwrap_err().to_string().contains("--runs 3"));
+        let rule = resolve(Some("2%"), Some(1000), Some("10s"), Some(3)).unwrap().unwrap();
+        assert_eq!(rule, Precision { target: 0.02, max_time_secs: 10.0 });
+        assert_eq!(resolve(Some("1%"), None, None, None).unwrap().unwrap().max_time_secs, DEFAULT_MAX_TIME_SECS);
+    }
+}

@@ -140,6 +140,37 @@ pub struct Redis {
     query_scripts: Arc<tpch::Scripts>,
 }
 
+/// The URL's `cluster=true|false` (Redis only, DB 0 only).
+fn cluster_param(name: &str, url: &TargetUrl, dialect: Dialect, db: i64) -> Result<bool> {
+    let label = dialect.label();
+    Ok(match url.param("cluster").as_deref() {
+        None | Some("false" | "no" | "0") => false,
+        Some("true" | "yes" | "1") if dialect == Dialect::Redis && db == 0 => true,
+        Some("true" | "yes" | "1") if dialect == Dialect::Redis => {
+            return Err(Error::usage(format!("target '{name}': a Redis Cluster has only DB 0; write /0 with cluster=true")));
+        }
+        Some("true" | "yes" | "1") => {
+            return Err(Error::usage(format!("target '{name}': {label} has no cluster mode; drop cluster=true")));
+        }
+        Some(other) => return Err(Error::usage(format!("target '{name}': cluster must be 'true' or 'false', got '{other}'"))),
+    })
+}
+
+/// The URL's `batch=multi|pipeline` (`multi` where the dialect has MULTI/EXEC).
+fn batch_param(name: &str, url: &TargetUrl, dialect: Dialect) -> Result<BatchMode> {
+    let label = dialect.label();
+    Ok(match url.param("batch").as_deref() {
+        None | Some("multi") if dialect.has_multi() => BatchMode::Multi,
+        None | Some("pipeline") => BatchMode::Pipeline,
+        Some("multi") => {
+            return Err(Error::usage(format!("target '{name}': {label} has no MULTI/EXEC; use batch=pipeline or leave batch out")));
+        }
+        Some(other) => {
+            return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
+        }
+    })
+}
+
 impl Redis {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let dialect = Dialect::from_scheme(url.scheme())
@@ -156,27 +187,8 @@ impl Redis {
                 .filter(|d| *d >= 0)
                 .ok_or_else(|| Error::usage(format!("target '{name}': the {label} URL path must be a DB index like /0, got '/{d}'")))?,
         };
-        let cluster = match url.param("cluster").as_deref() {
-            None | Some("false" | "no" | "0") => false,
-            Some("true" | "yes" | "1") if dialect == Dialect::Redis && db == 0 => true,
-            Some("true" | "yes" | "1") if dialect == Dialect::Redis => {
-                return Err(Error::usage(format!("target '{name}': a Redis Cluster has only DB 0; write /0 with cluster=true")));
-            }
-            Some("true" | "yes" | "1") => {
-                return Err(Error::usage(format!("target '{name}': {label} has no cluster mode; drop cluster=true")));
-            }
-            Some(other) => return Err(Error::usage(format!("target '{name}': cluster must be 'true' or 'false', got '{other}'"))),
-        };
-        let batch = match url.param("batch").as_deref() {
-            None | Some("multi") if dialect.has_multi() => BatchMode::Multi,
-            None | Some("pipeline") => BatchMode::Pipeline,
-            Some("multi") => {
-                return Err(Error::usage(format!("target '{name}': {label} has no MULTI/EXEC; use batch=pipeline or leave batch out")));
-            }
-            Some(other) => {
-                return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
-            }
-        };
+        let cluster = cluster_param(name, url, dialect, db)?;
+        let batch = batch_param(name, url, dialect)?;
         let mut settings = RedisConnectionInfo::default().set_db(db);
         if let Some(user) = url.username() {
             settings = settings.set_username(user);

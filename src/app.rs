@@ -31,8 +31,7 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 let _ = e.print();
                 return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
             }
-            let first = e.to_string().lines().next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
-            eprintln!("dbsweep: {first} (see dbsweep --help)");
+            eprintln!("dbsweep: {}", one_line_usage_error(&e.to_string()));
             return 2;
         }
     };
@@ -53,6 +52,17 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             eprintln!("dbsweep: {}", e.to_string().replace('\n', " "));
             e.exit_code()
         }
+    }
+}
+
+/// clap's error as one line: its first line, with its tip ("a similar argument exists:
+/// '--clients'") when it gives one, and where to read more.
+fn one_line_usage_error(clap_text: &str) -> String {
+    let mut lines = clap_text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ");
+    match lines.find_map(|l| l.strip_prefix("tip: ")) {
+        Some(tip) => format!("{first} ({tip}; see dbsweep --help)"),
+        None => format!("{first} (see dbsweep --help)"),
     }
 }
 
@@ -92,10 +102,11 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
                 }
             }
         }
-        Command::Compare { dirs } => {
+        Command::Compare { dirs, format, min_effect } => {
+            let min_effect = plan::stopping::parse_fraction("--min-effect", &min_effect)?;
             let reports = dirs.iter().map(|d| report::load(d)).collect::<Result<Vec<_>>>()?;
             let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-            print!("{}", report::compare::render(&names, &reports));
+            print!("{}", report::compare::Comparison::new(&names, &reports, min_effect).render(format));
             Ok(())
         }
         Command::Merge { dirs, out } => merge(dirs, out, command_line),
@@ -328,6 +339,9 @@ fn finish(report: &report::model::Report) -> Result<()> {
     if let Some(voided) = voided_points(report) {
         failures.push(voided);
     }
+    if let Some(wrong) = wrong_answers(report) {
+        failures.push(wrong);
+    }
     if !failures.is_empty() {
         return Err(Error::runtime(failures.join("; ")));
     }
@@ -473,22 +487,40 @@ fn abandoned(cancel: &Cancel, activity: &Activity) -> Error {
 
 /// Names the void points of a run (errors or missing rows), the first few in full.
 fn voided_points(report: &report::model::Report) -> Option<String> {
+    named_points(
+        report,
+        report::model::PointResult::is_void,
+        "void (failed requests or missing rows; no throughput published, results saved and flagged)",
+    )
+}
+
+/// Names the points whose answers differ from the reference or the other systems'.
+fn wrong_answers(report: &report::model::Report) -> Option<String> {
+    named_points(
+        report,
+        |p| p.flags.iter().any(|f| matches!(f, report::model::Flag::AnswerMismatch { .. })),
+        "answered wrongly (ANSWER MISMATCH: results saved and flagged)",
+    )
+}
+
+/// "N points WHAT: the first few in full" for the points `select` picks; `None` for none.
+fn named_points(report: &report::model::Report, select: fn(&report::model::PointResult) -> bool, what: &str) -> Option<String> {
     const NAMED: usize = 5;
-    let void: Vec<String> = report
+    let named: Vec<String> = report
         .points
         .iter()
-        .filter(|p| p.is_void())
+        .filter(|p| select(p))
         .map(|p| format!("{} / {} / {}", p.experiment, p.target, report::console::point_label(p)))
         .collect();
-    if void.is_empty() {
+    if named.is_empty() {
         return None;
     }
-    let more = if void.len() > NAMED { format!(" and {} more", void.len() - NAMED) } else { String::new() };
+    let more = if named.len() > NAMED { format!(" and {} more", named.len() - NAMED) } else { String::new() };
     Some(format!(
-        "{} point{} void (failed requests or missing rows; no throughput published, results saved and flagged): {}{more}",
-        void.len(),
-        if void.len() == 1 { "" } else { "s" },
-        void[..void.len().min(NAMED)].join(", ")
+        "{} point{} {what}: {}{more}",
+        named.len(),
+        if named.len() == 1 { "" } else { "s" },
+        named[..named.len().min(NAMED)].join(", ")
     ))
 }
 
@@ -555,5 +587,28 @@ fn targets() {
                 println!("{:<47} queries: {}", "", queries.join(" "));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use report::model::{Flag, Report};
+
+    fn golden() -> Report {
+        serde_json::from_str(include_str!("../tests/golden/report.json")).unwrap()
+    }
+
+    #[test]
+    fn a_wrong_answer_fails_the_run_and_names_the_point() {
+        let mut report = golden();
+        assert!(finish(&report).is_ok(), "the golden run is clean");
+        report.points[5].flags.push(Flag::AnswerMismatch { detail: "differs".into() });
+        let err = finish(&report).unwrap_err();
+        assert_eq!(err.exit_code(), 1);
+        let p = &report.points[5];
+        let text = err.to_string();
+        assert!(text.starts_with("1 point answered wrongly (ANSWER MISMATCH"), "{text}");
+        assert!(text.contains(&format!("{} / {}", p.experiment, p.target)), "{text}");
     }
 }

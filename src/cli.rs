@@ -14,6 +14,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a study (built-in name or a .toml file); default: the embedded study.
+    // Negative numbers reach the value parsers, which say what is expected, instead of
+    // being taken for unknown flags.
+    #[command(allow_negative_numbers = true)]
     Run(RunArgs),
     /// List the built-in studies.
     Studies,
@@ -22,11 +25,19 @@ pub enum Command {
     /// Generate input data to a file or stdout, for feeding other tools the same data.
     #[command(subcommand)]
     Gen(GenCommand),
-    /// Put saved runs side by side: ratios to the first run, marked where spreads overlap.
+    /// Put saved runs side by side: throughput, p50 and p99 ratios to the first run, and
+    /// whether each throughput difference is significant (Welch's t interval on the runs).
     Compare {
         /// Two or more run directories written by `dbsweep run`; the first is the baseline.
         #[arg(required = true, num_args = 2..)]
         dirs: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = crate::report::compare::Format::Text)]
+        format: crate::report::compare::Format,
+        /// Smallest throughput change called a difference, however certain (run-to-run
+        /// drift on a busy machine is not a difference between systems), e.g. 5% or 0.05.
+        #[arg(long, value_name = "FRACTION", default_value = "5%")]
+        min_effect: String,
     },
     /// Join the run directories of one plan's shards (`run --shard I/N`) into one run
     /// directory with one report: histograms and counts as saved, cross-target flags
@@ -83,10 +94,10 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub experiments: Option<Vec<String>>,
     /// Client counts for the clients sweep, e.g. 1,2,4,8.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>)]
     pub clients: Option<Vec<usize>>,
     /// Batch sizes for the batch sweep, e.g. 1,10,100,1000.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>)]
     pub batch: Option<Vec<usize>>,
     /// Range widths for range experiments, e.g. 1,10,100,1000.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -96,29 +107,29 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZES")]
     pub sizes: Option<String>,
     /// Clients in the batch sweep (default 1, as in the studies).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<usize>)]
     pub batch_clients: Option<usize>,
     /// Clients in range-width sweeps (default 8, as in the kv-vs-relational study).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<usize>)]
     pub range_clients: Option<usize>,
     /// Measured runs per point.
-    #[arg(long)]
+    #[arg(long, value_parser = count::<u32>)]
     pub runs: Option<u32>,
     /// Warm-up runs per point (not measured).
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u32>)]
     pub warmup: Option<u32>,
     /// Ops per run.
-    #[arg(long)]
+    #[arg(long, value_parser = count::<u64>)]
     pub ops: Option<u64>,
     /// Rows preloaded into the data set; for YCSB data the record count, or a list that
     /// sweeps record counts (each loaded on its own), e.g. 1000,5000,10000.
-    #[arg(long, value_delimiter = ',', value_name = "N[,N...]")]
+    #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>)]
     pub rows: Option<Vec<u64>>,
     /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
     #[arg(long)]
     pub scale: Option<f64>,
     /// Seed for data and operations.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u64>)]
     pub seed: Option<u64>,
     /// Output directory (must be new or empty); default dbsweep-runs/STUDY-TIMESTAMP.
     #[arg(long, value_name = "DIR")]
@@ -164,7 +175,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PRECISION")]
     pub precision: Option<String>,
     /// Under --precision: the most ops a run does (default: --ops, or the study's ops).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<u64>)]
     pub max_ops: Option<u64>,
     /// Under --precision: the longest a run lasts, e.g. 90s, 5m (default 120s).
     #[arg(long, value_name = "DURATION")]
@@ -174,11 +185,11 @@ pub struct RunArgs {
     /// which loads the data, cleans up and writes the one report: histograms added,
     /// throughput over the union of the workers' windows). Without a worker index this
     /// process is worker 0 and starts workers 1..N on this machine.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count::<usize>)]
     pub workers: Option<usize>,
     /// This process's worker index (0: the coordinator); default from DBSWEEP_WORKER,
     /// SLURM_PROCID (when SLURM_NTASKS is N) or JOB_COMPLETION_INDEX.
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", value_parser = whole::<usize>)]
     pub worker: Option<usize>,
     /// Where workers meet the coordinator (worker 0 listens on this port on every
     /// address); default DBSWEEP_COORDINATOR, or any free loopback port for local workers.
@@ -193,4 +204,18 @@ pub struct RunArgs {
     /// data loaded again, measuring from the first incomplete point.
     #[arg(long, value_name = "DIR", conflicts_with = "out")]
     pub resume: Option<PathBuf>,
+}
+
+/// A count of at least 1 (clients, batch sizes), with a message that says so for `-1`,
+/// `0` or `two`.
+fn count<T: std::str::FromStr + PartialOrd + From<u8>>(text: &str) -> Result<T, String> {
+    match text.trim().parse::<T>() {
+        Ok(n) if n >= T::from(1) => Ok(n),
+        _ => Err("expected a whole number of at least 1, e.g. 4".into()),
+    }
+}
+
+/// A whole number that may be 0 (warm-up runs, a seed, a worker index).
+fn whole<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+    text.trim().parse::<T>().map_err(|_| "expected a whole number (0 or more), e.g. 3".into())
 }

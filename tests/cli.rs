@@ -110,7 +110,16 @@ fn same_seed_same_answers_other_seed_other_answers() {
 fn bad_input_exits_2_with_one_line_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
+    let long_name = format!("{}=nodb:", "n".repeat(100_000));
     let cases: &[&[&str]] = &[
+        &["run", "--target", &long_name],
+        &["run", "--target", "pg=postgres://u:canary-pw@127.0.0.1:1/db?layuot=jsonb"],
+        &["run", "--clients", "100000"],
+        &["run", "--clients", "64", "--ops", "10"],
+        &["run", "--target", "=nodb:"],
+        &["run", "--clients", "-1"],
+        &["run", "--runs", "-1"],
+        &["run", "--client", "4"],
         &["run", "--target", "pg=postgres://u:canary-pw@:5432/x"],
         &["run", "no-such-study"],
         &["run", "--clients", "0"],
@@ -132,6 +141,14 @@ fn bad_input_exits_2_with_one_line_and_leaves_nothing() {
     }
     let o = dbsweep(&["run", "--target", "x=monetdb://127.0.0.1:50000/db", "--no-progress"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("no client for a MonetDB server"));
+    // Each line names the fix.
+    let line = |args: &[&str]| String::from_utf8_lossy(&dbsweep(args).stderr).trim_end().to_string();
+    assert!(line(&["run", "--target", &long_name]).contains("100000 characters is too long: at most 64"));
+    assert!(line(&["run", "--target", "pg=postgres://127.0.0.1:1/db?layuot=jsonb"]).contains("unknown URL option 'layuot' for a postgres URL (it takes: layout)"));
+    assert!(line(&["run", "--clients", "100000"]).contains("use at most 1024 and --workers N for more"));
+    assert!(line(&["run", "--target", "=nodb:"]).contains("empty name before '='"));
+    assert!(line(&["run", "--clients", "-1"]).contains("invalid value '-1' for '--clients <LIST>': expected a whole number of at least 1"));
+    assert!(line(&["run", "--client", "4"]).contains("a similar argument exists: '--clients'"));
 }
 
 #[test]
@@ -460,14 +477,26 @@ fn compare_puts_runs_side_by_side_with_ratios() {
     };
     let fast = run("fast", "");
     let slow = run("slow", "?latency_us=2000");
-    let o = dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap()]);
+    let o = dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap(), "--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
-    // A 2 ms sleep per request makes the mock at least 10x slower unbatched.
-    let line = text.lines().find(|l| l.starts_with("get") && l.contains(" m ") && l.contains("c=1 ") && !l.contains("b=")).unwrap();
-    let ratio: f64 = line.split('(').nth(1).unwrap().split('x').next().unwrap().parse().unwrap();
-    assert!(ratio < 0.1, "{line}");
-    assert!(!line.contains('~'), "spreads this far apart do not overlap: {line}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(json["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("another plan")), "the URLs differ");
+    // A 2 ms sleep per request makes the mock at least 10x slower unbatched: significantly.
+    let row = json["rows"].as_array().unwrap().iter().find(|r| r["experiment"] == "get" && r["target"] == "m" && r["point"] == "c=1").unwrap();
+    let cell = &row["cells"][1];
+    assert!(cell["ratio"].as_f64().unwrap() < 0.1, "{row}");
+    assert!(cell["ratio_high"].as_f64().unwrap() < 1.0, "{row}");
+    assert_eq!(cell["verdict"], "slower", "{row}");
+    assert!(cell["p50_ratio"].as_f64().unwrap() > 10.0, "latency grows with the sleep: {row}");
+    assert_eq!(row["cells"][0]["verdict"], serde_json::Value::Null, "the baseline has no verdict");
+    let text = String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap()]).stdout).to_string();
+    let line = text.lines().find(|l| l.trim_start().starts_with("get") && l.contains(" m ") && l.contains("c=1") && !l.contains("b=")).unwrap();
+    assert!(line.contains(" slower "), "{line}");
+    let csv = String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap(), "--format", "csv"]).stdout).to_string();
+    assert!(csv.starts_with("experiment,target,point,run,ops_per_sec,"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 2 * json["rows"].as_array().unwrap().len(), "one line per point and run");
+    let markdown = String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap(), "--format", "markdown"]).stdout).to_string();
+    assert!(markdown.lines().any(|l| l.starts_with("| get | m | c=1 |")), "{markdown}");
     let o = dbsweep(&["compare", fast.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let o = dbsweep(&["compare", fast.to_str().unwrap(), tmp.path().join("nope").to_str().unwrap()]);

@@ -162,8 +162,35 @@ pub const SYSTEMS: &[SystemEntry] = &[
     },
 ];
 
+/// The query parameters each scheme honours besides a password (`?password=` and its
+/// aliases are read by `TargetUrl`); `None`: every parameter goes on to the system's own
+/// driver, which checks them.
+fn accepted_params(scheme: &str) -> Option<&'static [&'static str]> {
+    Some(match scheme {
+        "mock" => &["latency_us", "fail_every", "lose_deletes_every", "blind_deletes"],
+        "sqlite" => &["synchronous"],
+        "redis" | "ledis" | "ledisdb" => &["cluster", "batch"],
+        "postgres" | "postgresql" => &["layout"],
+        "cassandra" => &["affected"],
+        "mysql-cli" | "mariadb-cli" => &["spawn"],
+        "redis-cli" => &["spawn", "batch"],
+        "mongodb" => return None,
+        _ => &[],
+    })
+}
+
+/// Refuses a query parameter the target's adapter does not read: a misspelt option
+/// (`?layuot=jsonb`) must not silently benchmark the default.
+fn check_params(name: &str, url: &TargetUrl) -> Result<()> {
+    let Some(accepted) = accepted_params(url.scheme()) else { return Ok(()) };
+    let Some(unknown) = url.params().into_keys().find(|key| !accepted.contains(&key.as_str())) else { return Ok(()) };
+    let known = if accepted.is_empty() { "it takes none".to_string() } else { format!("it takes: {}", accepted.join(", ")) };
+    Err(Error::usage(format!("target '{name}': unknown URL option '{unknown}' for a {} URL ({known})", url.scheme())))
+}
+
 /// Builds the adapter for a target URL.
 pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
+    check_params(name, url)?;
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
@@ -187,5 +214,36 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
             }
             _ => Err(Error::usage(format!("target '{name}': unknown URL scheme '{other}:'; see `dbsweep targets` for the supported ones"))),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_error(url: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        match open("t", &TargetUrl::parse(url).unwrap(), &OpenContext::new(dir.path().to_path_buf())) {
+            Ok(_) => String::new(),
+            Err(e) => {
+                assert_eq!(e.exit_code(), 2, "{e}");
+                e.to_string()
+            }
+        }
+    }
+
+    #[test]
+    fn a_misspelt_url_option_is_refused_and_named() {
+        let text = open_error("postgres://u@127.0.0.1:1/db?layuot=jsonb");
+        assert_eq!(text, "target 't': unknown URL option 'layuot' for a postgres URL (it takes: layout)");
+        assert!(open_error("nodb:?x=1").contains("'x' for a nodb URL (it takes none)"));
+        assert!(open_error("redis://127.0.0.1:1/0?batch=pipeline&clustr=true").contains("'clustr'"));
+    }
+
+    #[test]
+    fn known_options_and_passwords_are_accepted() {
+        assert_eq!(open_error("postgres://u@127.0.0.1:1/db?layout=jsonb&password=x"), "");
+        assert_eq!(open_error("mock:?fail_every=3&latency_us=1"), "");
+        assert_eq!(open_error("redis-cli://127.0.0.1:1/0?spawn=per-op"), "");
     }
 }

@@ -9,6 +9,7 @@
 //! reads YCSB's `-P`/`-p` properties.
 
 use crate::adapter::TargetUrl;
+use crate::adapter::url::redact_text;
 use crate::adapter::lease::Namespace;
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
@@ -520,14 +521,26 @@ pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
     })
 }
 
+/// Longest target name: it labels table columns, chart legends and file names.
+const MAX_TARGET_NAME: usize = 64;
+
 /// Parses `NAME=URL`, or a bare URL named after its scheme.
 pub fn parse_target(text: &str) -> Result<TargetSpec> {
     let (name, url) = match text.split_once('=') {
         Some((name, url)) if !name.contains(':') && !name.contains('/') => (name.trim().to_string(), url),
         _ => (String::new(), text),
     };
+    if name.is_empty() && url.len() < text.len() {
+        return Err(Error::usage(format!("target '{}' has an empty name before '=' (use --target NAME=URL)", redact_text(text))));
+    }
     let url = TargetUrl::parse(url)?;
     let name = if name.is_empty() { url.scheme().to_string() } else { name };
+    if name.len() > MAX_TARGET_NAME {
+        return Err(Error::usage(format!(
+            "target name of {} characters is too long: at most {MAX_TARGET_NAME} (use --target NAME=URL with a shorter NAME)",
+            name.chars().count()
+        )));
+    }
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(Error::usage(format!("target name '{name}' must be letters, digits, '-' or '_' (use --target NAME=URL)")));
     }
@@ -585,6 +598,9 @@ mod tests {
         assert!(!format!("{:?}", t).contains("hunter2"));
         assert_eq!(parse_target("sqlite:/tmp/x.db").unwrap().name, "sqlite");
         assert_eq!(parse_target("pg=postgres://:1/x").unwrap_err().exit_code(), 2);
+        assert!(parse_target("=nodb:").unwrap_err().to_string().contains("empty name"));
+        assert!(parse_target(&format!("{}=nodb:", "n".repeat(65))).unwrap_err().to_string().contains("65 characters is too long"));
+        assert_eq!(parse_target(&format!("{}=nodb:", "n".repeat(64))).unwrap().name.len(), 64);
     }
 
     #[test]

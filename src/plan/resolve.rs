@@ -16,6 +16,7 @@ use crate::adapter::lease::Namespace;
 use crate::data::{DataSpec, RecordCounts};
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
+use crate::workload::experiment::Experiment;
 
 /// Validates raw options against a study and resolves everything into a plan.
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
@@ -41,6 +42,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         records_fixed: rows.is_some() || (opts.quick && quick.rows.is_some()),
     };
     let (mut experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
+    clients_within_ops(&experiments)?;
     if precision.is_some() {
         for e in experiments.iter_mut().filter(|e| stopping::Precision::applies_to(e)) {
             e.runs = e.runs.max(stopping::MIN_PRECISION_RUNS);
@@ -181,7 +183,7 @@ fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from
         .or(quick.clients.clone())
         .or(study.clients.clone())
         .unwrap_or_else(|| vec![1, 2, 4, 8]);
-    positive_list("--clients", &clients)?;
+    client_counts("--clients", &clients)?;
     let batch = opts.batch.clone().or(quick.batch.clone()).or(study.batch.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
     positive_list("--batch", &batch)?;
     let widths = opts.widths.clone().or(quick.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
@@ -195,9 +197,37 @@ fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from
     positive_list("--sizes", &sizes)?;
     let range_clients = opts.range_clients.or(study.range_clients).unwrap_or(8);
     let batch_clients = opts.batch_clients.or(study.batch_clients).unwrap_or(1);
-    positive_list("--range-clients", &[range_clients])?;
-    positive_list("--batch-clients", &[batch_clients])?;
+    client_counts("--range-clients", &[range_clients])?;
+    client_counts("--batch-clients", &[batch_clients])?;
     Ok(SweepAxes { clients, batch, widths, sizes, range_clients, batch_clients })
+}
+
+/// The most clients a point may have: each is a connection (and, for some adapters, a
+/// thread) of this one process; beyond this, split the load with `--workers`.
+const MAX_CLIENTS: usize = 1024;
+
+fn client_counts(flag: &str, values: &[usize]) -> Result<()> {
+    positive_list(flag, values)?;
+    match values.iter().find(|v| **v > MAX_CLIENTS) {
+        Some(v) => Err(Error::usage(format!(
+            "{flag} {v} is more than the {MAX_CLIENTS} clients one process runs; use at most {MAX_CLIENTS} and --workers N for more"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Every client of a point gets at least one op of each run (a client with none would
+/// only open a connection), so no point may have more clients than its run has ops.
+fn clients_within_ops(experiments: &[Experiment]) -> Result<()> {
+    for e in experiments.iter().filter(|e| !e.sized) {
+        if let Some(p) = e.points.iter().find(|p| p.clients as u64 > e.ops) {
+            return Err(Error::usage(format!(
+                "experiment {}: {} clients but only {} ops per run; lower --clients or raise --ops to at least {}",
+                e.name, p.clients, e.ops, p.clients
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn positive_list<T: PartialOrd + Default + Copy + std::fmt::Display>(flag: &str, values: &[T]) -> Result<()> {
@@ -414,6 +444,11 @@ mod tests {
         assert_eq!((plan.runs, plan.seed), (2, 5));
         let err = resolve(&RunOptions { clients: Some(vec![0]), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--clients"), "{err}");
+        let err = resolve(&RunOptions { clients: Some(vec![1, 100_000]), ..Default::default() }).unwrap_err();
+        assert_eq!(err.to_string(), "--clients 100000 is more than the 1024 clients one process runs; use at most 1024 and --workers N for more");
+        let err = resolve(&RunOptions { clients: Some(vec![64]), ops: Some(10), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("64 clients but only 10 ops per run; lower --clients or raise --ops to at least 64"), "{err}");
+        resolve(&RunOptions { clients: Some(vec![10]), ops: Some(10), ..Default::default() }).unwrap();
         let err = resolve(&RunOptions { study: Some("nope".into()), ..Default::default() }).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("embedded"), "{err}");

@@ -35,7 +35,13 @@ impl Precision {
 
 /// `--precision 2%` or `--precision 0.02`.
 pub fn parse_precision(text: &str) -> Result<f64> {
-    let bad = || Error::usage(format!("--precision '{text}': give a relative precision such as 2% or 0.02 (above 0, below 100%)"));
+    parse_fraction("--precision", text)
+}
+
+/// A relative amount given as a percentage or a fraction (`2%`, `0.02`), above 0 and
+/// below 100 %.
+pub fn parse_fraction(flag: &str, text: &str) -> Result<f64> {
+    let bad = || Error::usage(format!("{flag} '{text}': give a relative amount such as 2% or 0.02 (above 0, below 100%)"));
     let value = match text.trim().strip_suffix('%') {
         Some(percent) => percent.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
         None => text.trim().parse::<f64>().map_err(|_| bad())?,

@@ -124,8 +124,11 @@ fn cell(p: &PointResult) -> String {
                 (s.median_ops_per_sec.unwrap_or(0.0), s.min_ops_per_sec.unwrap_or(0.0), s.max_ops_per_sec.unwrap_or(0.0));
             let spread = if median > 0.0 { 100.0 * (hi - lo) / median / 2.0 } else { 0.0 };
             // Analytic queries read as durations, the way the studies report them.
-            let mut text = match (&p.op, &s.latency) {
-                (OpKind::Query, Some(l)) => format!("{} per query (mean of {} runs)", micros(l.mean_us), s.measured_runs),
+            // The statistic is the one report.html shows: the median run's seconds per query.
+            let mut text = match (&p.op, p.seconds_per_op()) {
+                (OpKind::Query, Some(per_query)) => {
+                    format!("{} per query (median of {} runs)", micros(per_query.median * 1e6), s.measured_runs)
+                }
                 _ => format!("{}/s ±{spread:.0}%", rate(median)),
             };
             if let (false, Some(l)) = (p.op == OpKind::Query, &s.latency) {
@@ -148,7 +151,7 @@ fn cell(p: &PointResult) -> String {
 }
 
 /// Rows as left-aligned columns, indented by two spaces.
-fn write_table(out: &mut String, rows: &[Vec<String>]) {
+pub fn write_table(out: &mut String, rows: &[Vec<String>]) {
     let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     for row in rows {
         let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();

@@ -30,7 +30,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         }
     };
     let dir = path.parent().ok_or_else(|| Error::runtime(format!("{} has no parent directory", path.display())))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    // Created as any file is (0666 less the user's umask), not tempfile's private 0600:
+    // colleagues on the host read reports the way they read the user's other files.
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(failed)?;
     std::io::Write::write_all(&mut tmp, bytes).map_err(failed)?;
     tmp.persist(path).map_err(|e| failed(e.error))?;
     Ok(())
@@ -153,4 +158,22 @@ pub fn load(dir: &Path) -> Result<Report> {
     }
     report.upgrade();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn written_files_have_the_mode_of_any_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let written = dir.path().join("written");
+        write_atomic(&written, b"x").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&written), mode(&plain), "0666 less the umask, as File::create");
+        assert_eq!(std::fs::read(&written).unwrap(), b"x");
+    }
 }

@@ -144,7 +144,10 @@ fn bad_input_exits_2_with_one_line_and_leaves_nothing() {
     // Each line names the fix.
     let line = |args: &[&str]| String::from_utf8_lossy(&dbsweep(args).stderr).trim_end().to_string();
     assert!(line(&["run", "--target", &long_name]).contains("100000 characters is too long: at most 64"));
-    assert!(line(&["run", "--target", "pg=postgres://127.0.0.1:1/db?layuot=jsonb"]).contains("unknown URL option 'layuot' for a postgres URL (it takes: layout)"));
+    assert!(
+        line(&["run", "--target", "pg=postgres://127.0.0.1:1/db?layuot=jsonb"])
+            .contains("unknown URL option 'layuot' for a postgres URL (it takes: layout)")
+    );
     assert!(line(&["run", "--clients", "100000"]).contains("use at most 1024 and --workers N for more"));
     assert!(line(&["run", "--target", "=nodb:"]).contains("empty name before '='"));
     assert!(line(&["run", "--clients", "-1"]).contains("invalid value '-1' for '--clients <LIST>': expected a whole number of at least 1"));
@@ -482,7 +485,8 @@ fn compare_puts_runs_side_by_side_with_ratios() {
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(json["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("another plan")), "the URLs differ");
     // A 2 ms sleep per request makes the mock at least 10x slower unbatched: significantly.
-    let row = json["rows"].as_array().unwrap().iter().find(|r| r["experiment"] == "get" && r["target"] == "m" && r["point"] == "c=1").unwrap();
+    let row =
+        json["rows"].as_array().unwrap().iter().find(|r| r["experiment"] == "get" && r["target"] == "m" && r["point"] == "c=1").unwrap();
     let cell = &row["cells"][1];
     assert!(cell["ratio"].as_f64().unwrap() < 0.1, "{row}");
     assert!(cell["ratio_high"].as_f64().unwrap() < 1.0, "{row}");
@@ -490,12 +494,16 @@ fn compare_puts_runs_side_by_side_with_ratios() {
     assert!(cell["p50_ratio"].as_f64().unwrap() > 10.0, "latency grows with the sleep: {row}");
     assert_eq!(row["cells"][0]["verdict"], serde_json::Value::Null, "the baseline has no verdict");
     let text = String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap()]).stdout).to_string();
-    let line = text.lines().find(|l| l.trim_start().starts_with("get") && l.contains(" m ") && l.contains("c=1") && !l.contains("b=")).unwrap();
+    let line =
+        text.lines().find(|l| l.trim_start().starts_with("get") && l.contains(" m ") && l.contains("c=1") && !l.contains("b=")).unwrap();
     assert!(line.contains(" slower "), "{line}");
-    let csv = String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap(), "--format", "csv"]).stdout).to_string();
+    let csv = String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap(), "--format", "csv"]).stdout)
+        .to_string();
     assert!(csv.starts_with("experiment,target,point,run,ops_per_sec,"), "{csv}");
     assert_eq!(csv.lines().count(), 1 + 2 * json["rows"].as_array().unwrap().len(), "one line per point and run");
-    let markdown = String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap(), "--format", "markdown"]).stdout).to_string();
+    let markdown =
+        String::from_utf8_lossy(&dbsweep(&["compare", fast.to_str().unwrap(), slow.to_str().unwrap(), "--format", "markdown"]).stdout)
+            .to_string();
     assert!(markdown.lines().any(|l| l.starts_with("| get | m | c=1 |")), "{markdown}");
     let o = dbsweep(&["compare", fast.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

@@ -33,7 +33,8 @@ fn targets_of_any_run_are_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let run = |name: &str, targets: &[&str]| {
         let out = tmp.path().join(name);
-        let mut args = vec!["run", "--experiments", "get", "--ops", "100", "--runs", "2", "--clients", "1", "--batch", "1", "--no-progress"];
+        let mut args =
+            vec!["run", "--experiments", "get", "--ops", "100", "--runs", "2", "--clients", "1", "--batch", "1", "--no-progress"];
         for t in targets {
             args.extend(["--target", t]);
         }

@@ -9,8 +9,8 @@
 //! reads YCSB's `-P`/`-p` properties.
 
 use crate::adapter::TargetUrl;
-use crate::adapter::url::redact_text;
 use crate::adapter::lease::Namespace;
+use crate::adapter::url::redact_text;
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};

@@ -445,7 +445,10 @@ mod tests {
         let err = resolve(&RunOptions { clients: Some(vec![0]), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--clients"), "{err}");
         let err = resolve(&RunOptions { clients: Some(vec![1, 100_000]), ..Default::default() }).unwrap_err();
-        assert_eq!(err.to_string(), "--clients 100000 is more than the 1024 clients one process runs; use at most 1024 and --workers N for more");
+        assert_eq!(
+            err.to_string(),
+            "--clients 100000 is more than the 1024 clients one process runs; use at most 1024 and --workers N for more"
+        );
         let err = resolve(&RunOptions { clients: Some(vec![64]), ops: Some(10), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("64 clients but only 10 ops per run; lower --clients or raise --ops to at least 64"), "{err}");
         resolve(&RunOptions { clients: Some(vec![10]), ops: Some(10), ..Default::default() }).unwrap();

@@ -185,7 +185,14 @@ impl Comparison {
             if i == 0 {
                 head.extend([format!("{} ops/s", run.name), "p50".into(), "p99".into()]);
             } else {
-                head.extend([format!("{} ops/s", run.name), "ratio".into(), "95% interval".into(), "".into(), "p50 x".into(), "p99 x".into()]);
+                head.extend([
+                    format!("{} ops/s", run.name),
+                    "ratio".into(),
+                    "95% interval".into(),
+                    "".into(),
+                    "p50 x".into(),
+                    "p99 x".into(),
+                ]);
             }
         }
         head
@@ -486,20 +493,30 @@ fn warnings(names: &[String], reports: &[Report]) -> Vec<String> {
     let mut out = Vec::new();
     for (name, r) in names.iter().zip(reports) {
         if !r.complete {
-            out.push(format!("{name} is incomplete ({}): its missing points are shown as missing", r.incomplete_reason.as_deref().unwrap_or("stopped")));
+            out.push(format!(
+                "{name} is incomplete ({}): its missing points are shown as missing",
+                r.incomplete_reason.as_deref().unwrap_or("stopped")
+            ));
         }
     }
     for (name, r) in names.iter().zip(reports).skip(1) {
         let differing = plan_differences(&base.plan, &r.plan);
         if !differing.is_empty() {
-            out.push(format!("{name} ran another plan than the baseline ({} differ): differences may be the plans', not the systems'", differing.join(", ")));
+            out.push(format!(
+                "{name} ran another plan than the baseline ({} differ): differences may be the plans', not the systems'",
+                differing.join(", ")
+            ));
         }
         if r.dbsweep_version != base.dbsweep_version || r.git_revision != base.git_revision {
             out.push(format!("{name} was run by another dbsweep ({} vs {})", version(r), version(base)));
         }
-        let host = |r: &Report| (r.environment.hostname.clone(), r.environment.cpu_model.clone(), r.environment.cores, r.environment.memory_bytes);
+        let host =
+            |r: &Report| (r.environment.hostname.clone(), r.environment.cpu_model.clone(), r.environment.cores, r.environment.memory_bytes);
         if host(r) != host(base) {
-            out.push(format!("{name} ran on another host or machine ({}, {} cores) than the baseline ({}, {} cores)", r.environment.hostname, r.environment.cores, base.environment.hostname, base.environment.cores));
+            out.push(format!(
+                "{name} ran on another host or machine ({}, {} cores) than the baseline ({}, {} cores)",
+                r.environment.hostname, r.environment.cores, base.environment.hostname, base.environment.cores
+            ));
         }
     }
     out

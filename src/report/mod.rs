@@ -32,23 +32,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().ok_or_else(|| Error::runtime(format!("{} has no parent directory", path.display())))?;
     // Created as any file is (0666 less the user's umask), not tempfile's private 0600:
     // colleagues on the host read reports the way they read the user's other files.
-    let mut tmp = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(dir)
-        .map_err(failed)?;
+    let mut tmp =
+        tempfile::Builder::new().permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666)).tempfile_in(dir).map_err(failed)?;
     std::io::Write::write_all(&mut tmp, bytes).map_err(failed)?;
     tmp.persist(path).map_err(|e| failed(e.error))?;
     Ok(())
 }
 
 /// The directory a run writes, claimed for it at the start: created by it, or found empty
-/// and locked by creating `RunDir::LOCK` in it (`O_EXCL`: of two runs with one `--out`,
-/// exactly one succeeds). Until `keep` is called, dropping it removes the lock and a
+/// and locked through `RunDir::LOCK` in it (an exclusive `flock` held while the run lives:
+/// of two runs with one `--out`, exactly one succeeds, and a run killed outright — SIGKILL,
+/// OOM killer, power loss — leaves a lock file no one holds, which the next run or
+/// `--resume` simply takes). Until `keep` is called, dropping it removes the lock and a
 /// directory it created, so a run that fails before writing anything leaves nothing.
 pub struct RunDir {
     path: PathBuf,
     created: bool,
     kept: bool,
+    lock: Option<std::fs::File>,
 }
 
 impl RunDir {
@@ -70,10 +71,13 @@ impl RunDir {
             }
             Err(e) => return Err(Error::usage(format!("cannot create output directory {shown}: {e}; choose another --out"))),
         };
-        let mut claimed = RunDir { path: path.to_path_buf(), created, kept: false };
-        if let Err(e) = Self::lock(path, "choose another --out") {
-            claimed.created = false;
-            return Err(e);
+        let mut claimed = RunDir { path: path.to_path_buf(), created, kept: false, lock: None };
+        match Self::lock(path, "choose another --out") {
+            Ok(file) => claimed.lock = Some(file),
+            Err(e) => {
+                claimed.created = false;
+                return Err(e);
+            }
         }
         let others = std::fs::read_dir(path)
             .map_err(|e| Error::usage(format!("cannot use output directory {shown}: {e}")))?
@@ -90,26 +94,43 @@ impl RunDir {
     /// Claims the directory of an earlier run to continue it (`run --resume`): it must not
     /// be written by another run; what it holds stays.
     pub fn reopen(path: &Path) -> Result<RunDir> {
-        Self::lock(path, "wait for it to end")?;
-        Ok(RunDir { path: path.to_path_buf(), created: false, kept: true })
+        let lock = Self::lock(path, "wait for it to end")?;
+        Ok(RunDir { path: path.to_path_buf(), created: false, kept: true, lock: Some(lock) })
     }
 
-    /// Creates the lock file in `path`, or refuses (a usage error ending with `fix`) when
-    /// another run holds it.
-    fn lock(path: &Path, fix: &str) -> Result<()> {
+    /// Takes the lock file in `path` (creating it if needed) and writes this run's pid in
+    /// it, or refuses (a usage error ending with `fix`) when a live run holds it.
+    fn lock(path: &Path, fix: &str) -> Result<std::fs::File> {
+        use std::io::Write;
+        use std::os::unix::fs::MetadataExt;
         let shown = path.display();
+        let unusable = |e: std::io::Error| Error::usage(format!("cannot use output directory {shown}: {e}; choose another --out"));
         let lock = path.join(Self::LOCK);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
-            Ok(mut file) => {
-                let _ = std::io::Write::write_all(&mut file, format!("pid {}\n", std::process::id()).as_bytes());
-                Ok(())
+        // A run that ends unlinks the file while holding it: a claimant that opened the old
+        // file in between holds a lock on a name no longer there, sees it and tries again.
+        for _ in 0..8 {
+            let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock).map_err(unusable)?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let holder = std::fs::read_to_string(&lock).unwrap_or_default();
+                    return Err(Error::usage(format!(
+                        "output directory {shown} is being written by another dbsweep run ({}); {fix}",
+                        holder.trim()
+                    )));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(unusable(e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holder = std::fs::read_to_string(&lock).unwrap_or_default();
-                Err(Error::usage(format!("output directory {shown} is being written by another dbsweep run ({}); {fix}", holder.trim())))
+            let still_there = std::fs::metadata(&lock)
+                .is_ok_and(|named| file.metadata().is_ok_and(|held| held.ino() == named.ino() && held.dev() == named.dev()));
+            if !still_there {
+                continue;
             }
-            Err(e) => Err(Error::usage(format!("cannot use output directory {shown}: {e}; choose another --out"))),
+            file.set_len(0).map_err(unusable)?;
+            file.write_all(format!("pid {}\n", std::process::id()).as_bytes()).map_err(unusable)?;
+            return Ok(file);
         }
+        Err(Error::usage(format!("output directory {shown}: its lock file keeps changing; choose another --out")))
     }
 
     pub fn path(&self) -> &Path {
@@ -124,7 +145,12 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.path.join(Self::LOCK));
+        // Only a lock this run holds (a refused claim must not remove its holder's), unlinked
+        // while still held, then released: see `lock`.
+        if let Some(held) = self.lock.take() {
+            let _ = std::fs::remove_file(self.path.join(Self::LOCK));
+            drop(held);
+        }
         if self.created && !self.kept {
             // Only if empty: never removes anything but what this run made.
             let _ = std::fs::remove_dir(&self.path);
@@ -175,5 +201,33 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&written), mode(&plain), "0666 less the umask, as File::create");
         assert_eq!(std::fs::read(&written).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_live_run_holds_its_directory_and_releases_it_when_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let first = RunDir::claim(&out).unwrap();
+        let refused = RunDir::claim(&out).err().expect("a second run on the same --out").to_string();
+        assert!(refused.contains("being written by another dbsweep run"), "{refused}");
+        assert!(refused.contains(&format!("pid {}", std::process::id())), "names the holder: {refused}");
+        let refused = RunDir::reopen(&out).err().expect("--resume while it runs").to_string();
+        assert!(refused.ends_with("wait for it to end"), "{refused}");
+        drop(first);
+        assert!(!out.exists(), "an unkept directory it created is removed");
+    }
+
+    #[test]
+    fn a_lock_left_by_a_killed_run_does_not_block_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        // What a SIGKILLed run leaves: the file, with no process holding it.
+        std::fs::write(dir.path().join(RunDir::LOCK), "pid 4194304\n").unwrap();
+        std::fs::write(dir.path().join(REPORT_JSON), "{}").unwrap();
+        let resumed = RunDir::reopen(dir.path()).expect("a stale lock is taken over");
+        let holder = std::fs::read_to_string(dir.path().join(RunDir::LOCK)).unwrap();
+        assert_eq!(holder, format!("pid {}\n", std::process::id()));
+        drop(resumed);
+        assert!(!dir.path().join(RunDir::LOCK).exists());
+        assert!(dir.path().join(REPORT_JSON).exists(), "what the run wrote stays");
     }
 }

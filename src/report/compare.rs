@@ -583,4 +583,71 @@ mod tests {
         assert!(plan_differences(&a, &serde_json::json!({"seed": 2, "ops": 10, "data": {"rows": 5}})).is_empty());
         assert_eq!(plan_differences(&a, &serde_json::json!({"seed": 1, "ops": 20, "data": {"rows": 6}})), vec!["data", "ops"]);
     }
+
+    /// Normal deviates from a fixed-seed generator (splitmix64 + Box-Muller): the same
+    /// synthetic comparison on every test run.
+    struct Normals(u64);
+
+    impl Normals {
+        fn uniform(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        }
+        fn next(&mut self, sd: f64) -> f64 {
+            let (u, v) = (self.uniform().max(1e-12), self.uniform());
+            sd * (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+        }
+    }
+
+    /// `points` compared points of 3 runs each: within a run's repeats the spread is 1 %,
+    /// between the two runs each point drifts by a factor of sd 10 % (load, caches, CPU
+    /// frequency), and `changed(i)` multiplies point i's true throughput in the second run.
+    fn verdicts(points: usize, changed: impl Fn(usize) -> f64) -> Vec<Verdict> {
+        let mut normal = Normals(7);
+        let differences: Vec<LogDifference> = (0..points)
+            .map(|i| {
+                let drift = normal.next(0.10);
+                let a: Vec<f64> = (0..3).map(|_| 1000.0 * normal.next(0.01).exp()).collect();
+                let b: Vec<f64> = (0..3).map(|_| 1000.0 * changed(i) * (drift + normal.next(0.01)).exp()).collect();
+                welch(&a, &b).unwrap()
+            })
+            .collect();
+        let common = common_variance(&differences);
+        differences.iter().map(|d| d.interval(common).verdict(0.05)).collect()
+    }
+
+    #[test]
+    fn drift_between_runs_is_not_a_difference() {
+        let flagged = |v: &[Verdict]| v.iter().filter(|v| **v != Verdict::NoDifference).count();
+        let aa = verdicts(60, |_| 1.0);
+        assert!(flagged(&aa) <= 3, "an A/A comparison flags at most 5 % of 60 points: {aa:?}");
+        // Without the shared variance the same data would flag most points.
+        let mut normal = Normals(7);
+        let naive = (0..60)
+            .filter(|_| {
+                let drift = normal.next(0.10);
+                let a: Vec<f64> = (0..3).map(|_| 1000.0 * normal.next(0.01).exp()).collect();
+                let b: Vec<f64> = (0..3).map(|_| 1000.0 * (drift + normal.next(0.01)).exp()).collect();
+                welch(&a, &b).unwrap().interval(0.0).verdict(0.05) != Verdict::NoDifference
+            })
+            .count();
+        assert!(naive > 20, "the drift is large enough to matter: {naive} of 60 flagged without it");
+    }
+
+    #[test]
+    fn real_changes_stay_visible_beside_the_drift() {
+        // A few points 3x faster among unchanged ones: those few are flagged, as faster.
+        let few = verdicts(40, |i| if i % 10 == 0 { 3.0 } else { 1.0 });
+        for i in (0..40).step_by(10) {
+            assert_eq!(few[i], Verdict::Faster, "point {i}: {few:?}");
+        }
+        // Every point 2x slower: the shared variance is about the spread around the common
+        // change, not the change itself, so every point stays slower.
+        let all = verdicts(40, |_| 0.5);
+        assert!(all.iter().all(|v| *v == Verdict::Slower), "{all:?}");
+        assert_eq!(common_variance(&[]), 0.0, "no points, no shared spread");
+    }
 }

@@ -2,7 +2,8 @@
 //! `--quick`) through the binary, rendered by headless Chromium (`scripts/setup-browser`
 //! installs it; DBSWEEP_CHROMIUM overrides /usr/bin/chromium). Checks the screenshot is a
 //! real picture, the page loaded without script errors, every planned figure has its SVG,
-//! and the page made no network request: every request is routed to a local proxy that
+//! the findings are on the first screen and rank every experiment, no table overflows its
+//! container, and the page made no network request: every request is routed to a local proxy that
 //! records the host asked for; apart from Chromium's own service hosts (updater, account and
 //! time checks that headless Chromium makes for itself whatever the page), there must be
 //! none. A control page with one external image proves the proxy sees page requests.
@@ -74,6 +75,12 @@ fn browse(page: &Path, proxy_port: u16, extra: &[String]) -> String {
         .expect("chromium runs");
     assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// The value of an attribute the page's script set on <html>.
+fn attribute(dom: &str, name: &str) -> String {
+    let at = dom.find(&format!("{name}=\"")).unwrap_or_else(|| panic!("the page did not set {name}")) + name.len() + 2;
+    dom[at..at + dom[at..].find('"').unwrap()].to_string()
 }
 
 /// Decodes an RGB(A) PNG; returns (width, height, distinct colours, share of non-white pixels).
@@ -151,6 +158,21 @@ fn report_html_renders_in_headless_chromium_with_every_figure_and_no_network() {
         assert!(fig.contains("<table>"), "figure {id} has no data table");
     }
     assert!(dom.contains(&format!("data-svg-count=\"{}\"", ids.len())), "the browser counted a different number of charts");
+
+    // The findings come first: on the first screen (1400 x 900), one headline per experiment.
+    let top: f64 = attribute(&dom, "data-findings-top").parse().expect("the page has a findings section");
+    assert!(top < 600.0, "the findings start {top} px down: not on the first screen");
+    let findings = &dom[dom.find("id=\"findings\"").unwrap()..];
+    let findings = &findings[..findings.find("</section>").unwrap()];
+    let mut experiments: Vec<&str> = saved.points.iter().map(|p| p.experiment.as_str()).filter(|e| *e != "echo-floor").collect();
+    experiments.dedup();
+    assert!(experiments.len() >= 4, "{experiments:?}");
+    for e in &experiments {
+        assert!(findings.contains(&format!("<li data-experiment=\"{e}\">")), "the findings do not rank {e}");
+    }
+    assert!(findings.contains("id=\"relative-table\"") && findings.contains("geometric mean"), "no relative-performance table");
+    // No table is wider than its container or clipped inside it (folded ones opened).
+    assert_eq!(attribute(&dom, "data-overflowing"), "", "tables overflow their container");
     for t in &saved.targets {
         assert!(dom.contains(&t.version), "target {} version missing", t.name);
     }

@@ -317,7 +317,7 @@ impl PointKey {
 }
 
 /// The measured runs' ok throughputs; empty when the point is void.
-fn run_throughputs(p: &PointResult) -> Vec<f64> {
+pub(crate) fn run_throughputs(p: &PointResult) -> Vec<f64> {
     if p.is_void() {
         return Vec::new();
     }
@@ -328,7 +328,7 @@ fn run_latencies(p: &PointResult, pick: fn(&RunMeasurement, &PointResult) -> Opt
     p.measured_runs().iter().filter_map(|r| pick(r, p)).collect()
 }
 
-fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;
@@ -404,11 +404,17 @@ fn cell(base: Option<&PointResult>, this: Option<&PointResult>, is_baseline: boo
 }
 
 /// An interval for the ratio of two samples' geometric means.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct RatioInterval {
-    estimate: f64,
-    low: f64,
-    high: f64,
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RatioInterval {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The ratio of `b`'s geometric mean to `a`'s with its Welch interval at `CONFIDENCE`;
+/// `None` unless both have at least two positive values.
+pub(crate) fn ratio_interval(a: &[f64], b: &[f64]) -> Option<RatioInterval> {
+    welch(a, b).map(|d| d.interval(0.0))
 }
 
 impl RatioInterval {

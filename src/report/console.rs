@@ -3,6 +3,7 @@
 //! Must not compute statistics; it formats the model.
 
 use super::model::{Flag, MemoryDelta, MemorySummary, PointResult, PointStatus, Report};
+use super::summary::{Findings, times};
 use crate::base::op::OpKind;
 use std::fmt::Write as _;
 
@@ -17,21 +18,28 @@ pub fn rate(v: f64) -> String {
     }
 }
 
-/// Human-friendly microseconds: 850ns, 12µs, 3.4ms, 1.2s.
+/// Human-friendly microseconds with three significant digits at every scale: 850ns,
+/// 1.23µs, 12.3µs, 3.40ms, 1.20s.
 pub fn micros(us: f64) -> String {
-    if us < 1.0 {
-        format!("{:.0}ns", us * 1000.0)
-    } else if us < 1000.0 {
-        format!("{us:.0}µs")
-    } else if us < 1e6 {
-        format!("{:.1}ms", us / 1000.0)
+    let (value, unit) = if us < 0.9995 {
+        (us * 1000.0, "ns")
+    } else if us < 999.5 {
+        (us, "µs")
+    } else if us < 999_500.0 {
+        (us / 1000.0, "ms")
     } else {
-        format!("{:.1}s", us / 1e6)
-    }
+        (us / 1e6, "s")
+    };
+    let digits = if value >= 99.95 {
+        0
+    } else if value >= 9.995 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.digits$}{unit}")
 }
 
-/// A memory change in MiB (the unit of the in-memory study's paper: MB of 2^20 bytes),
-/// `<noise` when the noise rule says it is not a measurement, `-` without a reading.
 pub fn memory_delta(d: MemoryDelta) -> String {
     match d {
         MemoryDelta::Missing => "-".into(),
@@ -245,6 +253,7 @@ pub fn render(report: &Report) -> String {
             write_table(&mut out, &rows);
         }
     }
+    findings(&mut out, &Findings::of(report));
     if !report.unavailable.is_empty() {
         let _ = writeln!(out, "\nnot available here:");
         for u in &report.unavailable {
@@ -271,6 +280,44 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// The findings, after the tables: each experiment's headline and standings, then each
+/// target's time relative to the fastest and its geometric mean across experiments.
+fn findings(out: &mut String, findings: &Findings) {
+    if findings.experiments.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nfindings (each experiment at the point most targets measured; 95 % intervals):");
+    for e in &findings.experiments {
+        let _ = writeln!(out, "  {} ({}): {}", e.experiment, e.point, e.sentence());
+        let standings: Vec<String> = e
+            .standings
+            .iter()
+            .map(|s| {
+                let mut text = match (s.ops_per_sec, s.behind_estimate) {
+                    (Some(v), Some(r)) if r > 1.0 => format!("{} {}/s ({} slower)", s.target, rate(v), times(r)),
+                    (Some(v), _) => format!("{} {}/s", s.target, rate(v)),
+                    (None, _) => format!("{} no result", s.target),
+                };
+                for c in &s.caveats {
+                    let _ = write!(text, " [{c}]");
+                }
+                text
+            })
+            .collect();
+        let _ = writeln!(out, "    {}", standings.join(" · "));
+    }
+    let mut rows = vec![std::iter::once("time vs fastest".to_string()).chain(findings.targets.iter().cloned()).collect::<Vec<_>>()];
+    for e in &findings.experiments {
+        let mut row = vec![e.experiment.clone()];
+        row.extend(findings.targets.iter().map(|t| Findings::relative_text(e, t)));
+        rows.push(row);
+    }
+    let mut overall = vec!["geometric mean".to_string()];
+    overall.extend(findings.overall.iter().map(|o| o.text()));
+    rows.push(overall);
+    write_table(out, &rows);
+}
+
 /// One line per `run --resume` of the run: when, from which point, what it kept.
 pub fn resumptions(report: &Report) -> Vec<String> {
     report
@@ -295,8 +342,12 @@ mod tests {
         assert_eq!(rate(12_345.0), "12.3k");
         assert_eq!(rate(4_560_000.0), "4.56M");
         assert_eq!(micros(0.25), "250ns");
-        assert_eq!(micros(12.0), "12µs");
-        assert_eq!(micros(3400.0), "3.4ms");
+        assert_eq!(micros(12.0), "12.0µs");
+        assert_eq!(micros(3400.0), "3.40ms");
+        // Three significant digits at every scale, never "0.0 µs".
+        for (us, text) in [(0.04, "40.0ns"), (1.234, "1.23µs"), (123.4, "123µs"), (999.7, "1.00ms"), (1.2e6, "1.20s")] {
+            assert_eq!(micros(us), text, "{us} µs");
+        }
         assert_eq!(memory_delta(MemoryDelta::Bytes(2.5 * MIB)), "+2.50MiB");
         assert_eq!(memory_delta(MemoryDelta::Bytes(-0.25 * MIB)), "-0.25MiB");
         assert_eq!(memory_delta(MemoryDelta::BelowNoise { floor: 4096.0 }), "<noise");

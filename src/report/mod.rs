@@ -10,6 +10,7 @@ pub mod csv;
 pub mod environment;
 pub mod html;
 pub mod model;
+pub mod summary;
 
 use crate::error::{Error, Result};
 use model::Report;

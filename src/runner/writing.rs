@@ -40,7 +40,11 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
             .map(|t| {
                 let mut info = t.info().clone();
                 if let Some(extra) = ctx.extra_settings.get(&info.name) {
-                    info.settings.extend(extra.clone());
+                    for (key, value) in extra {
+                        if !reported_by_adapter(&info, key, value) {
+                            info.settings.insert(key.clone(), value.clone());
+                        }
+                    }
                 }
                 info
             })
@@ -100,5 +104,38 @@ pub(super) fn save(out_dir: &Path, report: &Report, cancel: &Cancel) -> bool {
             cancel.stop(StopCause::Failure(e.to_string()));
             false
         }
+    }
+}
+
+/// True when a spawned server's `server.KEY` setting is one the adapter already read from
+/// the server itself (`KEY`, `_` and `-` alike; or the version): the report shows it once.
+fn reported_by_adapter(info: &crate::adapter::TargetInfo, key: &str, value: &str) -> bool {
+    let Some(name) = key.strip_prefix("server.") else { return false };
+    let same = |k: &String| k.replace('_', "-") == name.replace('_', "-");
+    info.settings.keys().any(same) || (name == "version" && info.version == value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::{Capabilities, Execution, TargetInfo};
+
+    #[test]
+    fn a_spawned_servers_setting_the_adapter_read_is_shown_once() {
+        let info = TargetInfo {
+            name: "redis".into(),
+            system: "redis".into(),
+            url: "redis://127.0.0.1:1".into(),
+            execution: Execution::Async,
+            capabilities: Capabilities { ops: vec![], queries: vec![], native_batch: true, secondary_indexes: false },
+            version: "7.0.15".into(),
+            settings: [("appendonly", "no"), ("maxmemory-policy", "noeviction")].map(|(k, v)| (k.to_string(), v.to_string())).into(),
+        };
+        assert!(reported_by_adapter(&info, "server.appendonly", "no"));
+        assert!(reported_by_adapter(&info, "server.maxmemory_policy", "noeviction"), "'_' and '-' alike");
+        assert!(reported_by_adapter(&info, "server.version", "7.0.15"));
+        assert!(!reported_by_adapter(&info, "server.spawned", "true"), "only the spawner knows it");
+        assert!(!reported_by_adapter(&info, "server.version", "7.2.0"), "a different version is shown");
+        assert!(!reported_by_adapter(&info, "appendonly", "no"), "only server.* keys are the spawner's");
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod chart;
 pub mod figures;
+mod findings;
 mod ycsb;
 
 use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
@@ -162,7 +163,7 @@ pub fn fmt_bytes(b: f64) -> String {
 }
 
 fn us(v: f64) -> String {
-    if v >= 1000.0 { format!("{:.2} ms", v / 1000.0) } else { format!("{v:.1} µs") }
+    crate::report::console::micros(v)
 }
 
 /// The flags of a point (and its status) as HTML badges, next to its numbers.
@@ -255,9 +256,20 @@ th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: ta
 .facts td:first-child { font-weight: 600; white-space: nowrap; }
 .status-ok { color: #1a7f37; font-weight: 600; } .status-bad { color: #b3261e; font-weight: 600; }
 .figs { display: flex; flex-wrap: wrap; gap: 16px; }
-figure { margin: 0; padding: 10px; border: 1px solid #e2e2e2; border-radius: 6px; flex: 0 1 620px; min-width: 0; }
-figure td:first-child, figure td:nth-child(2) { white-space: nowrap; }
-figure table { display: block; overflow-x: auto; max-width: 100%; font-size: 0.8em; }
+figure { margin: 0; padding: 10px; border: 1px solid #e2e2e2; border-radius: 6px; flex: 1 1 620px; min-width: 0; }
+figure table { width: 100%; font-size: 0.8em; }
+figure td, figure th { overflow-wrap: anywhere; }
+figure td.num { white-space: normal; }
+figcaption a.save { float: right; font-weight: 400; font-size: 0.85em; color: #355; }
+#findings { margin: 0.6em 0 1em; } #findings h2 { margin-top: 0.4em; }
+ul.findings { padding-left: 1.2em; margin: 0.4em 0; } ul.findings li { margin: 0.35em 0; }
+.standings { font-size: 0.9em; color: #333; } .at, .ci { color: #666; font-size: 0.9em; font-weight: 400; }
+td.best { font-weight: 700; color: #1a7f37; } tr.overall td { font-weight: 600; border-top: 2px solid #bbb; }
+@media print {
+  body { max-width: none; padding: 0; } nav, figcaption a.save { display: none; }
+  figure { flex-basis: 100%; break-inside: avoid; } table { break-inside: auto; }
+  details.data::details-content { content-visibility: visible; }
+}
 figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { font-weight: 600; margin-bottom: 4px; }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.88em; margin: 2px 0 6px; }
@@ -278,11 +290,25 @@ td.settings { min-width: 480px; }
 details.data summary { cursor: pointer; color: #355; font-size: 0.9em; }
 "#;
 
-/// Records script errors and load completion as attributes on <html>, for the browser
-/// test; the page itself needs no script.
+/// The page's only script: saves a figure as an SVG file ("save SVG"), opens folded data
+/// tables for printing, and records for the browser test, as attributes on <html>, script
+/// errors, load completion, the tables wider than their container and where the findings
+/// start. The page reads fine without it.
 const SCRIPT: &str = r#"(function(){var h=document.documentElement;h.setAttribute('data-errors','');
 window.addEventListener('error',function(e){h.setAttribute('data-errors',h.getAttribute('data-errors')+(e.message||'resource error')+';');},true);
-window.addEventListener('load',function(){h.setAttribute('data-loaded','1');h.setAttribute('data-svg-count',String(document.querySelectorAll('figure[data-figure] svg').length));});})();"#;
+window.addEventListener('load',function(){h.setAttribute('data-loaded','1');h.setAttribute('data-svg-count',String(document.querySelectorAll('figure[data-figure] svg').length));
+document.querySelectorAll('details').forEach(function(d){d.dataset.wasOpen=d.open?'1':'';d.open=true;});
+var wide=[];document.querySelectorAll('table').forEach(function(t,i){var c=t.parentElement.closest('figure,section,header,body');
+if(t.scrollWidth>t.clientWidth+1||t.getBoundingClientRect().right>c.getBoundingClientRect().right+1){wide.push(t.id||t.closest('[id]').id||String(i));}});
+document.querySelectorAll('details').forEach(function(d){d.open=d.dataset.wasOpen==='1';});
+h.setAttribute('data-overflowing',wide.join(' '));var f=document.getElementById('findings');
+if(f){h.setAttribute('data-findings-top',String(Math.round(f.getBoundingClientRect().top+window.scrollY)));}});
+window.addEventListener('beforeprint',function(){document.querySelectorAll('details').forEach(function(d){d.open=true;});});
+document.addEventListener('click',function(e){var a=e.target.closest('a.save');if(!a){return;}e.preventDefault();
+var svg=a.closest('figure').querySelector('svg');if(!svg){return;}var x=new XMLSerializer().serializeToString(svg);
+if(x.indexOf('xmlns=')<0){x=x.replace('<svg','<svg xmlns="http://www.w3.org/2000/svg"');}
+var u=URL.createObjectURL(new Blob([x],{type:'image/svg+xml'}));var d=document.createElement('a');d.href=u;d.download=a.dataset.name;
+document.body.appendChild(d);d.click();d.remove();setTimeout(function(){URL.revokeObjectURL(u);},1000);});})();"#;
 
 /// Renders the whole page.
 pub fn render(report: &Report) -> String {
@@ -347,6 +373,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     if !description.is_empty() {
         let _ = writeln!(out, "<p>{}</p>", esc(description));
     }
+    findings::section(out, &crate::report::summary::Findings::of(r), colors);
     method(out, r);
     let status = if r.complete {
         "<span class=\"status-ok\">complete</span>".to_string()
@@ -362,6 +389,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
         ("started", esc(&r.started_at)),
         ("finished", esc(r.finished_at.as_deref().unwrap_or("-"))),
         ("status", status),
+        ("files", "<a href=\"results.csv\">results.csv</a> · <a href=\"report.json\">report.json</a> (beside this page)".to_string()),
         ("mode", rate.unwrap_or_else(|| "closed loop (maximum throughput)".into())),
         (
             "dbsweep",
@@ -506,7 +534,9 @@ fn open_figure(out: &mut String, f: &FigureSpec) {
     };
     let _ = write!(
         out,
-        "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption>{}</figcaption>\n",
+        "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption><a class=\"save\" href=\"#{}\" data-name=\"{}.svg\" title=\"save this figure as an SVG file\">save SVG</a>{}</figcaption>\n",
+        esc(&f.id),
+        esc(&f.id),
         esc(&f.id),
         esc(&f.id),
         esc(&f.title)

@@ -176,7 +176,7 @@ fn console_and_html_print_the_same_time_statistic_and_memory_rule() {
     let html = render(&r);
     // The median of the runs' seconds (100 and 650 ms): 375 ms in both, never the
     // 173 ms that ops over the median throughput gives.
-    assert!(console.contains("375.0ms (375µs/op × 1000)"), "{console}");
+    assert!(console.contains("375ms (375µs/op × 1000)"), "{console}");
     assert!(html.contains("375.000 ms"), "the HTML time table has the same median");
     assert!(!console.contains("173") && !html.contains("173."), "no second statistic");
     assert!(console.contains("median wall time of the measured runs"), "{console}");
@@ -188,7 +188,7 @@ fn console_and_html_print_the_same_time_statistic_and_memory_rule() {
 }
 
 #[test]
-fn every_built_in_study_report_opens_with_the_papers_method_and_dbsweeps() {
+fn every_built_in_study_report_states_the_papers_method_and_dbsweeps_after_the_findings() {
     for study in ["embedded", "kv-vs-relational", "insert-find", "ycsb", "in-memory"] {
         let plan = crate::plan::resolve(&crate::plan::RunOptions { study: Some(study.into()), ..Default::default() }).unwrap();
         let mut r = fixture();
@@ -197,7 +197,11 @@ fn every_built_in_study_report_opens_with_the_papers_method_and_dbsweeps() {
         let method = plan.method.as_ref().unwrap_or_else(|| panic!("{study}: no [method]"));
         assert!(method.paper.len() > 80 && method.dbsweep.len() > 80, "{study}: two real lines");
         let block = html.find("id=\"study-method\"").unwrap_or_else(|| panic!("{study}: no method block"));
-        assert!(block < html.find("<h2").unwrap_or(html.len()), "{study}: the method lines open the report");
+        let findings = html.find("id=\"findings\"").unwrap_or(0);
+        assert!(
+            findings < block && block < html.find("id=\"run-facts\"").unwrap(),
+            "{study}: the method lines follow the findings, before the provenance"
+        );
         assert!(html.contains(&esc(&method.paper)) && html.contains(&esc(&method.dbsweep)), "{study}");
     }
 }

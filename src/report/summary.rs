@@ -1,0 +1,287 @@
+//! The findings of one report, computed once for the console and report.html: per
+//! experiment, the targets ranked by throughput at its headline point, each one's distance
+//! from the leader with a 95 % interval, and the flags that void or weaken a standing; then
+//! a relative-performance table across experiments (each target's time relative to the
+//! fastest, and their geometric mean), as ClickBench summarises a benchmark.
+//! Owns what is found, not how it is printed; must not read anything but a saved report.
+
+use super::compare::{RatioInterval, median, ratio_interval, run_throughputs};
+use super::console::point_label;
+use super::model::{Flag, PointResult, Report};
+use serde::Serialize;
+
+/// The experiment every study runs first to measure the client's own ceiling; it ranks
+/// nothing.
+const ECHO_FLOOR: &str = "echo-floor";
+/// The system of the client-ceiling target.
+const NO_DATABASE: &str = "nodb";
+
+/// One target's place in one experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct Standing {
+    pub target: String,
+    /// Median ok ops/s of the measured runs; `None` when void or not measured.
+    pub ops_per_sec: Option<f64>,
+    /// How many times this target's throughput the leader's is, with its interval; `None`
+    /// for the leader, without a throughput, or without two runs on both sides.
+    pub behind: Option<RatioInterval>,
+    /// The leader's median throughput over this target's (1 for the leader).
+    pub behind_estimate: Option<f64>,
+    /// What voids or weakens this standing, in words ("VOID: 3 failed requests").
+    pub caveats: Vec<String>,
+}
+
+/// One experiment's ranking.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentFinding {
+    pub experiment: String,
+    pub op: String,
+    /// The point the ranking is at (`c=8 b=1`): the one most targets measured, the
+    /// heaviest of those.
+    pub point: String,
+    /// Fastest first; void and unmeasured targets last.
+    pub standings: Vec<Standing>,
+}
+
+impl ExperimentFinding {
+    /// The headline in words: "sqlite is 75x faster than duckdb (95 % interval 72-78x)".
+    pub fn sentence(&self) -> String {
+        let ranked: Vec<&Standing> = self.standings.iter().filter(|s| s.ops_per_sec.is_some()).collect();
+        match ranked.as_slice() {
+            [] => "no target has a valid result".into(),
+            [only] => format!("only {} has a valid result", only.target),
+            // The medians' ratio, as in the standings; the interval is the runs' geometric means'.
+            [leader, second, ..] => match (&second.behind, second.behind_estimate) {
+                (Some(i), Some(r)) if i.low > 1.0 => format!(
+                    "{} is {} faster than {} (95 % interval {}-{})",
+                    leader.target,
+                    times(r),
+                    second.target,
+                    times(i.low),
+                    times(i.high)
+                ),
+                (Some(i), Some(r)) => format!(
+                    "{} and {} are not distinguishable ({} apart, 95 % interval {}-{})",
+                    leader.target,
+                    second.target,
+                    times(r),
+                    times(i.low),
+                    times(i.high)
+                ),
+                (_, Some(r)) => {
+                    format!("{} is {} faster than {} (one run each: no interval)", leader.target, times(r), second.target)
+                }
+                (_, None) => format!("{} leads", leader.target),
+            },
+        }
+    }
+}
+
+/// A target's geometric mean of its relative times across experiments.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overall {
+    pub target: String,
+    /// Geometric mean of "times the fastest's time" over the experiments it has a value in.
+    pub geometric_mean: Option<f64>,
+    /// Its 95 % interval from the runs' spreads (normal approximation on the logarithms).
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    /// Experiments it has a value in, of all ranked.
+    pub experiments_with_value: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Findings {
+    pub experiments: Vec<ExperimentFinding>,
+    /// Targets in report order (the relative table's columns).
+    pub targets: Vec<String>,
+    pub overall: Vec<Overall>,
+}
+
+impl Findings {
+    pub fn of(report: &Report) -> Findings {
+        let targets: Vec<String> = report
+            .targets
+            .iter()
+            .filter(|t| t.system != NO_DATABASE)
+            .map(|t| t.name.clone())
+            .chain(report.points.iter().filter(|p| p.system != NO_DATABASE).map(|p| p.target.clone()))
+            .fold(Vec::new(), |mut seen, t| {
+                if !seen.contains(&t) {
+                    seen.push(t);
+                }
+                seen
+            });
+        let mut names: Vec<&str> = Vec::new();
+        for p in &report.points {
+            if p.experiment != ECHO_FLOOR && !names.contains(&p.experiment.as_str()) {
+                names.push(&p.experiment);
+            }
+        }
+        let experiments: Vec<ExperimentFinding> = names
+            .into_iter()
+            .filter_map(|name| {
+                let points: Vec<&PointResult> = report.points.iter().filter(|p| p.experiment == name && p.system != NO_DATABASE).collect();
+                finding(name, &points)
+            })
+            .collect();
+        let overall = targets.iter().map(|t| overall(t, &experiments)).collect();
+        Findings { experiments, targets, overall }
+    }
+
+    /// A target's time relative to the fastest in one experiment (1 = fastest).
+    pub fn relative(finding: &ExperimentFinding, target: &str) -> Option<f64> {
+        let s = finding.standings.iter().find(|s| s.target == target)?;
+        s.ops_per_sec?;
+        s.behind_estimate
+    }
+
+    /// The relative table's cell: "1.00" for the fastest, "3.10x", "void" (measured, no
+    /// valid result) or "-" (not measured).
+    pub fn relative_text(finding: &ExperimentFinding, target: &str) -> String {
+        match Findings::relative(finding, target) {
+            Some(r) if r <= 1.0 => "1.00".into(),
+            Some(r) => times(r),
+            None if finding.standings.iter().any(|s| s.target == target) => "void".into(),
+            None => "-".into(),
+        }
+    }
+}
+
+impl Overall {
+    /// "3.10x (2.90x-3.30x)", without the interval when there is none, "-" without a value.
+    pub fn text(&self) -> String {
+        match (self.geometric_mean, self.low, self.high) {
+            (Some(g), Some(lo), Some(hi)) if hi > lo => format!("{} ({}-{})", times(g), times(lo), times(hi)),
+            (Some(g), _, _) => times(g),
+            (None, _, _) => "-".into(),
+        }
+    }
+}
+
+/// "3.1x", "75x", "1.00x": three significant digits where they matter.
+pub fn times(ratio: f64) -> String {
+    let digits = if ratio >= 99.95 {
+        0
+    } else if ratio >= 9.995 {
+        1
+    } else if ratio >= 0.9995 || ratio <= 0.0 {
+        2
+    } else {
+        (2 - ratio.log10().floor() as i32).clamp(2, 6) as usize
+    };
+    format!("{ratio:.digits$}x")
+}
+
+/// The ranking of `points` (one experiment) at their headline point.
+fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFinding> {
+    let headline = headline(points)?;
+    let at: Vec<&PointResult> = points.iter().copied().filter(|p| same_point(p, headline)).collect();
+    let mut standings: Vec<(Standing, Vec<f64>)> = at
+        .iter()
+        .map(|p| {
+            let throughputs = run_throughputs(p);
+            let standing = Standing {
+                target: p.target.clone(),
+                ops_per_sec: median(&throughputs),
+                behind: None,
+                behind_estimate: None,
+                caveats: caveats(p),
+            };
+            (standing, throughputs)
+        })
+        .collect();
+    standings.sort_by(|(a, _), (b, _)| match (a.ops_per_sec, b.ops_per_sec) {
+        (Some(a), Some(b)) => b.total_cmp(&a),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let (leader_median, leader_runs) = (standings[0].0.ops_per_sec, standings[0].1.clone());
+    for (i, (s, runs)) in standings.iter_mut().enumerate() {
+        let (Some(this), Some(leader)) = (s.ops_per_sec, leader_median) else { continue };
+        s.behind_estimate = Some(leader / this);
+        if i > 0 {
+            s.behind = ratio_interval(runs, &leader_runs);
+        }
+    }
+    Some(ExperimentFinding {
+        experiment: experiment.to_string(),
+        op: headline.op.name().to_string(),
+        point: point_label(headline),
+        standings: standings.into_iter().map(|(s, _)| s).collect(),
+    })
+}
+
+fn same_point(a: &PointResult, b: &PointResult) -> bool {
+    a.point == b.point && a.rate.map(f64::to_bits) == b.rate.map(f64::to_bits)
+}
+
+/// The point most targets have a throughput at; of those, the last in plan order (the
+/// most clients, the largest batch or size: the heaviest load measured).
+fn headline<'a>(points: &[&'a PointResult]) -> Option<&'a PointResult> {
+    let valid = |p: &PointResult| points.iter().filter(|q| same_point(q, p) && !run_throughputs(q).is_empty()).count();
+    let mut best: Option<(&PointResult, usize)> = None;
+    for p in points {
+        let n = valid(p);
+        if best.is_none_or(|(_, most)| n >= most) {
+            best = Some((p, n));
+        }
+    }
+    best.map(|(p, _)| p)
+}
+
+/// What voids or weakens a standing, in words.
+fn caveats(p: &PointResult) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &p.flags {
+        let text = match f {
+            Flag::Errors { count, .. } => format!("VOID: {count} failed request{}", if *count == 1 { "" } else { "s" }),
+            Flag::MissingRows { count } => format!("VOID: {count} missing row{}", if *count == 1 { "" } else { "s" }),
+            Flag::AnswerMismatch { .. } => "WRONG ANSWER: timing void".to_string(),
+            Flag::ClientBound { share } => format!("client-bound ({:.0} % of the client's ceiling): may be faster", share * 100.0),
+            Flag::NotConverged { asked, .. } => format!("not converged to ±{:.1} %", asked * 100.0),
+            Flag::Retried { count } => format!("{count} retried request{}", if *count == 1 { "" } else { "s" }),
+            Flag::Incomplete => "incomplete".to_string(),
+            Flag::NotSupported => "not supported".to_string(),
+        };
+        out.push(text);
+    }
+    if p.is_void() {
+        // Nothing weakens what is void: only why it is.
+        out.retain(|c| c.starts_with("VOID") || c.starts_with("WRONG") || c == "incomplete");
+        if out.is_empty() {
+            out.push("VOID".to_string());
+        }
+    }
+    out
+}
+
+/// A target's geometric mean of relative times, its interval from the runs' spreads.
+fn overall(target: &str, experiments: &[ExperimentFinding]) -> Overall {
+    let mut logs = Vec::new();
+    let mut variance = 0.0;
+    let mut every_interval = true;
+    for e in experiments {
+        let Some(s) = e.standings.iter().find(|s| s.target == target && s.ops_per_sec.is_some()) else { continue };
+        let Some(ratio) = s.behind_estimate else { continue };
+        logs.push(ratio.ln());
+        match s.behind {
+            // The leader's own ratio is exactly 1: no variance.
+            Some(i) if i.high > i.low => variance += ((i.high.ln() - i.low.ln()) / (2.0 * 1.959_964)).powi(2),
+            Some(_) => {}
+            None => every_interval = ratio == 1.0 && every_interval,
+        }
+    }
+    if logs.is_empty() {
+        return Overall { target: target.into(), geometric_mean: None, low: None, high: None, experiments_with_value: 0 };
+    }
+    let k = logs.len() as f64;
+    let center = logs.iter().sum::<f64>() / k;
+    let half = 1.959_964 * (variance / (k * k)).sqrt();
+    let (low, high) = if every_interval { (Some((center - half).exp()), Some((center + half).exp())) } else { (None, None) };
+    Overall { target: target.into(), geometric_mean: Some(center.exp()), low, high, experiments_with_value: logs.len() }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,96 @@
+use super::*;
+
+fn golden() -> Report {
+    serde_json::from_str(include_str!("../../../tests/golden/report.json")).unwrap()
+}
+
+/// Gives every measured run of `target` in `experiment` a throughput from `values` (in
+/// turn), so the findings can be checked against numbers known in advance.
+fn set_throughputs(report: &mut Report, experiment: &str, target: &str, values: &[f64]) {
+    for p in report.points.iter_mut().filter(|p| p.experiment == experiment && p.target == target) {
+        for (run, value) in p.runs.iter_mut().filter(|r| !r.warmup).zip(values.iter().cycle()) {
+            run.seconds = 1.0;
+            run.ok_ops = *value as u64;
+        }
+    }
+}
+
+fn finding<'a>(f: &'a Findings, experiment: &str) -> &'a ExperimentFinding {
+    f.experiments.iter().find(|e| e.experiment == experiment).unwrap()
+}
+
+#[test]
+fn every_experiment_but_the_echo_floor_is_ranked_without_the_client_ceiling() {
+    let f = Findings::of(&golden());
+    let names: Vec<&str> = f.experiments.iter().map(|e| e.experiment.as_str()).collect();
+    assert_eq!(names, ["echo", "insert", "range-count"], "in the report's order");
+    assert_eq!(f.targets, ["sqlite", "duckdb", "redb"]);
+    for e in &f.experiments {
+        assert!(e.standings.iter().all(|s| s.target != "nodb"), "{e:?}");
+        let rates: Vec<f64> = e.standings.iter().filter_map(|s| s.ops_per_sec).collect();
+        assert!(rates.windows(2).all(|w| w[0] >= w[1]), "fastest first: {rates:?}");
+        assert_eq!(e.standings[0].behind_estimate, Some(1.0), "the leader is 1x itself");
+        assert!(e.standings[0].behind.is_none());
+    }
+}
+
+#[test]
+fn the_headline_states_the_ratio_and_its_interval() {
+    let mut r = golden();
+    set_throughputs(&mut r, "echo", "sqlite", &[1000.0, 1010.0, 990.0]);
+    set_throughputs(&mut r, "echo", "duckdb", &[100.0, 101.0, 99.0]);
+    set_throughputs(&mut r, "echo", "redb", &[10.0, 10.1, 9.9]);
+    let f = Findings::of(&r);
+    let echo = finding(&f, "echo");
+    let order: Vec<&str> = echo.standings.iter().map(|s| s.target.as_str()).collect();
+    assert_eq!(order, ["sqlite", "duckdb", "redb"]);
+    let duckdb = echo.standings[1].behind.unwrap();
+    assert!((duckdb.estimate - 10.0).abs() < 0.01 && duckdb.low > 9.0 && duckdb.high < 11.0, "{duckdb:?}");
+    let sentence = echo.sentence();
+    assert!(sentence.starts_with("sqlite is 10.0x faster than duckdb (95 % interval 9."), "{sentence}");
+    let redb = Findings::relative(echo, "redb").unwrap();
+    assert!((redb - 100.0).abs() < 1.0, "redb's time is 100x sqlite's: {redb}");
+}
+
+#[test]
+fn equal_targets_are_not_distinguishable_and_void_ones_rank_last_unrated() {
+    let mut r = golden();
+    set_throughputs(&mut r, "echo", "sqlite", &[1000.0, 900.0, 1100.0]);
+    set_throughputs(&mut r, "echo", "duckdb", &[1050.0, 950.0, 1000.0]);
+    for p in r.points.iter_mut().filter(|p| p.experiment == "echo" && p.target == "redb") {
+        p.flags.push(Flag::Errors { count: 3, failed_ops: 3 });
+    }
+    let f = Findings::of(&r);
+    let echo = finding(&f, "echo");
+    assert!(echo.sentence().contains("are not distinguishable"), "{}", echo.sentence());
+    let last = echo.standings.last().unwrap();
+    assert_eq!(last.target, "redb");
+    assert_eq!((last.ops_per_sec, last.behind_estimate), (None, None));
+    assert_eq!(last.caveats, ["VOID: 3 failed requests"]);
+    assert_eq!(Findings::relative(echo, "redb"), None);
+}
+
+#[test]
+fn the_overall_score_is_the_geometric_mean_of_relative_times() {
+    let mut r = golden();
+    for (experiment, slow) in [("insert", 10.0), ("echo", 1000.0), ("range-count", 100.0)] {
+        set_throughputs(&mut r, experiment, "sqlite", &[1e5, 1.01e5, 0.99e5]);
+        set_throughputs(&mut r, experiment, "duckdb", &[1e5 / slow, 1.01e5 / slow, 0.99e5 / slow]);
+        set_throughputs(&mut r, experiment, "redb", &[1e5, 1.01e5, 0.99e5]);
+    }
+    let f = Findings::of(&r);
+    let duckdb = f.overall.iter().find(|o| o.target == "duckdb").unwrap();
+    assert!((duckdb.geometric_mean.unwrap() - 100.0).abs() < 0.5, "geometric mean of 10, 1000, 100: {duckdb:?}");
+    assert!(duckdb.low.unwrap() < 100.0 && duckdb.high.unwrap() > 100.0, "{duckdb:?}");
+    assert_eq!(duckdb.experiments_with_value, 3);
+    let sqlite = f.overall.iter().find(|o| o.target == "sqlite").unwrap();
+    assert!(sqlite.geometric_mean.unwrap() < 1.05, "{sqlite:?}");
+}
+
+#[test]
+fn ratios_keep_three_significant_digits() {
+    let cases = [(0.0004321, "0.000432x"), (0.25, "0.250x"), (1.0, "1.00x"), (3.456, "3.46x"), (10.0, "10.0x"), (20992.0, "20992x")];
+    for (ratio, text) in cases {
+        assert_eq!(times(ratio), text);
+    }
+}

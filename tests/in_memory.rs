@@ -96,7 +96,7 @@ fn in_memory_study_on_spawned_servers_measures_time_and_memory_per_record() {
         // items fit in pages an earlier run already took. Not Cassandra: its memtables live
         // in a JVM heap that earlier runs and warm-ups already touched, and a young-generation
         // collection during the run can hand pages back, so its PSS change has either sign
-        // (it failed here about one run in five on a loaded machine).
+        // (the assertion failed in full suites on a loaded machine).
         let write = memory(point(&report, "write-all", target, 4000));
         if matches!(target, "redis" | "h2") {
             assert!(write["server_delta_bytes"].as_f64().unwrap() > 0.0, "{target}: server PSS did not grow after 4,000 writes");

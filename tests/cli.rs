@@ -152,6 +152,11 @@ fn bad_input_exits_2_with_one_line_and_leaves_nothing() {
     assert!(line(&["run", "--target", "=nodb:"]).contains("empty name before '='"));
     assert!(line(&["run", "--clients", "-1"]).contains("invalid value '-1' for '--clients <LIST>': expected a whole number of at least 1"));
     assert!(line(&["run", "--client", "4"]).contains("a similar argument exists: '--clients'"));
+    // Misspelt names get the closest one, and a misspelt scheme is refused by --dry-run too.
+    assert!(line(&["run", "embeded"]).contains("unknown study 'embeded' (did you mean 'embedded'?)"));
+    assert!(line(&["run", "--spawn", "redsi"]).contains("unknown server 'redsi' for --spawn (did you mean 'redis'?)"));
+    let scheme = line(&["run", "--target", "x=postgress://127.0.0.1:1/db", "--dry-run"]);
+    assert!(scheme.contains("unknown URL scheme 'postgress:' (did you mean 'postgres'?)"), "{scheme}");
 }
 
 #[test]

@@ -188,8 +188,51 @@ fn check_params(name: &str, url: &TargetUrl) -> Result<()> {
     Err(Error::usage(format!("target '{name}': unknown URL option '{unknown}' for a {} URL ({known})", url.scheme())))
 }
 
+/// Every scheme `open` builds an adapter for.
+const SCHEMES: &[&str] = &[
+    "nodb",
+    "mock",
+    "sqlite",
+    "redb",
+    "duckdb",
+    "monetdb",
+    "redis",
+    "ledis",
+    "ledisdb",
+    "memcached",
+    "postgres",
+    "postgresql",
+    "hyper",
+    "h2",
+    "cassandra",
+    "mongodb",
+    "mysql",
+    "mariadb",
+    "mysql-cli",
+    "mariadb-cli",
+    "redis-cli",
+];
+
+/// Refuses, when the plan is made (so `--dry-run` too), a scheme dbsweep has no adapter for:
+/// a system that cannot run here says why; a misspelt one gets the closest scheme.
+pub fn check_scheme(name: &str, url: &TargetUrl) -> Result<()> {
+    let scheme = url.scheme();
+    if SCHEMES.contains(&scheme) {
+        return Ok(());
+    }
+    let listed = |s: &SystemEntry| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == scheme;
+    match SYSTEMS.iter().find(|s| listed(s)) {
+        Some(SystemEntry { unavailable: Some(why), .. }) => Err(Error::usage(format!("target '{name}': {scheme} cannot run here: {why}"))),
+        _ => Err(Error::usage(format!(
+            "target '{name}': unknown URL scheme '{scheme}:'{}; see `dbsweep targets` for the supported ones",
+            crate::base::suggest::did_you_mean(scheme, SCHEMES.iter().copied())
+        ))),
+    }
+}
+
 /// Builds the adapter for a target URL.
 pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
+    check_scheme(name, url)?;
     check_params(name, url)?;
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
@@ -207,13 +250,7 @@ pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Ta
         "mongodb" => Ok(Arc::new(mongodb::MongoDb::new(name, url, ctx)?)),
         "mysql" | "mariadb" => Ok(Arc::new(mysql::MySql::new(name, url, ctx)?)),
         "mysql-cli" | "mariadb-cli" | "redis-cli" => Ok(Arc::new(cli_client::CliTarget::new(name, url, ctx)?)),
-        other => match SYSTEMS.iter().find(|s| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == other)
-        {
-            Some(SystemEntry { unavailable: Some(why), .. }) => {
-                Err(Error::usage(format!("target '{name}': {other} cannot run here: {why}")))
-            }
-            _ => Err(Error::usage(format!("target '{name}': unknown URL scheme '{other}:'; see `dbsweep targets` for the supported ones"))),
-        },
+        other => Err(Error::usage(format!("target '{name}': no adapter for '{other}:' (see `dbsweep targets`)"))),
     }
 }
 

@@ -9,5 +9,6 @@ pub mod measurement;
 pub mod op;
 pub mod rng;
 pub mod shard;
+pub mod suggest;
 pub mod table;
 pub mod zipfian;

@@ -506,7 +506,8 @@ pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
         None => {
             let known: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
             return Err(Error::usage(format!(
-                "unknown study '{name_or_path}'; built-in studies: {} (see `dbsweep studies`), or pass a .toml file",
+                "unknown study '{name_or_path}'{}; built-in studies: {} (see `dbsweep studies`), or pass a .toml file",
+                crate::base::suggest::did_you_mean(name_or_path, known.iter().copied()),
                 known.join(", ")
             )));
         }
@@ -535,6 +536,7 @@ pub fn parse_target(text: &str) -> Result<TargetSpec> {
     }
     let url = TargetUrl::parse(url)?;
     let name = if name.is_empty() { url.scheme().to_string() } else { name };
+    crate::adapter::registry::check_scheme(&name, &url)?;
     if name.len() > MAX_TARGET_NAME {
         return Err(Error::usage(format!(
             "target name of {} characters is too long: at most {MAX_TARGET_NAME} (use --target NAME=URL with a shorter NAME)",

@@ -207,7 +207,8 @@ impl FromStr for ServerKind {
         let text = text.trim().to_ascii_lowercase();
         ServerKind::ALL.into_iter().find(|kind| kind.name() == text || kind.system().aliases().contains(&text.as_str())).ok_or_else(|| {
             let names: Vec<&str> = ServerKind::ALL.iter().map(|kind| kind.name()).collect();
-            Error::usage(format!("unknown server '{text}' for --spawn; choose from {} (or all)", names.join(", ")))
+            let hint = crate::base::suggest::did_you_mean(&text, names.iter().copied());
+            Error::usage(format!("unknown server '{text}' for --spawn{hint}; choose from {} (or all)", names.join(", ")))
         })
     }
 }

@@ -6,21 +6,7 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use support::{csv_rows, dbsweep};
-
-/// Per (experiment, point, run): ops, ok ops, rows and requests of `target`'s rows.
-fn counts(dir: &Path, target: &str) -> BTreeMap<String, (String, String, String, String)> {
-    csv_rows(dir)
-        .into_iter()
-        .filter(|r| r["target"] == target)
-        .map(|r| {
-            let key = ["experiment", "op", "clients", "batch", "batched", "param", "run"].map(|c| r[c].clone()).join("|");
-            (key, (r["ops"].clone(), r["ok_ops"].clone(), r["rows"].clone(), r["requests"].clone()))
-        })
-        .collect()
-}
+use support::{counts_by_point, dbsweep};
 
 /// Runs `study` on a spawned Redis and a spawned Redis Cluster and checks that both
 /// measured the same points with the same counts; returns the report.
@@ -32,10 +18,10 @@ fn same_as_one_server(study: &[&str]) -> serde_json::Value {
             .concat(),
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (one, cluster) = (counts(&out, "redis"), counts(&out, "redis-cluster"));
+    let (one, cluster) = (counts_by_point(&out, "redis"), counts_by_point(&out, "redis-cluster"));
     assert!(!one.is_empty(), "redis measured something");
     assert_eq!(one, cluster, "the cluster sent the same ops and found the same rows");
-    for (key, (ops, ok_ops, _, _)) in &cluster {
+    for (key, [ops, ok_ops, ..]) in &cluster {
         assert_eq!(ops, ok_ops, "{key}: every op of the cluster succeeded");
     }
     let report = support::report(&out);

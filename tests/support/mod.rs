@@ -26,6 +26,19 @@ pub fn csv_rows(dir: &Path) -> Vec<HashMap<String, String>> {
     lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()
 }
 
+/// Per (experiment, op, point, run) of `target`'s results.csv rows: its ops, ok ops, rows
+/// and requests, to compare two deployments that ran the same plan.
+pub fn counts_by_point(dir: &Path, target: &str) -> std::collections::BTreeMap<String, [String; 4]> {
+    csv_rows(dir)
+        .into_iter()
+        .filter(|r| r["target"] == target)
+        .map(|r| {
+            let key = ["experiment", "op", "clients", "batch", "batched", "param", "run"].map(|c| r[c].clone()).join("|");
+            (key, ["ops", "ok_ops", "rows", "requests"].map(|c| r[c].clone()))
+        })
+        .collect()
+}
+
 /// A run directory's report.json.
 pub fn report(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()

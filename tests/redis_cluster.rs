@@ -6,29 +6,12 @@
 
 mod support;
 
-use support::{counts_by_point, dbsweep};
-
-/// Runs `study` on a spawned Redis and a spawned Redis Cluster and checks that both
-/// measured the same points with the same counts; returns the report.
-fn same_as_one_server(study: &[&str]) -> serde_json::Value {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = dbsweep(
-        &[study, &["--spawn", "redis,redis-cluster", "--runs", "1", "--warmup", "0", "--no-progress", "--out", out.to_str().unwrap()]]
-            .concat(),
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (one, cluster) = (counts_by_point(&out, "redis"), counts_by_point(&out, "redis-cluster"));
-    assert!(!one.is_empty(), "redis measured something");
-    assert_eq!(one, cluster, "the cluster sent the same ops and found the same rows");
-    for (key, [ops, ok_ops, ..]) in &cluster {
-        assert_eq!(ops, ok_ops, "{key}: every op of the cluster succeeded");
-    }
-    let report = support::report(&out);
-    let target = report["targets"].as_array().unwrap().iter().find(|t| t["name"] == "redis-cluster").expect("the cluster's target").clone();
+/// Runs `study` on a spawned Redis and a spawned Redis Cluster: both measured the same
+/// points with the same counts, on three spawned masters.
+fn same_as_one_server(study: &[&str]) {
+    let target = support::cluster_counts_what_one_server_counts(study, "redis,redis-cluster", "redis", "redis-cluster");
     assert_eq!(target["settings"]["cluster.masters"], "3", "{target}");
     assert_eq!(target["settings"]["server.spawned"], "true", "{target}");
-    report
 }
 
 #[test]

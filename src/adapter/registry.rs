@@ -127,7 +127,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "cassandra://",
         system: "cassandra",
-        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
+        description: "Apache Cassandra (CQL, scylla driver): several contact points h1:p,h2:p, ?replication_factor=N; prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
         unavailable: None,
     },
     SystemEntry {
@@ -171,7 +171,7 @@ fn accepted_params(scheme: &str) -> Option<&'static [&'static str]> {
         "sqlite" => &["synchronous"],
         "redis" | "ledis" | "ledisdb" => &["cluster", "batch"],
         "postgres" | "postgresql" => &["layout"],
-        "cassandra" => &["affected"],
+        "cassandra" => &["affected", "replication_factor"],
         "mysql-cli" | "mariadb-cli" => &["spawn"],
         "redis-cli" => &["spawn", "batch"],
         "mongodb" => return None,
@@ -234,6 +234,11 @@ pub fn check_scheme(name: &str, url: &TargetUrl) -> Result<()> {
 pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
     check_scheme(name, url)?;
     check_params(name, url)?;
+    if url.has_several_hosts() && url.scheme() != "cassandra" {
+        return Err(Error::usage(format!(
+            "target '{name}': only cassandra:// URLs take several contact points (h1:p,h2:p); name one host (a Redis Cluster: its first node and ?cluster=true)"
+        )));
+    }
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),
@@ -282,5 +287,6 @@ mod tests {
         assert_eq!(open_error("postgres://u@127.0.0.1:1/db?layout=jsonb&password=x"), "");
         assert_eq!(open_error("mock:?fail_every=3&latency_us=1"), "");
         assert_eq!(open_error("redis-cli://127.0.0.1:1/0?spawn=per-op"), "");
+        assert_eq!(open_error("cassandra://127.0.0.2:1,127.0.0.3:1?replication_factor=2&affected=plain"), "");
     }
 }

@@ -252,16 +252,24 @@ median() {
     python3 -c 'import statistics,sys; print(f"{statistics.median(float(v) for v in sys.argv[1:]):.1f}")' "$@"
 }
 
-# ratio A B: A/B as "1.23x", or "n/a".
-ratio() {
+# quotient SCALE FORMAT A B: SCALE * A / B in Python's FORMAT (e.g. "{:.2f}x"), or "n/a"
+# when A or B is not a number or B is not positive.
+quotient() {
     python3 -c '
 import sys
 try:
-    a, b = float(sys.argv[1]), float(sys.argv[2])
-    print(f"{a / b:.2f}x" if b > 0 else "n/a")
+    scale, fmt, a, b = float(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+    print(fmt.format(scale * a / b) if b > 0 else "n/a")
 except ValueError:
-    print("n/a")' "$1" "$2"
+    print("n/a")' "$@"
 }
+
+# ratio A B: A/B as "1.23x", or "n/a".
+ratio() { quotient 1 "{:.2f}x" "$1" "$2"; }
+
+# cpu_per_kop CPU_PCT OPS_PER_SEC: CPU milliseconds per 1,000 ops of a client that used
+# CPU_PCT percent of one core at OPS_PER_SEC, or "n/a".
+cpu_per_kop() { quotient 10000 "{:.2f}" "$1" "$2"; }
 
 machine_line() {
     local cpu

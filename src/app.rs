@@ -170,7 +170,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     if let Some(Role::Worker { index, count, coordinator }) = &role {
         // A worker prints nothing and writes nothing: the coordinator reports.
         return runtime.block_on(async {
-            let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
+            let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
             let served = runner::workers::worker::serve(&plan, *index, *count, coordinator, &cancel).await;
             watcher.abort();
             served
@@ -194,7 +194,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         workers: None,
     };
     let watched = runtime.block_on(async {
-        let watcher = tokio::spawn(watch_signals(cancel.clone(), activity.clone(), abandon.clone()));
+        let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
         let run = run_with_servers(&mut plan, ctx, &activity, role.as_ref(), raw_args, resume);
         // A second signal abandons the cleanup: dropping the run kills the spawned servers.
         let result = tokio::select! {
@@ -431,29 +431,33 @@ fn blame_dead_servers<'a>(e: Error, servers: impl Iterator<Item = &'a mut server
 /// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause and says what the
 /// run was doing and what stopping still does; the run then ends like any interruption
 /// (partial results saved, servers and directories removed). A second signal of either
-/// kind abandons that cleanup.
-async fn watch_signals(cancel: Cancel, activity: Activity, abandon: Arc<tokio::sync::Notify>) {
+/// kind abandons that cleanup. The handlers are in place when this returns (not when the
+/// watching task first runs), so a signal that comes at once, while servers start, is
+/// already a stop request rather than the default kill.
+fn watch_signals(cancel: Cancel, activity: Activity, abandon: Arc<tokio::sync::Notify>) -> tokio::task::JoinHandle<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         tracing::warn!("cannot watch for Ctrl-C and SIGTERM; they will end dbsweep without cleanup");
-        return;
+        return tokio::spawn(async {});
     };
-    let again = tokio::select! {
-        _ = int.recv() => {
-            cancel.stop(StopCause::CtrlC);
-            "press Ctrl-C again"
+    tokio::spawn(async move {
+        let again = tokio::select! {
+            _ = int.recv() => {
+                cancel.stop(StopCause::CtrlC);
+                "press Ctrl-C again"
+            }
+            _ = term.recv() => {
+                cancel.stop(StopCause::Sigterm);
+                "send SIGTERM again"
+            }
+        };
+        eprintln!("\ndbsweep: {}", activity.stopping_message(again));
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
         }
-        _ = term.recv() => {
-            cancel.stop(StopCause::Sigterm);
-            "send SIGTERM again"
-        }
-    };
-    eprintln!("\ndbsweep: {}", activity.stopping_message(again));
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-    }
-    abandon.notify_one();
+        abandon.notify_one();
+    })
 }
 
 /// The error of a run whose cleanup a second signal abandoned: the first stop's cause and

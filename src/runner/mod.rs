@@ -17,6 +17,7 @@ pub mod progress;
 pub mod resume;
 pub mod stopping;
 mod summary;
+mod targets;
 mod verify;
 pub mod workers;
 mod writing;
@@ -41,6 +42,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
 use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
+use targets::{prepare_and_load, release_targets, reload};
 use writing::{finish, new_report, out_path, save};
 
 /// How the run is hosted: where it writes, how it is stopped, what it shows.
@@ -505,132 +507,6 @@ async fn run_lifecycle_phases(shared: &Shared<'_>, streams: &[Arc<OpStream>], sw
         .map(|(experiment, stream)| lifecycle::Phase { experiment, stream: stream.clone() })
         .collect();
     lifecycle::run(shared, &phases, &mut sweep.report, &mut sweep.progress, &mut sweep.failed_targets, &mut sweep.resume).await
-}
-
-/// Prepares every target and loads its initial rows; `prepared` collects the targets that
-/// need cleaning up. A stop request ends a load early (its row stream dries up), so even an
-/// engine whose load blocks its thread returns promptly.
-async fn prepare_and_load(
-    targets: &[Arc<dyn Target>],
-    dataset: &Dataset,
-    progress: &mut Progress,
-    prepared: &mut Vec<Arc<dyn Target>>,
-    ctx: &RunContext,
-) -> Result<()> {
-    step(progress, ctx, "generating the data".into());
-    // Off the async threads, so a stop request is answered while it runs.
-    let warm = dataset.clone();
-    tokio::task::spawn_blocking(move || warm.warm_up()).await.map_err(|e| Error::runtime(format!("generating the data failed: {e}")))?;
-    for t in targets {
-        let name = &t.info().name;
-        step(progress, ctx, format!("preparing {name}"));
-        t.prepare(&dataset.tables).await?;
-        if t.info().system != "nodb" {
-            ctx.activity.holds_data(name);
-        }
-        prepared.push(t.clone());
-        for (id, table) in dataset.tables.iter().enumerate() {
-            step(progress, ctx, format!("loading {} into {name}", table.name));
-            let n = dataset.initial_rows(id);
-            let rows = stopping::until_stopped(dataset.initial(id), ctx.cancel.flag());
-            let loaded = t.load(table, rows).await.map_err(|e| lost_while_loading(t.as_ref(), &table.name, e))?;
-            if ctx.cancel.is_stopped() {
-                return Ok(());
-            }
-            if loaded != n {
-                return Err(Error::runtime(format!("{name}: loaded {loaded} of {n} rows into {}", table.name)));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A load failing with `Unreachable` after `prepare` reached the server: the server went
-/// away mid-run, a run failure (exit 1) rather than a URL to fix (exit 2).
-fn lost_while_loading(target: &dyn Target, table: &str, e: Error) -> Error {
-    match e {
-        Error::Unreachable { detail, .. } => Error::runtime(format!(
-            "{}: the server went away while loading {table} (it had answered while preparing): {detail}",
-            target.info().name
-        )),
-        other => other,
-    }
-}
-
-/// Ends this run's use of its targets: stops renewing the leases, removes what the run
-/// created (unless `keep_data`) wherever its lease is still its own, and gives the leases
-/// back. After a stop request the spawned servers' data is not removed: they are killed
-/// with their directories, data and all. Returns warnings for the report.
-async fn release_targets(
-    targets: &[Arc<dyn Target>],
-    leases: &Leases,
-    renewal: tokio::task::JoinHandle<()>,
-    keep_data: bool,
-    ctx: &RunContext,
-) -> Vec<String> {
-    renewal.abort();
-    let _ = renewal.await;
-    // A last renewal tells whether another run took a namespace over meanwhile.
-    let mut warnings = leases.renew_all().await;
-    let stopping = ctx.cancel.is_stopped();
-    for t in targets {
-        let name = &t.info().name;
-        if keep_data || (stopping && ctx.server_pids.contains_key(name)) {
-            ctx.activity.data_released(name);
-            continue;
-        }
-        if !leases.still_ours(t) {
-            warnings.push(format!("{name}: not cleaned up: another dbsweep run holds its namespace now"));
-        } else {
-            ctx.activity.doing(format!("removing dbsweep's data from {name}"));
-            if let Err(e) = t.cleanup().await {
-                tracing::warn!("cleanup of {name} failed: {e}");
-            }
-        }
-        ctx.activity.data_released(name);
-    }
-    ctx.activity.doing("giving back the run's leases");
-    leases.release_all().await;
-    warnings
-}
-
-/// Replaces every target's data with `dataset` (the next YCSB record count): its tables
-/// are dropped and recreated by `prepare` and loaded again. A target that fails is skipped
-/// from then on.
-async fn reload(
-    targets: &[Arc<dyn Target>],
-    dataset: &Dataset,
-    failed_targets: &mut BTreeMap<String, String>,
-    progress: &mut Progress,
-    warnings: &mut Vec<String>,
-    ctx: &RunContext,
-) {
-    for t in targets {
-        let name = t.info().name.clone();
-        if failed_targets.contains_key(&name) || ctx.cancel.is_stopped() {
-            continue;
-        }
-        let result = async {
-            t.prepare(&dataset.tables).await?;
-            for (id, table) in dataset.tables.iter().enumerate() {
-                let n = dataset.initial_rows(id);
-                step(progress, ctx, format!("loading {n} records of {} into {name}", table.name));
-                let loaded = t.load(table, stopping::until_stopped(dataset.initial(id), ctx.cancel.flag())).await?;
-                if ctx.cancel.is_stopped() {
-                    return Ok(());
-                }
-                if loaded != n {
-                    return Err(Error::runtime(format!("loaded {loaded} of {n} rows into {}", table.name)));
-                }
-            }
-            Ok::<(), Error>(())
-        }
-        .await;
-        if let Err(e) = result {
-            warnings.push(format!("{name}: loading the next record count failed: {e}"));
-            failed_targets.insert(name.clone(), format!("{name} could not load the next record count"));
-        }
-    }
 }
 
 /// Shows a step on the progress line and records it for the message of a stop.

@@ -1,5 +1,5 @@
-//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Memcached, HyPer, H2, Cassandra, LedisDB, FerretDB) for
-//! `--spawn` and for every end-to-end test.
+//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Redis Cluster, Memcached, HyPer, H2, Cassandra, LedisDB,
+//! FerretDB) for `--spawn` and for every end-to-end test.
 //!
 //! Owns: the machinery every system shares — finding the server programs, a fresh data
 //! directory per server (a `TempDir` under `SpawnOptions::data_root`), a free loopback
@@ -8,7 +8,9 @@
 //! check, and stopping it again (gracefully in `stop`, by SIGKILL of its process group in
 //! `Drop`) with the data directory removed. Children get `PR_SET_PDEATHSIG` so they die if
 //! dbsweep dies (`process`). What differs per system is one `System` implementation in
-//! the system's own module; `ServerKind::system` is the only place that lists them.
+//! the system's own module; `ServerKind::system` is the only place that lists them. A
+//! system of several processes (Redis Cluster) is started node by node the same way and
+//! then formed by its `System::form`; the first node's `Server` holds the others.
 //!
 //! Must not: touch any server it did not start (the distribution's own services keep
 //! running), read configuration files (`--no-defaults`, command-line settings only), or
@@ -26,6 +28,7 @@ mod pg_login;
 mod postgres;
 mod process;
 mod redis;
+mod redis_cluster;
 
 use crate::error::{Error, Result};
 use process::{group_alive, kill_group, log_tail, signal, signal_group};
@@ -114,6 +117,15 @@ trait System: Send + Sync {
     fn client_scheme(&self) -> Option<&'static str> {
         None
     }
+    /// How many server processes one spawn starts (a cluster's nodes); 1 for most.
+    fn nodes(&self) -> usize {
+        1
+    }
+    /// Joins the started nodes (their ports, the first the one the URL names) into one
+    /// system; nothing to do for a single process.
+    async fn form(&self, _ports: &[u16]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A server system dbsweep can start by itself.
@@ -128,10 +140,11 @@ pub enum ServerKind {
     Cassandra,
     LedisDb,
     FerretDb,
+    RedisCluster,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 9] = [
+    pub const ALL: [ServerKind; 10] = [
         ServerKind::Postgres,
         ServerKind::Mariadb,
         ServerKind::Redis,
@@ -141,6 +154,7 @@ impl ServerKind {
         ServerKind::Cassandra,
         ServerKind::LedisDb,
         ServerKind::FerretDb,
+        ServerKind::RedisCluster,
     ];
 
     /// What this kind of server brings to the spawn machinery.
@@ -149,6 +163,7 @@ impl ServerKind {
             ServerKind::Postgres => &postgres::Postgres,
             ServerKind::Mariadb => &mariadb::Mariadb,
             ServerKind::Redis => &redis::Redis,
+            ServerKind::RedisCluster => &redis_cluster::RedisCluster,
             ServerKind::Memcached => &memcached::Memcached,
             ServerKind::Hyper => &hyper::Hyper,
             ServerKind::H2 => &h2::H2,
@@ -224,6 +239,8 @@ pub struct Server {
     child: Option<Child>,
     /// Owns the data directory; removing it is the last step of `stop`/`Drop`.
     dir: Option<TempDir>,
+    /// The other nodes of a system of several processes (a cluster), stopped with it.
+    members: Vec<Server>,
 }
 
 impl fmt::Debug for Server {
@@ -303,6 +320,9 @@ impl Server {
     /// Shuts the server down gracefully (killing its process group if that takes longer
     /// than 30 s), then removes its data directory.
     pub async fn stop(mut self) -> Result<()> {
+        for member in std::mem::take(&mut self.members) {
+            Box::pin(member.stop()).await?;
+        }
         // The child stays in `self` until it is gone: if this future is dropped halfway,
         // `Drop` still kills the process group before it removes the directory.
         if let Some(child) = self.child.as_mut() {
@@ -416,10 +436,33 @@ pub async fn spawn_with_search_path(kind: ServerKind, opts: &SpawnOptions, searc
     spawn_inner(kind, opts, search_path, &mut process::free_port).await
 }
 
-/// The whole spawn: locate the programs, prepare a data directory, then start on a free
+/// The whole spawn: every process of the system (see `spawn_process`; the first on the
+/// ports `next_port` supplies, the other nodes of a cluster on free ones), then the system
+/// formed from them.
+async fn spawn_inner(
+    kind: ServerKind,
+    opts: &SpawnOptions,
+    search_path: Option<&[PathBuf]>,
+    next_port: &mut (dyn FnMut() -> Result<u16> + Send),
+) -> Result<Server> {
+    let mut server = spawn_process(kind, opts, search_path, next_port).await?;
+    let system = kind.system();
+    for _ in 1..system.nodes() {
+        let member = spawn_process(kind, opts, search_path, &mut process::free_port).await?;
+        server.members.push(member);
+    }
+    if system.nodes() > 1 {
+        let ports: Vec<u16> = std::iter::once(server.port).chain(server.members.iter().map(|m| m.port)).collect();
+        system.form(&ports).await?;
+        server.settings.insert("nodes".into(), ports.iter().map(|p| format!("127.0.0.1:{p}")).collect::<Vec<_>>().join(", "));
+    }
+    Ok(server)
+}
+
+/// One process: locate the programs, prepare a data directory, then start on a free
 /// port until the server answers; `next_port` supplies the port of each attempt (tests
 /// hand it a taken port first to exercise the retry).
-async fn spawn_inner(
+async fn spawn_process(
     kind: ServerKind,
     opts: &SpawnOptions,
     search_path: Option<&[PathBuf]>,
@@ -533,6 +576,7 @@ async fn launch(kind: ServerKind, ctx: &Context, port: u16, dir: TempDir) -> Res
         data_dir: ctx.dir.clone(),
         child: Some(child),
         dir: Some(dir),
+        members: Vec::new(),
     })
 }
 

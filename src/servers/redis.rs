@@ -40,7 +40,7 @@ impl System for Redis {
     }
 }
 
-fn command(ctx: &Context, port: u16) -> Command {
+pub(super) fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
     command
         .arg("--port")
@@ -51,7 +51,7 @@ fn command(ctx: &Context, port: u16) -> Command {
     command
 }
 
-async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
+pub(super) async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
     let info = ping_info(port).await?;
     if info.get("process_id").and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
         return Err(io::Error::other(format!("port {port} is served by another redis process")));

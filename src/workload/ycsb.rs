@@ -18,6 +18,7 @@ use crate::base::table::{LazyValue, Row, TableDef, TableId};
 use crate::base::zipfian::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
 use crate::data::ycsb::{self as data, FieldLengths, InsertOrder, Shape};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// YCSB's `requestdistribution`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,6 +155,9 @@ impl Workload {
     }
 }
 
+/// Loaded records whose keys `OpGen` keeps in a table (256 KiB): with hashed keys, an op
+/// on one of them then costs a lookup instead of an FNV-64 hash.
+const KEY_TABLE_MAX: u64 = 1 << 15;
 /// Walk length bound when looking for the nearest earlier insert.
 const WALK_LIMIT: u64 = 100_000;
 /// Redraws of a zipfian record that does not exist yet before falling back to loaded ones.
@@ -167,9 +171,14 @@ pub struct OpGen {
     seed: u64,
     table: TableId,
     shape: Shape,
-    /// Cumulative proportions of read, update, insert, scan, read-modify-write.
-    cumulative: [f64; 5],
+    /// The op kinds of non-zero proportion in the order read, update, insert, scan,
+    /// read-modify-write, each with its cumulative proportion (the upper end of its share).
+    kinds: Box<[(f64, OpKind)]>,
+    /// The sum of the proportions.
+    total_proportion: f64,
     keys: Distribution,
+    /// The keys of record numbers `0..` (at most `KEY_TABLE_MAX`), as `insertorder` makes them.
+    key_table: Arc<[i64]>,
     scan_zipf: Option<Zipfian>,
     op_stream: Stream,
     key_stream: Stream,
@@ -181,9 +190,18 @@ impl OpGen {
     pub fn new(workload: &Workload, seed: u64, table: TableId) -> Result<OpGen, String> {
         workload.validate()?;
         let w = workload;
-        let mut cumulative = [w.readproportion, w.updateproportion, w.insertproportion, w.scanproportion, w.readmodifywriteproportion];
-        for i in 1..5 {
-            cumulative[i] += cumulative[i - 1];
+        let proportions = [w.readproportion, w.updateproportion, w.insertproportion, w.scanproportion, w.readmodifywriteproportion];
+        let all_kinds = [OpKind::Get, OpKind::Update, OpKind::Insert, OpKind::Scan, OpKind::ReadModifyWrite];
+        let mut kinds = Vec::new();
+        let mut cumulative = 0.0;
+        for (p, kind) in proportions.into_iter().zip(all_kinds) {
+            let below = cumulative;
+            cumulative += p;
+            // A kind whose share does not move the sum is never drawn (not even for a u
+            // on a boundary).
+            if cumulative > below {
+                kinds.push((cumulative, kind));
+            }
         }
         let keys = match w.requestdistribution {
             // Sequential draws nothing (see `keynum`).
@@ -197,13 +215,19 @@ impl OpGen {
         };
         let scan_zipf = (w.scanlengthdistribution == ScanLengthDistribution::Zipfian)
             .then(|| Zipfian::new(w.maxscanlength - w.minscanlength + 1, &Zeta::new(ZIPFIAN_CONSTANT)));
+        let key_table = match w.insertorder {
+            InsertOrder::Hashed => (0..w.recordcount.min(KEY_TABLE_MAX)).map(|k| w.insertorder.key(k)).collect(),
+            InsertOrder::Ordered => Arc::default(),
+        };
         Ok(OpGen {
             workload: w.clone(),
             seed,
             table,
             shape: w.shape()?,
-            cumulative,
+            kinds: kinds.into(),
+            total_proportion: cumulative,
             keys,
+            key_table,
             scan_zipf,
             op_stream: Stream::new(seed, hash_str("ycsb.op")),
             key_stream: Stream::new(seed, hash_str("ycsb.key")),
@@ -224,7 +248,10 @@ impl OpGen {
     /// The key of record number `keynum` (loaded: `< recordcount`; inserted at sequence
     /// `s`: `recordcount + s`).
     pub fn key_of(&self, keynum: u64) -> i64 {
-        self.workload.insertorder.key(keynum)
+        match self.key_table.get(keynum as usize) {
+            Some(&key) => key,
+            None => self.workload.insertorder.key(keynum),
+        }
     }
 
     /// The row stored under `key` (loaded or inserted).
@@ -238,19 +265,16 @@ impl OpGen {
         (0..self.workload.recordcount).map(move |k| this.row(this.key_of(k)))
     }
 
-    /// The kind of op at `seq` (cheap: one hash).
+    /// The kind of op at `seq` (cheap: one hash, none when the workload has one kind).
     pub fn kind(&self, seq: u64) -> OpKind {
-        let u = self.op_stream.unit(seq, 0) * self.cumulative[4];
-        let kinds = [OpKind::Get, OpKind::Update, OpKind::Insert, OpKind::Scan, OpKind::ReadModifyWrite];
-        // Skip zero-weight kinds so a u on a boundary never picks them.
-        for (i, kind) in kinds.iter().enumerate() {
-            let lo = if i == 0 { 0.0 } else { self.cumulative[i - 1] };
-            if u < self.cumulative[i] && self.cumulative[i] > lo {
-                return *kind;
-            }
+        if let [(_, only)] = *self.kinds {
+            return only;
         }
-        let last = (0..5).rev().find(|&i| self.cumulative[i] > if i == 0 { 0.0 } else { self.cumulative[i - 1] });
-        kinds[last.unwrap_or(0)]
+        let u = self.op_stream.unit(seq, 0) * self.total_proportion;
+        match self.kinds.iter().find(|(upper, _)| u < *upper) {
+            Some(&(_, kind)) => kind,
+            None => self.kinds.last().map_or(OpKind::Get, |&(_, kind)| kind),
+        }
     }
 
     /// The op at sequence number `seq`.
@@ -577,6 +601,19 @@ mod tests {
             }
         }
         assert_eq!(columns.len(), 10);
+    }
+
+    #[test]
+    fn keys_from_the_table_and_beyond_it_are_insertorder_keys() {
+        let w = Workload { recordcount: KEY_TABLE_MAX + 10, ..Workload::core('a').unwrap() };
+        let g = OpGen::new(&w, 1, 0).unwrap();
+        assert_eq!(g.key_table.len() as u64, KEY_TABLE_MAX);
+        for keynum in [0, 1, 999, KEY_TABLE_MAX - 1, KEY_TABLE_MAX, KEY_TABLE_MAX + 9, KEY_TABLE_MAX + 10 + 7] {
+            assert_eq!(g.key_of(keynum), crate::data::ycsb::hashed_key(keynum), "keynum {keynum}");
+        }
+        let ordered = OpGen::new(&Workload { insertorder: InsertOrder::Ordered, ..w }, 1, 0).unwrap();
+        assert!(ordered.key_table.is_empty());
+        assert_eq!(ordered.key_of(5), 5);
     }
 
     #[test]

@@ -29,3 +29,23 @@ lease_conformance!(redis_lease, |ctx: &OpenContext| {
     url.set_path("/3");
     registry::open("redis", &TargetUrl::parse(url.as_str()).unwrap(), ctx).unwrap()
 });
+
+/// A Redis Cluster of three masters, started by dbsweep's spawn code (`--spawn
+/// redis-cluster`); the URL names its first node.
+async fn open_cluster() -> (Arc<dyn Target>, ()) {
+    let url = crate::support::url(dbsweep::servers::ServerKind::RedisCluster);
+    let ctx = OpenContext::new(std::env::temp_dir());
+    (registry::open("redis-cluster", &TargetUrl::parse(&url).unwrap(), &ctx).unwrap(), ())
+}
+
+/// The cluster's `kv` key set (hash tag `{kv}`) becomes a string: every insert gets
+/// WRONGTYPE, as on one server.
+fn cluster_key_set_string(target_url: String, _victim: i64) -> futures_util::future::BoxFuture<'static, ()> {
+    Box::pin(async move {
+        let seed = target_url.split('?').next().unwrap().to_string();
+        let mut conn = redis::cluster::ClusterClient::new(vec![seed]).unwrap().get_async_connection().await.unwrap();
+        let () = redis::cmd("SET").arg("dbsweep:{kv}:pk").arg("not a sorted set").query_async(&mut conn).await.unwrap();
+    })
+}
+
+conformance!(redis_cluster, open_cluster(), Fault::Custom(cluster_key_set_string));

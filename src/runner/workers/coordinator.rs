@@ -54,6 +54,35 @@ pub struct Coordinator {
     cancel: Cancel,
 }
 
+/// Why a worker that said hello is refused, if it is: another plan, another worker count,
+/// or an index that is the coordinator's or already taken.
+fn refusal(worker: usize, host: &str, (workers, count): (usize, usize), (theirs, plan_hash): (&str, &str), taken: bool) -> Option<String> {
+    if theirs != plan_hash {
+        Some(format!(
+            "worker {worker} on {host} resolved another plan (hash {theirs}, the coordinator's {plan_hash}): give every worker the same study, flags and seed"
+        ))
+    } else if workers != count {
+        Some(format!("worker {worker} on {host} was started with --workers {workers}, the coordinator with --workers {count}"))
+    } else if worker == 0 || worker >= count || taken {
+        Some(format!("worker {worker} on {host}: index 0 or taken twice; give each worker its own index 1..{}", count - 1))
+    } else {
+        None
+    }
+}
+
+/// The worker's clock minus the coordinator's, from one ping (its reading taken as at the
+/// middle of the round trip), and half the round trip as its uncertainty in ms.
+async fn clock_offset(link: &mut Link, worker: usize) -> Result<(i128, f64)> {
+    let sent = SystemTime::now();
+    link.send(&ToWorker::Ping).await?;
+    let ToCoordinator::Clock { unix_nanos: theirs } = link.receive(Duration::from_secs(10)).await? else {
+        return Err(Error::runtime(format!("worker {worker} did not answer the clock check")));
+    };
+    let back = SystemTime::now();
+    let middle = (unix_nanos(sent) as i128 + unix_nanos(back) as i128) / 2;
+    Ok((theirs as i128 - middle, back.duration_since(sent).unwrap_or_default().as_secs_f64() * 500.0))
+}
+
 impl Coordinator {
     /// Accepts the other `count - 1` workers on `listener`: each must have resolved the
     /// plan with `plan_hash` for `count` workers, under a distinct index. Each gets the
@@ -110,30 +139,12 @@ impl Coordinator {
             let ToCoordinator::Hello { worker, workers, plan_hash: theirs, version, host, pid } = hello else {
                 continue;
             };
-            let refusal = if theirs != plan_hash {
-                Some(format!(
-                    "worker {worker} on {host} resolved another plan (hash {theirs}, the coordinator's {plan_hash}): give every worker the same study, flags and seed"
-                ))
-            } else if workers != count {
-                Some(format!("worker {worker} on {host} was started with --workers {workers}, the coordinator with --workers {count}"))
-            } else if worker == 0 || worker >= count || members.iter().any(|m| m.index == worker) {
-                Some(format!("worker {worker} on {host}: index 0 or taken twice; give each worker its own index 1..{}", count - 1))
-            } else {
-                None
-            };
-            if let Some(reason) = refusal {
+            let taken = members.iter().any(|m| m.index == worker);
+            if let Some(reason) = refusal(worker, &host, (workers, count), (&theirs, plan_hash), taken) {
                 let _ = link.send(&ToWorker::Refused { reason: reason.clone() }).await;
                 return Err(Error::usage(reason));
             }
-            let sent = SystemTime::now();
-            link.send(&ToWorker::Ping).await?;
-            let ToCoordinator::Clock { unix_nanos: theirs } = link.receive(Duration::from_secs(10)).await? else {
-                return Err(Error::runtime(format!("worker {worker} did not answer the clock check")));
-            };
-            let back = SystemTime::now();
-            let middle = (unix_nanos(sent) as i128 + unix_nanos(back) as i128) / 2;
-            let offset_nanos = theirs as i128 - middle;
-            let uncertainty_ms = back.duration_since(sent).unwrap_or_default().as_secs_f64() * 500.0;
+            let (offset_nanos, uncertainty_ms) = clock_offset(&mut link, worker).await?;
             let offset_ms = offset_nanos as f64 / 1e6;
             if offset_ms.abs() > CLOCK_BOUND_MS {
                 warnings.push(format!(

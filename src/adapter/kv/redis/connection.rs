@@ -2,6 +2,7 @@
 //! MULTI/EXEC or pipeline, and the replies reduced to an outcome. Must not touch keys
 //! outside the target's prefix.
 
+use super::cluster::Conn;
 use super::dialect::Dialect;
 use super::rows::{TableKeys, insert_commands, key_of, parse_value, score, value_text};
 use super::{BatchMode, FETCH_ALL_CHUNK, op_error, strings, tpch};
@@ -10,7 +11,6 @@ use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId,
 use crate::base::table::{ColumnType, TableId, Value};
 use crate::error::Result;
 use async_trait::async_trait;
-use redis::aio::MultiplexedConnection;
 use redis::{Cmd, Pipeline, Script};
 use std::sync::Arc;
 
@@ -78,7 +78,10 @@ pub(super) struct Planned {
 }
 
 pub struct RedisConnection {
-    pub(super) conn: MultiplexedConnection,
+    pub(super) conn: Conn,
+    /// Every server holding keys, for listing a table's plain string keys: `conn` itself,
+    /// or each master of a cluster.
+    pub(super) nodes: Vec<Conn>,
     pub(super) dialect: Dialect,
     pub(super) tables: Arc<Vec<TableKeys>>,
     pub(super) batch: BatchMode,
@@ -282,17 +285,19 @@ impl RedisConnection {
                 // The table's keys a page at a time, one MGET per page of keys not seen yet.
                 let prefix = self.table(*table)?.row_prefix.clone();
                 let (mut rows, mut seen) = (0u64, std::collections::HashSet::new());
-                let mut cursor = Some(self.dialect.first_cursor().to_string());
-                while let Some(at) = cursor {
-                    let (next, keys) =
-                        self.dialect.string_key_page(&mut self.conn, &prefix, &at).await.map_err(|e| op_error(self.dialect, e))?;
-                    let ours: Vec<String> =
-                        keys.into_iter().filter(|k| strings::is_row_key(&prefix, k) && seen.insert(k.clone())).collect();
-                    if !ours.is_empty() {
-                        let reply = redis::cmd("MGET").arg(ours).query_async::<redis::Value>(&mut self.conn).await;
-                        rows += strings::non_nil(&reply.map_err(|e| op_error(self.dialect, e))?);
+                for node in 0..self.nodes.len() {
+                    let mut cursor = Some(self.dialect.first_cursor().to_string());
+                    while let Some(at) = cursor {
+                        let page = self.dialect.string_key_page(&mut self.nodes[node], &prefix, &at).await;
+                        let (next, keys) = page.map_err(|e| op_error(self.dialect, e))?;
+                        let ours: Vec<String> =
+                            keys.into_iter().filter(|k| strings::is_row_key(&prefix, k) && seen.insert(k.clone())).collect();
+                        if !ours.is_empty() {
+                            let reply = redis::cmd("MGET").arg(ours).query_async::<redis::Value>(&mut self.conn).await;
+                            rows += strings::non_nil(&reply.map_err(|e| op_error(self.dialect, e))?);
+                        }
+                        cursor = next;
                     }
-                    cursor = next;
                 }
                 Ok(Outcome::rows(rows))
             }
@@ -440,6 +445,17 @@ impl Connection for RedisConnection {
         if let Some(planned) = self.strings_batch(ops)? {
             let replies = self.send(planned.cmds, false).await?;
             return reduce(planned.reduce, &replies);
+        }
+        if matches!(self.conn, Conn::Cluster(_))
+            && ops.first().and_then(Op::table).is_some_and(|t| self.tables.get(t).is_some_and(|t| t.strings))
+        {
+            // Plain string keys spread over the cluster's slots, and one pipeline reaches
+            // one slot: a batch that is not one MSET, MGET or DEL goes op by op.
+            let mut rows = 0;
+            for op in ops {
+                rows += self.execute(op).await?.rows;
+            }
+            return Ok(Outcome::rows(rows));
         }
         let mut plans = Vec::with_capacity(ops.len());
         for op in ops {

@@ -20,7 +20,7 @@
 //!
 //! Must not: send FLUSHDB/FLUSHALL, or delete a key outside dbsweep's prefix.
 
-use redis::aio::MultiplexedConnection;
+use redis::aio::ConnectionLike;
 use redis::{Cmd, RedisResult};
 use std::collections::BTreeMap;
 
@@ -184,7 +184,7 @@ impl Dialect {
     /// keys).
     async fn page(
         self,
-        conn: &mut MultiplexedConnection,
+        conn: &mut (impl ConnectionLike + Send),
         space: KeySpace,
         prefix: &str,
         keep: &str,
@@ -216,7 +216,7 @@ impl Dialect {
     /// that count keep the keys they have seen.
     pub(super) async fn string_key_page(
         self,
-        conn: &mut MultiplexedConnection,
+        conn: &mut (impl ConnectionLike + Send),
         prefix: &str,
         cursor: &str,
     ) -> RedisResult<(Option<String>, Vec<String>)> {
@@ -225,7 +225,7 @@ impl Dialect {
     }
 
     /// The first key under `prefix` (of any type) other than `keep`, if any.
-    pub(super) async fn any_key(self, conn: &mut MultiplexedConnection, prefix: &str, keep: &str) -> RedisResult<Option<String>> {
+    pub(super) async fn any_key(self, conn: &mut (impl ConnectionLike + Send), prefix: &str, keep: &str) -> RedisResult<Option<String>> {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();
             loop {
@@ -242,14 +242,22 @@ impl Dialect {
         Ok(None)
     }
 
-    /// Deletes every key under `prefix` (of any type) but `keep`, page by page.
-    pub(super) async fn delete_all(self, conn: &mut MultiplexedConnection, prefix: &str, keep: &str) -> RedisResult<()> {
+    /// Deletes every key under `prefix` (of any type) but `keep`, page by page: listed on
+    /// `lister` (one server, or one master of a cluster) and deleted through `deleter` (the
+    /// same server, or the cluster, which splits a delete of several keys by slot).
+    pub(super) async fn delete_all(
+        self,
+        lister: &mut (impl ConnectionLike + Send),
+        deleter: &mut (impl ConnectionLike + Send),
+        prefix: &str,
+        keep: &str,
+    ) -> RedisResult<()> {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();
             loop {
-                let (next, keys) = self.page(conn, space, prefix, keep, &cursor).await?;
+                let (next, keys) = self.page(lister, space, prefix, keep, &cursor).await?;
                 if !keys.is_empty() {
-                    redis::cmd(space.delete).arg(&keys).query_async::<()>(conn).await?;
+                    redis::cmd(space.delete).arg(&keys).query_async::<()>(deleter).await?;
                 }
                 if next == self.first_cursor() {
                     break;

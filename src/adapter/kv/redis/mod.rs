@@ -17,9 +17,18 @@
 //! block the server while they run, as in the study. Q3 and Q14 (joins) are not offered.
 //! The server's version and settings are read by `prepare`; `info()` shows them from then.
 //!
-//! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline]`; the password comes
+//! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline][&cluster=true]`; the password comes
 //! from the URL (userinfo or `?password=`), else from `REDISCLI_AUTH` (see [`password`]). Batches go in one MULTI/EXEC by default (as the
 //! study did) or one plain pipeline with `batch=pipeline`.
+//!
+//! Redis Cluster (`cluster=true`, DB 0, the URL names any one node; see [`cluster`]): a
+//! row's commands (its hash, the key set and the index sets, in one MULTI/EXEC) and the
+//! scripts that read a range's rows must stay in one slot, so a hash-mapped table's keys
+//! carry the table as a hash tag (`dbsweep:{kv}17`, `dbsweep:{kv}:pk`): each such table
+//! lives on one master, and the cluster spreads tables, not one table's rows. Plain string
+//! keys (`pairs`) carry no tag and spread over every master; their batches are one MSET,
+//! MGET or DEL that the cluster client splits by slot, and a batch that is not (updates)
+//! runs op by op.
 //!
 //! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
 //! transaction goes in one pipeline, not atomically, and batches are pipelines; rows are
@@ -37,11 +46,11 @@ use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl
 use crate::base::op::{ErrorClass, OpError, OpKind, QueryId};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
+use cluster::Conn;
 pub use connection::RedisConnection;
 use connection::{MAX_LUA, UPDATE_LUA};
 use dialect::Dialect;
 use lease::LEASE_KEY;
-use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, RedisError, Script};
 use rows::key_of;
 pub(crate) use rows::value_text;
@@ -49,6 +58,7 @@ use rows::{TableKeys, describe_mappings};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
+mod cluster;
 mod connection;
 mod dialect;
 mod lease;
@@ -96,12 +106,24 @@ enum BatchMode {
     Pipeline,
 }
 
+/// How the target reaches its server.
+enum Client {
+    Single(redis::Client),
+    /// A Redis Cluster, through the node the URL names; `login` opens connections to each
+    /// master (`host` stands for a master that does not know its own address).
+    Cluster {
+        client: redis::cluster::ClusterClient,
+        login: RedisConnectionInfo,
+        host: String,
+    },
+}
+
 pub struct Redis {
     /// Filled in by `prepare` with the server's version and settings.
     probed: OnceLock<TargetInfo>,
     /// What is known before the server was asked.
     base: TargetInfo,
-    client: redis::Client,
+    client: Client,
     /// Redis or LedisDB.
     dialect: Dialect,
     /// `host:port/db` for messages (never the password).
@@ -116,6 +138,37 @@ pub struct Redis {
     update_script: Arc<Script>,
     max_script: Arc<Script>,
     query_scripts: Arc<tpch::Scripts>,
+}
+
+/// The URL's `cluster=true|false` (Redis only, DB 0 only).
+fn cluster_param(name: &str, url: &TargetUrl, dialect: Dialect, db: i64) -> Result<bool> {
+    let label = dialect.label();
+    Ok(match url.param("cluster").as_deref() {
+        None | Some("false" | "no" | "0") => false,
+        Some("true" | "yes" | "1") if dialect == Dialect::Redis && db == 0 => true,
+        Some("true" | "yes" | "1") if dialect == Dialect::Redis => {
+            return Err(Error::usage(format!("target '{name}': a Redis Cluster has only DB 0; write /0 with cluster=true")));
+        }
+        Some("true" | "yes" | "1") => {
+            return Err(Error::usage(format!("target '{name}': {label} has no cluster mode; drop cluster=true")));
+        }
+        Some(other) => return Err(Error::usage(format!("target '{name}': cluster must be 'true' or 'false', got '{other}'"))),
+    })
+}
+
+/// The URL's `batch=multi|pipeline` (`multi` where the dialect has MULTI/EXEC).
+fn batch_param(name: &str, url: &TargetUrl, dialect: Dialect) -> Result<BatchMode> {
+    let label = dialect.label();
+    Ok(match url.param("batch").as_deref() {
+        None | Some("multi") if dialect.has_multi() => BatchMode::Multi,
+        None | Some("pipeline") => BatchMode::Pipeline,
+        Some("multi") => {
+            return Err(Error::usage(format!("target '{name}': {label} has no MULTI/EXEC; use batch=pipeline or leave batch out")));
+        }
+        Some(other) => {
+            return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
+        }
+    })
 }
 
 impl Redis {
@@ -134,16 +187,8 @@ impl Redis {
                 .filter(|d| *d >= 0)
                 .ok_or_else(|| Error::usage(format!("target '{name}': the {label} URL path must be a DB index like /0, got '/{d}'")))?,
         };
-        let batch = match url.param("batch").as_deref() {
-            None | Some("multi") if dialect.has_multi() => BatchMode::Multi,
-            None | Some("pipeline") => BatchMode::Pipeline,
-            Some("multi") => {
-                return Err(Error::usage(format!("target '{name}': {label} has no MULTI/EXEC; use batch=pipeline or leave batch out")));
-            }
-            Some(other) => {
-                return Err(Error::usage(format!("target '{name}': batch must be 'multi' or 'pipeline', got '{other}'")));
-            }
-        };
+        let cluster = cluster_param(name, url, dialect, db)?;
+        let batch = batch_param(name, url, dialect)?;
         let mut settings = RedisConnectionInfo::default().set_db(db);
         if let Some(user) = url.username() {
             settings = settings.set_username(user);
@@ -151,11 +196,18 @@ impl Redis {
         if let Some(password) = password(url) {
             settings = settings.set_password(password);
         }
-        let info = ConnectionAddr::Tcp(host.clone(), port)
-            .into_connection_info()
-            .map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?
-            .set_redis_settings(settings);
-        let client = redis::Client::open(info).map_err(|e| Error::usage(format!("target '{name}': bad {label} address: {e}")))?;
+        let bad_address = |e: RedisError| Error::usage(format!("target '{name}': bad {label} address: {e}"));
+        let info =
+            ConnectionAddr::Tcp(host.clone(), port).into_connection_info().map_err(bad_address)?.set_redis_settings(settings.clone());
+        let client = if cluster {
+            let client = redis::cluster::ClusterClientBuilder::new([info])
+                .connection_timeout(Duration::from_secs(5))
+                .build()
+                .map_err(bad_address)?;
+            Client::Cluster { client, login: settings, host: host.clone() }
+        } else {
+            Client::Single(redis::Client::open(info).map_err(bad_address)?)
+        };
 
         let mut settings = dialect.fixed_settings();
         settings.insert("db".to_string(), db.to_string());
@@ -167,7 +219,15 @@ impl Redis {
             }
             .to_string(),
         );
-        settings.insert("layout".to_string(), "hash per row; sorted sets for pk and indexed columns".to_string());
+        let layout = if cluster {
+            "hash per row; sorted sets for pk and indexed columns; a hash-mapped table's keys share the hash tag {<table>} (one slot per table)"
+        } else {
+            "hash per row; sorted sets for pk and indexed columns"
+        };
+        settings.insert("layout".to_string(), layout.to_string());
+        if cluster {
+            settings.insert("cluster".to_string(), "Redis Cluster (the redis crate's cluster client)".to_string());
+        }
         let base = TargetInfo {
             name: name.to_string(),
             system: dialect.system().into(),
@@ -216,6 +276,10 @@ impl Redis {
         &self.base.name
     }
 
+    fn is_cluster(&self) -> bool {
+        matches!(self.client, Client::Cluster { .. })
+    }
+
     /// A run failure naming the server's state and the fix, when `e` says the server is out
     /// of client slots or still loading its data (not the URL's fault).
     fn busy_error(&self, e: &redis::RedisError) -> Option<Error> {
@@ -225,9 +289,12 @@ impl Redis {
 
     /// Opens a connection for setup steps; failures are `Error::Unreachable`, or a run
     /// failure when the server is full or loading.
-    async fn admin(&self) -> Result<MultiplexedConnection> {
-        let config = AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None);
-        let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| {
+    async fn admin(&self) -> Result<Conn> {
+        let connected = match &self.client {
+            Client::Single(client) => client.get_multiplexed_async_connection_with_config(&admin_config()).await.map(Conn::Single),
+            Client::Cluster { client, .. } => client.get_async_connection().await.map(Conn::Cluster),
+        };
+        let mut conn = connected.map_err(|e| {
             if let Some(failure) = self.busy_error(&e) {
                 return failure;
             }
@@ -250,14 +317,44 @@ impl Redis {
         Ok(conn)
     }
 
-    /// Asks the server for its version and the settings that change results, and describes
-    /// the mappings `tables` use (capabilities and requests).
-    async fn probe(&self, conn: &mut MultiplexedConnection, tables: &[Arc<TableDef>]) {
+    /// Connections to every server that holds keys: the one server (a clone of `conn`), or
+    /// each master of the cluster.
+    async fn nodes(&self, conn: &mut Conn) -> Result<Vec<Conn>> {
+        let Client::Cluster { login, host, .. } = &self.client else { return Ok(vec![conn.clone()]) };
+        let text: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await.map_err(|e| self.setup_error("CLUSTER NODES", e))?;
+        let mut nodes = Vec::new();
+        for (node_host, port) in cluster::masters(&text, host) {
+            let info = ConnectionAddr::Tcp(node_host.clone(), port)
+                .into_connection_info()
+                .map_err(|e| self.setup_error("reading the cluster's nodes", e))?
+                .set_redis_settings(login.clone());
+            let node = redis::Client::open(info)
+                .map_err(|e| self.setup_error("reading the cluster's nodes", e))?
+                .get_multiplexed_async_connection_with_config(&admin_config())
+                .await
+                .map_err(|e| Error::unreachable(self.name(), format!("cannot connect to the cluster's master {node_host}:{port}: {e}")))?;
+            nodes.push(Conn::Single(node));
+        }
+        if nodes.is_empty() {
+            return Err(Error::runtime(format!("target '{}': the cluster at {} has no master serving slots", self.name(), self.address)));
+        }
+        Ok(nodes)
+    }
+
+    /// Asks the server (a cluster: its first master) for its version and the settings that
+    /// change results, and describes the mappings `tables` use (capabilities and requests).
+    async fn probe(&self, conn: &mut Conn, tables: &[Arc<TableDef>]) {
         if self.probed.get().is_some() {
             return;
         }
         let mut info = self.base.clone();
         describe_mappings(self.dialect, &mut info, tables);
+        let nodes = self.nodes(conn).await.unwrap_or_default();
+        if self.is_cluster() {
+            info.settings.insert("cluster.masters".into(), nodes.len().to_string());
+        }
+        let mut first = nodes.into_iter().next();
+        let conn = first.as_mut().unwrap_or(conn);
         if let Ok(text) = redis::cmd("INFO").arg("server").query_async::<String>(conn).await
             && let Some(v) = info_field(&text, self.dialect.version_field())
         {
@@ -290,18 +387,34 @@ impl Redis {
 
     /// Deletes every key under our prefix (the marker too, not the lease record), page by
     /// page.
-    async fn clear_namespace(&self, conn: &mut MultiplexedConnection) -> Result<()> {
-        self.dialect.delete_all(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("clearing dbsweep's keys", e))
+    async fn clear_namespace(&self, conn: &mut Conn) -> Result<()> {
+        for mut node in self.nodes(conn).await? {
+            self.dialect
+                .delete_all(&mut node, &mut conn.clone(), &self.prefix, &self.lease_key)
+                .await
+                .map_err(|e| self.setup_error("clearing dbsweep's keys", e))?;
+        }
+        Ok(())
     }
 
     /// The first key under our prefix, if any, besides the lease record.
-    async fn any_prefixed_key(&self, conn: &mut MultiplexedConnection) -> Result<Option<String>> {
-        self.dialect.any_key(conn, &self.prefix, &self.lease_key).await.map_err(|e| self.setup_error("listing dbsweep's keys", e))
+    async fn any_prefixed_key(&self, conn: &mut Conn) -> Result<Option<String>> {
+        for mut node in self.nodes(conn).await? {
+            let key = self
+                .dialect
+                .any_key(&mut node, &self.prefix, &self.lease_key)
+                .await
+                .map_err(|e| self.setup_error("listing dbsweep's keys", e))?;
+            if key.is_some() {
+                return Ok(key);
+            }
+        }
+        Ok(None)
     }
 
     /// Whether the marker says the prefixed keys are ours; `Err(NotOwned)` when keys with
     /// our prefix exist that dbsweep did not mark.
-    async fn check_owned(&self, conn: &mut MultiplexedConnection) -> Result<bool> {
+    async fn check_owned(&self, conn: &mut Conn) -> Result<bool> {
         let (marker_key, prefix, label) = (&self.marker_key, &self.prefix, self.dialect.label());
         let marker: Option<String> = redis::cmd("GET").arg(marker_key).query_async(conn).await.map_err(|e| {
             if is_wrong_type(&e) {
@@ -351,6 +464,11 @@ impl Redis {
             Err(Error::runtime(format!("target '{}': table {} was not prepared", self.name(), table.name)))
         }
     }
+}
+
+/// Setup connections: 5 s to connect, no limit on a reply (a load pipeline, a cleanup).
+fn admin_config() -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None)
 }
 
 fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
@@ -408,11 +526,35 @@ mod tests {
     #[test]
     fn keys_follow_the_study_mapping() {
         let def = crate::data::kv::shared_def();
-        let t = TableKeys::new("dbsweep:", &def);
+        let t = TableKeys::new("dbsweep:", &def, false);
         assert_eq!(t.row_key(17), "dbsweep:kv17");
         assert_eq!(t.pk_set, "dbsweep:kv:pk");
         assert_eq!(t.index_sets[crate::data::kv::GROUP].as_deref(), Some("dbsweep:kv:idx:grp"));
         assert_eq!(t.index_sets[crate::data::kv::VALUE], None);
+    }
+
+    #[test]
+    fn in_a_cluster_a_hash_tables_keys_share_its_hash_tag_and_plain_strings_spread() {
+        let def = crate::data::kv::shared_def();
+        let t = TableKeys::new("dbsweep:", &def, true);
+        assert_eq!(t.row_key(17), "dbsweep:{kv}17");
+        assert_eq!(t.pk_set, "dbsweep:{kv}:pk");
+        assert_eq!(t.index_sets[crate::data::kv::GROUP].as_deref(), Some("dbsweep:{kv}:idx:grp"));
+        let pairs = Arc::new(TableDef { name: "pairs".into(), columns: def.columns[..2].to_vec(), indexed: Vec::new() });
+        assert!(strings::applies_to(&pairs));
+        assert_eq!(TableKeys::new("dbsweep:", &pairs, true).row_key(5), "dbsweep:pairs5");
+    }
+
+    #[test]
+    fn cluster_urls_need_redis_and_db_0() {
+        let open = |url: &str| Redis::new("r", &TargetUrl::parse(url).unwrap(), &OpenContext::new("/tmp"));
+        assert!(open("redis://127.0.0.1:7000/0?cluster=true").unwrap().is_cluster());
+        assert!(!open("redis://127.0.0.1:7000/0").unwrap().is_cluster());
+        for bad in
+            ["redis://127.0.0.1:7000/1?cluster=true", "ledis://127.0.0.1:7000/0?cluster=true", "redis://127.0.0.1:7000/0?cluster=maybe"]
+        {
+            assert_eq!(open(bad).err().expect(bad).exit_code(), 2, "{bad}");
+        }
     }
 
     #[test]

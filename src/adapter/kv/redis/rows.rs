@@ -26,8 +26,12 @@ pub(super) struct TableKeys {
 }
 
 impl TableKeys {
-    pub(super) fn new(prefix: &str, def: &Arc<TableDef>) -> Self {
-        let row_prefix = format!("{prefix}{}", def.name);
+    /// `tagged` (Redis Cluster): a hash-mapped table's keys carry the table as their hash
+    /// tag (`<prefix>{<table>}<pk>`), so a row's keys and the table's sorted sets share one
+    /// slot; plain string keys stay untagged and spread over the slots.
+    pub(super) fn new(prefix: &str, def: &Arc<TableDef>, tagged: bool) -> Self {
+        let row_prefix =
+            if tagged && !strings::applies_to(def) { format!("{prefix}{{{}}}", def.name) } else { format!("{prefix}{}", def.name) };
         let index_sets =
             (0..def.columns.len()).map(|c| def.indexed.contains(&c).then(|| format!("{row_prefix}:idx:{}", def.columns[c].name))).collect();
         TableKeys { def: def.clone(), strings: strings::applies_to(def), pk_set: format!("{row_prefix}:pk"), row_prefix, index_sets }

@@ -53,7 +53,7 @@ impl Target for Redis {
         for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
             script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
         }
-        *self.tables.write().unwrap() = Arc::new(tables.iter().map(|t| TableKeys::new(&self.prefix, t)).collect());
+        *self.tables.write().unwrap() = Arc::new(tables.iter().map(|t| TableKeys::new(&self.prefix, t, self.is_cluster())).collect());
         Ok(())
     }
 
@@ -120,7 +120,7 @@ impl Target for Redis {
             )));
         }
         self.probe(&mut conn, tables).await;
-        *self.tables.write().unwrap() = Arc::new(tables.iter().map(|t| TableKeys::new(&self.prefix, t)).collect());
+        *self.tables.write().unwrap() = Arc::new(tables.iter().map(|t| TableKeys::new(&self.prefix, t, self.is_cluster())).collect());
         Ok(())
     }
 
@@ -130,8 +130,10 @@ impl Target for Redis {
         for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
             script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
         }
+        let nodes = self.nodes(&mut conn).await?;
         Ok(Box::new(RedisConnection {
             conn,
+            nodes,
             dialect: self.dialect,
             tables: self.tables.read().unwrap().clone(),
             batch: self.batch,
@@ -148,12 +150,14 @@ impl Target for Redis {
         if t.strings {
             // Plain string keys have no key set: count the table's row keys, each once.
             let mut seen = std::collections::HashSet::new();
-            let mut cursor = Some(self.dialect.first_cursor().to_string());
-            while let Some(at) = cursor {
-                let (next, keys) =
-                    self.dialect.string_key_page(&mut conn, &t.row_prefix, &at).await.map_err(|e| self.setup_error("listing keys", e))?;
-                seen.extend(keys.into_iter().filter(|k| strings::is_row_key(&t.row_prefix, k)));
-                cursor = next;
+            for mut node in self.nodes(&mut conn).await? {
+                let mut cursor = Some(self.dialect.first_cursor().to_string());
+                while let Some(at) = cursor {
+                    let page = self.dialect.string_key_page(&mut node, &t.row_prefix, &at).await;
+                    let (next, keys) = page.map_err(|e| self.setup_error("listing keys", e))?;
+                    seen.extend(keys.into_iter().filter(|k| strings::is_row_key(&t.row_prefix, k)));
+                    cursor = next;
+                }
             }
             return Ok(seen.len() as u64);
         }
@@ -168,8 +172,14 @@ impl Target for Redis {
             return Ok(None);
         }
         let mut conn = self.admin().await?;
-        let info: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await.map_err(|e| self.setup_error("INFO memory", e))?;
-        let used = info.lines().find_map(|line| line.trim_end().strip_prefix("used_memory:")).and_then(|v| v.parse().ok());
+        // A cluster: the sum over its masters.
+        let mut used = Some(0u64);
+        for mut node in self.nodes(&mut conn).await? {
+            let info: String =
+                redis::cmd("INFO").arg("memory").query_async(&mut node).await.map_err(|e| self.setup_error("INFO memory", e))?;
+            let node_used = info.lines().find_map(|line| line.trim_end().strip_prefix("used_memory:")).and_then(|v| v.parse::<u64>().ok());
+            used = used.zip(node_used).map(|(a, b)| a + b);
+        }
         Ok(used.map(|bytes| crate::adapter::EngineMemory { bytes, source: "INFO memory used_memory".into() }))
     }
 

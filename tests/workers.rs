@@ -11,7 +11,7 @@ use dbsweep::servers::ServerKind;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use support::{dbsweep, report};
 
@@ -160,6 +160,30 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Sends `signal` to `pid` (the coordinator `child` or one of its workers), waits up to a
+/// minute for the coordinator to end (killing it and panicking with `hang` otherwise), and
+/// returns its exit status and stderr.
+fn signal_and_wait(child: &mut Child, pid: u32, signal: i32, hang: &str) -> (ExitStatus, String) {
+    // SAFETY: sends a signal to a process this test or its child started, and to nothing else.
+    unsafe {
+        libc::kill(pid as i32, signal);
+    }
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{hang}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    (status, stderr)
+}
+
 #[test]
 fn a_worker_killed_mid_run_voids_its_point_keeps_the_rest_and_ends_the_run_with_exit_1() {
     let tmp = tempfile::tempdir().unwrap();
@@ -191,23 +215,7 @@ fn a_worker_killed_mid_run_voids_its_point_keeps_the_rest_and_ends_the_run_with_
     assert_eq!(workers.len(), 2, "workers 1 and 2 run as children of the coordinator");
     std::thread::sleep(Duration::from_secs(2));
     let victim = *workers.iter().max().unwrap();
-    // SAFETY: sends SIGKILL to a worker process this test's child started.
-    unsafe {
-        libc::kill(victim as i32, libc::SIGKILL);
-    }
-    let killed = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if killed.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("the coordinator hung after a worker was killed");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let (status, stderr) = signal_and_wait(&mut child, victim, libc::SIGKILL, "the coordinator hung after a worker was killed");
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("worker") && stderr.contains("was lost"), "{stderr}");
     for pid in &workers {
@@ -363,23 +371,9 @@ fn sigterm_to_the_coordinator_alone_stops_the_workers_mid_run() {
         workers = children_named(child.id(), "dbsweep");
     }
     std::thread::sleep(Duration::from_secs(3));
-    // SAFETY: sends SIGTERM to the coordinator this test started, and to nothing else.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let stopped = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if stopped.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("the coordinator waited for its workers to finish the run after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let coordinator = child.id();
+    let (status, stderr) =
+        signal_and_wait(&mut child, coordinator, libc::SIGTERM, "the coordinator waited for its workers to finish the run after SIGTERM");
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(!stderr.contains("was killed"), "the workers stopped on their own: {stderr}");
     for pid in &workers {

@@ -30,6 +30,60 @@ pub fn answer_block_end(block: usize) -> u64 {
     ANSWER_BLOCK << block
 }
 
+/// The op counters a run adds up, over its clients (`Recorder::merge`) and over its
+/// workers (`runner::workers::sum`): one list, so neither can forget one.
+pub trait RunCounts {
+    /// ops, ok_ops, failed_ops, short_ops, missing_rows, requests, rows, retries, late_ops.
+    fn counts_mut(&mut self) -> [&mut u64; 9];
+}
+
+/// Adds `more`'s counters to `into`'s (`more` is only read; `counts_mut` is the one field list).
+pub fn add_counts<T: RunCounts>(into: &mut T, more: &mut T) {
+    for (mine, theirs) in into.counts_mut().into_iter().zip(more.counts_mut()) {
+        *mine += *theirs;
+    }
+}
+
+/// Adds failed requests by class and keeps the first `ERROR_SAMPLES` distinct messages.
+pub fn add_errors<K: Ord>(
+    errors: &mut BTreeMap<K, u64>,
+    samples: &mut Vec<String>,
+    more: impl IntoIterator<Item = (K, u64)>,
+    more_samples: impl IntoIterator<Item = String>,
+) {
+    for (class, n) in more {
+        *errors.entry(class).or_default() += n;
+    }
+    for m in more_samples {
+        if samples.len() < ERROR_SAMPLES && !samples.contains(&m) {
+            samples.push(m);
+        }
+    }
+}
+
+macro_rules! run_counts {
+    ($t:ty) => {
+        impl RunCounts for $t {
+            fn counts_mut(&mut self) -> [&mut u64; 9] {
+                let s = self;
+                [
+                    &mut s.ops,
+                    &mut s.ok_ops,
+                    &mut s.failed_ops,
+                    &mut s.short_ops,
+                    &mut s.missing_rows,
+                    &mut s.requests,
+                    &mut s.rows,
+                    &mut s.retries,
+                    &mut s.late_ops,
+                ]
+            }
+        }
+    };
+}
+run_counts!(Recorder);
+run_counts!(RunMeasurement);
+
 /// Largest latency a histogram tracks (1 hour); larger ones saturate.
 const MAX_NANOS: u64 = 3_600_000_000_000;
 /// How many error messages a run keeps as examples.
@@ -90,10 +144,7 @@ impl Recorder {
     }
 
     pub fn record_error(&mut self, class: ErrorClass, message: &str) {
-        *self.errors.entry(class).or_default() += 1;
-        if self.error_samples.len() < ERROR_SAMPLES && !self.error_samples.iter().any(|m| m == message) {
-            self.error_samples.push(message.to_string());
-        }
+        add_errors(&mut self.errors, &mut self.error_samples, [(class, 1)], [message.to_string()]);
     }
 
     pub fn record_answer(&mut self, seq: u64, answer: &Answer) {
@@ -111,7 +162,8 @@ impl Recorder {
     }
 
     /// Adds another client's recordings to this one.
-    pub fn merge(&mut self, other: Recorder) {
+    pub fn merge(&mut self, mut other: Recorder) {
+        add_counts(self, &mut other);
         for (mine, theirs) in self.service.iter_mut().zip(other.service).chain(self.response.iter_mut().zip(other.response)) {
             match (mine.as_mut(), theirs) {
                 (Some(m), Some(t)) => m.add(&t).expect("histograms with equal bounds merge"),
@@ -119,22 +171,7 @@ impl Recorder {
                 _ => {}
             }
         }
-        self.ops += other.ops;
-        self.ok_ops += other.ok_ops;
-        self.failed_ops += other.failed_ops;
-        self.short_ops += other.short_ops;
-        self.missing_rows += other.missing_rows;
-        self.requests += other.requests;
-        self.rows += other.rows;
-        self.retries += other.retries;
-        for (class, n) in other.errors {
-            *self.errors.entry(class).or_default() += n;
-        }
-        for m in other.error_samples {
-            if self.error_samples.len() < ERROR_SAMPLES && !self.error_samples.contains(&m) {
-                self.error_samples.push(m);
-            }
-        }
+        add_errors(&mut self.errors, &mut self.error_samples, other.errors, other.error_samples);
         self.answer_digest = self.answer_digest.wrapping_add(other.answer_digest);
         if self.answer_blocks.len() < other.answer_blocks.len() {
             self.answer_blocks.resize(other.answer_blocks.len(), 0);
@@ -143,7 +180,6 @@ impl Recorder {
             *mine = mine.wrapping_add(theirs);
         }
         self.answers += other.answers;
-        self.late_ops += other.late_ops;
         if let Some((seq, answer)) = other.sample_answer {
             self.keep_sample(seq, answer);
         }

@@ -7,12 +7,9 @@
 
 use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::runner::client::Window;
-use crate::stats::merge_summaries;
+use crate::stats::{add_counts, add_errors, merge_summaries};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
-
-/// How many error messages a summed run keeps as examples (as one process keeps).
-const ERROR_SAMPLES: usize = 5;
 
 /// One worker's share of a run; its window already on the coordinator's clock.
 pub struct Part {
@@ -30,26 +27,11 @@ pub fn sum(parts: Vec<Part>) -> (RunMeasurement, Option<f64>) {
     let mut digest = parse_digest(&total.answer_digest);
     let mut service = vec![total.service.clone()];
     let mut response = vec![total.response.clone()];
-    for m in iter {
+    for mut m in iter {
         total.complete &= m.complete;
-        total.ops += m.ops;
-        total.ok_ops += m.ok_ops;
-        total.failed_ops += m.failed_ops;
-        total.short_ops += m.short_ops;
-        total.missing_rows += m.missing_rows;
-        total.requests += m.requests;
-        total.rows += m.rows;
-        total.retries += m.retries;
-        total.late_ops += m.late_ops;
+        add_counts(&mut total, &mut m);
         total.client_cpu_seconds += m.client_cpu_seconds;
-        for (class, n) in m.errors {
-            *total.errors.entry(class).or_default() += n;
-        }
-        for sample in m.error_samples {
-            if total.error_samples.len() < ERROR_SAMPLES && !total.error_samples.contains(&sample) {
-                total.error_samples.push(sample);
-            }
-        }
+        add_errors(&mut total.errors, &mut total.error_samples, m.errors, m.error_samples);
         digest = match (digest, parse_digest(&m.answer_digest)) {
             (Some(a), Some(b)) => Some(a.wrapping_add(b)),
             (a, b) => a.or(b),

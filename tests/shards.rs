@@ -141,3 +141,70 @@ fn shards_of_different_plans_are_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--shard"));
 }
+
+/// kv-vs-relational `--quick` (TPC-H on its embedded targets, small: one run of 100 ops a
+/// point) in three shards joined by `merge`: one complete report with every target of the
+/// plan, every (target, experiment) work unit's every point exactly once, every shard's rows.
+#[test]
+fn kv_vs_relational_in_three_shards_merges_into_one_report_with_every_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    let study = ["run", "kv-vs-relational", "--quick", "--ops", "100", "--runs", "1", "--warmup", "0", "--no-progress"];
+    let shards: Vec<_> = (0..3).map(|i| tmp.path().join(format!("shard{i}"))).collect();
+    let children: Vec<_> = shards
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+                .args(study)
+                .args(["--shard", &format!("{i}/3"), "--out", dir.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start dbsweep")
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        wait_ok(child, &format!("shard {i}"));
+    }
+    let merged = tmp.path().join("merged");
+    let args: Vec<&str> =
+        ["merge"].into_iter().chain(shards.iter().map(|d| d.to_str().unwrap())).chain(["--out", merged.to_str().unwrap()]).collect();
+    let o = dbsweep(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let json = report(&merged);
+    assert_eq!(json["complete"], true);
+    assert_eq!(json["study"], "kv-vs-relational");
+    let plan_targets: Vec<&str> = json["plan"]["targets"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(plan_targets.len() >= 3, "the study's targets: {plan_targets:?}");
+    let targets: Vec<&str> = json["targets"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(targets, plan_targets, "every target of the plan, in plan order");
+
+    // Every point the plan lists, for every target, once in the merged report.
+    let mut expected = std::collections::BTreeSet::new();
+    for e in json["plan"]["experiments"].as_array().unwrap() {
+        for p in e["points"].as_array().unwrap() {
+            for t in &plan_targets {
+                expected.insert(format!("{}|{t}|{}|{}|{}|{}", e["name"], p["clients"], p["batch"], p["batched"], p["param"]));
+            }
+        }
+    }
+    let mut got = std::collections::BTreeSet::new();
+    for p in json["points"].as_array().unwrap() {
+        let key = format!(
+            "{}|{}|{}|{}|{}|{}",
+            p["experiment"],
+            p["target"].as_str().unwrap(),
+            p["clients"],
+            p["batch"],
+            p["batched"],
+            p["param"]
+        );
+        assert!(got.insert(key.clone()), "{key} twice in the merged report");
+    }
+    assert_eq!(got, expected, "every target's every point, from one shard or another");
+    let shard_rows: usize = shards.iter().map(|d| by_unit(d).len()).sum();
+    assert_eq!(by_unit(&merged).len(), shard_rows, "every shard's rows, none dropped");
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    assert!(plan_targets.iter().all(|t| html.contains(t)), "every target in report.html");
+}

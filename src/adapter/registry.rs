@@ -127,7 +127,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
     SystemEntry {
         scheme: "cassandra://",
         system: "cassandra",
-        description: "Apache Cassandra (CQL, scylla driver): prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
+        description: "Apache Cassandra (CQL, scylla driver): several contact points h1:p,h2:p, ?replication_factor=N; prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
         unavailable: None,
     },
     SystemEntry {
@@ -164,6 +164,11 @@ pub const SYSTEMS: &[SystemEntry] = &[
 
 /// Builds the adapter for a target URL.
 pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
+    if url.has_several_hosts() && url.scheme() != "cassandra" {
+        return Err(Error::usage(format!(
+            "target '{name}': only cassandra:// URLs take several contact points (h1:p,h2:p); name one host (a Redis Cluster: its first node and ?cluster=true)"
+        )));
+    }
     match url.scheme() {
         "nodb" => Ok(Arc::new(nodb::NoDb::new(name, url))),
         "mock" => Ok(Arc::new(mock::Mock::new(name, url)?)),

@@ -21,10 +21,14 @@ fn is_password_param(key: &str) -> bool {
 }
 
 /// A parsed target URL such as `postgres://bench@127.0.0.1:5432/db?layout=hstore`,
-/// `redis://127.0.0.1:6379/3` or `sqlite:/tmp/x.db`.
+/// `redis://127.0.0.1:6379/3` or `sqlite:/tmp/x.db`; a cluster's may list several
+/// `host:port` contact points separated by commas (`cassandra://h1:9042,h2:9042/ks`).
 #[derive(Clone)]
 pub struct TargetUrl {
+    /// The URL with its first contact point only.
     inner: url::Url,
+    /// The contact points after the first, as written (`host:port` or `host`).
+    more_hosts: Vec<String>,
 }
 
 impl TargetUrl {
@@ -38,6 +42,8 @@ impl TargetUrl {
         } else {
             text
         };
+        let (text, more_hosts) = split_hosts(text);
+        let text = text.as_str();
         let inner = url::Url::parse(text).map_err(|e| {
             Error::usage(format!(
                 "malformed target URL '{}': {e}; expected e.g. postgres://user@host:5432/db or sqlite:/path/file.db",
@@ -47,7 +53,38 @@ impl TargetUrl {
         if inner.has_host() && inner.host_str().is_none_or(str::is_empty) {
             return Err(Error::usage(format!("malformed target URL '{}': missing host", redact_text(text))));
         }
-        Ok(TargetUrl { inner })
+        for host in &more_hosts {
+            let alone = format!("{}://{host}", inner.scheme());
+            if host.is_empty() || url::Url::parse(&alone).is_err() || host.contains(['@', '/']) {
+                return Err(Error::usage(format!(
+                    "malformed target URL '{}': bad contact point '{host}'; expected host:port[,host:port...]",
+                    redact_text(text)
+                )));
+            }
+        }
+        Ok(TargetUrl { inner, more_hosts })
+    }
+
+    /// Every contact point as (host, port): the first one's and those after commas.
+    pub fn hosts(&self) -> Vec<(String, Option<u16>)> {
+        let first = self.host().map(|h| (h.to_string(), self.port()));
+        let more = self.more_hosts.iter().filter_map(|h| {
+            let alone = url::Url::parse(&format!("{}://{h}", self.inner.scheme())).ok()?;
+            Some((alone.host_str()?.to_string(), alone.port()))
+        });
+        first.into_iter().chain(more).collect()
+    }
+
+    /// Whether the URL lists more than one contact point.
+    pub fn has_several_hosts(&self) -> bool {
+        !self.more_hosts.is_empty()
+    }
+
+    /// `url` as text with the contact points after the first put back after its port.
+    fn with_more_hosts(&self, url: &url::Url) -> String {
+        let at = &url[..url::Position::AfterPort];
+        let more: String = self.more_hosts.iter().map(|h| format!(",{h}")).collect();
+        format!("{at}{more}{}", &url[url::Position::AfterPort..])
     }
 
     pub fn scheme(&self) -> &str {
@@ -126,7 +163,7 @@ impl TargetUrl {
                 .collect();
             shown.query_pairs_mut().clear().extend_pairs(pairs);
         }
-        shown.to_string()
+        self.with_more_hosts(&shown)
     }
 
     /// The URL without any password (userinfo password and password parameters removed),
@@ -141,8 +178,25 @@ impl TargetUrl {
         } else {
             bare.query_pairs_mut().clear().extend_pairs(pairs);
         }
-        TargetUrl { inner: bare }
+        TargetUrl { inner: bare, more_hosts: self.more_hosts.clone() }
     }
+}
+
+/// `scheme://[user@]h1:p1,h2:p2/rest` → (`scheme://[user@]h1:p1/rest`, [`h2:p2`]); any
+/// other text unchanged with no further hosts.
+fn split_hosts(text: &str) -> (String, Vec<String>) {
+    let Some(scheme_end) = text.find("://") else { return (text.to_string(), Vec::new()) };
+    let start = scheme_end + 3;
+    let end = text[start..].find(['/', '?', '#']).map_or(text.len(), |i| start + i);
+    let authority = &text[start..end];
+    let hosts_start = authority.rfind('@').map_or(0, |i| i + 1);
+    let mut hosts = authority[hosts_start..].split(',');
+    let first = hosts.next().unwrap_or_default();
+    let more: Vec<String> = hosts.map(str::to_string).collect();
+    if more.is_empty() {
+        return (text.to_string(), more);
+    }
+    (format!("{}{}{first}{}", &text[..start], &authority[..hosts_start], &text[end..]), more)
 }
 
 impl fmt::Debug for TargetUrl {
@@ -256,6 +310,22 @@ mod tests {
         assert_eq!(text, "pg=postgres://u:***@h/db?layout=row&password=***&pass=***");
         assert_eq!(redact_text("--quick"), "--quick");
         assert_eq!(redact_text("a?b=c"), "a?b=c");
+    }
+
+    #[test]
+    fn several_contact_points_are_kept_and_shown_in_place() {
+        let url = TargetUrl::parse("cassandra://u:Canary@127.0.0.2:9042,127.0.0.3:9043,h4/ks?replication_factor=2").unwrap();
+        assert_eq!(url.hosts(), [("127.0.0.2".into(), Some(9042)), ("127.0.0.3".into(), Some(9043)), ("h4".into(), None)]);
+        assert!(url.has_several_hosts());
+        assert_eq!(url.database().as_deref(), Some("ks"));
+        assert_eq!(url.param("replication_factor").as_deref(), Some("2"));
+        assert_eq!(url.redacted(), "cassandra://u:***@127.0.0.2:9042,127.0.0.3:9043,h4/ks?replication_factor=2");
+        assert_eq!(url.without_password().to_string(), "cassandra://u@127.0.0.2:9042,127.0.0.3:9043,h4/ks?replication_factor=2");
+        let one = TargetUrl::parse("cassandra://127.0.0.1:9042").unwrap();
+        assert_eq!((one.hosts(), one.has_several_hosts()), (vec![("127.0.0.1".into(), Some(9042))], false));
+        for bad in ["cassandra://h1:9042,", "cassandra://h1:9042,h2:x", "cassandra://h1:1,h2:2:3"] {
+            assert_eq!(TargetUrl::parse(bad).err().map(|e| e.exit_code()), Some(2), "{bad}");
+        }
     }
 
     #[test]

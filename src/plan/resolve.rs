@@ -237,8 +237,8 @@ fn spawned_servers(opts: &RunOptions, study: &StudyFile) -> Result<Vec<ServerKin
         name.parse::<ServerKind>().map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
     }
     let all_kinds: Vec<ServerKind> = match &study.spawn_all {
-        // A cluster is one more deployment of Redis, of three processes: named on its own.
-        None => ServerKind::ALL.into_iter().filter(|k| *k != ServerKind::RedisCluster).collect(),
+        // A cluster is one more deployment of a system, of several processes: named on its own.
+        None => ServerKind::ALL.into_iter().filter(|k| !k.is_cluster()).collect(),
         Some(names) => names
             .iter()
             .map(|n| n.parse().map_err(|e: Error| Error::usage(format!("study '{}': spawn_all: {e}", study.name))))

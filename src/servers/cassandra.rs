@@ -1,4 +1,5 @@
-//! Apache Cassandra 5.0 as a throwaway single-node server:
+//! Apache Cassandra 5.0 as a throwaway single-node server (and, with the node layout
+//! `Node`, each node of `cassandra_cluster`'s two-node ring):
 //!
 //! `java <heap, GC and JDK 17 module flags> -Dcassandra.config=file:///DIR/cassandra.yaml
 //! -Dcassandra-foreground=yes -Dcassandra.native_transport_port=PORT
@@ -47,13 +48,15 @@ impl System for Cassandra {
         &["java"]
     }
     async fn init(&self, ctx: Context) -> Result<Context> {
-        init(ctx)
+        init(ctx, &Node::single())
     }
     fn command(&self, ctx: &Context, port: u16) -> Command {
-        command(ctx, port)
+        // The internode port must be free too; a clash there is reported like a CQL port
+        // clash and the retry picks a new one.
+        command(ctx, port, storage_port(ctx, port), &Node::single())
     }
     async fn probe(&self, ctx: &Context, port: u16, _pid: u32) -> io::Result<Ready> {
-        probe(ctx, port).await
+        probe(ctx, port, &Node::single()).await
     }
     /// A JVM that needs ~10 s alone and much longer on a loaded 2-core machine.
     fn startup_timeout(&self) -> Duration {
@@ -68,8 +71,26 @@ impl System for Cassandra {
     }
 }
 
-/// The fixed JVM heap (-Xms = -Xmx), recorded in the settings.
-const HEAP: &str = "2g";
+/// Where one node listens, how it joins its ring, and its fixed JVM heap (-Xms = -Xmx,
+/// recorded in the settings).
+pub(super) struct Node {
+    /// Its listen, broadcast and CQL address.
+    pub address: String,
+    /// The address of the ring's seed (the first node's).
+    pub seed: String,
+    /// Its one token.
+    pub token: i64,
+    /// How many nodes the ring has (1: nothing to wait for at startup).
+    pub nodes: usize,
+    pub heap: &'static str,
+}
+
+impl Node {
+    /// The single node of `--spawn cassandra`.
+    fn single() -> Node {
+        Node { address: "127.0.0.1".into(), seed: "127.0.0.1".into(), token: 0, nodes: 1, heap: "2g" }
+    }
+}
 /// The cluster name in the yaml (also stored in the node's system keyspace).
 const CLUSTER_NAME: &str = "dbsweep";
 const YAML_FILE: &str = "cassandra.yaml";
@@ -177,7 +198,7 @@ fn server_jar(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Checks the jars are there and writes the yaml and the logging configuration.
-fn init(ctx: Context) -> Result<Context> {
+pub(super) fn init(ctx: Context, node: &Node) -> Result<Context> {
     if lib_dir().is_none() {
         return Err(Error::Missing(
             "Cassandra's jars (cassandra-all-*.jar) not found: install them with scripts/setup-servers (Maven Central, into \
@@ -189,21 +210,24 @@ fn init(ctx: Context) -> Result<Context> {
         let path = ctx.dir.join(name);
         std::fs::write(&path, text).map_err(|e| Error::runtime(format!("cassandra: cannot write {}: {e}", path.display())))
     };
-    write(YAML_FILE, yaml(&ctx.dir))?;
+    write(YAML_FILE, yaml(&ctx.dir, node))?;
     write(LOGBACK_FILE, LOGBACK.to_string())?;
     Ok(ctx)
 }
 
-/// The node's configuration: everything inside `dir`, loopback only, a single token.
+/// The node's configuration: everything inside `dir`, on its loopback address, a single
+/// token, joining without streaming (`auto_bootstrap: false`: every node starts empty).
 /// The CQL and storage ports are not here: `command` passes them per attempt.
-fn yaml(dir: &Path) -> String {
+fn yaml(dir: &Path, node: &Node) -> String {
     let d = dir.display();
+    let Node { address, seed, token, .. } = node;
     format!(
-        "# Written by dbsweep for a throwaway single node; the ports come from\n\
+        "# Written by dbsweep for a throwaway node; the ports come from\n\
          # -Dcassandra.native_transport_port and -Dcassandra.storage_port on the command line.\n\
          cluster_name: '{CLUSTER_NAME}'\n\
          num_tokens: 1\n\
-         initial_token: 0\n\
+         initial_token: {token}\n\
+         auto_bootstrap: false\n\
          partitioner: org.apache.cassandra.dht.Murmur3Partitioner\n\
          data_file_directories:\n  - {d}/data\n\
          commitlog_directory: {d}/commitlog\n\
@@ -213,9 +237,9 @@ fn yaml(dir: &Path) -> String {
          auto_snapshot: false\n\
          commitlog_sync: periodic\n\
          commitlog_sync_period: 10000ms\n\
-         seed_provider:\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider\n    parameters:\n      - seeds: \"127.0.0.1\"\n\
-         listen_address: 127.0.0.1\n\
-         rpc_address: 127.0.0.1\n\
+         seed_provider:\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider\n    parameters:\n      - seeds: \"{seed}\"\n\
+         listen_address: {address}\n\
+         rpc_address: {address}\n\
          start_native_transport: true\n\
          endpoint_snitch: SimpleSnitch\n\
          authenticator: AllowAllAuthenticator\n\
@@ -233,8 +257,9 @@ const LOGBACK: &str = r#"<configuration>
 "#;
 
 /// The JVM's arguments, without the program.
-fn jvm_args(dir: &Path, lib: &Path, port: u16, storage_port: u16) -> Vec<String> {
-    let mut args = vec![format!("-Xms{HEAP}"), format!("-Xmx{HEAP}"), "-XX:+ExitOnOutOfMemoryError".into()];
+fn jvm_args(dir: &Path, lib: &Path, port: u16, storage_port: u16, node: &Node) -> Vec<String> {
+    let heap = node.heap;
+    let mut args = vec![format!("-Xms{heap}"), format!("-Xmx{heap}"), "-XX:+ExitOnOutOfMemoryError".into()];
     args.extend(JVM17_OPTIONS.iter().map(|s| s.to_string()));
     args.extend([
         format!("-Dcassandra.config=file://{}", dir.join(YAML_FILE).display()),
@@ -243,9 +268,11 @@ fn jvm_args(dir: &Path, lib: &Path, port: u16, storage_port: u16) -> Vec<String>
         format!("-Dlogback.configurationFile=file://{}", dir.join(LOGBACK_FILE).display()),
         format!("-Dcassandra.native_transport_port={port}"),
         format!("-Dcassandra.storage_port={storage_port}"),
-        // A single node: nothing to wait for.
+        // Nothing to wait for: a single node, or a node that joins with its token and no
+        // data (`form` waits until the nodes see each other). The ring delay also bounds
+        // how long a joining node waits for the seed's first gossip reply.
         "-Dcassandra.skip_wait_for_gossip_to_settle=0".into(),
-        "-Dcassandra.ring_delay_ms=0".into(),
+        format!("-Dcassandra.ring_delay_ms={}", if node.nodes == 1 { 0 } else { 30_000 }),
         "-cp".into(),
         format!("{}/*", lib.display()),
         MAIN_CLASS.into(),
@@ -270,25 +297,23 @@ fn storage_port(ctx: &Context, port: u16) -> u16 {
     super::process::free_port().unwrap_or_else(|_| port.wrapping_add(1))
 }
 
-fn command(ctx: &Context, port: u16) -> Command {
-    // The internode port must be free too; a clash there is reported like a CQL port clash
-    // and the retry picks a new one.
-    let storage_port = storage_port(ctx, port);
+pub(super) fn command(ctx: &Context, port: u16, storage_port: u16, node: &Node) -> Command {
     let lib = lib_dir().unwrap_or_default();
     let mut command = Command::new(ctx.program(0));
-    command.args(jvm_args(&ctx.dir, &lib, port, storage_port));
+    command.args(jvm_args(&ctx.dir, &lib, port, storage_port, node));
     command
 }
 
-async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
+pub(super) async fn probe(ctx: &Context, port: u16, node: &Node) -> io::Result<Ready> {
     let log = std::fs::read_to_string(ctx.dir.join(LOG_FILE)).unwrap_or_default();
+    let address = &node.address;
     // Cassandra logs the listener before it binds: only "Startup complete" after it means
     // the bind succeeded (a failed bind ends the startup with an exception instead).
-    if !log.contains(&format!("Starting listening for CQL clients on /127.0.0.1:{port} ")) || !log.contains("Startup complete") {
+    if !log.contains(&format!("Starting listening for CQL clients on /{address}:{port} ")) || !log.contains("Startup complete") {
         return Err(io::Error::other("Cassandra has not finished starting yet"));
     }
     let session = scylla::client::session_builder::SessionBuilder::new()
-        .known_node(format!("127.0.0.1:{port}"))
+        .known_node(format!("{address}:{port}"))
         .connection_timeout(Duration::from_secs(2))
         .fetch_schema_metadata(false)
         .fetch_full_schema_metadata(false)
@@ -319,9 +344,15 @@ async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
         return Err(io::Error::other(format!("the server on port {port} is not our Cassandra (its commit log is elsewhere)")));
     }
     let mut settings = BTreeMap::new();
-    settings.insert("heap".into(), format!("-Xms{HEAP} -Xmx{HEAP} (G1, Cassandra's jvm17-server.options)"));
+    let heap = node.heap;
+    let per_node = if node.nodes == 1 { "" } else { " per node" };
+    settings.insert("heap".into(), format!("-Xms{heap} -Xmx{heap}{per_node} (G1, Cassandra's jvm17-server.options)"));
     settings.insert("jmx".into(), "off (no JMX port)".into());
-    settings.insert("cluster".into(), "single node, SimpleSnitch, 1 token, Murmur3Partitioner".into());
+    let cluster = match node.nodes {
+        1 => "single node".to_string(),
+        n => format!("{n} nodes on their own loopback addresses (seed {}), no bootstrap streaming", node.seed),
+    };
+    settings.insert("cluster".into(), format!("{cluster}, SimpleSnitch, 1 token per node, Murmur3Partitioner"));
     for name in RECORDED_SETTINGS {
         if let Some(value) = server.get(*name) {
             settings.insert((*name).to_string(), value.clone().unwrap_or_else(|| "null (Cassandra's default)".into()));
@@ -336,7 +367,7 @@ mod tests {
 
     #[test]
     fn yaml_keeps_everything_inside_the_data_directory() {
-        let text = yaml(Path::new("/tmp/dbsweep-cassandra-x"));
+        let text = yaml(Path::new("/tmp/dbsweep-cassandra-x"), &Node::single());
         for line in [
             "cluster_name: 'dbsweep'",
             "num_tokens: 1",
@@ -365,7 +396,7 @@ mod tests {
 
     #[test]
     fn the_command_line_carries_ports_heap_config_and_classpath() {
-        let args = jvm_args(Path::new("/d"), Path::new("/lib"), 9100, 9200);
+        let args = jvm_args(Path::new("/d"), Path::new("/lib"), 9100, 9200, &Node::single());
         let has = |a: &str| args.iter().any(|x| x == a);
         assert!(has("-Xms2g") && has("-Xmx2g"));
         assert!(has("-Dcassandra.config=file:///d/cassandra.yaml"));

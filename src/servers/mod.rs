@@ -1,5 +1,5 @@
-//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Redis Cluster, Memcached, HyPer, H2, Cassandra, LedisDB,
-//! FerretDB) for `--spawn` and for every end-to-end test.
+//! Throwaway local servers (PostgreSQL, MariaDB, Redis, Redis Cluster, Memcached, HyPer, H2, Cassandra, a two-node
+//! Cassandra ring, LedisDB, FerretDB) for `--spawn` and for every end-to-end test.
 //!
 //! Owns: the machinery every system shares — finding the server programs, a fresh data
 //! directory per server (a `TempDir` under `SpawnOptions::data_root`), a free loopback
@@ -9,7 +9,7 @@
 //! `Drop`) with the data directory removed. Children get `PR_SET_PDEATHSIG` so they die if
 //! dbsweep dies (`process`). What differs per system is one `System` implementation in
 //! the system's own module; `ServerKind::system` is the only place that lists them. A
-//! system of several processes (Redis Cluster) is started node by node the same way and
+//! system of several processes (Redis Cluster, the Cassandra ring) is started node by node the same way and
 //! then formed by its `System::form`; the first node's `Server` holds the others.
 //!
 //! Must not: touch any server it did not start (the distribution's own services keep
@@ -18,6 +18,7 @@
 //! results are recorded in `Server::settings`.
 
 mod cassandra;
+mod cassandra_cluster;
 mod ferretdb;
 mod h2;
 pub mod hyper;
@@ -121,6 +122,15 @@ trait System: Send + Sync {
     fn nodes(&self) -> usize {
         1
     }
+    /// Whether the nodes listen on the first node's port, each on its own address
+    /// (`node_address`), instead of each on a free port of 127.0.0.1.
+    fn shares_port(&self) -> bool {
+        false
+    }
+    /// The loopback address node `node` (0-based) of this system listens on.
+    fn node_address(&self, _node: usize) -> String {
+        "127.0.0.1".into()
+    }
     /// Joins the started nodes (their ports, the first the one the URL names) into one
     /// system; nothing to do for a single process.
     async fn form(&self, _ports: &[u16]) -> Result<()> {
@@ -141,10 +151,11 @@ pub enum ServerKind {
     LedisDb,
     FerretDb,
     RedisCluster,
+    CassandraCluster,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 10] = [
+    pub const ALL: [ServerKind; 11] = [
         ServerKind::Postgres,
         ServerKind::Mariadb,
         ServerKind::Redis,
@@ -155,7 +166,14 @@ impl ServerKind {
         ServerKind::LedisDb,
         ServerKind::FerretDb,
         ServerKind::RedisCluster,
+        ServerKind::CassandraCluster,
     ];
+
+    /// A cluster of several server processes: one more deployment of a system that
+    /// `--spawn all` leaves out (it is named on its own).
+    pub fn is_cluster(self) -> bool {
+        matches!(self, ServerKind::RedisCluster | ServerKind::CassandraCluster)
+    }
 
     /// What this kind of server brings to the spawn machinery.
     fn system(self) -> &'static dyn System {
@@ -168,6 +186,7 @@ impl ServerKind {
             ServerKind::Hyper => &hyper::Hyper,
             ServerKind::H2 => &h2::H2,
             ServerKind::Cassandra => &cassandra::Cassandra,
+            ServerKind::CassandraCluster => &cassandra_cluster::CassandraCluster,
             ServerKind::LedisDb => &ledisdb::LedisDb,
             ServerKind::FerretDb => &ferretdb::FerretDb,
         }
@@ -445,33 +464,40 @@ async fn spawn_inner(
     search_path: Option<&[PathBuf]>,
     next_port: &mut (dyn FnMut() -> Result<u16> + Send),
 ) -> Result<Server> {
-    let mut server = spawn_process(kind, opts, search_path, next_port).await?;
+    let mut server = spawn_process(kind, opts, search_path, 0, next_port).await?;
     let system = kind.system();
-    for _ in 1..system.nodes() {
-        let member = spawn_process(kind, opts, search_path, &mut process::free_port).await?;
+    for node in 1..system.nodes() {
+        let first_port = server.port;
+        let member = if system.shares_port() {
+            spawn_process(kind, opts, search_path, node, &mut || Ok(first_port)).await?
+        } else {
+            spawn_process(kind, opts, search_path, node, &mut process::free_port).await?
+        };
         server.members.push(member);
     }
     if system.nodes() > 1 {
         let ports: Vec<u16> = std::iter::once(server.port).chain(server.members.iter().map(|m| m.port)).collect();
         system.form(&ports).await?;
-        server.settings.insert("nodes".into(), ports.iter().map(|p| format!("127.0.0.1:{p}")).collect::<Vec<_>>().join(", "));
+        let nodes: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("{}:{p}", system.node_address(i))).collect();
+        server.settings.insert("nodes".into(), nodes.join(", "));
     }
     Ok(server)
 }
 
-/// One process: locate the programs, prepare a data directory, then start on a free
-/// port until the server answers; `next_port` supplies the port of each attempt (tests
-/// hand it a taken port first to exercise the retry).
+/// One process (node `node` of its system): locate the programs, prepare a data
+/// directory, then start on a free port until the server answers; `next_port` supplies
+/// the port of each attempt (tests hand it a taken port first to exercise the retry).
 async fn spawn_process(
     kind: ServerKind,
     opts: &SpawnOptions,
     search_path: Option<&[PathBuf]>,
+    node: usize,
     next_port: &mut (dyn FnMut() -> Result<u16> + Send),
 ) -> Result<Server> {
     let system = kind.system();
     let programs = process::locate_programs(system, search_path)?;
     let dir = data_dir(kind, opts)?;
-    let ctx = system.init(Context { dir: dir.path().to_path_buf(), programs, run_as: None }).await?;
+    let ctx = system.init(Context { dir: dir.path().to_path_buf(), programs, run_as: None, node }).await?;
 
     let mut dir = Some(dir);
     let mut last_error = None;
@@ -541,6 +567,8 @@ pub(crate) struct Context {
     programs: Vec<PathBuf>,
     /// uid/gid to run the server as (PostgreSQL refuses root); `None` = as ourselves.
     run_as: Option<(u32, u32)>,
+    /// Which node of its system this process is (0 for a single process).
+    node: usize,
 }
 
 impl Context {
@@ -718,7 +746,10 @@ mod tests {
     /// a port conflict from its real log text, and is restarted on the next port.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_taken_port_is_retried_on_another_for_every_kind() {
-        let starts = ServerKind::ALL.map(|kind| async move {
+        // The Cassandra ring's first node starts like Cassandra; two more JVMs of 0.75 GB
+        // are tests/cassandra_cluster.rs's (opt-in).
+        let kinds = ServerKind::ALL.into_iter().filter(|k| *k != ServerKind::CassandraCluster);
+        let starts = kinds.map(|kind| async move {
             let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let taken = holder.local_addr().unwrap().port();
             let mut ports = vec![taken];

@@ -32,8 +32,10 @@ macro_rules! conformance {
     ($name:ident, $make:expr) => {
         conformance!($name, $make, $crate::body::Fault::DuplicateKey);
     };
-    ($name:ident, $make:expr, $fault:expr) => {
+    // An optional `#[ignore = "why"]`: a system too heavy for every run (opt-in: --ignored).
+    ($name:ident, $make:expr, $fault:expr $(, #[$attr:meta])?) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$attr])?
         async fn $name() {
             let (target, _guard) = $make.await;
             $crate::body::check_measured_failures(target.clone(), $fault).await;

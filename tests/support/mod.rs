@@ -26,6 +26,39 @@ pub fn csv_rows(dir: &Path) -> Vec<HashMap<String, String>> {
     lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()
 }
 
+/// Per (experiment, op, point, run) of `target`'s results.csv rows: its ops, ok ops, rows
+/// and requests, to compare two deployments that ran the same plan.
+pub fn counts_by_point(dir: &Path, target: &str) -> std::collections::BTreeMap<String, [String; 4]> {
+    csv_rows(dir)
+        .into_iter()
+        .filter(|r| r["target"] == target)
+        .map(|r| {
+            let key = ["experiment", "op", "clients", "batch", "batched", "param", "run"].map(|c| r[c].clone()).join("|");
+            (key, ["ops", "ok_ops", "rows", "requests"].map(|c| r[c].clone()))
+        })
+        .collect()
+}
+
+/// Runs `study` (the arguments after `dbsweep`) with `--spawn spawn` (one server and one
+/// cluster), one run a point, and checks that target `cluster` measured every point target
+/// `single` did, with the same ops, ok ops, rows and requests, every op successful; returns
+/// `cluster`'s target from report.json.
+pub fn cluster_counts_what_one_server_counts(study: &[&str], spawn: &str, single: &str, cluster: &str) -> serde_json::Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o =
+        dbsweep(&[study, &["--spawn", spawn, "--runs", "1", "--warmup", "0", "--no-progress", "--out", out.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (one, many) = (counts_by_point(&out, single), counts_by_point(&out, cluster));
+    assert!(!one.is_empty(), "{single} measured something");
+    assert_eq!(one, many, "{cluster} sent the same ops and found the same rows as {single}");
+    for (key, [ops, ok_ops, ..]) in &many {
+        assert_eq!(ops, ok_ops, "{key}: every op of {cluster} succeeded");
+    }
+    let targets = report(&out)["targets"].take();
+    targets.as_array().unwrap().iter().find(|t| t["name"] == cluster).unwrap_or_else(|| panic!("{cluster}'s target")).clone()
+}
+
 /// A run directory's report.json.
 pub fn report(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()

@@ -1,8 +1,8 @@
 //! Cassandra adapter on the `scylla` driver (CQL native protocol, async).
 //!
 //! Mapping: one keyspace (the namespace's name, `dbsweep` or `dbsweep_NAME` with
-//! `--namespace NAME`, unless the URL's path names another; SimpleStrategy,
-//! RF 1) holding one table per `TableDef`; column 0 is the partition key. Types: Int →
+//! `--namespace NAME`, unless the URL's path names another; SimpleStrategy with
+//! `?replication_factor=N`, 1 by default) holding one table per `TableDef`; column 0 is the partition key. Types: Int →
 //! `bigint`, Float → `double`, Decimal → `bigint` hundredths, Text → `text`, Date → `date`.
 //! Each indexed column gets a storage-attached index (`USING 'sai'`), which serves the
 //! numeric ranges of `Op::Range` (rows, COUNT, MAX) without ALLOW FILTERING.
@@ -18,8 +18,12 @@
 //! updates stay lightweight transactions there (a plain UPDATE is an upsert). Scan is not offered: Cassandra keeps partitions in token order,
 //! not key order. Insert is a plain INSERT, i.e. an upsert.
 //!
-//! URL: `cassandra://host:port[/keyspace][?affected=lwt|read|plain]`. Each `connect` opens its
-//! own driver session (its own connection).
+//! URL: `cassandra://host:port[,host:port...][/keyspace][?affected=lwt|read|plain]
+//! [&replication_factor=N]`: several contact points for a cluster (the driver learns the
+//! other nodes from any of them). Each `connect` opens its own driver session (its own
+//! connections, to every node). The replication factor applies when dbsweep creates the
+//! keyspace; an existing dbsweep keyspace with another one is refused (drop it or name
+//! another keyspace).
 //!
 //! Safety: the keyspace is dbsweep's only when it holds the marker table `dbsweep_owner`
 //! whose comment is [`MARKER_COMMENT`]; dbsweep's tables carry the comment
@@ -131,9 +135,11 @@ pub struct Cassandra {
     /// Filled in by `prepare` with the server's version.
     probed: OnceLock<TargetInfo>,
     base: TargetInfo,
-    /// `host:port`.
+    /// The contact points, `host:port` joined by commas.
     node: String,
     keyspace: String,
+    /// SimpleStrategy's replication factor of the keyspace.
+    replication_factor: u32,
     affected: Affected,
     /// The session for setup steps (prepare, load, count, cleanup).
     admin: tokio::sync::OnceCell<Arc<Session>>,
@@ -142,8 +148,16 @@ pub struct Cassandra {
 
 impl Cassandra {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
-        let host = url.host().unwrap_or("127.0.0.1").to_string();
-        let port = url.port().unwrap_or(9042);
+        let node = url.hosts().iter().map(|(host, port)| format!("{host}:{}", port.unwrap_or(9042))).collect::<Vec<_>>().join(",");
+        let node = if node.is_empty() { "127.0.0.1:9042".to_string() } else { node };
+        let replication_factor = match url.param("replication_factor") {
+            None => 1,
+            Some(n) => n
+                .parse()
+                .ok()
+                .filter(|n| (1..=32).contains(n))
+                .ok_or_else(|| Error::usage(format!("target '{name}': replication_factor must be a number from 1 to 32, got '{n}'")))?,
+        };
         let keyspace = url.database().filter(|d| !d.is_empty()).unwrap_or_else(|| ctx.namespace.name().to_string());
         if keyspace.len() > 48 || !keyspace.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
             return Err(Error::usage(format!(
@@ -159,10 +173,14 @@ impl Cassandra {
             }
         };
         let mut settings = BTreeMap::new();
-        settings.insert("keyspace".into(), format!("{keyspace} (SimpleStrategy, replication_factor 1)"));
+        settings.insert("keyspace".into(), format!("{keyspace} (SimpleStrategy, replication_factor {replication_factor})"));
+        settings.insert("contact_points".into(), node.clone());
         settings.insert(
             "consistency".into(),
-            "LOCAL_QUORUM, serial LOCAL_SERIAL (driver defaults; one replica at RF 1); client timeout 30 s".into(),
+            format!(
+                "LOCAL_QUORUM, serial LOCAL_SERIAL (driver defaults; {} of {replication_factor} replicas answer); client timeout 30 s",
+                replication_factor / 2 + 1
+            ),
         );
         settings.insert("routing".into(), "prepared statements everywhere; the driver's default policy routes them token-aware".into());
         settings.insert(
@@ -228,8 +246,9 @@ impl Cassandra {
         Ok(Cassandra {
             probed: OnceLock::new(),
             base,
-            node: format!("{host}:{port}"),
+            node,
             keyspace,
+            replication_factor,
             affected,
             admin: tokio::sync::OnceCell::new(),
             tables: RwLock::new(Arc::new(Vec::new())),
@@ -242,7 +261,7 @@ impl Cassandra {
 
     async fn new_session(&self) -> Result<Session> {
         SessionBuilder::new()
-            .known_node(&self.node)
+            .known_nodes(self.node.split(','))
             .connection_timeout(Duration::from_secs(5))
             // Keyspace and partitioner metadata (for token-aware routing), not column details.
             .fetch_full_schema_metadata(false)
@@ -339,19 +358,45 @@ impl Cassandra {
     /// returns its tables and their comments.
     async fn ensure_keyspace(&self) -> Result<BTreeMap<String, String>> {
         if let Some(existing) = self.owned_tables().await? {
+            self.check_replication().await?;
             return Ok(existing);
         }
         // IF NOT EXISTS: another dbsweep (another target of this run, or a second run about
         // to lose the lease) may be creating the same keyspace at this moment.
         let ks = quote(&self.keyspace);
         self.run(
-            &format!("CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"),
+            &format!(
+                "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {}}}",
+                self.replication_factor
+            ),
             (),
         )
         .await?;
         self.run(&format!("CREATE TABLE IF NOT EXISTS {ks}.{MARKER_TABLE} (id int PRIMARY KEY) WITH comment = '{MARKER_COMMENT}'"), ())
             .await?;
         Ok(self.owned_tables().await?.unwrap_or_default())
+    }
+
+    /// Refuses dbsweep's existing keyspace when its replication factor is not the URL's.
+    async fn check_replication(&self) -> Result<()> {
+        let result = self.run("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?", (&self.keyspace,)).await?;
+        let replication: Option<BTreeMap<String, String>> = single_value(result)
+            .ok()
+            .flatten()
+            .and_then(|v| v.into_pair_vec())
+            .map(|pairs| pairs.into_iter().filter_map(|(k, v)| Some((k.into_string()?, v.into_string()?))).collect());
+        let theirs = replication.as_ref().and_then(|r| r.get("replication_factor")).cloned().unwrap_or_else(|| "unknown".into());
+        if theirs != self.replication_factor.to_string() {
+            return Err(Error::usage(format!(
+                "target '{}': dbsweep's keyspace '{}' on Cassandra {} has replication_factor {theirs}, the URL asks for {}; \
+                 drop the keyspace (DROP KEYSPACE) or name another keyspace in the URL path",
+                self.name(),
+                self.keyspace,
+                self.node,
+                self.replication_factor
+            )));
+        }
+        Ok(())
     }
 
     fn tables_of(&self, table: &TableDef) -> Result<(Arc<Vec<TableCql>>, usize)> {
@@ -461,6 +506,13 @@ mod tests {
         assert!(c.blind_deletes() && c.info().settings["delete_update"].starts_with("deletes: plain DELETE"));
         assert_eq!(open("cassandra://h:1/Bad-Name").err().unwrap().exit_code(), 2);
         assert_eq!(open("cassandra://h:1/?affected=maybe").err().unwrap().exit_code(), 2);
+        let c = open("cassandra://127.0.0.2:9042,127.0.0.3:9042/ks?replication_factor=2").unwrap();
+        assert_eq!((c.node.as_str(), c.replication_factor), ("127.0.0.2:9042,127.0.0.3:9042", 2));
+        assert_eq!(c.info().settings["keyspace"], "ks (SimpleStrategy, replication_factor 2)");
+        assert!(c.info().settings["consistency"].contains("2 of 2 replicas"));
+        for bad in ["0", "x", "33"] {
+            assert_eq!(open(&format!("cassandra://h:1?replication_factor={bad}")).err().unwrap().exit_code(), 2, "{bad}");
+        }
         assert!(!c.info().capabilities.ops.contains(&OpKind::Scan));
     }
 }

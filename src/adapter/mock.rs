@@ -6,7 +6,9 @@
 //! `mock:?fail_every=N` fails every Nth request with a server error;
 //! `mock:?blind_deletes=1` answers every delete with one row whether or not the key existed
 //! (as a plain Cassandra `DELETE` does), and `lose_deletes_every=N` (blind too) silently
-//! skips every Nth delete, so the runner's read-back must find the key.
+//! skips every Nth delete, so the runner's read-back must find the key;
+//! `mock:?execution=async_threads` has the runner drive each client on a thread of its own
+//! (as MariaDB's clients are driven).
 
 use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
@@ -51,6 +53,11 @@ impl Mock {
         let fail_every = number("fail_every")?.filter(|n| *n > 0);
         let lose_deletes_every = number("lose_deletes_every")?.filter(|n| *n > 0);
         let blind_deletes = number("blind_deletes")?.is_some_and(|n| n > 0) || lose_deletes_every.is_some();
+        let execution = match url.param("execution").as_deref() {
+            None | Some("async") => Execution::Async,
+            Some("async_threads") => Execution::AsyncThreads,
+            Some(other) => return Err(Error::usage(format!("target '{name}': execution must be async or async_threads, got '{other}'"))),
+        };
         let mut settings = BTreeMap::new();
         if let Some(l) = latency {
             settings.insert("latency_us".into(), l.as_micros().to_string());
@@ -69,7 +76,7 @@ impl Mock {
                 name: name.to_string(),
                 system: "mock".into(),
                 url: url.redacted(),
-                execution: Execution::Async,
+                execution,
                 capabilities: Capabilities {
                     ops: OpKind::ALL.iter().copied().filter(|k| !matches!(k, OpKind::Query | OpKind::Mixed)).collect(),
                     queries: vec![],

@@ -39,6 +39,32 @@ pub enum Execution {
     Async,
     /// In-process engines whose calls block: each client gets its own OS thread.
     Blocking,
+    /// Network clients, each a task on a single-threaded runtime of its own OS thread;
+    /// requests time out as `Async`'s do. For drivers whose connections, sharing the
+    /// multi-threaded runtime, are served one at a time (mysql_async: flat from one
+    /// client to two, see bench/README.md).
+    AsyncThreads,
+}
+
+impl Execution {
+    /// The name reports show (as in report.json).
+    pub fn name(self) -> &'static str {
+        match self {
+            Execution::Async => "async",
+            Execution::Blocking => "blocking",
+            Execution::AsyncThreads => "async_threads",
+        }
+    }
+
+    /// Whether each client runs on an OS thread of its own.
+    pub fn own_threads(self) -> bool {
+        matches!(self, Execution::Blocking | Execution::AsyncThreads)
+    }
+
+    /// Whether a request can be timed out (a blocking call cannot be interrupted).
+    pub fn timed(self) -> bool {
+        self != Execution::Blocking
+    }
 }
 
 /// What a target can do, declared up front.
@@ -199,5 +225,20 @@ impl OpenContext {
     /// The default namespace and a fresh run identity.
     pub fn new(scratch_dir: impl Into<PathBuf>) -> Self {
         OpenContext { scratch_dir: scratch_dir.into(), namespace: lease::Namespace::default(), holder: lease::Holder::this_process() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn execution_names_are_the_ones_reports_save() {
+        for execution in [Execution::Async, Execution::Blocking, Execution::AsyncThreads] {
+            assert_eq!(serde_json::to_string(&execution).unwrap(), format!("\"{}\"", execution.name()));
+        }
+        assert!(Execution::AsyncThreads.own_threads() && Execution::AsyncThreads.timed());
+        assert!(Execution::Blocking.own_threads() && !Execution::Blocking.timed());
+        assert!(!Execution::Async.own_threads() && Execution::Async.timed());
     }
 }

@@ -5,12 +5,14 @@
 //! Owns the hot loop: generate op, time the request, check it, record. A request counts
 //! (ops, rows, latency) only when it succeeded and returned or affected at least the rows
 //! the plan expects; a failed one counts as failed ops, a short one as missing rows; the
-//! conflicts an adapter retried inside a request count as its retries. The same loop serves network targets (tasks on the shared runtime) and embedded ones (one
-//! OS thread per client). Must not print or decide flags.
+//! conflicts an adapter retried inside a request count as its retries. The same loop serves
+//! network targets (tasks on the shared runtime, or each on a runtime of its own thread, as
+//! the target's `Execution` says) and embedded ones (one OS thread per client). Must not
+//! print or decide flags.
 
 use super::monitor::{Counters, Monitor, StopRule};
 use super::stopping;
-use crate::adapter::{Connection, Execution, Target};
+use crate::adapter::{Connection, Target};
 use crate::base::measurement::RunMeasurement;
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
 use crate::stats::{Recorder, process_cpu_time};
@@ -108,22 +110,21 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
     let mut handles = Vec::with_capacity(clients);
     let start_gate = Arc::new(AtomicBool::new(true));
     let spawn_args = || (job.clone(), counters.clone(), [connected.clone(), barrier.clone()], schedule_start.clone(), start_gate.clone());
-    match job.target.info().execution {
-        Execution::Async => {
-            for _ in 0..clients {
-                let (job, counters, barriers, schedule_start, open) = spawn_args();
-                handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counters, barriers, schedule_start, open).await })));
-            }
+    if job.target.info().execution.own_threads() {
+        for i in 0..clients {
+            let (job, counters, barriers, schedule_start, open) = spawn_args();
+            let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
+                let result = rt.block_on(client(job, counters, barriers, schedule_start, open));
+                rt.block_on(let_spawned_tasks_finish());
+                result
+            });
+            handles.push(ClientHandle::Thread(thread.expect("spawn client thread")));
         }
-        Execution::Blocking => {
-            for i in 0..clients {
-                let (job, counters, barriers, schedule_start, open) = spawn_args();
-                let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                    rt.block_on(client(job, counters, barriers, schedule_start, open))
-                });
-                handles.push(ClientHandle::Thread(thread.expect("spawn client thread")));
-            }
+    } else {
+        for _ in 0..clients {
+            let (job, counters, barriers, schedule_start, open) = spawn_args();
+            handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counters, barriers, schedule_start, open).await })));
         }
     }
     tokio::select! {
@@ -223,6 +224,20 @@ impl ClientHandle {
     }
 }
 
+/// How long a client thread's runtime waits for the tasks its connection left behind.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
+
+/// On a client thread's own runtime, after the client is done: lets the tasks a dropped
+/// connection spawned (a driver's goodbye to the server) finish, for at most
+/// `CLOSE_GRACE`, before the runtime and what it still runs are dropped.
+async fn let_spawned_tasks_finish() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let until = tokio::time::Instant::now() + CLOSE_GRACE;
+    while metrics.num_alive_tasks() > 0 && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// How long clients get after a stop request to finish the request they are in.
 const STOP_GRACE: Duration = Duration::from_millis(300);
 
@@ -292,7 +307,7 @@ async fn send_requests(
 ) -> LoopEnd {
     let kind = job.stream.kind();
     let mixed = kind == OpKind::Mixed;
-    let timed = job.target.info().execution == Execution::Async;
+    let timed = job.target.info().execution.timed();
     let mut consecutive_failures = 0u32;
     let mut end = LoopEnd::default();
     let mut ops_buf = Vec::with_capacity(job.point.batch.max(1));
@@ -482,8 +497,9 @@ fn record_request(recorder: &mut Recorder, result: Result<Outcome, OpError>, req
     }
 }
 
-/// Applies the per-op timeout to network requests. Embedded calls block the thread, so a
-/// timer could not interrupt them; they run untimed.
+/// Applies the per-op timeout to network requests (on the shared runtime or a client
+/// thread's own). Embedded calls block the thread, so a timer could not interrupt them;
+/// they run untimed.
 async fn with_timeout<F>(timed: bool, timeout: Duration, fut: F) -> Result<Outcome, OpError>
 where
     F: std::future::Future<Output = Result<Outcome, OpError>>,
@@ -517,12 +533,18 @@ mod tests {
 
     /// One run of `op` on a mock with these URL options and 1,000 loaded rows.
     async fn run_on_mock(options: &str, op: ExperimentOp, batch: usize, ops: u64) -> RunMeasurement {
+        run_once(Arc::new(mock_job(options, op, batch, ops, 1).await)).await
+    }
+
+    /// The job of one run of `op` by `clients` clients on a mock with these URL options and
+    /// 1,000 loaded rows.
+    async fn mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64, clients: usize) -> RunJob {
         let url = TargetUrl::parse(&if options.is_empty() { "mock:".to_string() } else { format!("mock:?{options}") }).unwrap();
         let target = crate::adapter::registry::open("flaky", &url, &OpenContext::new(std::env::temp_dir())).unwrap();
         let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
         target.prepare(&dataset.tables).await.unwrap();
         target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();
-        let point = Point { clients: 1, batch, batched: batch > 1, param: None };
+        let point = Point { clients, batch, batched: batch > 1, param: None };
         let experiment = Experiment {
             name: "run".into(),
             op,
@@ -544,7 +566,7 @@ mod tests {
         if let Some(keys) = stream.rows_to_preload(0, 0) {
             target.load(&dataset.tables[0], dataset.new_rows(0, keys)).await.unwrap();
         }
-        let job = RunJob {
+        RunJob {
             target,
             stream,
             point,
@@ -552,7 +574,7 @@ mod tests {
             run: 0,
             warmup: false,
             seqs: 0..ops,
-            clients: 1,
+            clients,
             timeout: Duration::from_secs(5),
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
@@ -560,8 +582,7 @@ mod tests {
             time_limit: None,
             check_rows: true,
             stop: None,
-        };
-        run_once(Arc::new(job)).await
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -599,6 +620,40 @@ mod tests {
         // The same in batches of 10 (one request each).
         let m = run_on_mock("lose_deletes_every=25", ExperimentOp::Delete, 10, 100).await;
         assert_eq!((m.requests, m.short_ops, m.missing_rows), (10, 4, 4));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_on_threads_of_their_own_count_every_op() {
+        let job = mock_job("execution=async_threads", ExperimentOp::Get, 1, 2000, 2).await;
+        let progress = job.progress.clone();
+        let m = run_once(Arc::new(job)).await;
+        assert_eq!((m.ops, m.ok_ops, m.failed_ops, m.rows, m.requests), (2000, 2000, 0, 2000, 2000));
+        assert_eq!(m.service[&OpKind::Get].count, 2000);
+        assert_eq!(progress.load(Ordering::Relaxed), 2000);
+        assert!(m.complete && m.ops_per_sec().is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_on_threads_of_their_own_time_out_slow_requests() {
+        // Every request takes 300 ms; the timeout is 50 ms.
+        let mut job = mock_job("execution=async_threads&latency_us=300000", ExperimentOp::Get, 1, 4, 2).await;
+        job.timeout = Duration::from_millis(50);
+        let m = run_once(Arc::new(job)).await;
+        assert_eq!((m.ops, m.ok_ops, m.failed_ops), (4, 0, 4));
+        assert_eq!(m.errors["timeout"], 4);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_on_threads_of_their_own_stop_when_the_run_is_cancelled() {
+        let job = Arc::new(mock_job("execution=async_threads&latency_us=1000", ExperimentOp::Get, 1, 1_000_000, 2).await);
+        let cancel = job.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cancel.store(true, Ordering::Relaxed);
+        });
+        let m = tokio::time::timeout(Duration::from_secs(30), run_once(job)).await.expect("the run ends once cancelled");
+        assert!(!m.complete && m.ops > 0 && m.ops < 1_000_000, "{} ops", m.ops);
+        assert_eq!(m.failed_ops, 0);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

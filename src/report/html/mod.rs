@@ -399,7 +399,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
             esc(&t.system),
             esc(&t.version),
             esc(&t.url),
-            esc(&format!("{:?}", t.execution).to_lowercase()),
+            t.execution.name(),
             if t.capabilities.native_batch { "yes" } else { "no" },
             if t.capabilities.secondary_indexes { "yes" } else { "no" },
             settings.join(" ")

@@ -154,6 +154,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         precision: args.precision,
         max_ops: args.max_ops,
         max_time: args.max_time,
+        budget: args.budget,
     };
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
@@ -167,8 +168,12 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         }
     }
     let resume = args.resume.as_deref().map(|dir| runner::resume::Resume::open(dir, &plan)).transpose()?;
+    // Computed before servers are spawned (they become targets of the plan), printed by
+    // the run once its leases are taken: a refused run stays a one-line refusal.
+    let announcement = announcement(&plan);
     if args.dry_run {
         print_budget(&plan);
+        print!("{announcement}");
         return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -203,6 +208,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         server_pids: BTreeMap::new(),
         holder: Holder::this_process(),
         workers: None,
+        on_leases_taken: Some(Box::new(move || print!("{announcement}"))),
     };
     let watched = runtime.block_on(async {
         let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
@@ -563,6 +569,30 @@ fn print_budget(plan: &plan::Plan) {
         "total: {per_target} ops per target, {} ops over {targets} targets (plus loading the data into each)",
         per_target * targets as u64
     );
+}
+
+/// What a run says before any work starts (after its leases are taken) and what
+/// `--dry-run` adds: the estimated duration per target and in total, what `--budget`
+/// chose, how to add servers when the kv-vs-relational study has none, and (on a terminal)
+/// how to shorten a run estimated above 10 minutes. Asks nothing.
+fn announcement(plan: &plan::Plan) -> String {
+    use plan::estimate;
+    use std::io::IsTerminal;
+    let estimate = estimate::estimate(plan);
+    let mut lines = estimate::describe(plan, &estimate);
+    if let Some(note) = &plan.budget_note {
+        lines.push_str(&format!("{note}\n"));
+    }
+    let no_servers = plan.spawn.is_empty() && plan.targets.iter().all(|t| t.url.host().is_none());
+    if plan.study == "kv-vs-relational" && no_servers {
+        lines.push_str(
+            "no server targets: this runs kv-vs-relational on the in-process engines only; add servers with --spawn all (or --target NAME=URL), or try --quick first\n",
+        );
+    }
+    if estimate.total() > estimate::LONG_RUN_SECS && std::io::stdout().is_terminal() {
+        lines.push_str(&format!("this run is long; {}\n", estimate::shorten_hint(plan)));
+    }
+    lines
 }
 
 fn targets() {

@@ -195,6 +195,10 @@ pub struct RunArgs {
     /// address); default DBSWEEP_COORDINATOR, or any free loopback port for local workers.
     #[arg(long, value_name = "HOST:PORT")]
     pub coordinator: Option<String>,
+    /// Fit the whole run into this time, e.g. 8h or 90m: caps each run (--max-time) from
+    /// the estimate and stops it sooner at the precision (--precision, default 2%).
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
     /// Print what the run would do (experiments, points, runs, ops per target) and exit
     /// without connecting to or starting anything.
     #[arg(long)]

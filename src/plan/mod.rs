@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub mod estimate;
 mod experiments;
 mod resolve;
 pub mod shard;
@@ -306,6 +307,8 @@ pub struct RunOptions {
     pub max_ops: Option<u64>,
     /// `--max-time 2m`: under `--precision`, the longest a run lasts.
     pub max_time: Option<String>,
+    /// `--budget 8h`: cap the runs so the whole plan fits this time.
+    pub budget: Option<String>,
 }
 
 /// One target of a plan.
@@ -356,6 +359,8 @@ pub struct Plan {
     /// `--precision`: runs stop at a precision (within their caps); `None`: every run does
     /// all of its ops.
     pub precision: Option<stopping::Precision>,
+    /// `--budget`: what the budget buys (the cap it chose), for the user.
+    pub budget_note: Option<String>,
     /// `shard::plan_hash` of the resolved plan before servers are spawned: equal in every
     /// shard (and worker) of one plan.
     pub hash: String,

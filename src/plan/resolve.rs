@@ -7,6 +7,7 @@
 //! in `experiments`. Must not open connections or touch the file system beyond reading the
 //! study and YCSB workload files.
 
+use super::estimate;
 use super::experiments::{self, ExperimentScope};
 use super::{
     DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
@@ -22,7 +23,13 @@ use crate::workload::experiment::Experiment;
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let StudyWithYcsb { study, ycsb, from_ycsb, mut warnings } = study_with_ycsb(opts)?;
     let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
-    let precision = stopping::resolve(opts.precision.as_deref(), opts.max_ops, opts.max_time.as_deref(), opts.runs)?;
+    let precision = stopping::resolve(stopping::StopFlags {
+        precision: opts.precision.as_deref(),
+        max_ops: opts.max_ops,
+        max_time: opts.max_time.as_deref(),
+        budget: opts.budget.is_some(),
+        runs: opts.runs,
+    })?;
     let settings = run_settings(opts, &study, &quick, &from_ycsb)?;
     let axes = sweep_axes(opts, &study, &quick, &from_ycsb)?;
     let timeout_secs = op_timeout(opts)?;
@@ -83,8 +90,13 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         warnings,
         shard: None,
         precision,
+        budget_note: None,
         hash: String::new(),
     };
+    if let Some(budget) = &opts.budget {
+        let secs = stopping::parse_duration("--budget", budget)?;
+        plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
+    }
     plan.hash = shard::plan_hash(&plan.to_json());
     if let Some(text) = &opts.shard {
         plan.shard = Some(shard::select(&plan.work_units(), shard::parse(text)?));

@@ -14,6 +14,8 @@ use serde::Serialize;
 pub const MIN_PRECISION_RUNS: u32 = 3;
 /// `--max-time` when not given: a run stops after this long even if not precise enough.
 pub const DEFAULT_MAX_TIME_SECS: f64 = 120.0;
+/// The precision `--budget` aims at when `--precision` is not given.
+pub const DEFAULT_BUDGET_PRECISION: f64 = 0.02;
 
 /// `--precision`: each run of a point stops once its throughput is known this well.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -74,16 +76,28 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<f64> {
     Ok(value * scale)
 }
 
+/// The stopping rule's flags, as given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopFlags<'a> {
+    pub precision: Option<&'a str>,
+    pub max_ops: Option<u64>,
+    pub max_time: Option<&'a str>,
+    /// `--budget` was given: it implies a stopping rule (±2 % unless `--precision` says).
+    pub budget: bool,
+    pub runs: Option<u32>,
+}
+
 /// The stopping rule of a run from its flags; `None` is the fixed-ops mode. `--max-ops`
-/// and `--max-time` only mean something with `--precision`.
-pub fn resolve(precision: Option<&str>, max_ops: Option<u64>, max_time: Option<&str>, runs: Option<u32>) -> Result<Option<Precision>> {
-    let Some(text) = precision else {
+/// and `--max-time` only mean something with `--precision` (or `--budget`).
+pub fn resolve(flags: StopFlags) -> Result<Option<Precision>> {
+    let StopFlags { precision, max_ops, max_time, budget, runs } = flags;
+    if precision.is_none() && !budget {
         if max_ops.is_some() || max_time.is_some() {
             return Err(Error::usage("--max-ops and --max-time cap runs under --precision; without it every run does --ops ops"));
         }
         return Ok(None);
-    };
-    let target = parse_precision(text)?;
+    }
+    let target = precision.map(parse_precision).transpose()?.unwrap_or(DEFAULT_BUDGET_PRECISION);
     if max_ops == Some(0) {
         return Err(Error::usage("--max-ops must be at least 1"));
     }
@@ -126,12 +140,16 @@ mod tests {
 
     #[test]
     fn caps_need_precision_and_precision_needs_three_runs() {
-        assert_eq!(resolve(None, None, None, Some(1)).unwrap(), None);
-        assert!(resolve(None, Some(10), None, None).unwrap_err().to_string().contains("--precision"));
-        assert!(resolve(None, None, Some("1m"), None).is_err());
-        assert!(resolve(Some("2%"), None, None, Some(2)).unwrap_err().to_string().contains("--runs 3"));
-        let rule = resolve(Some("2%"), Some(1000), Some("10s"), Some(3)).unwrap().unwrap();
-        assert_eq!(rule, Precision { target: 0.02, max_time_secs: 10.0 });
-        assert_eq!(resolve(Some("1%"), None, None, None).unwrap().unwrap().max_time_secs, DEFAULT_MAX_TIME_SECS);
+        let flags = StopFlags::default;
+        assert_eq!(resolve(StopFlags { runs: Some(1), ..flags() }).unwrap(), None);
+        assert!(resolve(StopFlags { max_ops: Some(10), ..flags() }).unwrap_err().to_string().contains("--precision"));
+        assert!(resolve(StopFlags { max_time: Some("1m"), ..flags() }).is_err());
+        let two_runs = StopFlags { precision: Some("2%"), runs: Some(2), ..flags() };
+        assert!(resolve(two_runs).unwrap_err().to_string().contains("--runs 3"));
+        let capped = StopFlags { precision: Some("2%"), max_ops: Some(1000), max_time: Some("10s"), runs: Some(3), ..flags() };
+        assert_eq!(resolve(capped).unwrap().unwrap(), Precision { target: 0.02, max_time_secs: 10.0 });
+        assert_eq!(resolve(StopFlags { precision: Some("1%"), ..flags() }).unwrap().unwrap().max_time_secs, DEFAULT_MAX_TIME_SECS);
+        // --budget alone stops at ±2 %.
+        assert_eq!(resolve(StopFlags { budget: true, ..flags() }).unwrap().unwrap().target, DEFAULT_BUDGET_PRECISION);
     }
 }

@@ -72,6 +72,9 @@ pub struct RunContext {
     pub holder: Holder,
     /// With `--workers`: the coordinator that shares each run out to the workers.
     pub workers: Option<Arc<workers::coordinator::Coordinator>>,
+    /// Called once the leases are taken, before any target is prepared or loaded (the
+    /// command line prints the duration estimate there; the runner prints nothing).
+    pub on_leases_taken: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// Everything the steps of a run share and none of them changes.
@@ -124,6 +127,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         let cancel = ctx.cancel.clone();
         leases.keep_renewed(move |lost| cancel.stop(StopCause::Failure(format!("{lost}; stopped without touching its data again"))))
     };
+    if let Some(announce) = &ctx.on_leases_taken {
+        announce();
+    }
 
     // Prepare and load every target before writing anything: bad input and unreachable
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.

@@ -167,7 +167,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
 /// driver, which checks them.
 fn accepted_params(scheme: &str) -> Option<&'static [&'static str]> {
     Some(match scheme {
-        "mock" => &["latency_us", "fail_every", "lose_deletes_every", "blind_deletes"],
+        "mock" => &["latency_us", "fail_every", "lose_deletes_every", "blind_deletes", "execution"],
         "sqlite" => &["synchronous"],
         "redis" | "ledis" | "ledisdb" => &["cluster", "batch"],
         "postgres" | "postgresql" => &["layout"],

@@ -13,6 +13,10 @@ use serde::Serialize;
 /// The experiment every study runs first to measure the client's own ceiling; it ranks
 /// nothing.
 const ECHO_FLOOR: &str = "echo-floor";
+/// Confidence of each standing's interval (one ranking per experiment, not a screen of
+/// every point as in `compare`).
+const FINDINGS_CONFIDENCE: f64 = 0.95;
+
 /// The system of the client-ceiling target.
 const NO_DATABASE: &str = "nodb";
 
@@ -202,7 +206,7 @@ fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFindin
         let (Some(this), Some(leader)) = (s.ops_per_sec, leader_median) else { continue };
         s.behind_estimate = Some(leader / this);
         if i > 0 {
-            s.behind = ratio_interval(runs, &leader_runs);
+            s.behind = ratio_interval(runs, &leader_runs, FINDINGS_CONFIDENCE);
         }
     }
     Some(ExperimentFinding {
@@ -244,6 +248,7 @@ fn caveats(p: &PointResult) -> Vec<String> {
             Flag::Retried { count } => format!("{count} retried request{}", if *count == 1 { "" } else { "s" }),
             Flag::Incomplete => "incomplete".to_string(),
             Flag::NotSupported => "not supported".to_string(),
+            Flag::MissedRate { .. } => super::console::missed_rate(f).unwrap_or_default(),
         };
         out.push(text);
     }

@@ -417,7 +417,7 @@ pub struct RatioInterval {
 /// The ratio of `b`'s geometric mean to `a`'s with its Welch interval at `confidence`;
 /// `None` unless both have at least two positive values.
 pub(crate) fn ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<RatioInterval> {
-    welch(a, b).map(|d| d.interval(0.0, confidence))
+    welch(a, b).map(|d| d.interval(SharedVariance::NONE, confidence))
 }
 
 impl RatioInterval {
@@ -445,17 +445,32 @@ struct LogDifference {
 }
 
 impl LogDifference {
-    /// The interval of the ratio b/a, its variance widened by `common` (see
-    /// `common_variance`); Student's t with Welch's degrees of freedom.
-    fn interval(self, common: f64, confidence: f64) -> RatioInterval {
-        let variance = self.variance + common;
-        let half = match StudentsT::new(0.0, 1.0, self.degrees_of_freedom) {
+    /// The interval of the ratio b/a, its variance widened by the points' shared variance
+    /// (see `SharedVariance`); Student's t with the Welch-Satterthwaite degrees of freedom
+    /// of the sum (the shared part is estimated from many points, so it adds many).
+    fn interval(self, shared: SharedVariance, confidence: f64) -> RatioInterval {
+        let variance = self.variance + shared.variance;
+        let tails = self.variance.powi(2) / self.degrees_of_freedom + shared.variance.powi(2) / shared.degrees_of_freedom.max(1.0);
+        let degrees_of_freedom = if tails > 0.0 { variance.powi(2) / tails } else { self.degrees_of_freedom };
+        let half = match StudentsT::new(0.0, 1.0, degrees_of_freedom) {
             Ok(t) if variance > 0.0 => t.inverse_cdf(0.5 + confidence / 2.0) * variance.sqrt(),
             _ => 0.0,
         };
         let d = self.difference;
         RatioInterval { estimate: d.exp(), low: (d - half).exp(), high: (d + half).exp() }
     }
+}
+
+/// The variance of the log ratios that the points of two runs share (see
+/// `common_variance`), with the degrees of freedom of its estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SharedVariance {
+    variance: f64,
+    degrees_of_freedom: f64,
+}
+
+impl SharedVariance {
+    const NONE: SharedVariance = SharedVariance { variance: 0.0, degrees_of_freedom: 1.0 };
 }
 
 /// Welch's test quantities for the logarithms of `b` against those of `a`; `None` unless
@@ -484,16 +499,16 @@ const MIN_POINTS_FOR_COMMON_SPREAD: usize = 8;
 /// drift. Estimated robustly over all tested points — (1.4826 x the median absolute
 /// deviation of their log ratios)^2 less their median own variance — so that a few points
 /// that really changed do not hide, and a uniform change (all points 2x) stays one.
-fn common_variance(differences: &[LogDifference]) -> f64 {
+fn common_variance(differences: &[LogDifference]) -> SharedVariance {
     if differences.len() < MIN_POINTS_FOR_COMMON_SPREAD {
-        return 0.0;
+        return SharedVariance::NONE;
     }
     let logs: Vec<f64> = differences.iter().map(|d| d.difference).collect();
     let center = median(&logs).unwrap_or(0.0);
     let deviations: Vec<f64> = logs.iter().map(|x| (x - center).abs()).collect();
     let spread = 1.4826 * median(&deviations).unwrap_or(0.0);
     let own = median(&differences.iter().map(|d| d.variance).collect::<Vec<_>>()).unwrap_or(0.0);
-    (spread.powi(2) - own).max(0.0)
+    SharedVariance { variance: (spread.powi(2) - own).max(0.0), degrees_of_freedom: (differences.len() - 1) as f64 }
 }
 
 /// What makes the runs less comparable than an A/A test on one machine.
@@ -555,20 +570,20 @@ mod tests {
     #[test]
     fn identical_spreads_are_no_difference_and_a_clear_gap_is_one() {
         let a = [100.0, 104.0, 98.0];
-        let same = welch(&a, &[101.0, 97.0, 103.0]).unwrap().interval(0.0, 0.95);
+        let same = welch(&a, &[101.0, 97.0, 103.0]).unwrap().interval(SharedVariance::NONE, 0.95);
         assert!(same.low < 1.0 && same.high > 1.0, "{same:?}");
         assert_eq!(same.verdict(0.05), Verdict::NoDifference);
-        let slower = welch(&a, &[50.0, 52.0, 49.0]).unwrap().interval(0.0, 0.95);
+        let slower = welch(&a, &[50.0, 52.0, 49.0]).unwrap().interval(SharedVariance::NONE, 0.95);
         assert!((slower.estimate - 0.5).abs() < 0.02, "{slower:?}");
         assert_eq!(slower.verdict(0.05), Verdict::Slower);
-        assert_eq!(welch(&[50.0, 52.0, 49.0], &a).unwrap().interval(0.0, 0.95).verdict(0.05), Verdict::Faster);
+        assert_eq!(welch(&[50.0, 52.0, 49.0], &a).unwrap().interval(SharedVariance::NONE, 0.95).verdict(0.05), Verdict::Faster);
         assert!(welch(&a, &[100.0]).is_none(), "one run has no spread");
     }
 
     #[test]
     fn a_small_but_certain_change_is_below_the_minimum_effect() {
         // 2 % faster with almost no spread: the interval excludes 1, the effect is too small.
-        let i = welch(&[100.0, 100.1, 99.9], &[102.0, 102.1, 101.9]).unwrap().interval(0.0, 0.95);
+        let i = welch(&[100.0, 100.1, 99.9], &[102.0, 102.1, 101.9]).unwrap().interval(SharedVariance::NONE, 0.95);
         assert!(i.low > 1.0, "{i:?}");
         assert_eq!(i.verdict(0.05), Verdict::NoDifference);
         assert_eq!(i.verdict(0.01), Verdict::Faster);
@@ -579,7 +594,7 @@ mod tests {
         // logs of e^0, e^0.2 (mean 0.1, var 0.02) vs e^1, e^1.2 (mean 1.1, var 0.02):
         // se = sqrt(0.02/2 + 0.02/2) = sqrt(0.02); df = 2; t(0.975, 2) = 4.302653.
         let e = std::f64::consts::E;
-        let i = welch(&[1.0, e.powf(0.2)], &[e, e.powf(1.2)]).unwrap().interval(0.0, 0.95);
+        let i = welch(&[1.0, e.powf(0.2)], &[e, e.powf(1.2)]).unwrap().interval(SharedVariance::NONE, 0.95);
         let half = 4.302_653 * 0.02f64.sqrt();
         assert!((i.estimate.ln() - 1.0).abs() < 1e-9);
         assert!((i.low.ln() - (1.0 - half)).abs() < 1e-4, "{i:?}");
@@ -640,7 +655,7 @@ mod tests {
                 let drift = normal.next(0.10);
                 let a: Vec<f64> = (0..3).map(|_| 1000.0 * normal.next(0.01).exp()).collect();
                 let b: Vec<f64> = (0..3).map(|_| 1000.0 * (drift + normal.next(0.01)).exp()).collect();
-                welch(&a, &b).unwrap().interval(0.0, CONFIDENCE).verdict(0.05) != Verdict::NoDifference
+                welch(&a, &b).unwrap().interval(SharedVariance::NONE, CONFIDENCE).verdict(0.05) != Verdict::NoDifference
             })
             .count();
         assert!(naive > 20, "the drift is large enough to matter: {naive} of 60 flagged without it");
@@ -657,6 +672,6 @@ mod tests {
         // change, not the change itself, so every point stays slower.
         let all = verdicts(40, |_| 0.5);
         assert!(all.iter().all(|v| *v == Verdict::Slower), "{all:?}");
-        assert_eq!(common_variance(&[]), 0.0, "no points, no shared spread");
+        assert_eq!(common_variance(&[]), SharedVariance::NONE, "no points, no shared spread");
     }
 }

@@ -83,7 +83,7 @@ fn void_cell(p: &PointResult) -> String {
             }
             Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
             Flag::Incomplete => text.push_str(" [incomplete]"),
-            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotConverged { .. } | Flag::NotSupported => {}
+            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotConverged { .. } | Flag::NotSupported | Flag::MissedRate { .. } => {}
         }
     }
     text
@@ -123,6 +123,15 @@ fn lifecycle_cell(p: &PointResult) -> String {
     }
 }
 
+/// "could not keep the rate: 30 % of ops late, 950/s of 1.0k/s", for the console, the
+/// findings and report.html alike.
+pub fn missed_rate(flag: &Flag) -> Option<String> {
+    let Flag::MissedRate { asked, achieved, late_ops, ops } = flag else { return None };
+    let late = 100.0 * *late_ops as f64 / (*ops).max(1) as f64;
+    let done = achieved.map_or("void".to_string(), |a| format!("{}/s", rate(a)));
+    Some(format!("could not keep the rate: {late:.0} % of ops late, {done} of {}/s", rate(*asked)))
+}
+
 fn cell(p: &PointResult) -> String {
     match (&p.status, &p.summary) {
         (PointStatus::NotSupported { .. }, _) => "n/a".into(),
@@ -142,6 +151,11 @@ fn cell(p: &PointResult) -> String {
             if let (false, Some(l)) = (p.op == OpKind::Query, &s.latency) {
                 let _ = write!(text, " p99 {}", micros(l.p99_us));
             }
+            // At a fixed rate what a user waits is the response time, from each op's
+            // intended start (service time hides a queue that builds up).
+            if let (Some(_), Some(l)) = (p.rate, &s.response_latency) {
+                let _ = write!(text, " response p99 {}", micros(l.p99_us));
+            }
             for f in &p.flags {
                 match f {
                     Flag::ClientBound { .. } => text.push_str(" [client-bound]"),
@@ -149,6 +163,9 @@ fn cell(p: &PointResult) -> String {
                     Flag::Incomplete => text.push_str(" [incomplete]"),
                     Flag::Retried { count } => retried(&mut text, *count),
                     Flag::NotConverged { asked, reached } => not_converged(&mut text, *asked, *reached),
+                    Flag::MissedRate { .. } => {
+                        let _ = write!(text, " [{}]", missed_rate(f).unwrap_or_default());
+                    }
                     Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
                 }
             }

@@ -421,6 +421,19 @@ pub enum Flag {
     /// A run did not finish.
     Incomplete,
     NotSupported,
+    /// A fixed-rate (`--rate`) point whose system could not keep the schedule: more than
+    /// 1 % of its ops started over 1 ms late, or it completed under 95 % of the rate asked.
+    /// Not void: its response times (from each op's intended start) say how far behind it
+    /// fell. Replaces the client-bound test, which means nothing at a fixed rate.
+    MissedRate {
+        /// Total ops/s asked.
+        asked: f64,
+        /// Median ok ops/s of the measured runs; `None` when the point is void.
+        achieved: Option<f64>,
+        /// Ops of the measured runs that started late, and all their ops.
+        late_ops: u64,
+        ops: u64,
+    },
 }
 
 impl Flag {
@@ -439,6 +452,7 @@ impl Flag {
             Flag::NotConverged { .. } => "not_converged",
             Flag::Incomplete => "incomplete",
             Flag::NotSupported => "not_supported",
+            Flag::MissedRate { .. } => "missed_rate",
         }
     }
 }

@@ -49,6 +49,26 @@ pub(super) fn summarize_and_flag(result: &mut PointResult) {
     result.summary = summarize(result);
     result.flags.extend(void_flags(&result.runs));
     result.flags.extend(retry_flag(&result.runs));
+    result.flags.extend(rate_flag(result));
+}
+
+/// Fixed-rate points: the share of late ops beyond which the schedule was missed.
+const LATE_SHARE_MISSED: f64 = 0.01;
+/// Fixed-rate points: the share of the rate asked under which it was not kept.
+const RATE_KEPT_SHARE: f64 = 0.95;
+
+/// The flag of a fixed-rate point whose system could not keep the schedule.
+pub(super) fn rate_flag(result: &PointResult) -> Option<Flag> {
+    let asked = result.rate?;
+    let measured: Vec<&RunMeasurement> = result.runs.iter().filter(|r| !r.warmup && r.complete).collect();
+    let (late_ops, ops) = measured.iter().fold((0, 0), |(late, all), r| (late + r.late_ops, all + r.ops));
+    if ops == 0 {
+        return None;
+    }
+    let achieved = result.summary.as_ref().and_then(|s| s.median_ops_per_sec);
+    let late = late_ops as f64 > LATE_SHARE_MISSED * ops as f64;
+    let slow = achieved.is_some_and(|a| a < RATE_KEPT_SHARE * asked);
+    (late || slow).then_some(Flag::MissedRate { asked, achieved, late_ops, ops })
 }
 
 /// Median and spread over the measured runs. A point with a failed or short request in
@@ -161,7 +181,9 @@ pub(super) fn flag_point(results: &mut [PointResult]) {
 }
 
 /// Each non-NO-DB result's share of the NO-DB ceiling at the same point; flagged
-/// client-bound at `CLIENT_BOUND_SHARE` or more.
+/// client-bound at `CLIENT_BOUND_SHARE` or more, except at a fixed rate, where every target
+/// does the same ops per second as the ceiling and the share says nothing (`rate_flag`
+/// says whether the schedule was kept).
 pub(super) fn flag_client_bound(results: &mut [PointResult]) {
     let ceiling = results.iter().find(|r| r.system == "nodb").and_then(|r| r.summary.as_ref()).and_then(|s| s.median_ops_per_sec);
     for r in results.iter_mut().filter(|r| r.system != "nodb") {
@@ -171,7 +193,7 @@ pub(super) fn flag_client_bound(results: &mut [PointResult]) {
         {
             let share = median / c;
             s.client_share = Some(share);
-            if share >= CLIENT_BOUND_SHARE {
+            if share >= CLIENT_BOUND_SHARE && r.rate.is_none() {
                 r.flags.push(Flag::ClientBound { share });
             }
         }
@@ -324,6 +346,25 @@ mod tests {
         assert_eq!(flags(&results[1]), ["client_bound"]);
         assert!(flags(&results[2]).is_empty());
         assert!((results[2].summary.as_ref().unwrap().client_share.unwrap() - 0.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn at_a_fixed_rate_no_target_is_client_bound_and_a_missed_schedule_is_flagged() {
+        let at_rate = |target: &str, system: &str, ops_per_sec: f64, late_ops: u64| {
+            let mut r = result(target, system, ops_per_sec, &["a", "a"]);
+            r.rate = Some(1000.0);
+            r.runs.iter_mut().for_each(|m| m.late_ops = late_ops);
+            r.summary = summarize(&r);
+            r
+        };
+        let mut results = vec![at_rate("nodb", "nodb", 1000.0, 0), at_rate("kept", "x", 998.0, 5), at_rate("behind", "y", 1000.0, 300)];
+        flag_point(&mut results);
+        assert!(results.iter().all(|r| flags(r).is_empty()), "the same rate as the ceiling is not client-bound");
+        assert_eq!(rate_flag(&results[1]), None, "0.5 % late and 99.8 % of the rate: kept");
+        assert_eq!(rate_flag(&results[2]), Some(Flag::MissedRate { asked: 1000.0, achieved: Some(1000.0), late_ops: 600, ops: 2000 }));
+        let slow = at_rate("slow", "z", 900.0, 0);
+        assert!(matches!(rate_flag(&slow), Some(Flag::MissedRate { achieved: Some(a), .. }) if a == 900.0), "90 % of the rate");
+        assert_eq!(rate_flag(&result("closed", "x", 10.0, &["a"])), None, "closed-loop points have no schedule");
     }
 
     #[test]

@@ -210,6 +210,10 @@ pub fn flags_html(p: &PointResult) -> String {
             Flag::Incomplete => r#"<span class="flag warn">incomplete</span>"#.to_string(),
             Flag::NotSupported if matches!(p.status, PointStatus::NotSupported { .. }) => continue,
             Flag::NotSupported => r#"<span class="flag na">not supported</span>"#.to_string(),
+            Flag::MissedRate { .. } => format!(
+                r#"<span class="flag warn" title="a fixed-rate point: the system fell behind the schedule; its response times (from each op's intended start) show by how much">{}</span>"#,
+                esc(&crate::report::console::missed_rate(f).unwrap_or_default())
+            ),
         };
         out.push_str(&badge);
     }
@@ -644,10 +648,16 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
     table_open(out, points.len());
     // Requests/s differ from ops/s only for batches.
     let batches = points.iter().any(|p| p.point.batch > 1);
+    // At a fixed rate the response time (from each op's intended start) and the late ops
+    // are what a user waits and what the schedule missed; service time alone hides a queue.
+    let fixed_rate = points.iter().any(|p| p.rate.is_some());
+    // The value columns after target, point and flags.
+    let columns = 6 + usize::from(batches) + if fixed_rate { 3 } else { 0 };
     let _ = writeln!(
         out,
-        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th><th>±95% CI</th></tr>",
-        if batches { "<th>requests/s</th>" } else { "" }
+        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th>{}<th>±95% CI</th></tr>",
+        if batches { "<th>requests/s</th>" } else { "" },
+        if fixed_rate { "<th>response p50</th><th>response p99</th><th>late ops</th>" } else { "" }
     );
     let mut sorted: Vec<&&PointResult> = points.iter().collect();
     sorted.sort_by_key(|p| {
@@ -663,7 +673,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
         );
         let _ = write!(out, "<td>{}</td>", flags_html(p));
         match &p.summary {
-            _ if p.is_void() => out.push_str(&void_cells(if batches { 7 } else { 6 })),
+            _ if p.is_void() => out.push_str(&void_cells(columns)),
             Some(s) => {
                 let req: Vec<f64> = measured(p).iter().filter_map(|r| r.requests_per_sec()).collect();
                 let lat = s.latency.as_ref();
@@ -672,9 +682,21 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                 } else {
                     String::new()
                 };
+                let response = if fixed_rate {
+                    let resp = s.response_latency.as_ref();
+                    let (late, ops) = measured(p).iter().fold((0, 0), |(late, all), r| (late + r.late_ops, all + r.ops));
+                    format!(
+                        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                        resp.map(|l| us(l.p50_us)).unwrap_or_default(),
+                        resp.map(|l| us(l.p99_us)).unwrap_or_default(),
+                        if p.rate.is_some() { format!("{late} of {ops}") } else { String::new() }
+                    )
+                } else {
+                    String::new()
+                };
                 let _ = write!(
                     out,
-                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td>{response}<td class=\"num\">{}</td>",
                     s.median_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.min_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.max_ops_per_sec.map(chart::short).unwrap_or_default(),
@@ -685,7 +707,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                 );
             }
             None => {
-                let _ = write!(out, "<td colspan=\"{}\"></td>", if batches { 7 } else { 6 });
+                let _ = write!(out, "<td colspan=\"{columns}\"></td>");
             }
         }
         out.push_str("</tr>\n");

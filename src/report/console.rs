@@ -30,14 +30,19 @@ pub fn micros(us: f64) -> String {
     } else {
         (us / 1e6, "s")
     };
-    let digits = if value >= 99.95 {
+    let digits = three_significant_decimals(value);
+    format!("{value:.digits$}{unit}")
+}
+
+/// Decimals that give a value from 1 to 999 three significant digits (rounding included).
+pub fn three_significant_decimals(value: f64) -> usize {
+    if value >= 99.95 {
         0
     } else if value >= 9.995 {
         1
     } else {
         2
-    };
-    format!("{value:.digits$}{unit}")
+    }
 }
 
 pub fn memory_delta(d: MemoryDelta) -> String {

@@ -165,12 +165,8 @@ impl Overall {
 
 /// "3.1x", "75x", "1.00x": three significant digits where they matter.
 pub fn times(ratio: f64) -> String {
-    let digits = if ratio >= 99.95 {
-        0
-    } else if ratio >= 9.995 {
-        1
-    } else if ratio >= 0.9995 || ratio <= 0.0 {
-        2
+    let digits = if ratio >= 0.9995 || ratio <= 0.0 {
+        super::console::three_significant_decimals(ratio)
     } else {
         (2 - ratio.log10().floor() as i32).clamp(2, 6) as usize
     };

@@ -15,6 +15,7 @@ mod ycsb;
 use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
 use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::base::op::OpKind;
+use crate::report::console::micros;
 use chart::{Axis, BarSeries, Pt, Scale, Series};
 use figures::{FigureKind, FigureSpec, XAxis, point_label, points_of};
 use plotters::style::RGBColor;
@@ -160,10 +161,6 @@ pub fn fmt_bytes(b: f64) -> String {
     } else {
         format!("{b:.0} B")
     }
-}
-
-fn us(v: f64) -> String {
-    crate::report::console::micros(v)
 }
 
 /// The flags of a point (and its status) as HTML badges, next to its numbers.
@@ -687,8 +684,8 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                     let (late, ops) = measured(p).iter().fold((0, 0), |(late, all), r| (late + r.late_ops, all + r.ops));
                     format!(
                         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                        resp.map(|l| us(l.p50_us)).unwrap_or_default(),
-                        resp.map(|l| us(l.p99_us)).unwrap_or_default(),
+                        resp.map(|l| micros(l.p50_us)).unwrap_or_default(),
+                        resp.map(|l| micros(l.p99_us)).unwrap_or_default(),
                         if p.rate.is_some() { format!("{late} of {ops}") } else { String::new() }
                     )
                 } else {
@@ -701,8 +698,8 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                     s.min_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.max_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.median_rows_per_sec.map(chart::short).unwrap_or_default(),
-                    lat.map(|l| us(l.p50_us)).unwrap_or_default(),
-                    lat.map(|l| us(l.p99_us)).unwrap_or_default(),
+                    lat.map(|l| micros(l.p50_us)).unwrap_or_default(),
+                    lat.map(|l| micros(l.p99_us)).unwrap_or_default(),
                     precision_text(s.precision),
                 );
             }
@@ -778,8 +775,8 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
                         fmt_secs(hi),
                         runs.first().map(|r| r.requests).unwrap_or(0),
                         runs.first().map(|r| r.rows).unwrap_or(0),
-                        lat.map(|l| us(l.p50_us)).unwrap_or_default(),
-                        lat.map(|l| us(l.p99_us)).unwrap_or_default(),
+                        lat.map(|l| micros(l.p50_us)).unwrap_or_default(),
+                        lat.map(|l| micros(l.p99_us)).unwrap_or_default(),
                     );
                 }
                 None => out.push_str("<td colspan=\"6\"></td>"),
@@ -864,8 +861,8 @@ fn value_table(
                         fmt(m),
                         fmt(lo),
                         fmt(hi),
-                        lat.map(|l| us(l.p50_us)).unwrap_or_default(),
-                        lat.map(|l| us(l.p99_us)).unwrap_or_default(),
+                        lat.map(|l| micros(l.p50_us)).unwrap_or_default(),
+                        lat.map(|l| micros(l.p99_us)).unwrap_or_default(),
                         precision_text(p.summary.as_ref().and_then(|s| s.precision))
                     );
                 }
@@ -975,12 +972,12 @@ fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, 
                     out,
                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
                     l.count,
-                    us(l.mean_us),
-                    us(l.p50_us),
-                    us(l.p90_us),
-                    us(l.p99_us),
-                    us(l.p999_us),
-                    us(l.max_us)
+                    micros(l.mean_us),
+                    micros(l.p50_us),
+                    micros(l.p90_us),
+                    micros(l.p99_us),
+                    micros(l.p999_us),
+                    micros(l.max_us)
                 );
             }
             None => out.push_str("<td colspan=\"7\"></td>"),

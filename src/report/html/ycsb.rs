@@ -9,11 +9,11 @@
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{self, points_of};
 use super::{
-    Colors, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_error_bar, ops_spread, table_open, targets_of, us,
-    value_table,
+    Colors, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_error_bar, ops_spread, table_open, targets_of, value_table,
 };
 use crate::base::measurement::LatencySummary;
 use crate::base::op::OpKind;
+use crate::report::console::micros;
 use crate::report::model::{PointResult, Report};
 use std::fmt::Write as _;
 
@@ -166,10 +166,10 @@ fn op_table(out: &mut String, colors: &Colors, stats: &[(&PointResult, Vec<KindA
                 p.point.clients,
                 flags_html(p),
                 l.count,
-                us(l.mean_us),
-                us(l.p50_us),
-                us(l.p99_us),
-                us(l.max_us),
+                micros(l.mean_us),
+                micros(l.p50_us),
+                micros(l.p99_us),
+                micros(l.max_us),
             );
         }
     }

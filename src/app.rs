@@ -12,18 +12,21 @@ use crate::runner::stopping::Activity;
 use crate::runner::workers::Role;
 use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
-use clap::Parser;
+use clap::{FromArgMatches, Parser};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod command_line;
+
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
 pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
+    let parsed = command_line::command().try_get_matches_from(&args).and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
@@ -45,7 +48,8 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,scylla=error")),
         )
         .try_init();
-    let command_line: Vec<String> = args.iter().map(|a| crate::adapter::url::redact_text(&a.to_string_lossy())).collect();
+    let recorded = command_line::with_env_flags(&args, &matches);
+    let command_line: Vec<String> = recorded.iter().map(|a| crate::adapter::url::redact_text(&a.to_string_lossy())).collect();
     match dispatch(cli.command, command_line, &args[1..]) {
         Ok(()) => 0,
         Err(e) => {
@@ -55,12 +59,16 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     }
 }
 
-/// clap's error as one line: its first line, with its tip ("a similar argument exists:
-/// '--clients'") when it gives one, and where to read more.
+/// clap's error as one line: its first line, with the possible values and its tip ("a
+/// similar argument exists: '--clients'") when it gives them, and where to read more.
 fn one_line_usage_error(clap_text: &str) -> String {
-    let mut lines = clap_text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ");
-    match lines.find_map(|l| l.strip_prefix("tip: ")) {
+    let lines: Vec<&str> = clap_text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let first = lines.first().copied().unwrap_or("bad arguments").trim_start_matches("error: ");
+    let first = match lines.iter().find(|l| l.starts_with("[possible values: ")) {
+        Some(values) => format!("{first} {values}"),
+        None => first.to_string(),
+    };
+    match lines.iter().find_map(|l| l.strip_prefix("tip: ")) {
         Some(tip) => format!("{first} ({tip}; see dbsweep --help)"),
         None => format!("{first} (see dbsweep --help)"),
     }
@@ -110,8 +118,11 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             Ok(())
         }
         Command::Merge { dirs, out } => merge(dirs, out, command_line),
+        Command::Completions { shell } => command_line::print_completions(shell),
+        Command::Man { dir } => command_line::man_pages(dir.as_deref()),
         Command::Report { dir } => {
-            let report = report::load(&dir)?;
+            let mut report = report::load(&dir)?;
+            report::exports::write_all(&dir, &mut report)?;
             report::write_all(&dir, &report)?;
             print!("{}", report::console::render(&report));
             println!("\nre-rendered {} and {} in {} from {}", report::RESULTS_CSV, report::REPORT_HTML, dir.display(), report::REPORT_JSON);
@@ -144,7 +155,9 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         out: args.resume.clone().or(args.out),
         quick: args.quick,
         timeout_secs: args.timeout,
+        hlog_interval_secs: args.hlog_interval,
         rate: args.rate,
+        durability: args.durability,
         spawn: args.spawn,
         data_roots: args.data_roots,
         namespace: args.namespace,
@@ -314,13 +327,14 @@ fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
 /// merged tables and fails (exit 1) as `run` does when the result is incomplete or void.
 fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) -> Result<()> {
     let parts = dirs.into_iter().map(|d| report::load(&d).map(|r| (d, r))).collect::<Result<Vec<_>>>()?;
-    let merged = runner::merge::merge(parts, command_line)?;
+    let mut merged = runner::merge::merge(parts, command_line)?;
     let out = out.unwrap_or_else(|| {
         let stamp = report::environment::stamp(std::time::SystemTime::now());
         PathBuf::from("dbsweep-runs").join(format!("{}-merged-{stamp}", merged.study))
     });
     // Claimed atomically, as `run` claims its --out.
     let mut dir = report::RunDir::claim(&out)?;
+    report::exports::write_all(dir.path(), &mut merged)?;
     report::write_all(dir.path(), &merged)?;
     dir.keep();
     print!("{}", report::console::render(&merged));

@@ -1,6 +1,7 @@
 //! Command-line syntax (clap). No logic: commands are turned into plan options and
 //! dispatched by `lib.rs`.
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -16,7 +17,7 @@ pub enum Command {
     /// Run a study (built-in name or a .toml file); default: the embedded study.
     // Negative numbers reach the value parsers, which say what is expected, instead of
     // being taken for unknown flags.
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// List the built-in studies.
     Studies,
@@ -32,7 +33,7 @@ pub enum Command {
         #[arg(required = true, num_args = 2..)]
         dirs: Vec<PathBuf>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = crate::report::compare::Format::Text)]
+        #[arg(short = 'f', long, value_enum, default_value_t = crate::report::compare::Format::Text)]
         format: crate::report::compare::Format,
         /// Smallest throughput change called a difference, however certain (run-to-run
         /// drift on a busy machine is not a difference between systems), e.g. 5% or 0.05.
@@ -47,8 +48,21 @@ pub enum Command {
         #[arg(required = true, num_args = 1..)]
         dirs: Vec<PathBuf>,
         /// Output directory (must be new or empty); default dbsweep-runs/STUDY-merged-TIMESTAMP.
-        #[arg(long, value_name = "DIR")]
+        #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
+    },
+    /// Print a completion script for SHELL, e.g. `dbsweep completions bash >
+    /// ~/.local/share/bash-completion/completions/dbsweep`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print dbsweep's man page (roff), or with --dir write it and one page per subcommand
+    /// (dbsweep-run.1, ...) there, e.g. `dbsweep man --dir ~/.local/share/man/man1`.
+    Man {
+        /// Write dbsweep.1 and dbsweep-SUBCOMMAND.1 into this directory (created if missing).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
     /// Re-render results.csv and the console table from a run directory's report.json.
     Report {
@@ -56,6 +70,18 @@ pub enum Command {
         dir: PathBuf,
     },
 }
+
+/// Shown at the end of `run --help`.
+const RUN_EXAMPLES: &str = "\
+Examples:
+  dbsweep run                                  the embedded study: in-process engines, no server
+  dbsweep run -q                               a smoke run in seconds
+  dbsweep run kv-vs-relational -S all -q       also start throwaway PostgreSQL, MariaDB, Redis, ...
+  dbsweep run -t pg=postgres://bench@127.0.0.1:5432/bench -t sqlite -c 1,4,16 -n 50000
+  dbsweep run ycsb -S redis -R 2000            YCSB A-F, open loop at 2,000 ops/s
+  dbsweep run -e get,insert -r 5 -w 1 -o out   two experiments, 5 measured runs, into ./out
+  dbsweep run --precision 2% --budget 30m      stop each run at +-2 %, the whole run within 30 min
+  DBSWEEP_CLIENTS=1,8 dbsweep run              any flag as DBSWEEP_<FLAG> (see [env: ...] above)";
 
 #[derive(Debug, Subcommand)]
 pub enum GenCommand {
@@ -69,7 +95,7 @@ pub enum GenCommand {
         #[arg(long, value_name = "BYTES")]
         value_bytes: Option<usize>,
         /// Write to this file (atomically) instead of stdout.
-        #[arg(long, value_name = "FILE")]
+        #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
 }
@@ -78,6 +104,7 @@ pub enum GenCommand {
 pub struct RunArgs {
     /// Built-in study name, path to a study TOML file, or a YCSB workload file (runs the
     /// ycsb study with it, as -P FILE).
+    #[arg(env = "DBSWEEP_STUDY")]
     pub study: Option<String>,
     /// A YCSB workload file (repeatable; later files override earlier ones), as YCSB's -P:
     /// the ycsb study runs this one workload.
@@ -88,104 +115,116 @@ pub struct RunArgs {
     #[arg(short = 'p', value_name = "KEY=VALUE")]
     pub ycsb_properties: Vec<String>,
     /// A target as NAME=URL (repeatable), e.g. pg=postgres://user@127.0.0.1:5432/db; replaces the study's targets.
-    #[arg(long = "target", value_name = "NAME=URL")]
+    // A URL may hold a password: the variable's value is never shown in help.
+    #[arg(short = 't', long = "target", value_name = "NAME=URL", env = "DBSWEEP_TARGET", hide_env_values = true)]
     pub targets: Vec<String>,
     /// Only these experiments (comma-separated names).
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    #[arg(short = 'e', long, value_delimiter = ',', value_name = "NAMES", env = "DBSWEEP_EXPERIMENTS")]
     pub experiments: Option<Vec<String>>,
     /// Client counts for the clients sweep, e.g. 1,2,4,8.
-    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>)]
+    #[arg(short = 'c', long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>, env = "DBSWEEP_CLIENTS")]
     pub clients: Option<Vec<usize>>,
     /// Batch sizes for the batch sweep, e.g. 1,10,100,1000.
-    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>)]
+    #[arg(short = 'b', long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>, env = "DBSWEEP_BATCH")]
     pub batch: Option<Vec<usize>>,
     /// Range widths for range experiments, e.g. 1,10,100,1000.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", env = "DBSWEEP_WIDTHS")]
     pub widths: Option<Vec<u64>>,
     /// Data sizes for the insert-find sweeps: a list and/or start:end:step ranges, e.g.
     /// 100,1000 or 100:100000:100 (the study's full sweep).
-    #[arg(long, value_name = "SIZES")]
+    #[arg(long, value_name = "SIZES", env = "DBSWEEP_SIZES")]
     pub sizes: Option<String>,
-    /// Clients in the batch sweep (default 1, as in the studies).
-    #[arg(long, value_name = "N", value_parser = count::<usize>)]
+    /// Clients in the batch sweep.
+    #[arg(long, value_name = "N", value_parser = count::<usize>, env = "DBSWEEP_BATCH_CLIENTS")]
     pub batch_clients: Option<usize>,
-    /// Clients in range-width sweeps (default 8, as in the kv-vs-relational study).
-    #[arg(long, value_name = "N", value_parser = count::<usize>)]
+    /// Clients in range-width sweeps.
+    #[arg(long, value_name = "N", value_parser = count::<usize>, env = "DBSWEEP_RANGE_CLIENTS")]
     pub range_clients: Option<usize>,
     /// Measured runs per point.
-    #[arg(long, value_parser = count::<u32>)]
+    #[arg(short = 'r', long, value_name = "N", value_parser = count::<u32>, env = "DBSWEEP_RUNS")]
     pub runs: Option<u32>,
     /// Warm-up runs per point (not measured).
-    #[arg(long, value_parser = whole::<u32>)]
+    #[arg(short = 'w', long, value_name = "N", value_parser = whole::<u32>, env = "DBSWEEP_WARMUP")]
     pub warmup: Option<u32>,
-    /// Ops per run.
-    #[arg(long, value_parser = count::<u64>)]
+    /// Ops per run (warm-up or measured).
+    #[arg(short = 'n', long, value_name = "N", value_parser = count::<u64>, env = "DBSWEEP_OPS")]
     pub ops: Option<u64>,
     /// Rows preloaded into the data set; for YCSB data the record count, or a list that
     /// sweeps record counts (each loaded on its own), e.g. 1000,5000,10000.
-    #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>)]
+    #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>, env = "DBSWEEP_ROWS")]
     pub rows: Option<Vec<u64>>,
     /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
-    #[arg(long)]
+    #[arg(short = 's', long, value_name = "SF", env = "DBSWEEP_SCALE")]
     pub scale: Option<f64>,
     /// Seed for data and operations.
-    #[arg(long, value_parser = whole::<u64>)]
+    #[arg(long, value_name = "N", value_parser = whole::<u64>, env = "DBSWEEP_SEED")]
     pub seed: Option<u64>,
     /// Output directory (must be new or empty); default dbsweep-runs/STUDY-TIMESTAMP.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'o', long, value_name = "DIR", env = "DBSWEEP_OUT")]
     pub out: Option<PathBuf>,
-    /// A quick smoke run: fewer ops, rows and points.
-    #[arg(long)]
+    /// A quick smoke run: fewer ops, rows and points (the study's [quick] values).
+    #[arg(short = 'q', long, env = "DBSWEEP_QUICK", value_parser = BoolishValueParser::new())]
     pub quick: bool,
     /// Start throwaway local servers and benchmark them too: postgres, mariadb, redis,
     /// memcached, hyper, h2, cassandra, or all (comma-separated). They are stopped and removed afterwards.
-    #[arg(long, value_delimiter = ',', value_name = "SERVERS")]
+    #[arg(short = 'S', long, value_delimiter = ',', value_name = "SERVERS", env = "DBSWEEP_SPAWN")]
     pub spawn: Vec<String>,
     /// Directory for spawned servers' data (e.g. a tmpfs versus a disk). Several
     /// (comma-separated, each DIR or LABEL=DIR) make storage a sweep axis: every spawned
     /// server runs once per directory, as a target named SERVER-LABEL.
-    #[arg(long = "data-root", value_delimiter = ',', value_name = "DIRS")]
+    #[arg(long = "data-root", value_delimiter = ',', value_name = "DIRS", env = "DBSWEEP_DATA_ROOT")]
     pub data_roots: Vec<String>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total; latency is also measured
     /// from each op's intended start. Default: closed loop at maximum throughput.
-    #[arg(long, value_name = "OPS_PER_SEC")]
+    #[arg(short = 'R', long, value_name = "OPS_PER_SEC", env = "DBSWEEP_RATE")]
     pub rate: Option<f64>,
-    /// Per-op timeout in seconds for network targets.
-    #[arg(long, value_name = "SECONDS")]
+    /// Durability of every target that has a setting for it: none (nothing forced to
+    /// disk), periodic (flushed about every second), commit (fsync at every commit).
+    /// Spawned servers and embedded engines are configured; a server dbsweep did not
+    /// start is never changed (a warning says when it differs). Default: the study's, else
+    /// each system's own.
+    #[arg(long, value_name = "LEVEL", env = "DBSWEEP_DURABILITY")]
+    pub durability: Option<String>,
+    /// Per-op timeout in seconds for network targets [default: 60].
+    #[arg(long, value_name = "SECONDS", env = "DBSWEEP_TIMEOUT")]
     pub timeout: Option<f64>,
+    /// Latency over time: the interval of the HdrHistogram interval logs (`.hlog`) written
+    /// for every measured run, in seconds; 0 writes none [default: 1].
+    #[arg(long, value_name = "SECONDS", env = "DBSWEEP_HLOG_INTERVAL")]
+    pub hlog_interval: Option<f64>,
     /// Work in the namespace dbsweep_NAME (schema, database, keyspace, key prefix
     /// `dbsweep_NAME:`) instead of dbsweep, to run side by side with another dbsweep on
     /// the same servers.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", env = "DBSWEEP_NAMESPACE")]
     pub namespace: Option<String>,
     /// Keep dbsweep's tables and keys after the run instead of removing them.
-    #[arg(long)]
+    #[arg(long, env = "DBSWEEP_KEEP_DATA", value_parser = BoolishValueParser::new())]
     pub keep_data: bool,
     /// Do not show the progress bar.
-    #[arg(long)]
+    #[arg(long, env = "DBSWEEP_NO_PROGRESS", value_parser = BoolishValueParser::new())]
     pub no_progress: bool,
     /// Run only shard I of N (0 <= I < N) of the study: a deterministic share of its
     /// (target, experiment) work, every unit in exactly one shard; join the shards' run
     /// directories with `dbsweep merge`. E.g. --shard "$SLURM_ARRAY_TASK_ID/3".
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", env = "DBSWEEP_SHARD")]
     pub shard: Option<String>,
     /// Stop each run once its throughput is known to this relative precision at 95 %
     /// confidence (batch means over time windows), e.g. 2% or 0.02; at least 3 measured
     /// runs per point. Default: every run does all of its ops (the papers' fixed-ops mode).
-    #[arg(long, value_name = "PRECISION")]
+    #[arg(long, value_name = "PRECISION", env = "DBSWEEP_PRECISION")]
     pub precision: Option<String>,
     /// Under --precision: the most ops a run does (default: --ops, or the study's ops).
-    #[arg(long, value_name = "N", value_parser = count::<u64>)]
+    #[arg(long, value_name = "N", value_parser = count::<u64>, env = "DBSWEEP_MAX_OPS")]
     pub max_ops: Option<u64>,
-    /// Under --precision: the longest a run lasts, e.g. 90s, 5m (default 120s).
-    #[arg(long, value_name = "DURATION")]
+    /// Under --precision: the longest a run lasts, e.g. 90s, 5m [default: 120s].
+    #[arg(long, value_name = "DURATION", env = "DBSWEEP_MAX_TIME")]
     pub max_time: Option<String>,
     /// Send every run's ops from N worker processes together (0 <= index < N): each
     /// connects its share of the clients, all start at the coordinator's word (worker 0,
     /// which loads the data, cleans up and writes the one report: histograms added,
     /// throughput over the union of the workers' windows). Without a worker index this
     /// process is worker 0 and starts workers 1..N on this machine.
-    #[arg(long, value_name = "N", value_parser = count::<usize>)]
+    #[arg(short = 'j', long, value_name = "N", value_parser = count::<usize>, env = "DBSWEEP_WORKERS")]
     pub workers: Option<usize>,
     /// This process's worker index (0: the coordinator); default from DBSWEEP_WORKER,
     /// SLURM_PROCID (when SLURM_NTASKS is N) or JOB_COMPLETION_INDEX.
@@ -197,7 +236,7 @@ pub struct RunArgs {
     pub coordinator: Option<String>,
     /// Fit the whole run into this time, e.g. 8h or 90m: caps each run (--max-time) from
     /// the estimate and stops it sooner at the precision (--precision, default 2%).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", env = "DBSWEEP_BUDGET")]
     pub budget: Option<String>,
     /// Print what the run would do (experiments, points, runs, ops per target) and exit
     /// without connecting to or starting anything.

@@ -59,6 +59,12 @@ fn measured_ops_are_exact_and_report_rerenders_byte_for_byte() {
     assert_eq!(json["complete"], true);
     assert_eq!(json["format_version"], dbsweep::report::model::FORMAT_VERSION);
     assert!(json["environment"]["cores"].as_u64().unwrap() >= 1);
+    // Every run records the host's load average around it, in report.json and the CSV.
+    for run in json["points"].as_array().unwrap().iter().flat_map(|p| p["runs"].as_array().unwrap()) {
+        let (before, after) = (run["load"]["before"].as_f64(), run["load"]["after"].as_f64());
+        assert!(before.is_some_and(|l| l >= 0.0) && after.is_some_and(|l| l >= 0.0), "{run}");
+    }
+    assert!(rows.iter().all(|r| r["load_before"].parse::<f64>().is_ok() && r["load_after"].parse::<f64>().is_ok()));
 
     let csv_before = std::fs::read(out.join("results.csv")).unwrap();
     std::fs::remove_file(out.join("results.csv")).unwrap();

@@ -60,6 +60,16 @@ fn monetdb_runs_the_study_with_reference_answers_in_every_table_and_figure() {
             }
         }
     }
+    // The answers are shown with the reference's verdict, in the console and report.html.
+    let answered =
+        |p: &&serde_json::Value| p["runs"].as_array().unwrap().iter().any(|m| m["warmup"] == false && m["sample_answer"].is_object());
+    let checked = points.iter().filter(|p| p["experiment"].as_str().unwrap().starts_with("tpch")).filter(answered).count();
+    assert!(checked >= 4 * 3, "every TPC-H point of every target: {checked}");
+    assert_eq!(stdout.matches("— matches the TPC-H reference").count(), checked, "{stdout}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let answers = &html[html.find("<table id=\"answers\">").expect("the answers table")..];
+    let answers = &answers[..answers.find("</table>").unwrap()];
+    assert_eq!(answers.matches("✓ matches the TPC-H reference").count(), checked, "{answers}");
     // The same ranges answer the same MAX on every engine (digests over (op, answer)).
     for (p, q) in of("range-max-orders", "monetdb").into_iter().zip(of("range-max-orders", "sqlite")) {
         assert_eq!(p["param"], q["param"]);

@@ -144,6 +144,20 @@ fn ycsb_with_3_workers_sends_exactly_the_one_process_runs_ops_and_adds_their_his
     }
     assert_eq!(workers[0]["clock_offset_ms"], 0.0);
     assert!(one.get("workers").is_none(), "a one-process run lists no workers");
+    // The workers' interval histograms add up, interval by interval, to the run's: every
+    // ok request of every op kind is in exactly one interval, and each measured run has
+    // its interval log.
+    for point in three["points"].as_array().unwrap() {
+        let measured: Vec<&Value> = point["runs"].as_array().unwrap().iter().filter(|r| r["warmup"] == false).collect();
+        for run in &measured {
+            let requests: u64 = run["service"].as_object().unwrap().values().map(|l| l["count"].as_u64().unwrap()).sum();
+            let intervals = run["intervals"]["histograms"].as_array().unwrap();
+            let counted: u64 =
+                intervals.iter().map(|h| dbsweep::stats::intervals::decode_saved(h.as_str().unwrap()).expect("decodes").len()).sum();
+            assert_eq!(counted, requests, "{} / {}: {run}", point["experiment"], point["target"]);
+        }
+        assert_eq!(point["exports"]["hlog"].as_array().unwrap().len(), measured.len(), "{point}");
+    }
 }
 
 fn children_named(parent: u32, name: &str) -> Vec<u32> {

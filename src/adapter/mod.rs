@@ -219,12 +219,19 @@ pub struct OpenContext {
     pub namespace: lease::Namespace,
     /// This run, as its leases name it.
     pub holder: lease::Holder,
+    /// `--durability`: embedded engines open at this level unless their URL sets one.
+    pub durability: Option<crate::base::durability::Durability>,
 }
 
 impl OpenContext {
     /// The default namespace and a fresh run identity.
     pub fn new(scratch_dir: impl Into<PathBuf>) -> Self {
-        OpenContext { scratch_dir: scratch_dir.into(), namespace: lease::Namespace::default(), holder: lease::Holder::this_process() }
+        OpenContext {
+            scratch_dir: scratch_dir.into(),
+            namespace: lease::Namespace::default(),
+            holder: lease::Holder::this_process(),
+            durability: None,
+        }
     }
 }
 

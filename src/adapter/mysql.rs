@@ -27,6 +27,7 @@ use super::sql::dialect::{Dialect, SqlTable};
 use super::sql::dialects::MYSQL;
 use super::sql::statement::Statement;
 use super::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::base::durability::{self, Durability};
 use crate::base::op::{OpError, OpKind, QueryId};
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
@@ -222,6 +223,11 @@ impl MySql {
                 other => other.to_string(),
             };
             info.settings.insert(key, value);
+        }
+        if let Some(level) = info.settings.get("innodb_flush_log_at_trx_commit") {
+            let durability =
+                durability_of(level, info.settings.get("binlog").map(String::as_str), info.settings.get("sync_binlog").map(String::as_str));
+            info.settings.insert(durability::SETTING.into(), durability);
         }
         Ok(info)
     }
@@ -425,6 +431,24 @@ impl Target for MySql {
     }
 }
 
+/// The `durability` setting of a MariaDB/MySQL server from `innodb_flush_log_at_trx_commit`
+/// (and the binary log's sync, when it is on).
+fn durability_of(flush_log_at_trx_commit: &str, binlog: Option<&str>, sync_binlog: Option<&str>) -> String {
+    let binlog_unsynced = binlog == Some("ON") && sync_binlog != Some("1");
+    match flush_log_at_trx_commit {
+        "1" | "3" if binlog_unsynced => Durability::Periodic.describe(&format!(
+            "InnoDB log fsynced at every commit, binary log not (innodb_flush_log_at_trx_commit={flush_log_at_trx_commit}, sync_binlog={})",
+            sync_binlog.unwrap_or("?")
+        )),
+        "1" | "3" => Durability::Commit
+            .describe(&format!("InnoDB log fsynced at every commit (innodb_flush_log_at_trx_commit={flush_log_at_trx_commit})")),
+        "2" => Durability::Periodic.describe("log written at commit, fsynced about once a second (innodb_flush_log_at_trx_commit=2)"),
+        "0" => Durability::Periodic
+            .describe("log written and fsynced about once a second (innodb_flush_log_at_trx_commit=0; InnoDB has no 'never')"),
+        other => format!("innodb_flush_log_at_trx_commit={other}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,5 +459,14 @@ mod tests {
         assert!(server_busy(1226).unwrap().contains("max_user_connections"));
         assert!(server_busy(1053).unwrap().contains("wait"));
         assert_eq!(server_busy(1045), None, "a refused login is the URL's to fix");
+    }
+
+    #[test]
+    fn durability_follows_the_log_flush_and_the_binary_log() {
+        assert!(durability_of("1", Some("OFF"), Some("0")).starts_with("commit: "));
+        assert!(durability_of("1", Some("ON"), Some("0")).starts_with("periodic: InnoDB log fsynced at every commit, binary log not"));
+        assert!(durability_of("1", Some("ON"), Some("1")).starts_with("commit: "));
+        assert!(durability_of("2", None, None).starts_with("periodic: log written at commit"));
+        assert!(durability_of("0", None, None).starts_with("periodic: log written and fsynced about once a second"));
     }
 }

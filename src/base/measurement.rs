@@ -79,6 +79,59 @@ pub struct RunMeasurement {
     /// Memory read just before and just after the run (studies that measure memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryMeasurement>,
+    /// Measured runs (unless `--hlog-interval 0`): service time over the run's time, one
+    /// histogram per interval, every op kind together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<IntervalHistograms>,
+    /// This host's load average just before and just after the run (`None` where the OS
+    /// has no /proc/loadavg): other work on the machine shows here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<HostLoad>,
+}
+
+/// Latency over time: the service time (send to reply) of the ok requests of one run, one
+/// HDR histogram per interval, all op kinds together. A request counts in the interval in
+/// which its reply arrived. The same histograms make the run's `.hlog` file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IntervalHistograms {
+    /// The length of each interval (`--hlog-interval`), in seconds.
+    pub interval_seconds: f64,
+    /// When interval 0 began (the run's first client started), in seconds since the Unix
+    /// epoch.
+    pub started_at_unix_seconds: f64,
+    /// One histogram per interval, in order from interval 0 to the last one in which a
+    /// request completed (an interval without a request is an empty histogram). Values are
+    /// latencies in nanoseconds (1 ns to 1 hour, 3 significant digits), counts are requests;
+    /// each is encoded in HdrHistogram's V2 format compressed with deflate, in base64 (the
+    /// encoding of `.hlog` lines, readable by any HdrHistogram implementation).
+    pub histograms: Vec<String>,
+}
+
+/// The 1-minute load average of the host that ran the clients (the coordinator's under
+/// `--workers`), read from /proc/loadavg. It is smoothed over a minute and includes
+/// dbsweep and a local server themselves: compare it with the core count and with the
+/// other points rather than reading it as "foreign" load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostLoad {
+    pub before: f64,
+    pub after: f64,
+}
+
+impl HostLoad {
+    /// The 1-minute load average now; `None` without /proc/loadavg.
+    pub fn now() -> Option<f64> {
+        std::fs::read_to_string("/proc/loadavg").ok().as_deref().and_then(parse_loadavg)
+    }
+
+    /// The load from `before` (read with `now` as a run started) to now.
+    pub fn since(before: Option<f64>) -> Option<HostLoad> {
+        Some(HostLoad { before: before?, after: HostLoad::now()? })
+    }
+}
+
+/// The first field of /proc/loadavg ("0.52 0.58 0.59 1/467 12345").
+fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_ascii_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)
 }
 
 /// Memory at one moment, read between runs (never while ops are timed).
@@ -157,7 +210,8 @@ impl RunMeasurement {
     }
 }
 
-/// Latency of one op kind in one run (or merged over runs), in microseconds.
+/// Latency of one op kind in one run (or merged over runs): the `*_us` figures are in
+/// microseconds, read from `histogram`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub count: u64,
@@ -167,6 +221,21 @@ pub struct LatencySummary {
     pub p99_us: f64,
     pub p999_us: f64,
     pub max_us: f64,
-    /// The HDR histogram (V2 + deflate, base64), so latencies can be merged later.
+    /// The whole HDR histogram, so latencies can be merged later: values are latencies in
+    /// nanoseconds (1 ns to 1 hour, 3 significant digits), counts are requests; encoded in
+    /// HdrHistogram's V2 format compressed with deflate, in base64 (standard alphabet).
     pub histogram: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_load_average_is_the_first_field_of_proc_loadavg() {
+        assert_eq!(parse_loadavg("0.52 0.58 0.59 1/467 12345\n"), Some(0.52));
+        assert_eq!(parse_loadavg("-1 0 0"), None);
+        assert_eq!(parse_loadavg(""), None);
+        assert!(HostLoad::now().is_some(), "Linux has /proc/loadavg");
+    }
 }

@@ -1,10 +1,11 @@
 //! The ground floor: the vocabulary every other module speaks, and nothing else.
 //!
 //! Owns the backend-neutral operations and what executing one yields (`op`), table
-//! definitions and row values (`table`), counter-based randomness (`rng`, and the zipfian
+//! definitions and row values (`table`), the durability vocabulary (`durability`), counter-based randomness (`rng`, and the zipfian
 //! draw in `zipfian`), which shard of a plan a process runs (`shard`) and the shape of one run's measurement (`measurement`). Must not import any other dbsweep module
 //! but `error`: everything else stands on this.
 
+pub mod durability;
 pub mod measurement;
 pub mod op;
 pub mod rng;

@@ -11,6 +11,7 @@
 use crate::adapter::TargetUrl;
 use crate::adapter::lease::Namespace;
 use crate::adapter::url::redact_text;
+use crate::base::durability::Durability;
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
@@ -27,7 +28,7 @@ pub mod stopping;
 pub mod ycsb;
 pub mod ycsb_properties;
 
-pub use resolve::resolve;
+pub use resolve::{defaults, resolve};
 
 /// One round of spawned servers: a label for their targets' names (`None` when only one
 /// data root is used) and where they keep their data.
@@ -107,6 +108,10 @@ pub struct StudyFile {
     /// clients (`mysql-cli://`, `redis-cli://`) next to the library drivers.
     #[serde(default)]
     pub cli_clients: bool,
+    /// The durability every target that has a setting for it runs at (`none`, `periodic`,
+    /// `commit`; `--durability` overrides); absent: each system's default.
+    #[serde(default)]
+    pub durability: Option<String>,
     /// Overrides applied by `--quick`.
     #[serde(default)]
     pub quick: Option<QuickOverrides>,
@@ -289,8 +294,12 @@ pub struct RunOptions {
     pub ycsb_properties: Vec<String>,
     /// Per-op timeout in seconds.
     pub timeout_secs: Option<f64>,
+    /// `--hlog-interval`: seconds per interval histogram (0: none).
+    pub hlog_interval_secs: Option<f64>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total.
     pub rate: Option<f64>,
+    /// `--durability none|periodic|commit`, over the study's.
+    pub durability: Option<String>,
     /// Throwaway servers to start (`postgres,redis` or `all`); their targets are added.
     pub spawn: Vec<String>,
     /// Where spawned servers keep their data (e.g. a tmpfs or a disk): `DIR` or
@@ -333,8 +342,14 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     pub quick: bool,
     pub timeout_secs: f64,
+    /// The interval of the latency-over-time histograms of measured runs (`.hlog`);
+    /// `None`: not kept.
+    pub hlog_interval: Option<std::time::Duration>,
     /// Fixed-rate runs at this many ops/s in total; `None`: closed loop (max throughput).
     pub rate: Option<f64>,
+    /// The durability asked of every target that has a setting for it; `None`: each
+    /// system's default.
+    pub durability: Option<Durability>,
     /// Systems of the study that cannot run here, with the reason.
     pub unavailable: Vec<(String, String)>,
     /// Servers to start for this run; their targets are added when they are up.
@@ -371,9 +386,12 @@ impl Plan {
     /// when none was given).
     pub fn spawn_rounds(&self) -> Vec<SpawnRound> {
         match self.data_roots.as_slice() {
-            [] => vec![(None, SpawnOptions::default())],
-            [one] => vec![(None, SpawnOptions { data_root: Some(one.path.clone()) })],
-            many => many.iter().map(|r| (Some(r.label.clone()), SpawnOptions { data_root: Some(r.path.clone()) })).collect(),
+            [] => vec![(None, SpawnOptions { data_root: None, durability: self.durability })],
+            [one] => vec![(None, SpawnOptions { data_root: Some(one.path.clone()), durability: self.durability })],
+            many => many
+                .iter()
+                .map(|r| (Some(r.label.clone()), SpawnOptions { data_root: Some(r.path.clone()), durability: self.durability }))
+                .collect(),
         }
     }
 
@@ -390,7 +408,9 @@ impl Plan {
             "experiments": self.experiments,
             "quick": self.quick,
             "timeout_secs": self.timeout_secs,
+            "hlog_interval_secs": self.hlog_interval.map(|d| d.as_secs_f64()),
             "rate": self.rate,
+            "durability": self.durability,
             "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
             "data_roots": self.data_roots,
             "method": self.method,

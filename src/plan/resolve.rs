@@ -14,6 +14,7 @@ use super::{
     stopping, ycsb,
 };
 use crate::adapter::lease::Namespace;
+use crate::base::durability::Durability;
 use crate::data::{DataSpec, RecordCounts};
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
@@ -33,9 +34,11 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let settings = run_settings(opts, &study, &quick, &from_ycsb)?;
     let axes = sweep_axes(opts, &study, &quick, &from_ycsb)?;
     let timeout_secs = op_timeout(opts)?;
+    let hlog_interval = hlog_interval(opts)?;
     let spawn = spawned_servers(opts, &study)?;
     let data_roots = data_roots(opts, &spawn)?;
     let rate = fixed_rate(opts, &from_ycsb)?;
+    let durability = durability(opts, &study)?;
     let rows = opts.rows.clone().or(from_ycsb.records.clone());
     let mut data = sized_data(opts, &study, &quick, rows.as_deref())?;
     let targets = plan_targets(opts, &study)?;
@@ -78,7 +81,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         out: opts.out.clone(),
         quick: opts.quick,
         timeout_secs,
+        hlog_interval,
         rate,
+        durability,
         spawn,
         data_roots,
         method: study.method,
@@ -102,6 +107,40 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         plan.shard = Some(shard::select(&plan.work_units(), shard::parse(text)?));
     }
     Ok(plan)
+}
+
+/// What a run of the built-in or file study `name` takes for each flag not given, as
+/// (`run` flag id, value) for `run --help`: the study's values, else dbsweep's defaults.
+pub fn defaults(name: &str) -> Result<Vec<(&'static str, String)>> {
+    let study = load_study(name)?;
+    let none = (RunOptions::default(), QuickOverrides::default(), ycsb::ClientOverrides::default());
+    let settings = run_settings(&none.0, &study, &none.1, &none.2)?;
+    let axes = sweep_axes(&none.0, &study, &none.1, &none.2)?;
+    let list = |values: &[String]| values.join(",");
+    let own_ops: Vec<String> = study.experiments.iter().filter_map(|e| Some(format!("{} {}", e.name, e.ops?))).collect();
+    let ops = match own_ops.as_slice() {
+        [] => settings.ops.to_string(),
+        own => format!("{}; {}", settings.ops, own.join(", ")),
+    };
+    let mut values = vec![
+        ("runs", settings.runs.to_string()),
+        ("warmup", settings.warmup.to_string()),
+        ("ops", ops),
+        ("seed", settings.seed.to_string()),
+        ("clients", list(&axes.clients.iter().map(usize::to_string).collect::<Vec<_>>())),
+        ("batch", list(&axes.batch.iter().map(usize::to_string).collect::<Vec<_>>())),
+        ("widths", list(&axes.widths.iter().map(u64::to_string).collect::<Vec<_>>())),
+        ("range_clients", axes.range_clients.to_string()),
+        ("batch_clients", axes.batch_clients.to_string()),
+    ];
+    match &study.data {
+        DataSpec::Kv { rows, .. } | DataSpec::Pairs { rows, .. } => values.push(("rows", rows.to_string())),
+        DataSpec::Tpch { scale } => values.push(("scale", scale.to_string())),
+        DataSpec::Ycsb { recordcount, .. } => {
+            values.push(("rows", list(&recordcount.to_vec().iter().map(u64::to_string).collect::<Vec<_>>())))
+        }
+    }
+    Ok(values)
 }
 
 /// The study as adapted by YCSB's `-P`/`-p`, and what those properties set for the client.
@@ -252,6 +291,15 @@ fn positive_list<T: PartialOrd + Default + Copy + std::fmt::Display>(flag: &str,
     Ok(())
 }
 
+/// The interval of the latency-over-time histograms (`--hlog-interval`, default 1 s; 0: none).
+fn hlog_interval(opts: &RunOptions) -> Result<Option<std::time::Duration>> {
+    let secs = opts.hlog_interval_secs.unwrap_or(1.0);
+    if !(secs >= 0.001 || secs == 0.0) || !secs.is_finite() || secs > 86_400.0 {
+        return Err(Error::usage("--hlog-interval must be 0 (no interval logs) or between 0.001 and 86400 seconds"));
+    }
+    Ok((secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs)))
+}
+
 /// The per-op timeout in seconds (`--timeout`, default 60).
 fn op_timeout(opts: &RunOptions) -> Result<f64> {
     let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
@@ -298,6 +346,18 @@ fn data_roots(opts: &RunOptions, spawn: &[ServerKind]) -> Result<Vec<DataRoot>> 
         }
     }
     Ok(data_roots)
+}
+
+/// `--durability`, else the study's `durability`; `None`: each system's default.
+fn durability(opts: &RunOptions, study: &StudyFile) -> Result<Option<Durability>> {
+    let (text, source) = match (&opts.durability, &study.durability) {
+        (Some(flag), _) => (flag, "--durability"),
+        (None, Some(key)) => (key, "the study's durability"),
+        (None, None) => return Ok(None),
+    };
+    Durability::parse(text)
+        .map(Some)
+        .ok_or_else(|| Error::usage(format!("{source} must be none, periodic or commit (fsync at every commit), got '{text}'")))
 }
 
 /// Fixed-rate runs (`--rate`, or YCSB's `target`); `None` runs closed loop.
@@ -422,6 +482,18 @@ mod tests {
     use super::*;
     use crate::plan::BUILT_IN;
     use crate::plan::FLOOR_EXPERIMENT;
+
+    #[test]
+    fn hlog_interval_defaults_to_a_second_zero_turns_it_off_and_nonsense_is_refused() {
+        let plan = |secs: Option<f64>| resolve(&RunOptions { hlog_interval_secs: secs, ..Default::default() });
+        assert_eq!(plan(None).unwrap().hlog_interval, Some(std::time::Duration::from_secs(1)));
+        assert_eq!(plan(Some(0.25)).unwrap().hlog_interval, Some(std::time::Duration::from_millis(250)));
+        assert_eq!(plan(Some(0.0)).unwrap().hlog_interval, None);
+        for bad in [-1.0, 0.0001, f64::NAN, f64::INFINITY, 1e9] {
+            let e = plan(Some(bad)).err().unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(e.to_string().contains("--hlog-interval must be 0"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn built_in_studies_parse_and_resolve() {

@@ -2,10 +2,42 @@
 //! median throughput, its spread over the measured runs, p99 latency and flag marks.
 //! Must not compute statistics; it formats the model.
 
+use super::answers::{self, ShownAnswer};
 use super::model::{Flag, MemoryDelta, MemorySummary, PointResult, PointStatus, Report};
 use super::summary::{Findings, times};
 use crate::base::op::OpKind;
 use std::fmt::Write as _;
+
+/// What the implicit echo-floor experiment measures and how to read other results against
+/// it, in lines the console prints under its table (report.html prints them as a paragraph).
+pub const ECHO_FLOOR_MEANING: [&str; 3] = [
+    "echo-floor: each target's round trip with no database work (SELECT 1, ECHO, version; one client): the floor of client library, transport and request handling.",
+    "Read other results against it: latency near the floor is mostly that round trip, the time above it is the database's work;",
+    "one client cannot exceed the floor's ops/s without batching, so a target close to its floor is bound by the round trip, not by its engine.",
+];
+
+/// Each target's median-latency floor: "sqlite 40.0ns, redis 31.2µs" (void points left out).
+pub fn floor_latencies(points: &[&PointResult]) -> String {
+    points
+        .iter()
+        .filter(|p| !p.is_void())
+        .filter_map(|p| Some(format!("{} {}", p.target, micros(p.summary.as_ref()?.latency.as_ref()?.p50_us))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A query experiment's answers under its table: each target's (first measured run's) answer
+/// and whether it matches the TPC-H reference, as report.html shows them.
+fn answers(out: &mut String, report: &Report, points: &[&PointResult]) {
+    let shown: Vec<(&str, ShownAnswer)> = points.iter().filter_map(|p| Some((p.target.as_str(), answers::of(report, p)?))).collect();
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  answers (first measured run):");
+    for (target, a) in shown {
+        let _ = writeln!(out, "    {target}: {} — {}", a.compact, a.verdict.text());
+    }
+}
 
 /// Human-friendly rate: 950, 12.3k, 4.56M.
 pub fn rate(v: f64) -> String {
@@ -88,7 +120,12 @@ fn void_cell(p: &PointResult) -> String {
             }
             Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
             Flag::Incomplete => text.push_str(" [incomplete]"),
-            Flag::ClientBound { .. } | Flag::Retried { .. } | Flag::NotConverged { .. } | Flag::NotSupported | Flag::MissedRate { .. } => {}
+            Flag::ClientBound { .. }
+            | Flag::Retried { .. }
+            | Flag::NotConverged { .. }
+            | Flag::NotSupported
+            | Flag::MissedRate { .. }
+            | Flag::WideSpread { .. } => {}
         }
     }
     text
@@ -171,6 +208,7 @@ fn cell(p: &PointResult) -> String {
                     Flag::MissedRate { .. } => {
                         let _ = write!(text, " [{}]", missed_rate(f).unwrap_or_default());
                     }
+                    Flag::WideSpread { .. } => text.push_str(" [spread too wide to rank]"),
                     Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
                 }
             }
@@ -226,6 +264,13 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "\n{exp} ({op}; median of measured runs, ± half the min-max spread)");
         }
         write_table(&mut out, &rows);
+        answers(&mut out, report, &points);
+        if exp == crate::plan::FLOOR_EXPERIMENT {
+            for line in ECHO_FLOOR_MEANING {
+                let _ = writeln!(out, "  {line}");
+            }
+            let _ = writeln!(out, "  floor (p50 per request): {}", floor_latencies(&points));
+        }
         if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| !s.by_kind.is_empty())) {
             let _ = writeln!(out, "  per operation type (YCSB's names): ops/s of the type, p99");
             let mut rows: Vec<Vec<String>> =
@@ -338,6 +383,9 @@ fn findings(out: &mut String, findings: &Findings) {
     overall.extend(findings.overall.iter().map(|o| o.text()));
     rows.push(overall);
     write_table(out, &rows);
+    if let Some(note) = &findings.durability_note {
+        let _ = writeln!(out, "  {note}");
+    }
 }
 
 /// One line per `run --resume` of the run: when, from which point, what it kept.
@@ -374,5 +422,36 @@ mod tests {
         assert_eq!(memory_delta(MemoryDelta::Bytes(-0.25 * MIB)), "-0.25MiB");
         assert_eq!(memory_delta(MemoryDelta::BelowNoise { floor: 4096.0 }), "<noise");
         assert_eq!(memory_delta(MemoryDelta::Missing), "-");
+    }
+
+    #[test]
+    fn query_answers_are_listed_with_the_reference_verdict() {
+        let r = crate::report::html::tests::tpch_fixture();
+        let text = render(&r);
+        let at = text.find("  answers (first measured run):").expect("the answers under the table");
+        let lines: Vec<&str> = text[at..].lines().skip(1).take(r.points.len()).collect();
+        assert_eq!(lines.len(), r.points.len());
+        for (p, line) in r.points.iter().zip(&lines) {
+            assert!(line.starts_with(&format!("    {}: 1 row; first: A | 37734107.00; digest ", p.target)), "{line}");
+        }
+        assert!(lines[0].ends_with("— MISMATCH: differs from the exact TPC-H reference answer"), "{}", lines[0]);
+        assert!(lines[1..].iter().all(|l| l.ends_with("— matches the TPC-H reference")), "{lines:?}");
+    }
+
+    #[test]
+    fn the_echo_floor_is_explained_with_each_targets_floor() {
+        let report: Report = serde_json::from_str(include_str!("../../tests/golden/report.json")).unwrap();
+        let text = render(&report);
+        let at = text.find("\necho-floor (").expect("the echo-floor table");
+        let section = &text[at..text[at + 1..].find("\n\n").map_or(text.len(), |e| at + 1 + e)];
+        for line in ECHO_FLOOR_MEANING {
+            assert!(section.contains(line), "{section}");
+        }
+        let floors: Vec<&PointResult> = report.points.iter().filter(|p| p.experiment == crate::plan::FLOOR_EXPERIMENT).collect();
+        assert!(floors.len() >= 2);
+        for p in floors {
+            let p50 = micros(p.summary.as_ref().unwrap().latency.as_ref().unwrap().p50_us);
+            assert!(section.contains(&format!("{} {p50}", p.target)), "{} floor {p50} missing: {section}", p.target);
+        }
     }
 }

@@ -50,6 +50,8 @@ pub const COLUMNS: &[&str] = &[
     "missing_rows",
     "retries",
     "precision",
+    "load_before",
+    "load_after",
 ];
 
 /// One CSV row of a measured run.
@@ -175,6 +177,8 @@ pub fn render(report: &Report) -> String {
                 row.extend([r.ok_ops, r.failed_ops, r.short_ops, r.missing_rows, r.retries].map(|n| whole_run(n.to_string())));
                 // The relative half-width of the run's 95 % confidence interval of throughput.
                 row.push(whole_run(r.precision.map(|p| format!("{p:.4}")).unwrap_or_default()));
+                // The host's 1-minute load average around the run.
+                row.extend([r.load.map(|l| l.before), r.load.map(|l| l.after)].map(|v| v.map(|v| format!("{v:.2}")).unwrap_or_default()));
                 out.push_str(&row.join(","));
                 out.push('\n');
             }

@@ -1,13 +1,16 @@
-//! Results: the saved model (`model`), its exporters (`csv`, `console`, `html`) and the one
-//! place that writes files, atomically.
+//! Results: the saved model (`model`), its exporters (`csv`, `console`, `html`), what they
+//! show of it (`summary`, `answers`) and the one place that writes files, atomically.
 //!
-//! Owns the run directory layout: `report.json`, `results.csv`, `report.html`, and the
+//! Owns the run directory layout: `report.json`, `results.csv`, `report.html`, the latency
+//! files under `exports/` (`exports`), and the
 //! claim on it while a run writes it (`RunDir`). Must not run benchmarks.
 
+pub mod answers;
 pub mod compare;
 pub mod console;
 pub mod csv;
 pub mod environment;
+pub mod exports;
 pub mod html;
 pub mod model;
 pub mod summary;

@@ -22,6 +22,10 @@ pub struct Report {
     /// Always "dbsweep-report".
     pub format: String,
     pub format_version: u32,
+    /// The JSON Schema this file follows and how its histograms are encoded. Absent in
+    /// reports of older dbsweeps (until re-rendered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaRef>,
     pub dbsweep_version: String,
     pub git_revision: Option<String>,
     /// The command line, with passwords removed.
@@ -113,6 +117,27 @@ pub struct MergedPart {
     pub points: usize,
 }
 
+/// Names the schema of a report, for readers that find the file without dbsweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SchemaRef {
+    /// The JSON Schema of report.json, in dbsweep's source tree (generated from this model).
+    pub path: String,
+    /// The report format it describes (`format_version`).
+    pub version: u32,
+    /// How the histograms in this file (`histogram`, `intervals.histograms`) are encoded.
+    pub histograms: String,
+}
+
+impl SchemaRef {
+    pub const PATH: &str = "docs/report.schema.json";
+    pub const HISTOGRAMS: &str = "HdrHistogram V2 format compressed with deflate, base64 (standard alphabet); values are latencies in nanoseconds (1 ns to 1 hour, 3 significant digits), counts are requests; the *_us figures beside them are microseconds";
+
+    /// The schema of reports this dbsweep writes.
+    pub fn current() -> SchemaRef {
+        SchemaRef { path: Self::PATH.into(), version: FORMAT_VERSION, histograms: Self::HISTOGRAMS.into() }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unavailable {
     pub system: String,
@@ -123,6 +148,7 @@ impl Report {
     /// Brings a report saved by an older dbsweep to this format, so it re-renders with
     /// today's rules: a format-1 point whose runs had errors loses its throughput.
     pub fn upgrade(&mut self) {
+        self.schema = Some(SchemaRef::current());
         if self.format_version >= 2 {
             return;
         }
@@ -173,6 +199,22 @@ pub struct PointResult {
     pub runs: Vec<RunMeasurement>,
     pub summary: Option<PointSummary>,
     pub flags: Vec<Flag>,
+    /// The files with this point's latency distributions (`report::exports`); absent when
+    /// none were written (no measured run, or `--hlog-interval 0` for the interval logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exports: Option<PointExports>,
+}
+
+/// A point's latency files, as paths relative to the run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PointExports {
+    /// Percentile distribution of the service time of every measured run together
+    /// (`.hgrm`, HdrHistogram's `outputPercentileDistribution` text), values in
+    /// microseconds.
+    pub hgrm: String,
+    /// One HdrHistogram interval log (`.hlog`) per measured run, in run order: the service
+    /// time over the run, one histogram per `--hlog-interval`, values in nanoseconds.
+    pub hlog: Vec<String>,
 }
 
 impl PointResult {
@@ -425,6 +467,15 @@ pub enum Flag {
     /// 1 % of its ops started over 1 ms late, or it completed under 95 % of the rate asked.
     /// Not void: its response times (from each op's intended start) say how far behind it
     /// fell. Replaces the client-bound test, which means nothing at a fixed rate.
+    /// The runs' throughputs spread too widely to order this target against others at the
+    /// same point: its min-max range is wider than ±`WIDE_SPREAD` of its median and
+    /// overlaps theirs. Not void; the findings' intervals say how uncertain the ranking is.
+    WideSpread {
+        /// Half the min-max range of the measured runs' ops/s, relative to their median.
+        spread: f64,
+        /// The targets whose range this one overlaps.
+        overlaps: Vec<String>,
+    },
     MissedRate {
         /// Total ops/s asked.
         asked: f64,
@@ -453,6 +504,7 @@ impl Flag {
             Flag::Incomplete => "incomplete",
             Flag::NotSupported => "not_supported",
             Flag::MissedRate { .. } => "missed_rate",
+            Flag::WideSpread { .. } => "wide_spread",
         }
     }
 }

@@ -8,7 +8,9 @@
 use super::compare::{RatioInterval, median, ratio_interval, run_throughputs};
 use super::console::point_label;
 use super::model::{Flag, PointResult, Report};
+use crate::base::durability::{self, Durability};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The experiment every study runs first to measure the client's own ceiling; it ranks
 /// nothing.
@@ -100,6 +102,9 @@ pub struct Findings {
     /// Targets in report order (the relative table's columns).
     pub targets: Vec<String>,
     pub overall: Vec<Overall>,
+    /// When the database targets do not all force the same to disk: a sentence that says
+    /// which does what (a target that syncs less does less work per commit).
+    pub durability_note: Option<String>,
 }
 
 impl Findings {
@@ -130,7 +135,7 @@ impl Findings {
             })
             .collect();
         let overall = targets.iter().map(|t| overall(t, &experiments)).collect();
-        Findings { experiments, targets, overall }
+        Findings { experiments, targets, overall, durability_note: durability_note(report) }
     }
 
     /// A target's time relative to the fastest in one experiment (1 = fastest).
@@ -214,21 +219,54 @@ fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFindin
 }
 
 fn same_point(a: &PointResult, b: &PointResult) -> bool {
-    a.point == b.point && a.rate.map(f64::to_bits) == b.rate.map(f64::to_bits)
+    point_key(a) == point_key(b)
+}
+
+/// A point and its rate, hashable.
+fn point_key(p: &PointResult) -> (crate::workload::experiment::Point, Option<u64>) {
+    (p.point, p.rate.map(f64::to_bits))
 }
 
 /// The point most targets have a throughput at; of those, the last in plan order (the
 /// most clients, the largest batch or size: the heaviest load measured).
 fn headline<'a>(points: &[&'a PointResult]) -> Option<&'a PointResult> {
-    let valid = |p: &PointResult| points.iter().filter(|q| same_point(q, p) && !run_throughputs(q).is_empty()).count();
+    // Targets with a throughput per point, counted in one pass (sweeps have thousands).
+    let mut valid: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    for q in points.iter().filter(|q| !run_throughputs(q).is_empty()) {
+        *valid.entry(point_key(q)).or_default() += 1;
+    }
     let mut best: Option<(&PointResult, usize)> = None;
     for p in points {
-        let n = valid(p);
+        let n = valid.get(&point_key(p)).copied().unwrap_or(0);
         if best.is_none_or(|(_, most)| n >= most) {
             best = Some((p, n));
         }
     }
     best.map(|(p, _)| p)
+}
+
+/// "Durability differs: commit (fsync at every commit) — duckdb, sqlite; none — redis. ..."
+/// when the database targets' `durability` settings state different levels (or some state
+/// none); `None` when they agree.
+fn durability_note(report: &Report) -> Option<String> {
+    let mut by_level: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for t in report.targets.iter().filter(|t| t.system != NO_DATABASE) {
+        let stated = t.settings.get(durability::SETTING).or_else(|| t.settings.get("server.durability"));
+        let level = stated.and_then(|s| Durability::of_setting(s)).map_or("unknown".to_string(), |d| d.to_string());
+        by_level.entry(level).or_default().push(&t.name);
+    }
+    if by_level.len() < 2 {
+        return None;
+    }
+    // Strongest first: commit, periodic, none, unknown.
+    let order = |level: &str| Durability::parse(level).map_or(0, |d| d as usize + 1);
+    let mut levels: Vec<(String, Vec<&str>)> = by_level.into_iter().collect();
+    levels.sort_by_key(|(level, _)| std::cmp::Reverse(order(level)));
+    let groups: Vec<String> = levels.iter().map(|(level, names)| format!("{level} — {}", names.join(", "))).collect();
+    Some(format!(
+        "Durability differs: {}. A target that forces less to disk does less work per commit; each target's durability setting says what it does, and --durability sets one level for every target that has it.",
+        groups.join("; ")
+    ))
 }
 
 /// What voids or weakens a standing, in words.
@@ -245,6 +283,9 @@ fn caveats(p: &PointResult) -> Vec<String> {
             Flag::Incomplete => "incomplete".to_string(),
             Flag::NotSupported => "not supported".to_string(),
             Flag::MissedRate { .. } => super::console::missed_rate(f).unwrap_or_default(),
+            Flag::WideSpread { spread, overlaps } => {
+                format!("runs spread ±{:.0} %, too wide to rank against {}", spread * 100.0, overlaps.join(", "))
+            }
         };
         out.push(text);
     }

@@ -15,6 +15,7 @@ use super::stopping;
 use crate::adapter::{Connection, Target};
 use crate::base::measurement::RunMeasurement;
 use crate::base::op::{ErrorClass, Op, OpError, OpKind, Outcome};
+use crate::stats::intervals::IntervalRecorder;
 use crate::stats::{Recorder, process_cpu_time};
 use crate::workload::experiment::{OpStream, Point};
 use std::ops::Range;
@@ -56,6 +57,9 @@ pub struct RunJob {
     /// `--precision`: end the run once its throughput is known this well (or at its time
     /// cap); `None`: the run does all of its `seqs`.
     pub stop: Option<StopRule>,
+    /// Keep the service time per interval of this length (`--hlog-interval`, measured runs);
+    /// `None`: only the whole run's histograms.
+    pub intervals: Option<Duration>,
 }
 
 /// Clients report progress (and the ops completed, for the monitor) in chunks, so the hot
@@ -106,16 +110,16 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
     let counters = Counters::new(job.seqs.start);
     let connected = Arc::new(Barrier::new(clients + 1));
     let barrier = Arc::new(Barrier::new(clients + 1));
-    let schedule_start = Arc::new(OnceLock::new());
+    let run_epoch = Arc::new(OnceLock::new());
     let mut handles = Vec::with_capacity(clients);
     let start_gate = Arc::new(AtomicBool::new(true));
-    let spawn_args = || (job.clone(), counters.clone(), [connected.clone(), barrier.clone()], schedule_start.clone(), start_gate.clone());
+    let spawn_args = || (job.clone(), counters.clone(), [connected.clone(), barrier.clone()], run_epoch.clone(), start_gate.clone());
     if job.target.info().execution.own_threads() {
         for i in 0..clients {
-            let (job, counters, barriers, schedule_start, open) = spawn_args();
+            let (job, counters, barriers, run_epoch, open) = spawn_args();
             let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                let result = rt.block_on(client(job, counters, barriers, schedule_start, open));
+                let result = rt.block_on(client(job, counters, barriers, run_epoch, open));
                 rt.block_on(let_spawned_tasks_finish());
                 result
             });
@@ -123,8 +127,8 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
         }
     } else {
         for _ in 0..clients {
-            let (job, counters, barriers, schedule_start, open) = spawn_args();
-            handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counters, barriers, schedule_start, open).await })));
+            let (job, counters, barriers, run_epoch, open) = spawn_args();
+            handles.push(ClientHandle::Task(tokio::spawn(async move { client(job, counters, barriers, run_epoch, open).await })));
         }
     }
     tokio::select! {
@@ -186,7 +190,9 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
         // The progress display counts the ops the run no longer needs as done.
         job.progress.fetch_add(ops.saturating_sub(merged.ops), Ordering::Relaxed);
     }
+    let intervals = merged.intervals.take().zip(run_epoch.get().copied()).map(|(i, epoch)| i.finish(on_wall_clock(epoch)));
     let mut m = merged.into_measurement(job.run, job.warmup, seconds, cpu, complete);
+    m.intervals = intervals;
     m.precision = watched.precision();
     if job.stop.is_none() {
         m.answer_blocks.clear();
@@ -251,7 +257,7 @@ async fn client(
     job: Arc<RunJob>,
     counters: Counters,
     [connected, barrier]: [Arc<Barrier>; 2],
-    schedule_start: Arc<OnceLock<Instant>>,
+    run_epoch: Arc<OnceLock<Instant>>,
     open: Arc<AtomicBool>,
 ) -> ClientResult {
     let mut recorder = Recorder::default();
@@ -272,7 +278,9 @@ async fn client(
         return ClientResult { recorder, started: Instant::now(), finished: Instant::now(), gave_up: None, time_limited: false };
     }
     let started = Instant::now();
-    let schedule = job.rate.map(|rate| (*schedule_start.get_or_init(Instant::now), 1.0 / rate));
+    // The run's clock starts with its first client: the fixed-rate schedule and interval 0.
+    let epoch = *run_epoch.get_or_init(Instant::now);
+    let schedule = job.rate.map(|rate| (epoch, 1.0 / rate));
     let mut conn = match connection {
         Ok(c) => c,
         Err(e) => {
@@ -280,7 +288,7 @@ async fn client(
             return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
-    let ended = send_requests(&job, conn.as_mut(), &counters, schedule, started, &mut recorder).await;
+    let ended = send_requests(&job, conn.as_mut(), &counters, (epoch, schedule), started, &mut recorder).await;
     drop(conn);
     ClientResult { recorder, started, finished: Instant::now(), gave_up: ended.gave_up, time_limited: ended.time_limited }
 }
@@ -301,7 +309,7 @@ async fn send_requests(
     job: &RunJob,
     conn: &mut dyn Connection,
     counters: &Counters,
-    schedule: Option<(Instant, f64)>,
+    (epoch, schedule): (Instant, Option<(Instant, f64)>),
     started: Instant,
     recorder: &mut Recorder,
 ) -> LoopEnd {
@@ -318,6 +326,9 @@ async fn send_requests(
     let mut unreported = 0u64;
     let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| started + limit);
+    if let Some(width) = job.intervals {
+        recorder.intervals = Some(IntervalRecorder::new(width, clock.now() - Instant::now().saturating_duration_since(epoch)));
+    }
     loop {
         if job.cancel.load(Ordering::Relaxed) {
             break;
@@ -343,6 +354,9 @@ async fn send_requests(
             with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
         };
         let now = clock.raw();
+        if let Some(intervals) = &mut recorder.intervals {
+            intervals.advance(clock.scaled(now));
+        }
         let request = Request {
             first,
             n,
@@ -582,6 +596,7 @@ mod tests {
             time_limit: None,
             check_rows: true,
             stop: None,
+            intervals: Some(Duration::from_millis(100)),
         }
     }
 
@@ -661,5 +676,8 @@ mod tests {
         let m = run_on_flaky_mock(1_000_000, 1, 50).await;
         assert_eq!((m.ops, m.ok_ops, m.failed_ops, m.rows), (50, 50, 0, 50));
         assert!(!m.is_void() && m.ops_per_sec().is_some_and(|v| v > 0.0));
+        let intervals = m.intervals.as_ref().expect("a measured run keeps its intervals").decoded().unwrap();
+        assert_eq!(intervals.iter().map(|h| h.len()).sum::<u64>(), 50, "every ok request is in one interval");
+        assert_eq!(m.intervals.as_ref().unwrap().interval_seconds, 0.1);
     }
 }

@@ -12,9 +12,9 @@ use super::client::{self, RunJob};
 use super::memory;
 use super::progress::Progress;
 use super::resume::{Expected, Resume};
-use super::summary::{flag_point, summarize_and_flag};
+use super::summary::{flag_point, spread_warnings, summarize_and_flag};
 use crate::adapter::Target;
-use crate::base::measurement::RunMeasurement;
+use crate::base::measurement::{HostLoad, RunMeasurement};
 use crate::error::Result;
 use crate::report::model::{Flag, PointResult, PointStatus, Report};
 use crate::workload::experiment::{Experiment, ExperimentOp, OpStream};
@@ -77,6 +77,7 @@ pub(super) async fn run(
                     runs: Vec::new(),
                     summary: None,
                     flags: Vec::new(),
+                    exports: None,
                 })
                 .collect();
             if let Some(why) = failed_targets.get(&info.name) {
@@ -118,11 +119,14 @@ pub(super) async fn run(
                 }
             }
         }
+        let mut exported = true;
         for mut phase_results in results {
             flag_point(&mut phase_results);
+            exported &= super::writing::export(shared.out_dir, &mut phase_results, &shared.ctx.cancel);
+            report.warnings.extend(spread_warnings(&phase_results, report.environment.cores));
             report.points.extend(phase_results);
         }
-        if !super::writing::save(shared.out_dir, report, &shared.ctx.cancel) {
+        if !super::writing::save(shared.out_dir, report, &shared.ctx.cancel) || !exported {
             return Ok(Some(shared.ctx.cancel.reason()));
         }
         if stop_reason.is_some() {
@@ -204,8 +208,11 @@ async fn run_target(
                 time_limit: None,
                 check_rows: checks_rows,
                 stop: None,
+                intervals: shared.plan.hlog_interval.filter(|_| !warmup),
             });
+            let load_before = HostLoad::now();
             let mut m = client::run_once(job).await;
+            m.load = HostLoad::since(load_before);
             let (after, source) = memory::read(target.as_ref(), server_pid).await;
             m.memory = Some(memory::measurement(before, after.clone(), source));
             before = after;

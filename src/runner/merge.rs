@@ -7,7 +7,7 @@
 //! Owns the checks that parts belong together (plan hash, shard count, no point twice)
 //! and the order of the merged points. Must not write files or print; `app` does.
 
-use super::summary::{DIFFER_FROM, flag_client_bound, flag_differing_answers};
+use super::summary::{DIFFER_FROM, TOO_WIDE_TO_RANK, flag_client_bound, flag_differing_answers, flag_wide_spread, spread_warnings};
 use crate::base::shard::Shard;
 use crate::data::DataSpec;
 use crate::error::{Error, Result};
@@ -57,7 +57,8 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Repo
         }
         // A warning every part has (the plan's) once; the others with their shard.
         let label = part.shard.map(|s| format!("shard {s}")).unwrap_or_else(|| dir.display().to_string());
-        for w in &part.warnings {
+        // Spread warnings compare targets: recomputed below over every part's points.
+        for w in part.warnings.iter().filter(|w| !w.contains(TOO_WIDE_TO_RANK)) {
             let everywhere = parts.iter().all(|(_, r)| r.warnings.contains(w));
             let line = if everywhere { w.clone() } else { format!("{label}: {w}") };
             if !merged.warnings.contains(&line) {
@@ -99,6 +100,8 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Repo
     }
     order_points(&mut merged, &experiments, data.as_ref());
     reflag(&mut merged.points);
+    let cores = merged.environment.cores;
+    merged.warnings.extend(spread_warnings(&merged.points, cores));
 
     let mut missing_reasons = Vec::new();
     if let Some(count) = parts[0].1.shard.map(|s| s.count) {
@@ -204,7 +207,7 @@ fn reflag(points: &mut [PointResult]) {
         let group = &mut points[start..end];
         for r in group.iter_mut() {
             r.flags.retain(|f| match f {
-                Flag::ClientBound { .. } => false,
+                Flag::ClientBound { .. } | Flag::WideSpread { .. } => false,
                 Flag::AnswerMismatch { detail } => !detail.starts_with(DIFFER_FROM),
                 _ => true,
             });
@@ -213,6 +216,7 @@ fn reflag(points: &mut [PointResult]) {
             }
         }
         flag_client_bound(group);
+        flag_wide_spread(group);
         flag_differing_answers(group);
         start = end;
     }

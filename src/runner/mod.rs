@@ -25,7 +25,7 @@ mod writing;
 use crate::adapter::lease::{Holder, Leases};
 use crate::adapter::registry;
 use crate::adapter::{OpenContext, Target};
-use crate::base::measurement::RunMeasurement;
+use crate::base::measurement::{HostLoad, RunMeasurement};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -41,9 +41,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
-use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
+use summary::{References, convergence_flag, flag_against_reference, flag_point, spread_warnings, summarize_and_flag};
 use targets::{prepare_and_load, release_targets, reload};
-use writing::{finish, new_report, out_path, save};
+use writing::{export, finish, new_report, out_path, save};
 
 /// How the run is hosted: where it writes, how it is stopped, what it shows.
 pub struct RunContext {
@@ -112,7 +112,12 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         .tempdir()
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
     let holder = ctx.holder.clone();
-    let open_ctx = OpenContext { scratch_dir: scratch.path().to_path_buf(), namespace: plan.namespace.clone(), holder: holder.clone() };
+    let open_ctx = OpenContext {
+        scratch_dir: scratch.path().to_path_buf(),
+        namespace: plan.namespace.clone(),
+        holder: holder.clone(),
+        durability: plan.durability,
+    };
     let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
     if ctx.workers.is_some() {
         workers::check_targets(&targets)?;
@@ -324,10 +329,14 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
         }
     }
     flag_point(&mut results);
+    sweep.report.warnings.extend(spread_warnings(&results, sweep.report.environment.cores));
     if let Some(q) = unit.experiment.op.query()
         && let Some(reference) = sweep.references.answer(&shared.plan.data, q)
     {
         flag_against_reference(&mut results, reference);
+    }
+    if !export(shared.out_dir, &mut results, &shared.ctx.cancel) {
+        stop_reason = Some(shared.ctx.cancel.reason());
     }
     sweep.report.points.extend(results);
     if let Some(coordinator) = &shared.ctx.workers {
@@ -372,6 +381,7 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
         runs: Vec::new(),
         summary: None,
         flags: Vec::new(),
+        exports: None,
     };
     if let Some(why) = sweep.failed_targets.get(&info.name) {
         let skipped =
@@ -440,7 +450,9 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
             run,
         };
         let planned_ops = job.seqs.end - job.seqs.start;
-        let m = workers::run(ctx.workers.as_deref(), id, &label, job).await;
+        let load_before = HostLoad::now();
+        let mut m = workers::run(ctx.workers.as_deref(), id, &label, job).await;
+        m.load = HostLoad::since(load_before);
         if info.system != "nodb"
             && let Err(warning) = remove_leftovers(unit, target.as_ref(), run, planned_ops, &m).await
         {
@@ -499,6 +511,7 @@ pub(crate) fn run_job(
         stop: plan
             .precision_of(experiment)
             .map(|p| monitor::StopRule { precision: p.target, max_time: Duration::from_secs_f64(p.max_time_secs) }),
+        intervals: plan.hlog_interval.filter(|_| run >= experiment.warmup),
     }
 }
 

@@ -145,7 +145,11 @@ mod tests {
         progress.message("loading sqlite".into());
         progress.start(100);
         progress.counter().fetch_add(50, Ordering::Relaxed);
-        std::thread::sleep(Duration::from_millis(700));
+        // Waits for two lines (at most 10 s: a loaded machine may starve the writer).
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while lines.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         progress.finish();
         let written = lines.lock().unwrap().len();
         assert!(written >= 2, "{:?}", lines.lock().unwrap());

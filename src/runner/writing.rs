@@ -3,10 +3,11 @@
 //! complete). Must not measure or flag anything.
 
 use super::{Cancel, RunContext, StopCause};
-use crate::adapter::Target;
+use crate::adapter::{Target, TargetInfo};
+use crate::base::durability::{self, Durability};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::report::model::{PointStatus, Report};
+use crate::report::model::{PointResult, PointStatus, Report};
 use crate::report::{self, environment};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,9 +22,10 @@ pub(super) fn out_path(plan: &Plan, ctx: &RunContext, started: SystemTime) -> Pa
 
 /// The report as it starts: plan, environment and targets, no points yet.
 pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Target>], started: SystemTime) -> Report {
-    Report {
+    let mut report = Report {
         format: "dbsweep-report".into(),
         format_version: report::model::FORMAT_VERSION,
+        schema: Some(report::model::SchemaRef::current()),
         dbsweep_version: env!("CARGO_PKG_VERSION").into(),
         git_revision: option_env!("DBSWEEP_GIT_REVISION").map(str::to_string),
         command: ctx.command.clone(),
@@ -57,7 +59,33 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
         merged_from: Vec::new(),
         workers: Vec::new(),
         resumed: Vec::new(),
+    };
+    if let Some(asked) = plan.durability {
+        let lines = durability_warnings(asked, &report.targets);
+        report.warnings.extend(lines);
     }
+    report
+}
+
+/// One line per database target whose durability is not the level the study asked for:
+/// a system without that level, or a server dbsweep did not start (never reconfigured).
+fn durability_warnings(asked: Durability, targets: &[TargetInfo]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in targets.iter().filter(|t| t.system != "nodb") {
+        let stated = t.settings.get(durability::SETTING).or_else(|| t.settings.get("server.durability"));
+        let spawned = t.settings.get("server.spawned").is_some_and(|v| v == "true");
+        let why = if spawned {
+            format!("{} offers no {asked} level here", t.system)
+        } else {
+            format!("{} offers no {asked} level, or it is a server dbsweep did not start and never reconfigures", t.system)
+        };
+        match stated.map(|s| (s, Durability::of_setting(s))) {
+            Some((_, Some(level))) if level == asked => {}
+            Some((text, Some(_))) => out.push(format!("{}: durability is {text}, not the study's {asked} ({why})", t.name)),
+            _ => out.push(format!("{}: durability unknown ({} does not report it), the study asked for {asked}", t.name, t.system)),
+        }
+    }
+    out
 }
 
 /// Writes the finished report (complete, or why not) and turns an early stop into the
@@ -107,6 +135,21 @@ pub(super) fn save(out_dir: &Path, report: &Report, cancel: &Cancel) -> bool {
     }
 }
 
+/// Writes the latency files of new points (`report::exports`) and lists them in the points;
+/// a failed write (a full disk) stops the run as in `save`.
+pub(super) fn export(out_dir: &Path, points: &mut [PointResult], cancel: &Cancel) -> bool {
+    for point in points {
+        match report::exports::write_point(out_dir, point) {
+            Ok(files) => point.exports = files,
+            Err(e) => {
+                cancel.stop(StopCause::Failure(e.to_string()));
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// True when a spawned server's `server.KEY` setting is one the adapter already read from
 /// the server itself (`KEY`, `_` and `-` alike; or the version): the report shows it once.
 fn reported_by_adapter(info: &crate::adapter::TargetInfo, key: &str, value: &str) -> bool {
@@ -119,6 +162,39 @@ fn reported_by_adapter(info: &crate::adapter::TargetInfo, key: &str, value: &str
 mod tests {
     use super::*;
     use crate::adapter::{Capabilities, Execution, TargetInfo};
+
+    fn target(name: &str, system: &str, settings: &[(&str, &str)]) -> TargetInfo {
+        TargetInfo {
+            name: name.into(),
+            system: system.into(),
+            url: String::new(),
+            execution: Execution::Async,
+            capabilities: Capabilities { ops: vec![], queries: vec![], native_batch: true, secondary_indexes: false },
+            version: String::new(),
+            settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
+
+    #[test]
+    fn targets_at_another_durability_than_asked_are_warned_about() {
+        let targets = [
+            target("nodb", "nodb", &[]),
+            target("s", "sqlite", &[("durability", "commit: fsync at every commit (synchronous=full)")]),
+            target("d", "duckdb", &[("durability", "commit: WAL synced at each commit")]),
+            target("r", "redis", &[("server.durability", "none: no persistence"), ("server.spawned", "true")]),
+            target("m", "mock", &[]),
+        ];
+        assert_eq!(
+            durability_warnings(Durability::Commit, &targets),
+            vec![
+                "r: durability is none: no persistence, not the study's commit (redis offers no commit level here)".to_string(),
+                "m: durability unknown (mock does not report it), the study asked for commit".to_string(),
+            ]
+        );
+        let none = durability_warnings(Durability::None, &targets);
+        assert_eq!(none.len(), 3, "{none:?}");
+        assert!(none[0].starts_with("s: durability is commit: fsync at every commit (synchronous=full), not the study's none (sqlite offers no none level, or it is a server"));
+    }
 
     #[test]
     fn a_spawned_servers_setting_the_adapter_read_is_shown_once() {

@@ -25,6 +25,7 @@
 //! send anything that changes data.
 
 use super::{Context, LOG_FILE, Ready, System};
+use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
@@ -210,15 +211,37 @@ pub(super) fn init(ctx: Context, node: &Node) -> Result<Context> {
         let path = ctx.dir.join(name);
         std::fs::write(&path, text).map_err(|e| Error::runtime(format!("cassandra: cannot write {}: {e}", path.display())))
     };
-    write(YAML_FILE, yaml(&ctx.dir, node))?;
+    write(YAML_FILE, yaml(&ctx.dir, node, ctx.durability))?;
     write(LOGBACK_FILE, LOGBACK.to_string())?;
     Ok(ctx)
+}
+
+/// The commit log's sync mode for a durability: Cassandra's default (periodic, every
+/// 10 s) unless `commit` asks for `batch` (an fsync before each write is acknowledged).
+/// Cassandra has no "never" (its keyspaces' `durable_writes = false` is not used).
+fn commitlog_sync(durability: Option<Durability>) -> &'static str {
+    match durability {
+        Some(Durability::Commit) => "commitlog_sync: batch",
+        _ => "commitlog_sync: periodic\ncommitlog_sync_period: 10000ms",
+    }
+}
+
+/// The node's `durability` setting, from the commit log's sync mode read back.
+fn durability_of(commitlog_sync: Option<&str>, period: Option<&str>) -> Option<String> {
+    match commitlog_sync? {
+        "batch" | "group" => Some(Durability::Commit.describe("commit log fsynced before a write is acknowledged (commitlog_sync: batch)")),
+        "periodic" => {
+            Some(Durability::Periodic.describe(&format!("commit log fsynced every {} (commitlog_sync: periodic)", period.unwrap_or("10s"))))
+        }
+        _ => None,
+    }
 }
 
 /// The node's configuration: everything inside `dir`, on its loopback address, a single
 /// token, joining without streaming (`auto_bootstrap: false`: every node starts empty).
 /// The CQL and storage ports are not here: `command` passes them per attempt.
-fn yaml(dir: &Path, node: &Node) -> String {
+fn yaml(dir: &Path, node: &Node, durability: Option<Durability>) -> String {
+    let commitlog = commitlog_sync(durability);
     let d = dir.display();
     let Node { address, seed, token, .. } = node;
     format!(
@@ -235,8 +258,7 @@ fn yaml(dir: &Path, node: &Node) -> String {
          hints_directory: {d}/hints\n\
          cdc_raw_directory: {d}/cdc_raw\n\
          auto_snapshot: false\n\
-         commitlog_sync: periodic\n\
-         commitlog_sync_period: 10000ms\n\
+         {commitlog}\n\
          seed_provider:\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider\n    parameters:\n      - seeds: \"{seed}\"\n\
          listen_address: {address}\n\
          rpc_address: {address}\n\
@@ -358,6 +380,10 @@ pub(super) async fn probe(ctx: &Context, port: u16, node: &Node) -> io::Result<R
             settings.insert((*name).to_string(), value.clone().unwrap_or_else(|| "null (Cassandra's default)".into()));
         }
     }
+    let read = |name: &str| server.get(name).cloned().flatten();
+    if let Some(durability) = durability_of(read("commitlog_sync").as_deref(), read("commitlog_sync_period").as_deref()) {
+        settings.insert(SETTING.into(), durability);
+    }
     Ok(Ready { version, settings })
 }
 
@@ -367,7 +393,7 @@ mod tests {
 
     #[test]
     fn yaml_keeps_everything_inside_the_data_directory() {
-        let text = yaml(Path::new("/tmp/dbsweep-cassandra-x"), &Node::single());
+        let text = yaml(Path::new("/tmp/dbsweep-cassandra-x"), &Node::single(), None);
         for line in [
             "cluster_name: 'dbsweep'",
             "num_tokens: 1",
@@ -427,7 +453,7 @@ mod tests {
             starts += 1;
             super::super::process::free_port()
         };
-        let opts = super::super::SpawnOptions { data_root: Some(root.path().to_path_buf()) };
+        let opts = super::super::SpawnOptions { data_root: Some(root.path().to_path_buf()), durability: None };
         let server = super::super::spawn_inner(super::super::ServerKind::Cassandra, &opts, None, &mut next_port).await.unwrap();
         assert_eq!(starts, 2, "exactly one retry");
         assert!(TAKEN_STORAGE_PORT.lock().unwrap().is_none(), "the taken port was used");
@@ -446,5 +472,17 @@ mod tests {
         assert_eq!(server_jar(dir.path()), None);
         std::fs::write(dir.path().join("cassandra-all-5.0.6.jar"), "").unwrap();
         assert_eq!(server_jar(dir.path()), Some(dir.path().join("cassandra-all-5.0.6.jar")));
+    }
+
+    #[test]
+    fn commit_durability_syncs_the_commit_log_in_batch_mode() {
+        let text = yaml(Path::new("/tmp/dbsweep-cassandra-x"), &Node::single(), Some(Durability::Commit));
+        assert!(text.contains("\ncommitlog_sync: batch\n") && !text.contains("commitlog_sync_period"), "{text}");
+        assert!(durability_of(Some("batch"), None).unwrap().starts_with("commit: "));
+        assert_eq!(
+            durability_of(Some("periodic"), Some("10000ms")).unwrap(),
+            "periodic: commit log fsynced every 10000ms (commitlog_sync: periodic)"
+        );
+        assert_eq!(durability_of(None, None), None);
     }
 }

@@ -25,6 +25,7 @@
 //! Must not send anything that changes data.
 
 use super::{Context, LOG_FILE, Ready, System};
+use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
@@ -185,6 +186,7 @@ async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {
     settings.insert("heap_max".into(), format!("{} (-Xmx; DBSWEEP_H2_HEAP)", heap().unwrap_or_else(|_| DEFAULT_HEAP.into())));
     settings.insert("database".into(), format!("{DATABASE} (in-memory, nothing written to disk)"));
     settings.insert("storage".into(), "MVStore in memory".into());
+    settings.insert(SETTING.into(), Durability::None.describe("in-memory database: nothing is written to disk"));
     settings.insert("servers".into(), "PG server only (no TCP server, no web console), loopback".into());
     if let Some(java) = java {
         settings.insert("java".into(), java);

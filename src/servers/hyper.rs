@@ -19,6 +19,7 @@
 //! not send anything that changes data.
 
 use super::{Context, LOG_FILE, Ready, System};
+use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
@@ -136,6 +137,10 @@ async fn probe(ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
     settings.insert("database_file".into(), ctx.dir.join(DATABASE_FILE).display().to_string());
     settings.insert("log_dir".into(), ctx.dir.join("log").display().to_string());
     settings.insert("disable_fsync".into(), "0 (hyperd default: fsync on)".into());
+    settings.insert(
+        SETTING.into(),
+        Durability::Commit.describe("database file synced at every commit (hyperd's default; no other level is offered)"),
+    );
     settings.insert("memory_limit".into(), "80% (hyperd default)".into());
     settings.insert("indexes".into(), "none (HyPer has none)".into());
     Ok(Ready { version, settings })

@@ -15,6 +15,7 @@
 //! that changes data.
 
 use super::{Context, Ready, System};
+use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
@@ -63,6 +64,11 @@ impl System for LedisDb {
         let mut settings = BTreeMap::new();
         settings.insert("store".into(), info.get("name").cloned().unwrap_or_else(|| STORE.to_string()));
         settings.insert("db_sync_commit".into(), "0 (LedisDB's default: LevelDB writes are not synced per commit)".into());
+        settings.insert(
+            SETTING.into(),
+            Durability::None
+                .describe("LevelDB writes are not synced, the OS flushes them (db_sync_commit = 0; no other level is set here)"),
+        );
         settings.insert("replication".into(), "off".into());
         let version = info.get("ledisdb_version").cloned().unwrap_or_default();
         Ok(Ready { version, settings })

@@ -6,10 +6,12 @@
 //! no extra client program or user is needed. Readiness proves it: the server's handshake
 //! is read first over our own socket (a foreign server on the port cannot answer there),
 //! then the probe logs in over TCP as that user and reads the recorded settings. Grant
-//! tables stay on; durability stays at MariaDB's defaults. Must not read any my.cnf.
+//! tables stay on; durability is MariaDB's default (log flushed per commit) unless `--durability`
+//! sets `innodb_flush_log_at_trx_commit`. Must not read any my.cnf.
 
 use super::process::run_setup;
 use super::{Context, Ready, System};
+use crate::base::durability::Durability;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::io;
@@ -113,10 +115,23 @@ fn command(ctx: &Context, port: u16) -> Command {
         .arg(format!("--pid-file={}", ctx.dir.join("mariadbd.pid").display()))
         .arg(format!("--port={port}"))
         .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
+    if let Some(level) = flush_log_at_commit(ctx.durability) {
+        command.arg(format!("--innodb-flush-log-at-trx-commit={level}"));
+    }
     if running_as_root() {
         command.arg("--user=root");
     }
     command
+}
+
+/// InnoDB's `innodb_flush_log_at_trx_commit` for a durability (none asked: its default,
+/// 1). InnoDB has no "never": 0 still writes and flushes the log about once a second.
+fn flush_log_at_commit(durability: Option<Durability>) -> Option<u8> {
+    durability.map(|d| match d {
+        Durability::None => 0,
+        Durability::Periodic => 2,
+        Durability::Commit => 1,
+    })
 }
 
 async fn probe(ctx: &Context, port: u16) -> io::Result<Ready> {

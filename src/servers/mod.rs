@@ -31,6 +31,7 @@ mod process;
 mod redis;
 mod redis_cluster;
 
+use crate::base::durability::Durability;
 use crate::error::{Error, Result};
 use process::{group_alive, kill_group, log_tail, signal, signal_group};
 use std::collections::BTreeMap;
@@ -238,6 +239,9 @@ pub struct SpawnOptions {
     /// The directory that receives each server's temporary data directory (e.g. a tmpfs
     /// versus a disk, which changes results); `None` = the system temp directory.
     pub data_root: Option<PathBuf>,
+    /// `--durability`: how much of a commit the server must make crash-safe; `None`: each
+    /// system's default (Redis: no persistence; PostgreSQL, MariaDB: fsync per commit).
+    pub durability: Option<Durability>,
 }
 
 /// A running throwaway server. `stop` shuts it down gracefully; dropping it kills it.
@@ -498,7 +502,7 @@ async fn spawn_process(
     let system = kind.system();
     let programs = process::locate_programs(system, search_path)?;
     let dir = data_dir(kind, opts)?;
-    let ctx = system.init(Context { dir: dir.path().to_path_buf(), programs, run_as: None, node }).await?;
+    let ctx = system.init(Context { dir: dir.path().to_path_buf(), programs, run_as: None, node, durability: opts.durability }).await?;
 
     let mut dir = Some(dir);
     let mut last_error = None;
@@ -570,6 +574,8 @@ pub(crate) struct Context {
     run_as: Option<(u32, u32)>,
     /// Which node of its system this process is (0 for a single process).
     node: usize,
+    /// The durability asked for (`SpawnOptions::durability`).
+    durability: Option<Durability>,
 }
 
 impl Context {
@@ -785,7 +791,7 @@ mod tests {
         }
         let root = tempfile::tempdir().unwrap();
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()) };
+        let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), durability: None };
         let mut search = vec![fake.path().to_path_buf()];
         search.extend(process::default_search_path(ServerKind::Redis.system()));
         let err =

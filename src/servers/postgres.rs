@@ -5,11 +5,13 @@
 //! Both programs refuse to run as root; then they run as the `postgres` system user on a
 //! directory it owns. Readiness is a real startup + query exchange over the socket in our
 //! own directory (so a foreign server that took the port cannot be mistaken for ours),
-//! then once more over TCP. Durability stays at PostgreSQL's defaults; the values are read
-//! back from the server. Must not touch the distribution's own clusters.
+//! then once more over TCP. Durability is PostgreSQL's default (fsync per commit) unless
+//! `--durability` asks otherwise; the values are read back from the server. Must not touch
+//! the distribution's own clusters.
 
 use super::process::run_setup;
 use super::{Context, Ready, System};
+use crate::base::durability::Durability;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -133,7 +135,21 @@ async fn init(mut ctx: Context) -> Result<Context> {
 fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(1));
     command.arg("-D").arg(pgdata(ctx)).arg("-p").arg(port.to_string()).arg("-k").arg(&ctx.dir).args(["-c", "listen_addresses=127.0.0.1"]);
+    for setting in durability_settings(ctx.durability) {
+        command.args(["-c", setting]);
+    }
     command
+}
+
+/// The settings of a durability (none asked: PostgreSQL's defaults, an fsync per commit).
+/// `periodic` is asynchronous commit: the WAL writer flushes every 200 ms.
+fn durability_settings(durability: Option<Durability>) -> &'static [&'static str] {
+    match durability {
+        None => &[],
+        Some(Durability::None) => &["fsync=off", "synchronous_commit=off", "full_page_writes=off"],
+        Some(Durability::Periodic) => &["fsync=on", "synchronous_commit=off"],
+        Some(Durability::Commit) => &["fsync=on", "synchronous_commit=on"],
+    }
 }
 
 /// A full startup + query exchange over our own socket, then a startup over TCP.

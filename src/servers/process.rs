@@ -224,15 +224,78 @@ pub(super) fn kill_group(pgid: u32) {
     signal_group(pgid, libc::SIGKILL);
 }
 
+/// Whether a process of the group still runs. Zombies do not count: a killed helper whose
+/// parent died first is reaped by init, which may take seconds (some container inits reap
+/// every ~1.6 s), and a zombie holds no files, ports or memory.
 pub(super) fn group_alive(pgid: u32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     let rc = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
-    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !group_only_zombies(pgid)
+}
+
+/// True when /proc lists members of the group and every one is a zombie; false when it
+/// cannot tell (no /proc), so that callers keep waiting as they would without the check.
+fn group_only_zombies(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let mut members = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        match state_in_group(&stat, pgid) {
+            Some('Z' | 'X') => members += 1,
+            Some(_) => return false,
+            None => {}
+        }
+    }
+    members > 0
+}
+
+/// The state letter of a `/proc/PID/stat` line if its process is in group `pgid` (the
+/// command name may hold spaces and parentheses, so fields are read after the last ')').
+fn state_in_group(stat: &str, pgid: u32) -> Option<char> {
+    let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _parent = fields.next()?;
+    let group: u32 = fields.next()?.parse().ok()?;
+    (group == pgid).then_some(state)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_lines_give_the_state_of_a_group_member() {
+        let line = "4242 (postgres: a (b) c) Z 1 4200 4200 0 -1 4194560 0";
+        assert_eq!(state_in_group(line, 4200), Some('Z'));
+        assert_eq!(state_in_group(line, 4242), None);
+        assert_eq!(state_in_group("garbage", 1), None);
+    }
+
+    #[test]
+    fn a_group_of_zombies_is_not_alive_and_a_running_group_is() {
+        use std::os::unix::process::CommandExt;
+        let mut running = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let mut exited = std::process::Command::new("true").process_group(0).spawn().unwrap();
+        // `true` exits at once and stays a zombie until waited for.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !group_only_zombies(exited.id()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!group_alive(exited.id()), "a zombie is not a live member");
+        assert!(group_alive(running.id()));
+        running.kill().unwrap();
+        running.wait().unwrap();
+        exited.wait().unwrap();
+        assert!(!group_alive(running.id()) && !group_alive(exited.id()));
+    }
 
     #[test]
     fn programs_are_found_only_if_executable() {

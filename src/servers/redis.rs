@@ -1,11 +1,14 @@
-//! Redis as a throwaway server: `redis-server` with persistence off (`--save ''`,
-//! `--appendonly no`), working directory inside the data directory, bound to 127.0.0.1.
+//! Redis as a throwaway server: `redis-server` without snapshots (`--save ''`) and, unless
+//! `--durability` asks for one, without the append-only file (`--appendonly no`; periodic:
+//! `appendfsync everysec`, commit: `always`), working directory inside the data directory,
+//! bound to 127.0.0.1.
 //!
 //! Readiness is PING -> +PONG, then INFO, whose `process_id` must be our child's pid (so
 //! a foreign server that took the port is never mistaken for ours). Must not send
 //! anything that changes data.
 
 use super::{Context, Ready, System, read_line};
+use crate::base::durability::{Durability, SETTING};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
@@ -32,8 +35,8 @@ impl System for Redis {
     fn command(&self, ctx: &Context, port: u16) -> Command {
         command(ctx, port)
     }
-    async fn probe(&self, _ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
-        probe(port, pid).await
+    async fn probe(&self, ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
+        probe(ctx, port, pid).await
     }
     fn url(&self, port: u16, _data_dir: &Path) -> String {
         format!("redis://127.0.0.1:{port}/0")
@@ -45,13 +48,40 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
     command
         .arg("--port")
         .arg(port.to_string())
-        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""])
+        .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no", "--logfile", ""])
+        .args(persistence(ctx.durability))
         .arg("--dir")
         .arg(&ctx.dir);
     command
 }
 
-pub(super) async fn probe(port: u16, pid: u32) -> io::Result<Ready> {
+/// The append-only file's settings for a durability (no snapshots in any case): without
+/// one asked, none (Redis as a cache, the studies' setting).
+fn persistence(durability: Option<Durability>) -> [&'static str; 4] {
+    match durability.unwrap_or(Durability::None) {
+        Durability::None => ["--appendonly", "no", "--appendfsync", "everysec"],
+        Durability::Periodic => ["--appendonly", "yes", "--appendfsync", "everysec"],
+        Durability::Commit => ["--appendonly", "yes", "--appendfsync", "always"],
+    }
+}
+
+/// A spawned Redis's `durability` setting, from the persistence INFO reports.
+fn durability_of(aof_enabled: bool, durability: Option<Durability>) -> String {
+    match (aof_enabled, durability.unwrap_or(Durability::None)) {
+        (false, _) => Durability::None.describe("no persistence (appendonly no, no snapshots)"),
+        (true, Durability::Commit) => Durability::Commit.describe("append-only file fsynced at every write (appendfsync always)"),
+        (true, _) => Durability::Periodic.describe("append-only file fsynced every second (appendfsync everysec)"),
+    }
+}
+
+pub(super) async fn probe(ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
+    let mut ready = probe_info(port, pid).await?;
+    let aof = ready.settings.get("appendonly").is_some_and(|v| v == "yes");
+    ready.settings.insert(SETTING.to_string(), durability_of(aof, ctx.durability));
+    Ok(ready)
+}
+
+async fn probe_info(port: u16, pid: u32) -> io::Result<Ready> {
     let info = ping_info(port).await?;
     if info.get("process_id").and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
         return Err(io::Error::other(format!("port {port} is served by another redis process")));
@@ -110,5 +140,13 @@ mod tests {
         assert_eq!(info["process_id"], "42");
         assert_eq!(info["maxmemory"], "0");
         assert_eq!(info.len(), 3);
+    }
+
+    #[test]
+    fn a_durability_sets_the_append_only_file() {
+        assert_eq!(persistence(None), ["--appendonly", "no", "--appendfsync", "everysec"]);
+        assert_eq!(persistence(Some(Durability::Commit)), ["--appendonly", "yes", "--appendfsync", "always"]);
+        assert!(durability_of(false, Some(Durability::Commit)).starts_with("none: "), "what INFO says wins");
+        assert!(durability_of(true, Some(Durability::Periodic)).starts_with("periodic: "));
     }
 }

@@ -43,8 +43,8 @@ impl System for RedisCluster {
             .arg(bus.to_string());
         command
     }
-    async fn probe(&self, _ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
-        let mut ready = redis::probe(port, pid).await?;
+    async fn probe(&self, ctx: &Context, port: u16, pid: u32) -> io::Result<Ready> {
+        let mut ready = redis::probe(ctx, port, pid).await?;
         ready.settings.insert("cluster".into(), format!("{NODES} masters on loopback ports, slots split evenly, no replicas"));
         Ok(ready)
     }

@@ -6,13 +6,14 @@
 
 use crate::base::measurement::{LatencySummary, RunMeasurement};
 use crate::base::op::{Answer, ErrorClass, OpKind};
-use base64::Engine as _;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod intervals;
 pub mod precision;
+
+use intervals::IntervalRecorder;
 
 /// Answers are also digested per block of sequence numbers, the blocks doubling from
 /// `[0, ANSWER_BLOCK)`, `[ANSWER_BLOCK, 2 * ANSWER_BLOCK)`, `[2 * ANSWER_BLOCK,
@@ -128,13 +129,19 @@ pub struct Recorder {
     /// The query result of the lowest-numbered op that returned a table, kept whole so
     /// systems can be compared with numeric tolerance.
     pub sample_answer: Option<(u64, Answer)>,
+    /// Service time per interval of the run (all op kinds together); `None`: not kept.
+    pub intervals: Option<IntervalRecorder>,
 }
 
 impl Recorder {
     #[inline]
     pub fn record_service(&mut self, kind: OpKind, elapsed: Duration) {
         let h = self.service[kind.index()].get_or_insert_with(new_histogram);
-        h.saturating_record((elapsed.as_nanos() as u64).max(1));
+        let nanos = (elapsed.as_nanos() as u64).clamp(1, MAX_NANOS);
+        h.saturating_record(nanos);
+        if let Some(intervals) = &mut self.intervals {
+            intervals.record(nanos);
+        }
     }
 
     #[inline]
@@ -172,6 +179,11 @@ impl Recorder {
             }
         }
         add_errors(&mut self.errors, &mut self.error_samples, other.errors, other.error_samples);
+        match (&mut self.intervals, other.intervals) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            _ => {}
+        }
         self.answer_digest = self.answer_digest.wrapping_add(other.answer_digest);
         if self.answer_blocks.len() < other.answer_blocks.len() {
             self.answer_blocks.resize(other.answer_blocks.len(), 0);
@@ -191,7 +203,8 @@ impl Recorder {
         }
     }
 
-    /// Turns the merged recordings of a run into its saved measurement.
+    /// Turns the merged recordings of a run into its saved measurement (the caller, which
+    /// knows when the run started on the wall clock, finishes `intervals` first).
     pub fn into_measurement(self, run: u32, warmup: bool, seconds: f64, client_cpu_seconds: f64, complete: bool) -> RunMeasurement {
         let summaries = |hists: [Option<Histogram<u64>>; OpKind::ALL.len()]| -> BTreeMap<OpKind, LatencySummary> {
             OpKind::ALL.iter().zip(hists).filter_map(|(kind, h)| h.map(|h| (*kind, LatencySummary::from_histogram(&h)))).collect()
@@ -220,6 +233,8 @@ impl Recorder {
             service: summaries(self.service),
             response: summaries(self.response),
             memory: None,
+            intervals: None,
+            load: None,
         }
     }
 }
@@ -227,8 +242,6 @@ impl Recorder {
 impl LatencySummary {
     pub fn from_histogram(h: &Histogram<u64>) -> Self {
         let us = |nanos: u64| nanos as f64 / 1000.0;
-        let mut bytes = Vec::new();
-        V2DeflateSerializer::new().serialize(h, &mut bytes).expect("histogram serializes to memory");
         LatencySummary {
             count: h.len(),
             mean_us: h.mean() / 1000.0,
@@ -237,14 +250,13 @@ impl LatencySummary {
             p99_us: us(h.value_at_quantile(0.99)),
             p999_us: us(h.value_at_quantile(0.999)),
             max_us: us(h.max()),
-            histogram: base64::engine::general_purpose::STANDARD.encode(bytes),
+            histogram: intervals::encode_saved(h),
         }
     }
 
     /// The histogram saved in this summary.
     pub fn decode(&self) -> Option<Histogram<u64>> {
-        let bytes = base64::engine::general_purpose::STANDARD.decode(&self.histogram).ok()?;
-        Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
+        intervals::decode_saved(&self.histogram)
     }
 }
 

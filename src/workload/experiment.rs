@@ -102,7 +102,7 @@ impl ExperimentOp {
 }
 
 /// One parameter point of an experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
     pub clients: usize,
     /// Ops per request.

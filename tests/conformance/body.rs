@@ -297,6 +297,7 @@ async fn measure(target: &Arc<dyn Target>, data: &Dataset, op: ExperimentOp) -> 
         time_limit: None,
         check_rows: true,
         stop: None,
+        intervals: Some(Duration::from_secs(1)),
     };
     run_once(Arc::new(job)).await
 }

@@ -252,6 +252,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
         time_limit: None,
         check_rows: true,
         stop: None,
+        intervals: Some(Duration::from_secs(1)),
     };
     let m = run_once(Arc::new(job)).await;
     assert_eq!((m.ops, m.ok_ops, m.failed_ops, m.short_ops), (ops, ops, 0, 0), "{:?}", m.error_samples);

@@ -22,6 +22,7 @@ use super::{Embedded, clip};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{DUCKDB, DUCKDB_IN_LIST_MAX};
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::durability::Durability;
 use crate::base::op::OpError;
 use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
@@ -59,7 +60,10 @@ impl DuckDb {
             ("threads".to_string(), setting("threads")?),
             ("memory_limit".to_string(), setting("memory_limit")?),
             ("checkpoint_threshold".to_string(), setting("checkpoint_threshold")?),
-            ("durability".to_string(), "WAL written and synced at each commit (DuckDB's fixed behaviour)".to_string()),
+            (
+                "durability".to_string(),
+                Durability::Commit.describe("WAL written and synced at each commit (DuckDB's fixed behaviour, no other level)"),
+            ),
             (
                 "indexes".to_string(),
                 "ART on the primary key and each indexed column (used for point lookups and highly selective filters)".to_string(),

@@ -30,6 +30,7 @@ use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::SQLITE;
 use crate::adapter::sql::statement::Statement;
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::durability::Durability;
 use crate::base::op::OpError;
 use crate::base::table::{ColumnType, Date, Decimal, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
@@ -59,7 +60,8 @@ impl Sqlite {
         let file = DatabaseFile::of(name, url, ctx, "sqlite", "dbsweep.sqlite")?;
         let path = &file.path;
         let synchronous = match url.param("synchronous").map(|v| v.to_ascii_uppercase()).as_deref() {
-            None | Some("NORMAL") => "NORMAL",
+            None => synchronous_for(ctx.durability),
+            Some("NORMAL") => "NORMAL",
             Some("FULL") => "FULL",
             Some("EXTRA") => "EXTRA",
             Some("OFF") => "OFF",
@@ -129,12 +131,24 @@ fn open_connection(path: &Path, synchronous: &str) -> rusqlite::Result<rusqlite:
     Ok(conn)
 }
 
-/// What a commit survives, in words, for the report.
+/// `PRAGMA synchronous` for a durability asked by the study (`--durability`); without one,
+/// NORMAL (WAL synced at checkpoints).
+fn synchronous_for(durability: Option<Durability>) -> &'static str {
+    match durability {
+        Some(Durability::None) => "OFF",
+        None | Some(Durability::Periodic) => "NORMAL",
+        Some(Durability::Commit) => "FULL",
+    }
+}
+
+/// What a commit survives, for the report.
 fn durability(journal_mode: &str, synchronous: &str) -> String {
     match (journal_mode.to_lowercase().as_str(), synchronous) {
-        ("wal", "normal") => "no fsync per commit (WAL synced at checkpoints): survives a process crash, not an OS crash".into(),
-        (_, "full" | "extra") => "fsync at every commit".into(),
-        (_, "off") => "never synced: a crash of the OS may lose or corrupt data".into(),
+        ("wal", "normal") => Durability::Periodic.describe(
+            "no fsync per commit, the WAL is synced at checkpoints (synchronous=NORMAL): survives a process crash, not an OS crash",
+        ),
+        (_, "full" | "extra") => Durability::Commit.describe(&format!("fsync at every commit (synchronous={synchronous})")),
+        (_, "off") => Durability::None.describe("never synced (synchronous=OFF): a crash of the OS may lose or corrupt data"),
         (mode, level) => format!("journal_mode={mode}, synchronous={level}"),
     }
 }
@@ -297,7 +311,7 @@ mod tests {
         let ctx = OpenContext::new(dir.path().to_path_buf());
         let full = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=full").unwrap(), &ctx).unwrap();
         assert_eq!(full.info().settings["synchronous"], "full");
-        assert_eq!(full.info().settings["durability"], "fsync at every commit");
+        assert_eq!(full.info().settings["durability"], "commit: fsync at every commit (synchronous=full)");
         let bad = Sqlite::open("t", &TargetUrl::parse("sqlite:?synchronous=sometimes").unwrap(), &ctx);
         assert_eq!(bad.err().unwrap().exit_code(), 2);
     }

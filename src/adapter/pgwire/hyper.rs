@@ -74,6 +74,8 @@ pub struct Hyper {
     /// Login into the database file.
     config: tokio_postgres::Config,
     endpoint: String,
+    /// Whether hyperd runs on this machine (its files are this machine's files).
+    local_server: bool,
     /// The lease on a user's file on a local server, held while the target lives.
     _lease: Option<FileLease>,
 }
@@ -145,6 +147,7 @@ impl Hyper {
             admin,
             config,
             endpoint: format!("{host}:{port}"),
+            local_server: is_local(&host),
             _lease: lease,
         })
     }
@@ -203,6 +206,49 @@ impl Hyper {
                 self.path
             ),
         )
+    }
+
+    /// A session on the database file, or `None` when hyperd says the file does not exist
+    /// (nothing of dbsweep's to clean). Any other refusal (e.g. the file still attached
+    /// elsewhere while a loaded server catches up) is retried for 10 s, then reported.
+    async fn session_for_cleanup(&self) -> Result<Option<Client>> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.login(&self.config).await {
+                Ok(client) => return Ok(Some(client)),
+                Err(e) => match e.as_db_error() {
+                    Some(db) if db.message().contains("does not exist") => return Ok(None),
+                    Some(_) if tokio::time::Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+                    Some(_) => {
+                        return Err(Error::runtime(format!(
+                            "target '{}': cannot open {} to clean it up ({}); remove the file once no run uses it",
+                            self.pg.name(),
+                            self.path,
+                            describe(&e)
+                        )));
+                    }
+                    None => return Err(self.unreachable(&e)),
+                },
+            }
+        }
+    }
+
+    /// hyperd may unlink a dropped database file a moment after `DROP DATABASE` returns
+    /// (seen once on a loaded machine): on a local server, waits up to 10 s for the file
+    /// to go, so that cleanup returns with nothing of dbsweep's left.
+    async fn await_file_removal(&self) {
+        if !self.local_server {
+            return;
+        }
+        let file = std::path::Path::new(&self.path);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while file.exists() {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!("hyperd dropped the database {} but its file is still there after 10 s", self.path);
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Creates the database file with its marker, or checks the marker of an existing one.
@@ -271,11 +317,8 @@ impl PgServer for Hyper {
     }
 
     async fn cleanup(&self) -> Result<()> {
-        let client = match self.login(&self.config).await {
-            Ok(client) => client,
-            // No database file: nothing of ours exists.
-            Err(e) if e.as_db_error().is_some() => return Ok(()),
-            Err(e) => return Err(self.unreachable(&e)),
+        let Some(client) = self.session_for_cleanup().await? else {
+            return Ok(());
         };
         if !self.owned(&client).await? {
             return Ok(());
@@ -295,12 +338,15 @@ impl PgServer for Hyper {
         let mut last = None;
         for _ in 0..100 {
             match admin.batch_execute(&drop_sql).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.await_file_removal().await;
+                    return Ok(());
+                }
                 Err(e) => last = Some(describe(&e)),
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tracing::info!("keeping the HyPer file {}: {}", self.path, last.unwrap_or_default());
+        tracing::warn!("keeping the HyPer file {} (it stayed in use for 10 s): {}", self.path, last.unwrap_or_default());
         Ok(())
     }
 }

@@ -17,6 +17,7 @@ use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, quote_literal};
 use crate::adapter::{Capabilities, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::base::durability::{self, Durability};
 use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
@@ -197,6 +198,8 @@ impl Postgres {
         ] {
             info.settings.insert(key.into(), show(setting).await?);
         }
+        let durability = durability_of(&info.settings["fsync"], &info.settings["synchronous_commit"]);
+        info.settings.insert(durability::SETTING.into(), durability);
         Ok(info)
     }
 
@@ -409,5 +412,29 @@ impl PgServer for Postgres {
         run("COMMIT".into()).await?;
         self.pg.set_tables(Vec::new());
         Ok(())
+    }
+}
+
+/// The `durability` setting of a PostgreSQL server from its `fsync` and
+/// `synchronous_commit` (its sessions' default; dbsweep does not change them).
+fn durability_of(fsync: &str, synchronous_commit: &str) -> String {
+    match (fsync, synchronous_commit) {
+        ("off", _) => Durability::None.describe("nothing forced to disk (fsync=off)"),
+        (_, "off") => {
+            Durability::Periodic.describe("asynchronous commit: the WAL writer flushes every wal_writer_delay (synchronous_commit=off)")
+        }
+        (_, level) => Durability::Commit.describe(&format!("WAL fsynced at every commit (fsync=on, synchronous_commit={level})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durability_follows_fsync_and_synchronous_commit() {
+        assert_eq!(durability_of("off", "on"), "none: nothing forced to disk (fsync=off)");
+        assert!(durability_of("on", "off").starts_with("periodic: asynchronous commit"));
+        assert_eq!(durability_of("on", "local"), "commit: WAL fsynced at every commit (fsync=on, synchronous_commit=local)");
     }
 }

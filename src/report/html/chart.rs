@@ -12,6 +12,7 @@
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
+use std::fmt::Write as _;
 use std::ops::Range;
 
 /// A linear coordinate whose key points (ticks and grid lines) are exactly ours.
@@ -42,11 +43,13 @@ impl Ranged for Ticks {
 
 pub const WIDTH: u32 = 640;
 pub const HEIGHT: u32 = 360;
+/// One chart of a row of small multiples (same axes in each).
+const SMALL: (u32, u32) = (440, 300);
 /// More distinct x values than this get evenly spaced ticks instead of one per value.
 const MAX_VALUE_TICKS: usize = 12;
 
 /// One plotted value with its spread (already in the axis's unit).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Pt {
     pub x: f64,
     pub y: f64,
@@ -56,6 +59,9 @@ pub struct Pt {
     pub hollow: bool,
     /// Drawn with a red ring: a flag qualifies this number.
     pub flagged: bool,
+    /// The mark's tooltip (an SVG `<title>`: target, point, value with unit, spread); none
+    /// when empty.
+    pub tip: String,
 }
 
 #[derive(Debug, Clone)]
@@ -222,20 +228,71 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("chart: {e:?}")
 }
 
+/// An invisible hover target over a drawn mark (pixel coordinates) with its tooltip.
+#[derive(Debug, Clone, PartialEq)]
+enum HoverMark {
+    Dot { at: (i32, i32), tip: String },
+    Bar { corner: (i32, i32), other: (i32, i32), tip: String },
+}
+
+/// Adds the marks' tooltips as a last layer of transparent shapes, each with an SVG
+/// `<title>`: a browser shows it on hover without any script or network.
+fn with_tooltips(mut svg: String, marks: &[HoverMark]) -> String {
+    if marks.is_empty() {
+        return svg;
+    }
+    let mut layer = String::from("<g class=\"tips\" fill=\"#000\" fill-opacity=\"0\">\n");
+    for mark in marks {
+        let _ = match mark {
+            HoverMark::Dot { at: (x, y), tip } => {
+                writeln!(layer, "<circle cx=\"{x}\" cy=\"{y}\" r=\"8\"><title>{}</title></circle>", super::esc(tip))
+            }
+            HoverMark::Bar { corner: (x0, y0), other: (x1, y1), tip } => writeln!(
+                layer,
+                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect>",
+                x0.min(x1),
+                y0.min(y1),
+                (x1 - x0).abs().max(2),
+                (y1 - y0).abs().max(2),
+                super::esc(tip)
+            ),
+        };
+    }
+    layer.push_str("</g>\n");
+    if let Some(end) = svg.rfind("</svg>") {
+        svg.insert_str(end, &layer);
+    }
+    svg
+}
+
 /// Lines with markers and min..max error bars, one per series.
 pub fn lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
-    draw_lines(x, y, x_desc, y_desc, series, true)
+    draw_lines(x, y, x_desc, y_desc, series, true, (WIDTH, HEIGHT))
 }
 
 /// Lines without markers (dense curves such as latency by percentile).
 pub fn curves(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
-    draw_lines(x, y, x_desc, y_desc, series, false)
+    draw_lines(x, y, x_desc, y_desc, series, false, (WIDTH, HEIGHT))
 }
 
-fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series], markers: bool) -> Result<String, String> {
+/// `curves` in the size of one of several small multiples.
+pub fn small_curves(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+    draw_lines(x, y, x_desc, y_desc, series, false, SMALL)
+}
+
+fn draw_lines(
+    x: &Axis,
+    y: &Axis,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    markers: bool,
+    size: (u32, u32),
+) -> Result<String, String> {
     let mut svg = String::new();
+    let mut marks = Vec::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
@@ -269,6 +326,16 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
                 };
             }
             chart.draw_series(s.voids.iter().map(|vx| Cross::new((t(x.scale, *vx), void_y), 6, RED.stroke_width(2)))).map_err(err)?;
+            for vx in &s.voids {
+                let tip = format!("{}: void at {x_desc} {} (no timing: see the flags in the table)", s.name, x.fmt(t(x.scale, *vx)));
+                marks.push(HoverMark::Dot { at: chart.backend_coord(&(t(x.scale, *vx), void_y)), tip });
+            }
+            marks.extend(
+                s.points
+                    .iter()
+                    .filter(|p| !p.tip.is_empty())
+                    .map(|p| HoverMark::Dot { at: chart.backend_coord(&tp(p)), tip: p.tip.clone() }),
+            );
             if !markers {
                 continue;
             }
@@ -297,7 +364,7 @@ fn draw_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series],
         }
         root.present().map_err(err)?;
     }
-    Ok(svg)
+    Ok(with_tooltips(svg, &marks))
 }
 
 /// The joined (not hollow) points in x order, split wherever a void point lies between two
@@ -329,6 +396,7 @@ pub struct BarSeries {
 /// Grouped bars: one group per label, one bar per series, min..max whiskers.
 pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> Result<String, String> {
     let mut svg = String::new();
+    let mut marks = Vec::new();
     let n = groups.len().max(1) as f64;
     let width = WIDTH.max(120 * groups.len().min(12) as u32);
     {
@@ -359,13 +427,26 @@ pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> 
         let clamp = |v: f64| t(y.scale, v).clamp(y.lo, y.hi);
         for (si, s) in series.iter().enumerate() {
             let void_y = y.lo + 0.03 * (y.hi - y.lo);
-            let voids = s.voids.iter().map(|gi| Cross::new((*gi as f64 + 0.1 + (si as f64 + 0.45) * bar, void_y), 6, RED.stroke_width(2)));
-            chart.draw_series(voids).map_err(err)?;
+            let void_at = |gi: usize| (gi as f64 + 0.1 + (si as f64 + 0.45) * bar, void_y);
+            chart.draw_series(s.voids.iter().map(|gi| Cross::new(void_at(*gi), 6, RED.stroke_width(2)))).map_err(err)?;
+            for gi in &s.voids {
+                let group = groups.get(*gi).map(String::as_str).unwrap_or_default();
+                let tip = format!("{}, {group}: void (no timing: see the flags in the table)", s.name);
+                marks.push(HoverMark::Dot { at: chart.backend_coord(&void_at(*gi)), tip });
+            }
             for (gi, v) in s.values.iter().enumerate() {
                 let Some(v) = v else { continue };
                 let x0 = gi as f64 + 0.1 + si as f64 * bar;
                 let style = if v.hollow { s.color.stroke_width(2) } else { s.color.filled() };
-                chart.draw_series(std::iter::once(Rectangle::new([(x0, base), (x0 + bar * 0.9, clamp(v.y))], style))).map_err(err)?;
+                let (corner, other) = ((x0, base), (x0 + bar * 0.9, clamp(v.y)));
+                chart.draw_series(std::iter::once(Rectangle::new([corner, other], style))).map_err(err)?;
+                if !v.tip.is_empty() {
+                    marks.push(HoverMark::Bar {
+                        corner: chart.backend_coord(&corner),
+                        other: chart.backend_coord(&other),
+                        tip: v.tip.clone(),
+                    });
+                }
                 let xm = x0 + bar * 0.45;
                 if v.hi > v.lo {
                     chart
@@ -386,7 +467,7 @@ pub fn bars(groups: &[String], y: &Axis, y_desc: &str, series: &[BarSeries]) -> 
         }
         root.present().map_err(err)?;
     }
-    Ok(svg)
+    Ok(with_tooltips(svg, &marks))
 }
 
 #[cfg(test)]
@@ -423,7 +504,7 @@ mod tests {
 
     #[test]
     fn lines_break_at_void_points() {
-        let pt = |x: f64| Pt { x, y: 1.0, lo: 1.0, hi: 1.0, hollow: false, flagged: false };
+        let pt = |x: f64| Pt { x, y: 1.0, lo: 1.0, hi: 1.0, ..Pt::default() };
         let points = [pt(8.0), pt(1.0), pt(2.0), Pt { hollow: true, ..pt(3.0) }];
         let xs = |segs: Vec<Vec<&Pt>>| segs.iter().map(|s| s.iter().map(|p| p.x).collect::<Vec<_>>()).collect::<Vec<_>>();
         assert_eq!(xs(segments(&points, &[])), vec![vec![1.0, 2.0, 8.0]]);
@@ -446,8 +527,10 @@ mod tests {
             color: c,
             voids: vec![],
             points: vec![
-                Pt { x: 1.0, y: 10.0, lo: 9.0, hi: 11.0, hollow: false, flagged: false },
-                Pt { x: 4.0, y: 30.0, lo: 30.0, hi: 30.0, hollow: false, flagged: true },
+                Pt {
+                    x: 1.0, y: 10.0, lo: 9.0, hi: 11.0, tip: format!("{name} · 1 client\n10 ops/s (min–max 9 – 11)"), ..Pt::default()
+                },
+                Pt { x: 4.0, y: 30.0, lo: 30.0, hi: 30.0, flagged: true, ..Pt::default() },
             ],
             dash: None,
         };
@@ -462,5 +545,26 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
         assert!(svg.contains("#010203") && svg.contains("#040506"), "both series' colours are drawn");
         assert!(svg.contains("\nclients\n</text>"), "axis description drawn");
+        // One tooltip per mark that has one, over the drawn marker, inside the SVG.
+        let tips: Vec<&str> = svg.match_indices("<title>").map(|(i, _)| &svg[..i]).collect();
+        assert_eq!(tips.len(), 2, "one tooltip for each series' tipped point");
+        assert!(svg.contains("<title>a · 1 client\n10 ops/s (min–max 9 – 11)</title>"), "{svg}");
+        let hover = &tips[0][tips[0].rfind("<circle").unwrap()..];
+        let at = &hover[..hover.find(" r=").unwrap()];
+        assert!(svg.matches(&format!("{at} r=\"4\"")).count() >= 1, "the hover target {at} sits on a drawn marker");
+        assert!(svg.rfind("</g>").unwrap() < svg.rfind("</svg>").unwrap());
+    }
+
+    #[test]
+    fn bars_and_void_marks_get_tooltips() {
+        let series = [BarSeries {
+            name: "a".into(),
+            color: RGBColor(1, 2, 3),
+            values: vec![Some(Pt { y: 5.0, lo: 4.0, hi: 6.0, tip: "a · q1\n5 s".into(), ..Pt::default() }), None],
+            voids: vec![1],
+        }];
+        let svg = bars(&["q1".into(), "q6 <x>".into()], &Axis::values(Scale::Linear, &[6.0], ""), "s", &series).unwrap();
+        assert!(svg.contains("<title>a · q1\n5 s</title></rect>"), "{svg}");
+        assert!(svg.contains("<title>a, q6 &lt;x&gt;: void (no timing: see the flags in the table)</title></circle>"), "{svg}");
     }
 }

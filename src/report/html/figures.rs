@@ -2,7 +2,7 @@
 //! figures its study's paper had, with the same axes (throughput vs clients, vs batch size
 //! and vs range width; time vs key count; analytic query durations; YCSB per workload and,
 //! per record count, per operation type vs threads; the in-memory study's time and memory
-//! per record count; latency percentiles).
+//! per record count; latency percentiles at every client count).
 //!
 //! Owns the choice and the ids of figures. Must not draw, and must not compute numbers.
 
@@ -63,8 +63,9 @@ pub enum FigureKind {
     /// YCSB: service time of each operation type vs threads at one record count, one line
     /// per (target, operation type).
     YcsbOpLatency { records: Option<u64> },
-    /// Latency vs percentile from the merged histogram at one point.
-    Percentiles { point: Point },
+    /// Latency vs percentile from the merged histogram at each of these points (one small
+    /// chart per client count when there are several), ascending clients.
+    Percentiles { points: Vec<Point> },
     /// Lifecycle studies: seconds per run per record count, one bar per target.
     LifecycleTime,
     /// Lifecycle studies: memory bytes per record per record count.
@@ -192,6 +193,37 @@ pub fn representative_point(points: &[&PointResult]) -> Option<Point> {
     unbatched.or(batched).or(param).map(|p| p.point)
 }
 
+/// The points an experiment's percentile figure shows: the representative point and every
+/// other client count of the same kind of point (same batching and parameter) whose
+/// histogram has enough requests, ascending clients.
+pub fn latency_points(points: &[&PointResult]) -> Vec<Point> {
+    let Some(at) = representative_point(points) else { return Vec::new() };
+    let enough = |p: &PointResult| p.summary.as_ref().and_then(|s| s.latency.as_ref()).is_some_and(|l| l.count >= MIN_PERCENTILE_SAMPLES);
+    let mut out: Vec<Point> = points
+        .iter()
+        .filter(|p| p.point.batched == at.batched && p.point.batch == at.batch && p.point.param == at.param && enough(p))
+        .map(|p| p.point)
+        .collect();
+    out.sort_by_key(|p| p.clients);
+    out.dedup();
+    out
+}
+
+/// "at 4 clients" for one point, "at 1, 2, 4 clients" (with the point's other settings)
+/// for several.
+fn latency_title(name: &str, points: &[Point], op: OpKind) -> String {
+    match points {
+        [one] => format!("{name}: latency by percentile at {}", point_label(one, op)),
+        _ => {
+            let clients: Vec<String> = points.iter().map(|p| p.clients.to_string()).collect();
+            let last = Point { clients: points.last().map_or(1, |p| p.clients), ..points[0] };
+            let rest = point_label(&last, op);
+            let rest = rest.split_once(", ").map(|(_, r)| format!(", {r}")).unwrap_or_default();
+            format!("{name}: latency by percentile at {} clients{rest}", clients.join(", "))
+        }
+    }
+}
+
 /// The figures of one experiment of a YCSB-data study, per record count: a workload's
 /// throughput and latency per operation type vs threads (the paper's figures), other
 /// experiments' throughput vs threads; then latency percentiles at the largest point.
@@ -222,9 +254,12 @@ fn ycsb_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Vec<FigureSp
             }
         }
     }
-    if let Some(point) = representative_point(points) {
-        let label = format!("{} thread{}{}", point.clients, if point.clients == 1 { "" } else { "s" }, records_suffix(point.param));
-        add("latency".into(), format!("{name}: latency by percentile at {label}"), FigureKind::Percentiles { point });
+    let at = latency_points(points);
+    if let Some(first) = at.first() {
+        let clients: Vec<String> = at.iter().map(|p| p.clients.to_string()).collect();
+        let many = at.len() > 1 || first.clients > 1;
+        let label = format!("{} thread{}{}", clients.join(", "), if many { "s" } else { "" }, records_suffix(first.param));
+        add("latency".into(), format!("{name}: latency by percentile at {label}"), FigureKind::Percentiles { points: at });
     }
     figures
 }
@@ -259,8 +294,9 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult], ycsb_
     if only_bars {
         add("bars", format!("{name}: throughput"), FigureKind::ThroughputBars);
     }
-    if let Some(point) = representative_point(points) {
-        add("latency", format!("{name}: latency by percentile at {}", point_label(&point, op)), FigureKind::Percentiles { point });
+    let at = latency_points(points);
+    if !at.is_empty() {
+        add("latency", latency_title(name, &at, op), FigureKind::Percentiles { points: at });
     }
     figures
 }
@@ -311,12 +347,12 @@ fn lifecycle_sections(report: &Report, experiments: &[(String, OpKind)]) -> Vec<
     sections.push(Section { id: "lifecycle".into(), title: "Time and memory per operation".into(), figures, lifecycle_tables: true });
     let mut latency = Vec::new();
     for (name, op) in experiments {
-        let points = points_of(report, name);
-        if let Some(point) = representative_point(&points) {
+        let at = latency_points(&points_of(report, name));
+        if !at.is_empty() {
             latency.push(FigureSpec {
                 id: format!("fig-{}-latency", slug(name)),
-                title: format!("{name}: latency by percentile at {}", point_label(&point, *op)),
-                kind: FigureKind::Percentiles { point },
+                title: latency_title(name, &at, *op),
+                kind: FigureKind::Percentiles { points: at },
                 experiments: vec![name.clone()],
             });
         }
@@ -365,12 +401,12 @@ pub fn plan(report: &Report) -> Vec<Section> {
                     experiments: names.clone(),
                 }];
                 for q in &names {
-                    let points = points_of(report, q);
-                    if let Some(point) = representative_point(&points) {
+                    let at = latency_points(&points_of(report, q));
+                    if !at.is_empty() {
                         figures.push(FigureSpec {
                             id: format!("fig-{}-latency", slug(q)),
                             title: format!("{q}: latency by percentile"),
-                            kind: FigureKind::Percentiles { point },
+                            kind: FigureKind::Percentiles { points: at },
                             experiments: vec![q.clone()],
                         });
                     }
@@ -455,6 +491,7 @@ mod tests {
                 precision: None,
             }),
             flags: vec![],
+            exports: None,
         }
     }
 
@@ -577,6 +614,34 @@ mod tests {
         let sections = plan(&r);
         assert!(!sections[0].lifecycle_tables && sections[1].lifecycle_tables);
         assert!(per_key(OpKind::Get) && per_key(OpKind::Delete) && !per_key(OpKind::Insert) && !per_key(OpKind::FetchAll));
+    }
+
+    #[test]
+    fn latency_is_shown_at_every_client_count_with_enough_requests() {
+        let with = |clients, count| {
+            let mut p = point("get", OpKind::Get, "a", clients, 1, false, None);
+            p.summary.as_mut().unwrap().latency = Some(crate::base::measurement::LatencySummary {
+                count,
+                mean_us: 1.0,
+                p50_us: 1.0,
+                p90_us: 1.0,
+                p99_us: 1.0,
+                p999_us: 1.0,
+                max_us: 1.0,
+                histogram: String::new(),
+            });
+            p
+        };
+        let pts = [with(4, 100), with(1, 100), with(2, 5), with(8, 100), point("get", OpKind::Get, "a", 1, 10, true, None)];
+        let refs: Vec<&PointResult> = pts.iter().collect();
+        let at = latency_points(&refs);
+        assert_eq!(at.iter().map(|p| p.clients).collect::<Vec<_>>(), vec![1, 4, 8], "2 clients has too few requests");
+        let figs = experiment_figures("get", OpKind::Get, &refs, false);
+        let latency = figs.iter().find(|f| f.id == "fig-get-latency").unwrap();
+        assert_eq!(latency.title, "get: latency by percentile at 1, 4, 8 clients");
+        assert_eq!(latency.kind, FigureKind::Percentiles { points: at });
+        let one = latency_points(&refs[..1]);
+        assert_eq!(latency_title("get", &one, OpKind::Get), "get: latency by percentile at 4 clients");
     }
 
     #[test]

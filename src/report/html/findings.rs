@@ -27,6 +27,9 @@ pub(super) fn section(out: &mut String, findings: &Findings, colors: &Colors) {
         out.push_str("</span></li>\n");
     }
     out.push_str("</ul>\n");
+    if let Some(note) = &findings.durability_note {
+        let _ = writeln!(out, "<p class=\"durability flag-note\"><span class=\"flag warn\">durability</span> {}</p>", esc(note));
+    }
     relative_table(out, findings, colors);
     out.push_str(
         "<p class=\"note\">Each experiment is ranked at the point most targets measured (the heaviest of those): median throughput of the measured runs; \

@@ -10,14 +10,15 @@
 pub mod chart;
 pub mod figures;
 mod findings;
+mod latency;
 mod ycsb;
 
 use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
-use crate::base::measurement::{LatencySummary, RunMeasurement};
+use crate::base::measurement::RunMeasurement;
 use crate::base::op::OpKind;
 use crate::report::console::micros;
 use chart::{Axis, BarSeries, Pt, Scale, Series};
-use figures::{FigureKind, FigureSpec, XAxis, point_label, points_of};
+use figures::{FigureKind, FigureSpec, XAxis, points_of};
 use plotters::style::RGBColor;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -108,6 +109,41 @@ fn css(c: RGBColor) -> String {
 
 /// A point's (median, min, max) of some quantity.
 type ValueOf = dyn Fn(&PointResult) -> Option<(f64, f64, f64)>;
+
+/// What a mark's tooltip says about its point: the statistic (median, min, max over the
+/// measured runs, not widened to the confidence interval) and how to write one value with
+/// its unit.
+struct Tip<'a> {
+    value: &'a ValueOf,
+    fmt: &'a dyn Fn(f64) -> String,
+}
+
+impl Tip<'_> {
+    /// "sqlite · 4 clients, unbatched" then "35.2k ops/s: median of 5 runs, min–max 34k –
+    /// 36k, ±1.2% CI" (a void point says so).
+    fn of(&self, p: &PointResult, at: &str) -> String {
+        let head = format!("{} · {at}", p.target);
+        let Some((m, lo, hi)) = (self.value)(p).filter(|_| !p.is_void()) else {
+            return format!("{head}\nvoid: no timing (see the flags in the table)");
+        };
+        let runs = p.summary.as_ref().map_or(0, |s| s.measured_runs);
+        let mut text = format!("{head}\n{}: median of {runs} run{}", (self.fmt)(m), if runs == 1 { "" } else { "s" });
+        if hi > lo {
+            let _ = write!(text, ", min–max {} – {}", (self.fmt)(lo), (self.fmt)(hi));
+        }
+        if let Some(ci) = p.summary.as_ref().and_then(|s| s.precision) {
+            let _ = write!(text, ", {} CI", precision_text(Some(ci)));
+        }
+        if is_flagged(p) {
+            text.push_str("\nflagged: see the table");
+        }
+        text
+    }
+}
+
+fn ops_text(v: f64) -> String {
+    format!("{} ops/s", chart::short(v))
+}
 
 fn measured(p: &PointResult) -> Vec<&RunMeasurement> {
     p.measured_runs()
@@ -207,6 +243,11 @@ pub fn flags_html(p: &PointResult) -> String {
             Flag::Incomplete => r#"<span class="flag warn">incomplete</span>"#.to_string(),
             Flag::NotSupported if matches!(p.status, PointStatus::NotSupported { .. }) => continue,
             Flag::NotSupported => r#"<span class="flag na">not supported</span>"#.to_string(),
+            Flag::WideSpread { spread, overlaps } => format!(
+                r#"<span class="flag warn" title="the runs spread ±{:.0}% around their median and overlap {}: their order is not established; rerun on a quieter machine or with more runs">spread too wide to rank</span>"#,
+                spread * 100.0,
+                esc(&overlaps.join(", "))
+            ),
             Flag::MissedRate { .. } => format!(
                 r#"<span class="flag warn" title="a fixed-rate point: the system fell behind the schedule; its response times (from each op's intended start) show by how much">{}</span>"#,
                 esc(&crate::report::console::missed_rate(f).unwrap_or_default())
@@ -289,15 +330,19 @@ td.settings { min-width: 480px; }
 .method { border-left: 3px solid #8aa; padding: 0.1em 0.8em; margin: 0.6em 0; background: #f5f8f8; }
 .method p { margin: 0.3em 0; }
 details.data summary { cursor: pointer; color: #355; font-size: 0.9em; }
+.multiples { display: grid; grid-template-columns: repeat(auto-fill, minmax(290px, 1fr)); gap: 8px; }
+.multiple { min-width: 0; } .multiple-head { font-size: 0.88em; font-weight: 600; }
+.multiple-head a.save { float: right; font-weight: 400; color: #355; }
+@media print { .multiple-head a.save { display: none; } .multiples { grid-template-columns: repeat(2, 1fr); } }
 "#;
 
-/// The page's only script: saves a figure as an SVG file ("save SVG"), opens folded data
+/// The page's only script: saves a chart as an SVG file ("save SVG"), opens folded data
 /// tables for printing, and records for the browser test, as attributes on <html>, script
-/// errors, load completion, the tables wider than their container and where the findings
-/// start. The page reads fine without it.
+/// errors, load completion, the figures with a chart, the tables wider than their container
+/// and where the findings start. The page reads fine without it.
 const SCRIPT: &str = r#"(function(){var h=document.documentElement;h.setAttribute('data-errors','');
 window.addEventListener('error',function(e){h.setAttribute('data-errors',h.getAttribute('data-errors')+(e.message||'resource error')+';');},true);
-window.addEventListener('load',function(){h.setAttribute('data-loaded','1');h.setAttribute('data-svg-count',String(document.querySelectorAll('figure[data-figure] svg').length));
+window.addEventListener('load',function(){h.setAttribute('data-loaded','1');h.setAttribute('data-svg-count',String(Array.prototype.filter.call(document.querySelectorAll('figure[data-figure]'),function(f){return f.querySelector('svg');}).length));
 document.querySelectorAll('details').forEach(function(d){d.dataset.wasOpen=d.open?'1':'';d.open=true;});
 var wide=[];document.querySelectorAll('table').forEach(function(t,i){var c=t.parentElement.closest('figure,section,header,body');
 if(t.scrollWidth>t.clientWidth+1||t.getBoundingClientRect().right>c.getBoundingClientRect().right+1){wide.push(t.id||t.closest('[id]').id||String(i));}});
@@ -306,7 +351,7 @@ h.setAttribute('data-overflowing',wide.join(' '));var f=document.getElementById(
 if(f){h.setAttribute('data-findings-top',String(Math.round(f.getBoundingClientRect().top+window.scrollY)));}});
 window.addEventListener('beforeprint',function(){document.querySelectorAll('details').forEach(function(d){d.open=true;});});
 document.addEventListener('click',function(e){var a=e.target.closest('a.save');if(!a){return;}e.preventDefault();
-var svg=a.closest('figure').querySelector('svg');if(!svg){return;}var x=new XMLSerializer().serializeToString(svg);
+var svg=(a.closest('.multiple')||a.closest('figure')).querySelector('svg');if(!svg){return;}var x=new XMLSerializer().serializeToString(svg);
 if(x.indexOf('xmlns=')<0){x=x.replace('<svg','<svg xmlns="http://www.w3.org/2000/svg"');}
 var u=URL.createObjectURL(new Blob([x],{type:'image/svg+xml'}));var d=document.createElement('a');d.href=u;d.download=a.dataset.name;
 document.body.appendChild(d);d.click();d.remove();setTimeout(function(){URL.revokeObjectURL(u);},1000);});})();"#;
@@ -335,6 +380,9 @@ pub fn render(report: &Report) -> String {
         if s.lifecycle_tables {
             lifecycle_tables(&mut out, report, &colors);
         }
+        if s.title == crate::plan::FLOOR_EXPERIMENT {
+            echo_floor_meaning(&mut out, report);
+        }
         out.push_str("<div class=\"figs\">\n");
         for f in &s.figures {
             figure(&mut out, report, &colors, f);
@@ -344,6 +392,7 @@ pub fn render(report: &Report) -> String {
     if report.points.is_empty() {
         out.push_str("<p>No results yet.</p>\n");
     }
+    latency_files(&mut out, report);
     let _ = write!(
         out,
         "<footer id=\"report-end\"><p class=\"note\">Rendered by dbsweep {} from report.json (format {} v{}). Re-render with <code>dbsweep report DIR</code>.</p></footer>\n</body>\n</html>\n",
@@ -352,6 +401,45 @@ pub fn render(report: &Report) -> String {
         report.format_version
     );
     out
+}
+
+/// The latency files of every point (`report::exports`), linked, in a folded table.
+fn latency_files(out: &mut String, r: &Report) {
+    let points: Vec<_> = r.points.iter().filter_map(|p| p.exports.as_ref().map(|e| (p, e))).collect();
+    if points.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<section id=\"latency-files\">\n<h2>Latency files</h2>\n<p class=\"note\">For HdrHistogram's tools (HistogramLogProcessor, HistoView, the hdrhistogram packages): the percentile distribution of each point's service time (<code>.hgrm</code>, microseconds) and an interval log per measured run (<code>.hlog</code>, nanoseconds per request, one histogram per interval), in <code>exports/</code> beside this page.</p>\n<details class=\"data\"><summary>files of {} points</summary>\n<table id=\"latency-files-table\"><tr><th>experiment</th><th>target</th><th>point</th><th>percentiles</th><th>interval logs</th></tr>\n",
+        points.len()
+    );
+    for (p, files) in points {
+        let link = |path: &str, text: &str| format!("<a href=\"{}\">{text}</a>", esc(path));
+        let logs: Vec<String> = files.hlog.iter().enumerate().map(|(i, f)| link(f, &format!("run {}", i + 1))).collect();
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&p.experiment),
+            esc(&p.target),
+            esc(&figures::point_label(&p.point, p.op)),
+            link(&files.hgrm, ".hgrm"),
+            logs.join(" · ")
+        );
+    }
+    out.push_str("</table>\n</details>\n</section>\n");
+}
+
+/// What the echo floor measures, how to read the other results against it, and each
+/// target's floor.
+fn echo_floor_meaning(out: &mut String, r: &Report) {
+    let floors = crate::report::console::floor_latencies(&points_of(r, crate::plan::FLOOR_EXPERIMENT));
+    let _ = writeln!(
+        out,
+        "<div class=\"method\" id=\"echo-floor-meaning\"><p>{}</p><p><b>Floor (p50 per request):</b> {}</p></div>",
+        esc(&crate::report::console::ECHO_FLOOR_MEANING.join(" ")),
+        esc(&floors)
+    );
 }
 
 /// The study's two method lines (`[method]` in its TOML): what the paper measured and how
@@ -390,7 +478,17 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
         ("started", esc(&r.started_at)),
         ("finished", esc(r.finished_at.as_deref().unwrap_or("-"))),
         ("status", status),
-        ("files", "<a href=\"results.csv\">results.csv</a> · <a href=\"report.json\">report.json</a> (beside this page)".to_string()),
+        (
+            "files",
+            format!(
+                "<a href=\"results.csv\">results.csv</a> · <a href=\"report.json\">report.json</a>{} (beside this page)",
+                if r.points.iter().any(|p| p.exports.is_some()) {
+                    " · <a href=\"#latency-files\">latency files</a> (exports/)"
+                } else {
+                    ""
+                }
+            ),
+        ),
         ("mode", rate.unwrap_or_else(|| "closed loop (maximum throughput)".into())),
         (
             "dbsweep",
@@ -533,15 +631,28 @@ fn open_figure(out: &mut String, f: &FigureSpec) {
         FigureKind::LifecycleTime => "lifecycle-time",
         FigureKind::MemoryPerRecord => "memory-per-record",
     };
+    // Small multiples carry one save link per chart instead.
+    let save = match &f.kind {
+        FigureKind::Percentiles { points } if points.len() > 1 => String::new(),
+        _ => save_link(&f.id, &f.id),
+    };
     let _ = write!(
         out,
-        "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption><a class=\"save\" href=\"#{}\" data-name=\"{}.svg\" title=\"save this figure as an SVG file\">save SVG</a>{}</figcaption>\n",
-        esc(&f.id),
-        esc(&f.id),
+        "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption>{save}{}</figcaption>\n",
         esc(&f.id),
         esc(&f.id),
         esc(&f.title)
     );
+}
+
+/// A link that saves the SVG of its chart (the enclosing `.multiple`, else the figure) as
+/// `name.svg`.
+fn save_link(figure_id: &str, name: &str) -> String {
+    format!(
+        "<a class=\"save\" href=\"#{}\" data-name=\"{}.svg\" title=\"save this chart as an SVG file\">save SVG</a>",
+        esc(figure_id),
+        esc(name)
+    )
 }
 
 fn chart_or_error(out: &mut String, svg: Result<String, String>) {
@@ -565,7 +676,7 @@ fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
         FigureKind::YcsbWorkloads { clients, records } => ycsb::workloads(out, r, colors, &f.experiments, *clients, *records),
         FigureKind::YcsbOpThroughput { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Throughput),
         FigureKind::YcsbOpLatency { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Latency),
-        FigureKind::Percentiles { point } => percentiles(out, r, colors, &f.experiments[0], point),
+        FigureKind::Percentiles { points } => latency::percentiles(out, r, colors, f, points),
         FigureKind::LifecycleTime => lifecycle_time(out, r, colors, &f.experiments[0]),
         FigureKind::MemoryPerRecord => memory_per_record(out, r, colors, &f.experiments[0]),
     }
@@ -587,6 +698,7 @@ fn line_series(
     x: &dyn Fn(&PointResult) -> f64,
     value: &ValueOf,
     hollow: &dyn Fn(&PointResult) -> bool,
+    tip: &Tip,
 ) -> Vec<Series> {
     targets
         .iter()
@@ -599,7 +711,7 @@ fn line_series(
                     .iter()
                     .filter_map(|p| {
                         let (y, lo, hi) = value(p)?;
-                        Some(Pt { x: x(p), y, lo, hi, hollow: hollow(p), flagged: is_flagged(p) })
+                        Some(Pt { x: x(p), y, lo, hi, hollow: hollow(p), flagged: is_flagged(p), tip: tip.of(p, &point_desc(p)) })
                     })
                     .collect(),
                 voids: mine.iter().filter(|p| p.is_void()).map(|p| x(p)).collect(),
@@ -622,7 +734,9 @@ fn throughput(out: &mut String, r: &Report, colors: &Colors, experiment: &str, x
         })
         .collect();
     let targets = targets_of(colors, &points);
-    let series = line_series(colors, &targets, &points, &|p| x.value(&p.point), &ops_error_bar, &|p| x == XAxis::Batch && !p.point.batched);
+    let tip = Tip { value: &ops_spread, fmt: &ops_text };
+    let hollow = |p: &PointResult| x == XAxis::Batch && !p.point.batched;
+    let series = line_series(colors, &targets, &points, &|p| x.value(&p.point), &ops_error_bar, &hollow, &tip);
     let xs: Vec<f64> = points.iter().map(|p| x.value(&p.point)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
     let y_scale = if figures::wants_log(&ys) { Scale::Log } else { Scale::Linear };
@@ -649,10 +763,10 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
     // are what a user waits and what the schedule missed; service time alone hides a queue.
     let fixed_rate = points.iter().any(|p| p.rate.is_some());
     // The value columns after target, point and flags.
-    let columns = 6 + usize::from(batches) + if fixed_rate { 3 } else { 0 };
+    let columns = 7 + usize::from(batches) + if fixed_rate { 3 } else { 0 };
     let _ = writeln!(
         out,
-        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th>{}<th>±95% CI</th></tr>",
+        "<tr><th>target</th><th>point</th><th>flags</th><th>ops/s (median)</th><th>min–max</th><th>rows/s</th>{}<th>p50</th><th>p99</th><th>max</th>{}<th>±95% CI</th></tr>",
         if batches { "<th>requests/s</th>" } else { "" },
         if fixed_rate { "<th>response p50</th><th>response p99</th><th>late ops</th>" } else { "" }
     );
@@ -693,13 +807,14 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                 };
                 let _ = write!(
                     out,
-                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td>{response}<td class=\"num\">{}</td>",
+                    "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td><td class=\"num\">{}</td>{requests}<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{response}<td class=\"num\">{}</td>",
                     s.median_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.min_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.max_ops_per_sec.map(chart::short).unwrap_or_default(),
                     s.median_rows_per_sec.map(chart::short).unwrap_or_default(),
                     lat.map(|l| micros(l.p50_us)).unwrap_or_default(),
                     lat.map(|l| micros(l.p99_us)).unwrap_or_default(),
+                    lat.map(|l| micros(l.max_us)).unwrap_or_default(),
                     precision_text(s.precision),
                 );
             }
@@ -735,7 +850,8 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
     let max = points.iter().filter_map(|p| run_seconds(p)).map(|(_, _, hi)| hi).fold(0.0, f64::max);
     let (div, unit) = secs_unit(max);
     let per_run = move |p: &PointResult| run_seconds(p).map(|(m, lo, hi)| (m / div, lo / div, hi / div));
-    let series = line_series(colors, &targets, &points, &|p| p.point.param.unwrap_or(0) as f64, &per_run, &|_| false);
+    let tip = Tip { value: &run_seconds, fmt: &|v| format!("{} per run", fmt_secs(v)) };
+    let series = line_series(colors, &targets, &points, &|p| p.point.param.unwrap_or(0) as f64, &per_run, &|_| false, &tip);
     let xs: Vec<f64> = points.iter().filter_map(|p| p.point.param.map(|v| v as f64)).collect();
     let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().flat_map(|p| [p.lo, p.hi, p.y])).collect();
     legend(out, colors, &targets);
@@ -788,7 +904,15 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
 }
 
 /// One group of bars per label, one bar per target; `value` gives a point's bar.
-fn grouped_bars(out: &mut String, colors: &Colors, groups: &[(String, Vec<&PointResult>)], y_desc: &str, value: &ValueOf, unit_secs: bool) {
+fn grouped_bars(
+    out: &mut String,
+    colors: &Colors,
+    groups: &[(String, Vec<&PointResult>)],
+    y_desc: &str,
+    value: &ValueOf,
+    unit_secs: bool,
+    tip: &Tip,
+) {
     let all: Vec<&PointResult> = groups.iter().flat_map(|(_, ps)| ps.iter().copied()).collect();
     let targets = targets_of(colors, &all);
     let max = all.iter().filter_map(|p| value(p)).map(|(_, _, hi)| hi).fold(0.0, f64::max);
@@ -800,10 +924,11 @@ fn grouped_bars(out: &mut String, colors: &Colors, groups: &[(String, Vec<&Point
             color: colors.of(t),
             values: groups
                 .iter()
-                .map(|(_, ps)| {
+                .map(|(g, ps)| {
                     let p = ps.iter().find(|p| &p.target == t)?;
                     let (m, lo, hi) = value(p)?;
-                    Some(Pt { x: 0.0, y: m / div, lo: lo / div, hi: hi / div, hollow: false, flagged: is_flagged(p) })
+                    let tip = tip.of(p, &format!("{g}, {}", point_desc(p)));
+                    Some(Pt { x: 0.0, y: m / div, lo: lo / div, hi: hi / div, hollow: false, flagged: is_flagged(p), tip })
                 })
                 .collect(),
             voids: groups
@@ -896,93 +1021,44 @@ fn precision_text(precision: Option<f64>) -> String {
 fn throughput_bars(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
     let points = points_of(r, experiment);
     let groups: Vec<(String, Vec<&PointResult>)> = vec![(experiment.to_string(), points)];
-    grouped_bars(out, colors, &groups, "ops/s", &ops_error_bar, false);
+    grouped_bars(out, colors, &groups, "ops/s", &ops_error_bar, false, &Tip { value: &ops_spread, fmt: &ops_text });
     value_table(out, colors, "experiment", &groups, "ops/s", &ops_spread, &chart::short);
 }
 
 fn query_durations(out: &mut String, r: &Report, colors: &Colors, experiments: &[String]) {
     let groups: Vec<(String, Vec<&PointResult>)> = experiments.iter().map(|e| (e.clone(), points_of(r, e))).collect();
-    grouped_bars(out, colors, &groups, "time per query", &seconds_per_op, true);
-    out.push_str("<p class=\"note\">Wall time per query (median of the measured runs; bars: min–max). A query whose answer differs from the other systems' is flagged and its time is void.</p>\n");
+    let tip = Tip { value: &seconds_per_op, fmt: &|v| format!("{} per query", fmt_secs(v)) };
+    grouped_bars(out, colors, &groups, "time per query", &seconds_per_op, true, &tip);
+    out.push_str("<p class=\"note\">Wall time per query (median of the measured runs; bars: min–max). A query whose answer differs from the other systems' or from the exact TPC-H reference is flagged and its time is void; the answers table shows each answer and its check.</p>\n");
     value_table(out, colors, "query", &groups, "time per query", &seconds_per_op, &fmt_secs);
+    answers_table(out, r, colors, &groups);
 }
 
-/// (percentile axis x, latency µs) points of a histogram, up to the nines its count
-/// supports.
-pub fn percentile_curve(l: &LatencySummary) -> Vec<(f64, f64)> {
-    let Some(h) = l.decode() else { return Vec::new() };
-    if h.is_empty() {
-        return Vec::new();
+/// Each query's answer per target (row count, first row, digest) and the check's verdict:
+/// a positive mark when it matches the TPC-H reference, the mismatch otherwise.
+fn answers_table(out: &mut String, r: &Report, colors: &Colors, groups: &[(String, Vec<&PointResult>)]) {
+    let rows: Vec<(&str, &PointResult, crate::report::answers::ShownAnswer)> = groups
+        .iter()
+        .flat_map(|(g, ps)| ps.iter().filter_map(move |p| Some((g.as_str(), *p, crate::report::answers::of(r, p)?))))
+        .collect();
+    if rows.is_empty() {
+        return;
     }
-    let max_x = (h.len() as f64).log10().clamp(1.0, 6.0);
-    let steps = (max_x * 20.0).ceil() as usize;
-    (0..=steps)
-        .map(|i| {
-            let x = max_x * i as f64 / steps as f64;
-            let q = 1.0 - 10f64.powf(-x);
-            (x, h.value_at_quantile(q) as f64 / 1000.0)
-        })
-        .collect()
-}
-
-fn percentiles(out: &mut String, r: &Report, colors: &Colors, experiment: &str, point: &crate::workload::experiment::Point) {
-    let points: Vec<&PointResult> = points_of(r, experiment).into_iter().filter(|p| p.point == *point).collect();
-    let targets = targets_of(colors, &points);
-    let mut series = Vec::new();
-    let mut max_x: f64 = 1.0;
-    for p in points.iter().filter(|p| !p.is_void()) {
-        let Some(l) = p.summary.as_ref().and_then(|s| s.latency.as_ref()) else { continue };
-        let curve = percentile_curve(l);
-        max_x = curve.iter().map(|(x, _)| *x).fold(max_x, f64::max);
-        series.push(Series {
-            name: p.target.clone(),
-            color: colors.of(&p.target),
-            dash: None,
-            points: curve.into_iter().map(|(x, y)| Pt { x, y, lo: y, hi: y, hollow: false, flagged: false }).collect(),
-            voids: Vec::new(),
-        });
-    }
-    // No markers on a curve: draw each sample as a segment only.
-    let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.y)).filter(|v| *v > 0.0).collect();
-    legend(out, colors, &targets);
-    chart_or_error(
-        out,
-        chart::curves(&Axis::percentiles(max_x), &Axis::values(Scale::Log, &ys, ""), "percentile", "service time (µs)", &series),
-    );
-    let op = points.first().map(|p| p.op).unwrap_or(OpKind::Echo);
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">Service time per request at {} (merged HDR histogram of the measured runs); logarithmic y axis; the x axis counts nines.</p>",
-        esc(&point_label(point, op))
-    );
-    table_open(out, points.len());
-    out.push_str("<tr><th>target</th><th>flags</th><th>requests</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
-    for p in &points {
-        let _ = write!(
+    out.push_str("<details class=\"data\" open><summary>answers</summary>\n<table id=\"answers\"><tr><th>query</th><th>target</th><th>answer (first measured run)</th><th>check</th></tr>\n");
+    for (g, p, a) in rows {
+        let check = match &a.verdict {
+            crate::report::answers::Verdict::MatchesReference => format!("<span class=\"status-ok\">✓ {}</span>", esc(&a.verdict.text())),
+            crate::report::answers::Verdict::Mismatch(_) => format!("<span class=\"flag loud\">{}</span>", esc(&a.verdict.text())),
+            crate::report::answers::Verdict::NoReference => esc(&a.verdict.text()),
+        };
+        let _ = writeln!(
             out,
-            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>",
+            "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td><code>{}</code></td><td>{check}</td></tr>",
+            esc(g),
             css(colors.of(&p.target)),
             esc(&p.target),
-            flags_html(p)
+            esc(&a.compact)
         );
-        match p.summary.as_ref().and_then(|s| s.latency.as_ref()) {
-            _ if p.is_void() => out.push_str(&void_cells(7)),
-            Some(l) => {
-                let _ = write!(
-                    out,
-                    "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                    l.count,
-                    micros(l.mean_us),
-                    micros(l.p50_us),
-                    micros(l.p90_us),
-                    micros(l.p99_us),
-                    micros(l.p999_us),
-                    micros(l.max_us)
-                );
-            }
-            None => out.push_str("<td colspan=\"7\"></td>"),
-        }
-        out.push_str("</tr>\n");
     }
     out.push_str("</table></details>\n");
 }
@@ -1009,7 +1085,8 @@ fn lifecycle_value(p: &PointResult) -> Option<(f64, f64, f64)> {
 fn lifecycle_time(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
     let groups = by_count(r, experiment);
     let per_key = groups.iter().flat_map(|(_, ps)| ps.iter()).any(|p| figures::per_key(p.op));
-    grouped_bars(out, colors, &groups, if per_key { "time per key" } else { "time" }, &lifecycle_value, true);
+    let what = if per_key { "time per key" } else { "time" };
+    grouped_bars(out, colors, &groups, what, &lifecycle_value, true, &Tip { value: &lifecycle_value, fmt: &fmt_secs });
     let what =
         if per_key { "Time per key (the run's wall time over the keys it read or deleted)" } else { "Wall time of the whole operation" };
     let _ = writeln!(out, "<p class=\"note\">x: record count N. {what}; median of the measured runs, whiskers min–max.</p>");
@@ -1035,7 +1112,8 @@ fn bytes_per_record(p: &PointResult) -> Option<(f64, &'static str)> {
 fn memory_per_record(out: &mut String, r: &Report, colors: &Colors, experiment: &str) {
     let groups = by_count(r, experiment);
     let value = |p: &PointResult| bytes_per_record(p).map(|(b, _)| (b, b, b));
-    grouped_bars(out, colors, &groups, "bytes per record", &value, false);
+    let tip = Tip { value: &value, fmt: &|b| format!("{} per record", fmt_bytes(b)) };
+    grouped_bars(out, colors, &groups, "bytes per record", &value, false, &tip);
     let sources: Vec<String> = groups
         .iter()
         .flat_map(|(_, ps)| ps.iter())
@@ -1144,4 +1222,4 @@ fn memory_delta_html(d: MemoryDelta) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

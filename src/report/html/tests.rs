@@ -221,3 +221,116 @@ fn retried_points_keep_their_numbers_and_say_how_often() {
     let line = console.lines().find(|l| l.contains("[40 retries]")).expect("the console shows the retries");
     assert!(!line.contains("VOID") && line.contains("/s"), "{line}");
 }
+
+#[test]
+fn every_plotted_point_has_a_tooltip_with_target_point_value_and_spread() {
+    let r = fixture();
+    let html = render(&r);
+    let fig = |id: &str| {
+        let at = html.find(&format!("<figure id=\"{id}\"")).unwrap_or_else(|| panic!("figure {id}"));
+        html[at..at + html[at..].find("</figure>").unwrap()].to_string()
+    };
+    let batch = fig("fig-insert-batch");
+    let plotted: Vec<&PointResult> = r
+        .points
+        .iter()
+        .filter(|p| p.experiment == "insert" && p.point.param.is_none() && (p.point.batched || p.point.clients == 1) && !p.is_void())
+        .collect();
+    assert!(!plotted.is_empty());
+    for p in &plotted {
+        let s = p.summary.as_ref().unwrap();
+        let head = esc(&format!(
+            "{} · {}\n{} ops/s: median of {} run",
+            p.target,
+            point_desc(p),
+            chart::short(s.median_ops_per_sec.unwrap()),
+            s.measured_runs
+        ));
+        assert!(batch.contains(&format!("<title>{head}")), "no tooltip {head} in {batch}");
+    }
+    let latency = fig("fig-insert-latency");
+    assert!(latency.contains(" · ") && latency.contains("p99 service time"), "{latency}");
+}
+
+#[test]
+fn latency_percentiles_are_drawn_and_tabled_at_every_client_count() {
+    let r = fixture();
+    let html = render(&r);
+    let at = html.find("<figure id=\"fig-insert-latency\"").expect("the insert latency figure");
+    let fig = &html[at..at + html[at..].find("</figure>").unwrap()];
+    let unbatched: Vec<&PointResult> = r.points.iter().filter(|p| p.experiment == "insert" && !p.point.batched).collect();
+    let clients: BTreeSet<usize> = unbatched.iter().map(|p| p.point.clients).collect();
+    assert!(clients.len() >= 2, "the fixture sweeps clients: {clients:?}");
+    for c in &clients {
+        assert_eq!(fig.matches(&format!("<div class=\"multiple\" data-clients=\"{c}\">")).count(), 1, "one small chart for {c} clients");
+    }
+    assert_eq!(fig.matches("<svg").count(), clients.len(), "one chart per client count");
+    assert_eq!(fig.matches("class=\"save\"").count(), clients.len(), "a save link per small chart");
+    for p in unbatched {
+        let l = p.summary.as_ref().unwrap().latency.as_ref().unwrap();
+        let row = format!(">{}</td><td>{}</td>", esc(&p.target), esc(&point_desc(p)));
+        let start = fig.find(&row).unwrap_or_else(|| panic!("no latency row {row}"));
+        let row = &fig[start..start + fig[start..].find("</tr>").unwrap()];
+        for us in [l.p50_us, l.p99_us, l.max_us] {
+            assert!(row.contains(&format!("<td class=\"num\">{}</td>", micros(us))), "{row}");
+        }
+    }
+    // The throughput tables carry max beside p50 and p99.
+    assert!(html.contains("<th>p50</th><th>p99</th><th>max</th>"));
+}
+
+#[test]
+fn the_echo_floor_section_says_what_it_measures_and_each_targets_floor() {
+    let r = fixture();
+    let html = render(&r);
+    let at = html.find("<section id=\"exp-echo-floor\">").expect("the echo-floor section");
+    let section = &html[at..at + html[at..].find("</section>").unwrap()];
+    let meaning = &section[section.find("id=\"echo-floor-meaning\"").expect("the explanation")..];
+    assert!(meaning.contains(&esc(crate::report::console::ECHO_FLOOR_MEANING[0])));
+    for p in r.points.iter().filter(|p| p.experiment == "echo-floor") {
+        let p50 = micros(p.summary.as_ref().unwrap().latency.as_ref().unwrap().p50_us);
+        assert!(meaning.contains(&esc(&format!("{} {p50}", p.target))), "{meaning}");
+    }
+}
+
+/// The fixture with its 1-client echo points turned into TPC-H Q1 points that kept their
+/// answer; the first target's answer flagged as differing from the reference.
+pub(crate) fn tpch_fixture() -> Report {
+    use crate::base::op::Answer;
+    use crate::base::table::{Decimal, Value};
+    let mut r = fixture();
+    r.plan = serde_json::json!({ "data": { "kind": "tpch", "scale": 0.01 } });
+    r.points.retain(|p| p.experiment == "echo" && p.point.clients == 1 && !p.is_void());
+    let answer = Answer::Table(vec![vec![Value::Text("A".into()), Value::Decimal(Decimal(3773410700))]]);
+    for (i, p) in r.points.iter_mut().enumerate() {
+        p.experiment = "tpch-q1".into();
+        p.op = OpKind::Query;
+        p.flags.clear();
+        if i == 0 {
+            p.flags.push(Flag::AnswerMismatch { detail: crate::report::answers::REFERENCE_MISMATCH.into() });
+        }
+        for run in p.runs.iter_mut() {
+            run.sample_answer = Some(answer.clone());
+        }
+    }
+    r
+}
+
+#[test]
+fn query_answers_are_shown_with_a_positive_reference_mark_or_the_mismatch() {
+    let r = tpch_fixture();
+    assert!(r.points.len() >= 2);
+    let html = render(&r);
+    let at = html.find("<table id=\"answers\">").expect("the answers table");
+    let table = &html[at..at + html[at..].find("</table>").unwrap()];
+    for (i, p) in r.points.iter().enumerate() {
+        let start = table.find(&format!(">{}</td>", esc(&p.target))).unwrap_or_else(|| panic!("no answer row for {}", p.target));
+        let row = &table[start..start + table[start..].find("</tr>").unwrap()];
+        assert!(row.contains("1 row; first: A | 37734107.00; digest "), "{row}");
+        if i == 0 {
+            assert!(row.contains("MISMATCH: differs from the exact TPC-H reference answer") && !row.contains("✓"), "{row}");
+        } else {
+            assert!(row.contains("✓ matches the TPC-H reference"), "{row}");
+        }
+    }
+}

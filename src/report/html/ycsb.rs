@@ -9,7 +9,8 @@
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{self, points_of};
 use super::{
-    Colors, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_error_bar, ops_spread, table_open, targets_of, value_table,
+    Colors, Tip, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_error_bar, ops_spread, ops_text, table_open,
+    targets_of, value_table,
 };
 use crate::base::measurement::LatencySummary;
 use crate::base::op::OpKind;
@@ -30,7 +31,7 @@ pub(super) fn workloads(out: &mut String, r: &Report, colors: &Colors, experimen
         .iter()
         .map(|e| (e.clone(), points_of(r, e).into_iter().filter(|p| p.point.clients == clients && p.point.param == records).collect()))
         .collect();
-    grouped_bars(out, colors, &groups, "ops/s", &ops_error_bar, false);
+    grouped_bars(out, colors, &groups, "ops/s", &ops_error_bar, false, &Tip { value: &ops_spread, fmt: &ops_text });
     value_table(out, colors, "workload", &groups, "ops/s", &ops_spread, &chart::short);
 }
 
@@ -111,7 +112,23 @@ pub(super) fn op_lines(out: &mut String, r: &Report, colors: &Colors, experiment
                         Measure::Throughput => k.rate?,
                         Measure::Latency => k.rate.map(|_| (k.latency.p50_us, k.latency.p50_us, k.latency.p99_us))?,
                     };
-                    Some(Pt { x: p.point.clients as f64, y, lo, hi, hollow: false, flagged: is_flagged(p) })
+                    let at = format!(
+                        "{} {}, {} thread{}",
+                        target,
+                        kind_name(kind),
+                        p.point.clients,
+                        if p.point.clients == 1 { "" } else { "s" }
+                    );
+                    let tip = match measure {
+                        Measure::Throughput => format!(
+                            "{at}\n{} ops/s: median of the measured runs, min–max {} – {}",
+                            chart::short(y),
+                            chart::short(lo),
+                            chart::short(hi)
+                        ),
+                        Measure::Latency => format!("{at}\nservice time p50 {}, p99 {} ({} ops)", micros(y), micros(hi), k.latency.count),
+                    };
+                    Some(Pt { x: p.point.clients as f64, y, lo, hi, hollow: false, flagged: is_flagged(p), tip })
                 })
                 .collect();
             let voids: Vec<f64> = mine.iter().filter(|(_, k)| k.rate.is_none()).map(|(p, _)| p.point.clients as f64).collect();

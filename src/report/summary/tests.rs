@@ -94,3 +94,22 @@ fn ratios_keep_three_significant_digits() {
         assert_eq!(times(ratio), text);
     }
 }
+
+#[test]
+fn differing_durability_is_called_out_strongest_first() {
+    let mut r = golden();
+    let template = r.targets[0].clone();
+    let settings = |level: &str| [("durability".to_string(), format!("{level}: words"))].into_iter().collect();
+    r.targets = [("redis", "none"), ("sqlite", "commit"), ("pg", "periodic"), ("duckdb", "commit")]
+        .into_iter()
+        .map(|(name, level)| {
+            let mut t = template.clone();
+            (t.name, t.system, t.settings) = (name.into(), name.into(), settings(level));
+            t
+        })
+        .collect();
+    let note = Findings::of(&r).durability_note.expect("levels differ");
+    assert!(note.starts_with("Durability differs: commit — sqlite, duckdb; periodic — pg; none — redis."), "{note}");
+    r.targets.retain(|t| t.name == "sqlite" || t.name == "duckdb");
+    assert_eq!(Findings::of(&r).durability_note, None, "all at commit");
+}

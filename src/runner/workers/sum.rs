@@ -1,5 +1,5 @@
 //! The exact sum of the workers' measurements of one run: counts and errors add, latency
-//! histograms add (percentiles are never averaged), answer digests add (they are
+//! histograms add (percentiles are never averaged; interval histograms interval by interval), answer digests add (they are
 //! order-independent sums), and the run's time is the union of the workers' windows, so
 //! throughput is all ops over the time any worker was sending.
 //!
@@ -40,6 +40,13 @@ pub fn sum(parts: Vec<Part>) -> (RunMeasurement, Option<f64>) {
         total.sample_answer = total.sample_answer.take().or(m.sample_answer);
         service.push(m.service);
         response.push(m.response);
+        total.intervals = match (total.intervals.take(), m.intervals) {
+            // Interval by interval, each worker's counted from its own start (they start
+            // together behind the coordinator's gate); undecodable ones are dropped whole
+            // rather than half added.
+            (Some(mut mine), Some(theirs)) => mine.add(&theirs).map(|()| mine),
+            (mine, theirs) => mine.or(theirs),
+        };
     }
     total.answer_digest = digest.map(|d| format!("{d:016x}"));
     total.service = add_histograms(&service);

@@ -41,6 +41,7 @@ use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transa
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{MONETDB, MONETDB_MAX_KEYS};
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::base::durability::Durability;
 use crate::base::table::{ColumnType, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -96,7 +97,7 @@ impl MonetDb {
             ("threads".to_string(), "every core (MonetDBe's default)".to_string()),
             ("memory_limit".to_string(), format!("{} bytes (gdk_mem_maxsize)", env("gdk_mem_maxsize")?)),
             ("optimizer".to_string(), env("sql_optimizer")?),
-            ("durability".to_string(), "write-ahead log in the database directory, per commit (MonetDB's default)".to_string()),
+            ("durability".to_string(), Durability::Commit.describe("write-ahead log in the database directory, per commit (MonetDB's default)")),
             (
                 "concurrency".to_string(),
                 "optimistic: a statement, batch or read-modify-write aborted for a concurrent one (\"concurrency conflicts\") runs again as a whole, up to 100 times, its latency including the retries (reported as retries); then it is an error".to_string(),

@@ -95,6 +95,8 @@ pub(super) struct RedbConnection {
     pub(super) tables: Vec<Layout>,
     /// Reused encoding buffer.
     pub(super) buf: Vec<u8>,
+    /// How each write transaction commits (`Immediate` unless `--durability none`).
+    pub(super) commit_durability: ::redb::Durability,
 }
 
 impl RedbConnection {
@@ -105,7 +107,10 @@ impl RedbConnection {
 
     /// Runs write ops in one write transaction, committed once.
     pub(super) fn write(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
-        let txn = self.db.begin_write().map_err(op_error)?;
+        let mut txn = self.db.begin_write().map_err(op_error)?;
+        if matches!(self.commit_durability, ::redb::Durability::None) {
+            txn.set_durability(self.commit_durability).map_err(op_error)?;
+        }
         let mut rows = 0;
         {
             // Ops of a batch usually share a table: keep it open across them.

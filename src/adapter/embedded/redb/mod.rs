@@ -18,7 +18,8 @@
 //!
 //! Every write op, or a whole batch, is one write transaction committed with redb's default
 //! `Durability::Immediate` (fsync at each commit), so comparisons with other engines are not
-//! flattered. Bulk loads commit every `LOAD_CHUNK` rows with `Durability::None` and end with
+//! flattered (`--durability none` commits them with `Durability::None`; redb has no
+//! periodic level). Bulk loads commit every `LOAD_CHUNK` rows with `Durability::None` and end with
 //! one `Immediate` commit, which makes the whole load durable (redb's bulk-load pattern). Read
 //! ops (or a read batch) use one read transaction. An insert of an existing
 //! key fails like an SQL primary-key violation. Update and read-modify-write are the same
@@ -30,6 +31,7 @@ use crate::adapter::embedded::clip;
 use crate::adapter::embedded::target::DatabaseFile;
 use crate::adapter::lease::FileLease;
 use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::base::durability::{self, Durability};
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
@@ -69,6 +71,9 @@ pub struct Redb {
     tables: Mutex<Vec<Arc<TableDef>>>,
     /// The throwaway directory holding the file for `redb:`.
     scratch: Mutex<Option<tempfile::TempDir>>,
+    /// How the ops' write transactions commit: `Immediate` (fsync) unless `--durability
+    /// none` (redb has no periodic level).
+    commit_durability: ::redb::Durability,
     /// The lease on a user's file; declared last, so it is dropped after the database.
     _lease: Option<FileLease>,
 }
@@ -115,8 +120,12 @@ impl Redb {
         let db = Database::create(&path).map_err(|e| {
             Error::usage(format!("target '{name}': cannot open redb file {}: {e}; check the path in the URL", path.display()))
         })?;
+        let commit_durability = match ctx.durability {
+            Some(Durability::None) => ::redb::Durability::None,
+            _ => ::redb::Durability::Immediate,
+        };
         let mut settings = BTreeMap::from([
-            ("durability".to_string(), "Durability::Immediate (redb default): fsync at every commit".to_string()),
+            (durability::SETTING.to_string(), durability_of(commit_durability)),
             ("indexes".to_string(), "one (value, key) -> () table per indexed column, maintained in the same transaction".to_string()),
             ("encoding".to_string(), "dbsweep binary row encoding (tag byte + varint/LE f64/length-prefixed text)".to_string()),
             ("batch".to_string(), "one transaction per batch".to_string()),
@@ -148,6 +157,7 @@ impl Redb {
             db: Mutex::new(Some(Arc::new(db))),
             tables: Mutex::new(Vec::new()),
             scratch: Mutex::new(scratch),
+            commit_durability,
             _lease: lease,
         })
     }
@@ -254,5 +264,13 @@ mod tests {
         assert!(conn.execute_batch(&batch).await.is_err());
         assert_eq!(target.count_rows(&def).await.unwrap(), 99);
         assert_eq!(conn.execute(&Op::Get { table: 0, key: 200 }).await.unwrap().rows, 0);
+    }
+}
+
+/// The `durability` setting for how the ops' transactions commit.
+fn durability_of(commit: ::redb::Durability) -> String {
+    match commit {
+        ::redb::Durability::None => Durability::None.describe("Durability::None: commits are not persisted until a later durable commit"),
+        _ => Durability::Commit.describe("Durability::Immediate (redb default): fsync at every commit"),
     }
 }

@@ -90,7 +90,7 @@ impl Target for Redb {
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         let db = self.db()?;
         let tables = self.tables.lock().unwrap().iter().map(|t| Layout::new(t.clone())).collect();
-        Ok(Box::new(RedbConnection { db, tables, buf: Vec::new() }))
+        Ok(Box::new(RedbConnection { db, tables, buf: Vec::new(), commit_durability: self.commit_durability }))
     }
 
     async fn count_rows(&self, table: &TableDef) -> Result<u64> {

@@ -32,6 +32,7 @@
 //! `flush_all`.
 
 use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::base::durability::{self, Durability};
 use crate::base::op::{ErrorClass, OpError, OpKind};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
@@ -84,6 +85,7 @@ impl Memcached {
         let address = format!("{}:{}", url.host().unwrap_or("127.0.0.1"), url.port().unwrap_or(11211));
         let mut settings = BTreeMap::new();
         settings.insert("batch".into(), "pipelined, no atomicity".into());
+        settings.insert(durability::SETTING.into(), Durability::None.describe("no persistence (memcached keeps items in memory only)"));
         settings.insert("request.insert".into(), "add <key> (refused if present)".into());
         settings.insert("request.insert_batch".into(), "one pipeline of add commands".into());
         settings.insert("request.multi_get".into(), "one get <key> <key> …".into());

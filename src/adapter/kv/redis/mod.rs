@@ -43,6 +43,7 @@
 //! send FLUSHDB or FLUSHALL, and must never show the password.
 
 use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::base::durability::{self, Durability};
 use crate::base::op::{ErrorClass, OpError, OpKind, QueryId};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
@@ -382,6 +383,12 @@ impl Redis {
                 info.settings.insert(key.to_string(), shown.to_string());
             }
         }
+        if let (Some(appendonly), Some(appendfsync), Some(save)) =
+            (info.settings.get("appendonly"), info.settings.get("appendfsync"), info.settings.get("save"))
+        {
+            let durability = durability_of(appendonly, appendfsync, save);
+            info.settings.insert(durability::SETTING.into(), durability);
+        }
         let _ = self.probed.set(info);
     }
 
@@ -495,6 +502,17 @@ fn op_error(dialect: Dialect, e: RedisError) -> OpError {
     OpError::new(class, format!("{}: {e}", dialect.system()))
 }
 
+/// The `durability` setting of a Redis server from its persistence configuration.
+fn durability_of(appendonly: &str, appendfsync: &str, save: &str) -> String {
+    let snapshots = if save.starts_with("''") || save.is_empty() { String::new() } else { format!(", snapshots at save {save}") };
+    match (appendonly, appendfsync) {
+        ("yes", "always") => Durability::Commit.describe("append-only file fsynced at every write (appendfsync always)"),
+        ("yes", "everysec") => Durability::Periodic.describe("append-only file fsynced every second (appendfsync everysec)"),
+        ("yes", _) => Durability::None.describe("append-only file written, fsync left to the OS (appendfsync no)"),
+        _ => Durability::None.describe(&format!("no append-only file (appendonly no{snapshots})")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::rows::{parse_decimal, parse_value};
@@ -575,5 +593,14 @@ mod tests {
         let text = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n";
         assert_eq!(info_field(text, "redis_version"), Some("7.0.15"));
         assert_eq!(info_field(text, "nope"), None);
+    }
+
+    #[test]
+    fn durability_follows_the_append_only_file() {
+        assert_eq!(durability_of("yes", "always", "''"), "commit: append-only file fsynced at every write (appendfsync always)");
+        assert!(durability_of("yes", "everysec", "").starts_with("periodic: "));
+        assert!(durability_of("yes", "no", "").starts_with("none: append-only file written, fsync left to the OS"));
+        assert_eq!(durability_of("no", "everysec", "3600 1"), "none: no append-only file (appendonly no, snapshots at save 3600 1)");
+        assert_eq!(durability_of("no", "everysec", "'' (no snapshots)"), "none: no append-only file (appendonly no)");
     }
 }

@@ -6,9 +6,10 @@
 //! canary must appear in no output file, nor on stdout or stderr. A wrong password is
 //! refused with a one-line error that does not show it either.
 
+mod support;
+
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use mysql_async::prelude::Queryable;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 const CANARY: &str = "Canary-Pw-9173x";
@@ -59,22 +60,8 @@ fn run(system: &str, channel: &Channel) -> (Output, Vec<(String, String)>) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let output = command.output().unwrap();
-    let mut files = Vec::new();
-    if out.exists() {
-        collect_files(&out, &mut files);
-    }
-    (output, files)
-}
-
-fn collect_files(dir: &Path, files: &mut Vec<(String, String)>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect_files(&path, files);
-        } else {
-            files.push((path.display().to_string(), String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()));
-        }
-    }
+    let files = if out.exists() { support::files_under(&out) } else { Vec::new() };
+    (output, files.into_iter().map(|(path, bytes)| (path.display().to_string(), String::from_utf8_lossy(&bytes).into_owned())).collect())
 }
 
 fn text(o: &Output) -> String {

@@ -1,19 +1,21 @@
 //! report.html in a real browser: a real run of the embedded study (few experiments,
 //! `--quick`) through the binary, rendered by headless Chromium (`scripts/setup-browser`
 //! installs it; DBSWEEP_CHROMIUM overrides /usr/bin/chromium). Checks the screenshot is a
-//! real picture, the page loaded without script errors, every planned figure has its SVG,
-//! the findings are on the first screen and rank every experiment, no table overflows its
-//! container, and the page made no network request: every request is routed to a local proxy that
-//! records the host asked for; apart from Chromium's own service hosts (updater, account and
-//! time checks that headless Chromium makes for itself whatever the page), there must be
-//! none. A control page with one external image proves the proxy sees page requests.
+//! real picture, the page loaded without script errors, every planned figure has its SVG
+//! with point tooltips (latency at every client count), the findings are on the first screen and rank every experiment, no
+//! table overflows its container, and the page made no network request: every request is
+//! routed to a local proxy that records the host asked for; apart from Chromium's own
+//! service hosts (updater, account and time checks that headless Chromium makes for itself
+//! whatever the page), there must be none. A control page with one external image proves the proxy sees page requests.
 
 use dbsweep::report::{self, html::figures};
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 fn chromium() -> PathBuf {
     let path = std::env::var_os("DBSWEEP_CHROMIUM").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
@@ -24,31 +26,60 @@ fn chromium() -> PathBuf {
 /// Hosts headless Chromium contacts for itself, whatever page it shows.
 const CHROMIUM_OWN_HOSTS: &[&str] = &["update.googleapis.com", "accounts.google.com", "clients2.google.com"];
 
-/// A "proxy" that answers nothing and records the host of every request the browser sends.
-fn recording_proxy() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hosts = Arc::new(Mutex::new(Vec::new()));
-    let seen = hosts.clone();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let mut buf = [0u8; 2048];
-            let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(500)));
-            let n = stream.read(&mut buf).unwrap_or(0);
-            // "CONNECT host:443 HTTP/1.1" or "GET http://host/path HTTP/1.1".
-            let line = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string();
-            let target = line.split_whitespace().nth(1).unwrap_or("?");
-            let host = target.trim_start_matches("http://").trim_start_matches("https://").split(['/', ':']).next().unwrap_or("?");
-            seen.lock().unwrap().push(host.to_string());
-        }
-    });
-    (port, hosts)
+/// What the recording proxy saw: the host of each request, and how many connections it
+/// is still reading.
+#[derive(Default)]
+struct Recorded {
+    hosts: Mutex<Vec<String>>,
+    open: AtomicUsize,
 }
 
-/// Hosts the page asked for (Chromium's own service hosts left out).
-fn page_requests(hosts: &Mutex<Vec<String>>) -> Vec<String> {
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    hosts.lock().unwrap().iter().filter(|h| !CHROMIUM_OWN_HOSTS.contains(&h.as_str())).cloned().collect()
+/// A "proxy" that answers nothing and records the host of every request the browser sends.
+/// Each connection is read on its own thread for up to 5 s, so a slow one under load is
+/// not cut short; a connection that sends nothing (Chromium opens spare ones) records
+/// nothing.
+fn recording_proxy() -> (u16, Arc<Recorded>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let recorded = Arc::new(Recorded::default());
+    let seen = recorded.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            seen.open.fetch_add(1, Ordering::SeqCst);
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut buf = [0u8; 2048];
+                while !request.contains(&b'\n') {
+                    match stream.read(&mut buf) {
+                        Ok(n) if n > 0 => request.extend_from_slice(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                // "CONNECT host:443 HTTP/1.1" or "GET http://host/path HTTP/1.1".
+                let line = String::from_utf8_lossy(&request).lines().next().unwrap_or("").to_string();
+                if let Some(target) = line.split_whitespace().nth(1) {
+                    let host =
+                        target.trim_start_matches("http://").trim_start_matches("https://").split(['/', ':']).next().unwrap_or(target);
+                    seen.hosts.lock().unwrap().push(host.to_string());
+                }
+                seen.open.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (port, recorded)
+}
+
+/// Hosts the page asked for (Chromium's own service hosts left out), once every
+/// connection the proxy accepted has been read.
+fn page_requests(recorded: &Recorded) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    std::thread::sleep(Duration::from_millis(300));
+    while recorded.open.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    recorded.hosts.lock().unwrap().iter().filter(|h| !CHROMIUM_OWN_HOSTS.contains(&h.as_str())).cloned().collect()
 }
 
 /// Runs headless Chromium on the page with `extra` arguments; returns its stdout.
@@ -156,8 +187,18 @@ fn report_html_renders_in_headless_chromium_with_every_figure_and_no_network() {
         let marks = fig.matches("<polyline").count() + fig.matches("<circle").count() + fig.matches("<rect").count().saturating_sub(1);
         assert!(fig.contains("<svg") && marks > 0, "figure {id} has an empty chart");
         assert!(fig.contains("<table>"), "figure {id} has no data table");
+        assert!(fig.contains("<title>") && fig.contains(" · "), "figure {id} has no point tooltips");
     }
     assert!(dom.contains(&format!("data-svg-count=\"{}\"", ids.len())), "the browser counted a different number of charts");
+    // Latency at every client count: one small chart per client count of the echo sweep.
+    let echo_clients: std::collections::BTreeSet<usize> =
+        saved.points.iter().filter(|p| p.experiment == "echo" && !p.point.batched).map(|p| p.point.clients).collect();
+    assert!(echo_clients.len() >= 2, "{echo_clients:?}");
+    let at = dom.find("id=\"fig-echo-latency\"").expect("the echo latency figure");
+    let fig = &dom[at..at + dom[at..].find("</figure>").unwrap()];
+    for c in &echo_clients {
+        assert!(fig.contains(&format!("data-clients=\"{c}\"")), "no latency chart at {c} clients");
+    }
 
     // The findings come first: on the first screen (1400 x 900), one headline per experiment.
     let top: f64 = attribute(&dom, "data-findings-top").parse().expect("the page has a findings section");

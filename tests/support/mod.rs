@@ -9,13 +9,31 @@ pub mod faults;
 
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, Once};
 
 /// Runs the dbsweep binary with `args`.
 pub fn dbsweep(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().expect("run dbsweep")
+}
+
+/// Every file under `dir`, at any depth, with its bytes, sorted by path.
+pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// The rows of a run directory's results.csv, by column name.

@@ -21,8 +21,13 @@ pub enum Command {
     Run(RunArgs),
     /// List the built-in studies.
     Studies,
-    /// List the systems dbsweep can benchmark, their capabilities, and which cannot run here.
-    Targets,
+    /// List the systems dbsweep can benchmark: whether each is ready here (its server,
+    /// client or library found, with its version) or what to install, and its capabilities.
+    Targets {
+        /// Output format (json: the same facts for scripts).
+        #[arg(short = 'f', long, value_enum, default_value_t = crate::adapter::probe::Format::Text)]
+        format: crate::adapter::probe::Format,
+    },
     /// Generate input data to a file or stdout, for feeding other tools the same data.
     #[command(subcommand)]
     Gen(GenCommand),

@@ -467,7 +467,7 @@ fn unavailable_systems(study: &StudyFile) -> Result<Vec<(String, String)>> {
     let mut unavailable = Vec::new();
     for system in &study.unavailable {
         let entry = crate::adapter::registry::SYSTEMS.iter().find(|s| s.system == system.as_str());
-        match entry.and_then(|e| e.unavailable) {
+        match entry.and_then(|e| e.unavailable()) {
             Some(why) => unavailable.push((system.clone(), why.to_string())),
             None => {
                 return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name)));

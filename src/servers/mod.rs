@@ -7,7 +7,9 @@
 //! output in a log file inside its data directory, waiting for a protocol-level readiness
 //! check, and stopping it again (gracefully in `stop`, by SIGKILL of its process group in
 //! `Drop`) with the data directory removed. Children get `PR_SET_PDEATHSIG` so they die if
-//! dbsweep dies (`process`). What differs per system is one `System` implementation in
+//! dbsweep dies (`process`). Also what is installed without starting anything
+//! (`installed`, for `dbsweep targets`): the programs found as a spawn finds them, and
+//! the version they print. What differs per system is one `System` implementation in
 //! the system's own module; `ServerKind::system` is the only place that lists them. A
 //! system of several processes (Redis Cluster, the Cassandra ring) is started node by node the same way and
 //! then formed by its `System::form`; the first node's `Server` holds the others.

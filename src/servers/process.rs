@@ -1,7 +1,7 @@
 //! The child processes behind throwaway servers: where their programs are found; every
 //! server and setup program is forked from one long-lived thread (so `PR_SET_PDEATHSIG` holds), in its own process group,
 //! with its output in a log file; signals to the server and its group; log tails for
-//! error messages.
+//! error messages; a program's version output, in a time limit, for `dbsweep targets`.
 //!
 //! Must not: know any server system (that is each `System`'s business), or signal a
 //! process it did not start.

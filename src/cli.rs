@@ -180,9 +180,11 @@ pub struct RunArgs {
     #[arg(long = "data-root", value_delimiter = ',', value_name = "DIRS", env = "DBSWEEP_DATA_ROOT")]
     pub data_roots: Vec<String>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total; latency is also measured
-    /// from each op's intended start. Default: closed loop at maximum throughput.
-    #[arg(short = 'R', long, value_name = "OPS_PER_SEC", env = "DBSWEEP_RATE")]
-    pub rate: Option<f64>,
+    /// from each op's intended start. Several (comma-separated) make the rate a sweep axis:
+    /// every point runs at each rate, and the report draws latency against throughput.
+    /// Default: closed loop at maximum throughput.
+    #[arg(short = 'R', long, value_delimiter = ',', value_name = "OPS_PER_SEC", env = "DBSWEEP_RATE")]
+    pub rate: Option<Vec<f64>>,
     /// Durability of every target that has a setting for it: none (nothing forced to
     /// disk), periodic (flushed about every second), commit (fsync at every commit).
     /// Spawned servers and embedded engines are configured; a server dbsweep did not

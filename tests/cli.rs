@@ -481,6 +481,67 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
     assert_eq!(p["runs"][0]["response"]["get"]["count"], 400);
 }
 
+/// A target that needs 2 ms per request keeps up with 100 and 200 ops/s from one client
+/// but not with 2000: the rate sweep runs each point at each rate, flags the missed one,
+/// and report.html draws response time against throughput.
+#[test]
+fn a_rate_sweep_runs_each_point_at_each_rate_and_shows_where_the_target_falls_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run",
+        "--target",
+        "slow=mock:?latency_us=2000&execution=async_threads",
+        "--experiments",
+        "get",
+        "--ops",
+        "200",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--batch",
+        "1",
+        "--rate",
+        "2000,100,200,100",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<_> =
+        csv_rows(&out).into_iter().filter(|r| r["target"] == "slow" && r["experiment"] == "get" && r["batched"] == "false").collect();
+    let rates: Vec<&str> = rows.iter().map(|r| r["rate"].as_str()).collect();
+    assert_eq!(rates, ["100", "200", "2000"], "each rate once, ascending");
+    let flags: Vec<&str> = rows.iter().map(|r| r["flags"].as_str()).collect();
+    for r in &rows[..2] {
+        let (asked, achieved) = (r["rate"].parse::<f64>().unwrap(), r["ops_per_sec"].parse::<f64>().unwrap());
+        assert!(achieved > 0.9 * asked && achieved < 1.1 * asked, "kept the rate: {r:?}");
+    }
+    assert!(!flags[0].contains("missed_rate") && !flags[1].contains("missed_rate"), "{flags:?}");
+    let fast = &rows[2];
+    assert!(fast["ops_per_sec"].parse::<f64>().unwrap() < 600.0, "2 ms per request caps one client near 500/s: {fast:?}");
+    assert!(fast["flags"].contains("missed_rate"), "{fast:?}");
+    let (resp, service) = (fast["resp_p99_us"].parse::<f64>().unwrap(), fast["p99_us"].parse::<f64>().unwrap());
+    assert!(resp > 10.0 * service, "behind the schedule, requests queue: response p99 {resp} µs, service p99 {service} µs");
+
+    let json = report(&out);
+    assert_eq!(json["plan"]["rate"], serde_json::json!([100.0, 200.0, 2000.0]));
+    let floor = json["points"].as_array().unwrap().iter().find(|p| p["experiment"] == "echo-floor").unwrap();
+    assert!(floor["rate"].is_null(), "the echo floor stays a closed-loop round trip");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for (id, kind) in [
+        ("fig-get-latency-throughput", "latency-throughput"),
+        ("fig-get-response", "response-percentiles"),
+        ("fig-get-latency", "percentiles"),
+    ] {
+        assert!(html.contains(&format!("data-figure=\"{id}\" data-kind=\"{kind}\"")), "{id} missing");
+    }
+    assert!(!html.contains("data-figure=\"fig-get-clients\""), "a fixed rate decides throughput: no throughput-vs-clients figure");
+}
+
 #[test]
 fn sqlite_stores_exactly_the_inserted_rows_and_dbsweep_removes_them_again() {
     let tmp = tempfile::tempdir().unwrap();

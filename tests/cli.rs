@@ -481,9 +481,10 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
     assert_eq!(p["runs"][0]["response"]["get"]["count"], 400);
 }
 
-/// A target that needs 2 ms per request keeps up with 100 and 200 ops/s from one client
-/// but not with 2000: the rate sweep runs each point at each rate, flags the missed one,
-/// and report.html draws response time against throughput.
+/// A target that needs 1 ms per request keeps up with 20 and 50 ops/s from one client but
+/// not with 2000: the rate sweep runs each point at each rate, flags the missed one, and
+/// report.html draws response time against throughput. (The kept rates leave 19 ms of
+/// slack per request, so a busy test machine's stalls do not make them late.)
 #[test]
 fn a_rate_sweep_runs_each_point_at_each_rate_and_shows_where_the_target_falls_behind() {
     let tmp = tempfile::tempdir().unwrap();
@@ -491,11 +492,11 @@ fn a_rate_sweep_runs_each_point_at_each_rate_and_shows_where_the_target_falls_be
     let o = dbsweep(&[
         "run",
         "--target",
-        "slow=mock:?latency_us=2000&execution=async_threads",
+        "slow=mock:?latency_us=1000&execution=async_threads",
         "--experiments",
         "get",
         "--ops",
-        "200",
+        "80",
         "--runs",
         "1",
         "--warmup",
@@ -505,7 +506,7 @@ fn a_rate_sweep_runs_each_point_at_each_rate_and_shows_where_the_target_falls_be
         "--batch",
         "1",
         "--rate",
-        "2000,100,200,100",
+        "2000,20,50,20",
         "--no-progress",
         "--out",
         out.to_str().unwrap(),
@@ -514,21 +515,20 @@ fn a_rate_sweep_runs_each_point_at_each_rate_and_shows_where_the_target_falls_be
     let rows: Vec<_> =
         csv_rows(&out).into_iter().filter(|r| r["target"] == "slow" && r["experiment"] == "get" && r["batched"] == "false").collect();
     let rates: Vec<&str> = rows.iter().map(|r| r["rate"].as_str()).collect();
-    assert_eq!(rates, ["100", "200", "2000"], "each rate once, ascending");
-    let flags: Vec<&str> = rows.iter().map(|r| r["flags"].as_str()).collect();
+    assert_eq!(rates, ["20", "50", "2000"], "each rate once, ascending");
     for r in &rows[..2] {
         let (asked, achieved) = (r["rate"].parse::<f64>().unwrap(), r["ops_per_sec"].parse::<f64>().unwrap());
-        assert!(achieved > 0.9 * asked && achieved < 1.1 * asked, "kept the rate: {r:?}");
+        assert!(achieved > 0.95 * asked && achieved < 1.1 * asked, "kept the rate: {r:?}");
+        assert!(!r["flags"].contains("missed_rate"), "{r:?}");
     }
-    assert!(!flags[0].contains("missed_rate") && !flags[1].contains("missed_rate"), "{flags:?}");
     let fast = &rows[2];
-    assert!(fast["ops_per_sec"].parse::<f64>().unwrap() < 600.0, "2 ms per request caps one client near 500/s: {fast:?}");
+    assert!(fast["ops_per_sec"].parse::<f64>().unwrap() < 1200.0, "1 ms per request caps one client near 1000/s: {fast:?}");
     assert!(fast["flags"].contains("missed_rate"), "{fast:?}");
     let (resp, service) = (fast["resp_p99_us"].parse::<f64>().unwrap(), fast["p99_us"].parse::<f64>().unwrap());
-    assert!(resp > 10.0 * service, "behind the schedule, requests queue: response p99 {resp} µs, service p99 {service} µs");
+    assert!(resp > 3.0 * service, "behind the schedule, requests queue: response p99 {resp} µs, service p99 {service} µs");
 
     let json = report(&out);
-    assert_eq!(json["plan"]["rate"], serde_json::json!([100.0, 200.0, 2000.0]));
+    assert_eq!(json["plan"]["rate"], serde_json::json!([20.0, 50.0, 2000.0]));
     let floor = json["points"].as_array().unwrap().iter().find(|p| p["experiment"] == "echo-floor").unwrap();
     assert!(floor["rate"].is_null(), "the echo floor stays a closed-loop round trip");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();

@@ -4,7 +4,7 @@
 
 use super::answers::{self, ShownAnswer};
 use super::model::{Flag, MemoryDelta, MemorySummary, PointResult, PointStatus, Report};
-use super::summary::{Findings, times};
+use super::summary::Findings;
 use crate::base::op::OpKind;
 use std::fmt::Write as _;
 
@@ -368,11 +368,7 @@ fn findings(out: &mut String, findings: &Findings) {
             .standings
             .iter()
             .map(|s| {
-                let mut text = match (s.ops_per_sec, s.behind_estimate) {
-                    (Some(v), Some(r)) if r > 1.0 => format!("{} {}/s ({} slower)", s.target, rate(v), times(r)),
-                    (Some(v), _) => format!("{} {}/s", s.target, rate(v)),
-                    (None, _) => format!("{} no result", s.target),
-                };
+                let mut text = format!("{} {}", s.target, s.value());
                 for c in &s.caveats {
                     let _ = write!(text, " [{c}]");
                 }

@@ -1,12 +1,14 @@
 //! The findings of one report, computed once for the console and report.html: per
-//! experiment, the targets ranked by throughput at its headline point, each one's distance
-//! from the leader with a 95 % interval, and the flags that void or weaken a standing; then
+//! experiment, the targets ranked by throughput at its headline point (by response time
+//! p99 at a fixed rate, where every target is asked the same throughput), each one's
+//! distance from the leader with a 95 % interval, and the flags that void or weaken a
+//! standing; then
 //! a relative-performance table across experiments (each target's time relative to the
 //! fastest, and their geometric mean), as ClickBench summarises a benchmark.
 //! Owns what is found, not how it is printed; must not read anything but a saved report.
 
 use super::compare::{RatioInterval, median, ratio_interval, run_throughputs};
-use super::console::point_label;
+use super::console::{micros, point_label, rate};
 use super::model::{Flag, PointResult, Report};
 use crate::base::durability::{self, Durability};
 use serde::Serialize;
@@ -28,13 +30,53 @@ pub struct Standing {
     pub target: String,
     /// Median ok ops/s of the measured runs; `None` when void or not measured.
     pub ops_per_sec: Option<f64>,
-    /// How many times this target's throughput the leader's is, with its interval; `None`
-    /// for the leader, without a throughput, or without two runs on both sides.
+    /// Fixed-rate headline points: the response time p99 (from each op's intended start)
+    /// of the measured runs together, in µs, which ranks them; `None` at a closed loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_p99_us: Option<f64>,
+    /// How many times this target's throughput the leader's is (at a fixed rate: how many
+    /// times the leader's response p99 this target's is), with its interval; `None` for the
+    /// leader, without a value, or without two runs on both sides.
     pub behind: Option<RatioInterval>,
-    /// The leader's median throughput over this target's (1 for the leader).
+    /// The leader's median throughput over this target's, or this target's response p99
+    /// over the leader's (1 for the leader).
     pub behind_estimate: Option<f64>,
     /// What voids or weakens this standing, in words ("VOID: 3 failed requests").
     pub caveats: Vec<String>,
+}
+
+impl Standing {
+    /// Ranked by (has a value).
+    fn ranked(&self, by: RankedBy) -> bool {
+        match by {
+            RankedBy::Throughput => self.ops_per_sec.is_some(),
+            RankedBy::ResponseP99 => self.response_p99_us.is_some(),
+        }
+    }
+
+    /// The standing's value in words: "8.4k/s (1.20x slower)", "response p99 5.42ms at
+    /// 2.0k/s (220x slower)", "no result".
+    pub fn value(&self) -> String {
+        let slower = match self.behind_estimate {
+            Some(r) if r > 1.0 => format!(" ({} slower)", times(r)),
+            _ => String::new(),
+        };
+        match (self.response_p99_us, self.ops_per_sec) {
+            (Some(p99), Some(v)) => format!("response p99 {} at {}/s{slower}", micros(p99), rate(v)),
+            (None, Some(v)) => format!("{}/s{slower}", rate(v)),
+            _ => "no result".into(),
+        }
+    }
+}
+
+/// What an experiment's targets are ranked by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankedBy {
+    /// Median ok ops/s, higher first.
+    Throughput,
+    /// At a fixed rate: response time p99 from each op's intended start, lower first.
+    ResponseP99,
 }
 
 /// One experiment's ranking.
@@ -42,6 +84,7 @@ pub struct Standing {
 pub struct ExperimentFinding {
     pub experiment: String,
     pub op: String,
+    pub ranked_by: RankedBy,
     /// The point the ranking is at (`c=8 b=1`): the one most targets measured, the
     /// heaviest of those.
     pub point: String,
@@ -52,14 +95,18 @@ pub struct ExperimentFinding {
 impl ExperimentFinding {
     /// The headline in words: "sqlite is 75x faster than duckdb (95 % interval 72-78x)".
     pub fn sentence(&self) -> String {
-        let ranked: Vec<&Standing> = self.standings.iter().filter(|s| s.ops_per_sec.is_some()).collect();
+        let ranked: Vec<&Standing> = self.standings.iter().filter(|s| s.ranked(self.ranked_by)).collect();
+        let (is, faster) = match self.ranked_by {
+            RankedBy::Throughput => ("is", "faster than"),
+            RankedBy::ResponseP99 => ("answers", "sooner at p99 than"),
+        };
         match ranked.as_slice() {
             [] => "no target has a valid result".into(),
             [only] => format!("only {} has a valid result", only.target),
             // The medians' ratio, as in the standings; the interval is the runs' geometric means'.
             [leader, second, ..] => match (&second.behind, second.behind_estimate) {
                 (Some(i), Some(r)) if i.low > 1.0 => format!(
-                    "{} is {} faster than {} (95 % interval {}-{})",
+                    "{} {is} {} {faster} {} (95 % interval {}-{})",
                     leader.target,
                     times(r),
                     second.target,
@@ -75,7 +122,7 @@ impl ExperimentFinding {
                     times(i.high)
                 ),
                 (_, Some(r)) => {
-                    format!("{} is {} faster than {} (one run each: no interval)", leader.target, times(r), second.target)
+                    format!("{} {is} {} {faster} {} (one run each: no interval)", leader.target, times(r), second.target)
                 }
                 (_, None) => format!("{} leads", leader.target),
             },
@@ -181,30 +228,44 @@ pub fn times(ratio: f64) -> String {
 /// The ranking of `points` (one experiment) at their headline point.
 fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFinding> {
     let headline = headline(points)?;
+    let ranked_by = if headline.point.rate.is_some() { RankedBy::ResponseP99 } else { RankedBy::Throughput };
     let at: Vec<&PointResult> = points.iter().copied().filter(|p| same_point(p, headline)).collect();
-    let mut standings: Vec<(Standing, Vec<f64>)> = at
+    // Each standing with its score (higher is better: ops/s, or 1 / response p99) and the
+    // measured runs' scores, so one ratio and interval serve both rankings.
+    let mut standings: Vec<(Standing, Option<f64>, Vec<f64>)> = at
         .iter()
         .map(|p| {
             let throughputs = run_throughputs(p);
+            let response_p99_us = match ranked_by {
+                RankedBy::ResponseP99 if !throughputs.is_empty() => {
+                    p.summary.as_ref().and_then(|s| s.response_latency.as_ref()).map(|l| l.p99_us).filter(|us| *us > 0.0)
+                }
+                _ => None,
+            };
             let standing = Standing {
                 target: p.target.clone(),
                 ops_per_sec: median(&throughputs),
+                response_p99_us,
                 behind: None,
                 behind_estimate: None,
                 caveats: caveats(p),
             };
-            (standing, throughputs)
+            let (score, runs) = match ranked_by {
+                RankedBy::Throughput => (standing.ops_per_sec, throughputs),
+                RankedBy::ResponseP99 => (response_p99_us.map(|us| 1.0 / us), run_response_p99s(p).iter().map(|us| 1.0 / us).collect()),
+            };
+            (standing, score, runs)
         })
         .collect();
-    standings.sort_by(|(a, _), (b, _)| match (a.ops_per_sec, b.ops_per_sec) {
-        (Some(a), Some(b)) => b.total_cmp(&a),
+    standings.sort_by(|(_, a, _), (_, b, _)| match (a, b) {
+        (Some(a), Some(b)) => b.total_cmp(a),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let (leader_median, leader_runs) = (standings[0].0.ops_per_sec, standings[0].1.clone());
-    for (i, (s, runs)) in standings.iter_mut().enumerate() {
-        let (Some(this), Some(leader)) = (s.ops_per_sec, leader_median) else { continue };
+    let (leader_score, leader_runs) = (standings[0].1, standings[0].2.clone());
+    for (i, (s, score, runs)) in standings.iter_mut().enumerate() {
+        let (Some(this), Some(leader)) = (*score, leader_score) else { continue };
         s.behind_estimate = Some(leader / this);
         if i > 0 {
             s.behind = ratio_interval(runs, &leader_runs, FINDINGS_CONFIDENCE);
@@ -213,9 +274,19 @@ fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFindin
     Some(ExperimentFinding {
         experiment: experiment.to_string(),
         op: headline.op.name().to_string(),
+        ranked_by,
         point: point_label(headline),
-        standings: standings.into_iter().map(|(s, _)| s).collect(),
+        standings: standings.into_iter().map(|(s, _, _)| s).collect(),
     })
+}
+
+/// The measured runs' response p99s (µs) of the point's op kind; empty when the point is
+/// void or has no response times (a closed loop).
+fn run_response_p99s(p: &PointResult) -> Vec<f64> {
+    if p.is_void() {
+        return Vec::new();
+    }
+    p.measured_runs().iter().filter_map(|r| r.response.get(&p.op)).map(|l| l.p99_us).filter(|us| *us > 0.0).collect()
 }
 
 fn same_point(a: &PointResult, b: &PointResult) -> bool {

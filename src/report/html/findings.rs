@@ -3,8 +3,7 @@
 //! experiments. Renders only; what is found is decided in `report::summary`.
 
 use super::{Colors, css, esc};
-use crate::report::console::rate;
-use crate::report::summary::{Findings, Standing, times};
+use crate::report::summary::{Findings, Standing};
 use std::fmt::Write as _;
 
 pub(super) fn section(out: &mut String, findings: &Findings, colors: &Colors) {
@@ -35,17 +34,14 @@ pub(super) fn section(out: &mut String, findings: &Findings, colors: &Colors) {
         "<p class=\"note\">Each experiment is ranked at the point most targets measured (the heaviest of those): median throughput of the measured runs; \
          \"N x\" is how many times faster the leader is, with the 95 % Welch interval of the runs' geometric means. \
          The table gives each target's time relative to the fastest per experiment (1.00 = fastest) and their geometric mean across experiments, \
-         with its 95 % interval from the runs' spreads; a target's mean covers only the experiments it has a valid result in.</p>\n</section>\n",
+         with its 95 % interval from the runs' spreads; a target's mean covers only the experiments it has a valid result in. \
+         At a fixed rate every target is asked the same throughput, so there the ranking is by response time p99 (from each op's intended start) and \"N x\" is how many times the leader's p99 a target's is.</p>\n</section>\n",
     );
 }
 
 fn standing(s: &Standing, colors: &Colors) -> String {
     let swatch = format!("<span class=\"sw\" style=\"background:{}\"></span>", css(colors.of(&s.target)));
-    let value = match (s.ops_per_sec, s.behind_estimate) {
-        (Some(v), Some(r)) if r > 1.0 => format!("{}/s ({} slower)", rate(v), times(r)),
-        (Some(v), _) => format!("{}/s", rate(v)),
-        (None, _) => "no result".into(),
-    };
+    let value = s.value();
     let caveats: String = s
         .caveats
         .iter()

@@ -113,3 +113,47 @@ fn differing_durability_is_called_out_strongest_first() {
     r.targets.retain(|t| t.name == "sqlite" || t.name == "duckdb");
     assert_eq!(Findings::of(&r).durability_note, None, "all at commit");
 }
+
+/// At a fixed rate every target runs the same throughput: the findings rank by response
+/// time p99 instead, lowest first, and the ratio is how many times the leader's p99 a
+/// target's is.
+#[test]
+fn at_a_fixed_rate_targets_are_ranked_by_response_p99() {
+    let latency = |p99_us: f64| crate::base::measurement::LatencySummary {
+        count: 1000,
+        mean_us: p99_us / 2.0,
+        p50_us: p99_us / 2.0,
+        p90_us: p99_us,
+        p99_us,
+        p999_us: p99_us,
+        max_us: p99_us,
+        histogram: String::new(),
+    };
+    let mut r = golden();
+    for (target, p99s) in [("sqlite", [2000.0, 2100.0, 1900.0]), ("duckdb", [100.0, 105.0, 95.0]), ("redb", [1000.0, 1000.0, 1000.0])] {
+        set_throughputs(&mut r, "echo", target, &[1000.0]);
+        for p in r.points.iter_mut().filter(|p| p.experiment == "echo" && p.target == target) {
+            p.point.rate = crate::workload::experiment::Rate::new(1000.0);
+            let op = p.op;
+            for (run, us) in p.runs.iter_mut().filter(|r| !r.warmup).zip(p99s.iter().cycle()) {
+                run.response.insert(op, latency(*us));
+            }
+            p.summary.as_mut().unwrap().response_latency = Some(latency(p99s[0]));
+        }
+    }
+    let f = Findings::of(&r);
+    let echo = finding(&f, "echo");
+    assert_eq!(echo.ranked_by, RankedBy::ResponseP99);
+    let order: Vec<&str> = echo.standings.iter().map(|s| s.target.as_str()).collect();
+    assert_eq!(order, ["duckdb", "redb", "sqlite"], "lowest response p99 first");
+    let sqlite = &echo.standings[2];
+    assert!((sqlite.behind_estimate.unwrap() - 20.0).abs() < 1e-9, "{sqlite:?}");
+    let interval = sqlite.behind.unwrap();
+    assert!(interval.low > 15.0 && interval.high < 25.0, "{interval:?}");
+    assert_eq!(sqlite.value(), "response p99 2.00ms at 1.0k/s (20.0x slower)");
+    let sentence = echo.sentence();
+    assert!(sentence.starts_with("duckdb answers 10.0x sooner at p99 than redb (95 % interval"), "{sentence}");
+    assert!((Findings::relative(echo, "sqlite").unwrap() - 20.0).abs() < 1e-9, "the relative table is in response time");
+    // Closed-loop experiments of the same report still rank by throughput.
+    assert_eq!(finding(&f, "insert").ranked_by, RankedBy::Throughput);
+}

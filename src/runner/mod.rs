@@ -9,6 +9,7 @@
 pub mod cancel;
 mod cleanup;
 pub mod client;
+mod connections;
 mod lifecycle;
 pub mod memory;
 pub mod merge;
@@ -122,6 +123,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     if ctx.workers.is_some() {
         workers::check_targets(&targets)?;
     }
+    connections::check_connection_room(plan, &targets).await?;
     let dataset = Dataset::new(&plan.data, plan.seed);
     let mut progress = Progress::new(ctx.show_progress);
 

@@ -42,14 +42,14 @@ fn busiest_point<'a>(plan: &'a Plan, target: &dyn Target) -> Option<Busiest<'a>>
         .filter(|(ei, e)| plan.runs_unit(&info.name, *ei) && info.capabilities.meets(&e.op.needs(e.ycsb.as_ref())))
         .filter_map(|(_, e)| {
             let clients = e.points.iter().map(|p| p.clients).max()?;
-            let at_most = e.points.iter().filter(|p| p.clients == clients);
-            let flag = match at_most
-                .map(|p| (p.batched, p.param.is_some() && e.op.is_range()))
-                .fold((false, false), |a, b| (a.0 || b.0, a.1 || b.1))
-            {
-                (true, _) => "--batch-clients",
-                (false, true) => "--range-clients",
-                (false, false) => "--clients",
+            // The batch and widths sweeps take their clients from flags of their own.
+            let busiest: Vec<_> = e.points.iter().filter(|p| p.clients == clients).collect();
+            let flag = if busiest.iter().any(|p| p.batched) {
+                "--batch-clients"
+            } else if e.op.is_range() && busiest.iter().any(|p| p.param.is_some()) {
+                "--range-clients"
+            } else {
+                "--clients"
             };
             Some(Busiest { clients, flag, experiment: &e.name })
         })
@@ -86,6 +86,31 @@ pub(super) async fn check_connection_room(plan: &Plan, targets: &[Arc<dyn Target
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::{OpenContext, TargetUrl, registry};
+    use crate::plan::{RunOptions, resolve};
+
+    /// The busiest point of the embedded study on SQLite (which runs all of it) under
+    /// these client counts.
+    fn busiest_on_sqlite(clients: &[usize], batch_clients: usize, range_clients: usize) -> (usize, &'static str) {
+        let opts = RunOptions {
+            clients: Some(clients.to_vec()),
+            batch_clients: Some(batch_clients),
+            range_clients: Some(range_clients),
+            ..Default::default()
+        };
+        let plan = resolve(&opts).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let target = registry::open("sq", &TargetUrl::parse("sqlite:").unwrap(), &OpenContext::new(scratch.path())).unwrap();
+        let busiest = busiest_point(&plan, target.as_ref()).expect("the study runs on sqlite");
+        (busiest.clients, busiest.flag)
+    }
+
+    #[test]
+    fn the_busiest_point_names_the_flag_that_set_its_clients() {
+        assert_eq!(busiest_on_sqlite(&[1, 32], 8, 4), (32, "--clients"));
+        assert_eq!(busiest_on_sqlite(&[1, 2], 8, 4), (8, "--batch-clients"));
+        assert_eq!(busiest_on_sqlite(&[1, 2], 1, 16), (16, "--range-clients"));
+    }
 
     fn room(free: u64) -> ConnectionRoom {
         ConnectionRoom { free, limit: "max_connections=100, 3 reserved, 2 in use".into(), setting: "max_connections" }

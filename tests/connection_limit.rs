@@ -97,6 +97,25 @@ async fn postgres_counts_the_sessions_others_hold() {
     let rows: i64 = held[0].query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'dbsweep'", &[]).await.unwrap().get(0);
     assert_eq!(rows, 0, "a refused run touches nothing on the server");
 
+    // A role's CONNECTION LIMIT binds a user that is not a superuser.
+    held[0].batch_execute("CREATE ROLE dbsweep_limited LOGIN CONNECTION LIMIT 3").await.unwrap();
+    let mut limited = url::Url::parse(&server.url()).unwrap();
+    limited.set_username("dbsweep_limited").unwrap();
+    let line = refusal(
+        &tokio::task::spawn_blocking({
+            let (target, out) = (format!("pg={limited}"), out.clone());
+            move || run(&target, 3, &out)
+        })
+        .await
+        .unwrap(),
+        &out,
+    );
+    assert_eq!(
+        line,
+        "--clients 3 needs 4 connections to target pg (experiment get: one per client and one for the run's lease), \
+         but the server allows 3 more (role dbsweep_limited: CONNECTION LIMIT 3, 0 in use); lower --clients or raise the role's CONNECTION LIMIT"
+    );
+
     // 90 held: 10 free, 9 clients and the lease's connection fit exactly.
     for _ in 0..85 {
         let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();

@@ -156,6 +156,18 @@ async fn redis_counts_maxclients_set_at_run_time() {
         "--clients 9 needs 10 connections to target redis (experiment get: one per client and one for the run's lease), \
          but the server allows 9 more (maxclients=10, 1 in use); lower --clients or raise maxclients"
     );
+    // A command-line client target holds one connection per client as the library's does.
+    let line = refusal(
+        &tokio::task::spawn_blocking({
+            let (target, out) = (format!("rcli={}", server.url().replacen("redis://", "redis-cli://", 1)), out.clone());
+            move || run(&target, 9, &out)
+        })
+        .await
+        .unwrap(),
+        &out,
+    );
+    assert!(line.starts_with("--clients 9 needs 10 connections to target rcli "), "{line}");
+    assert!(line.contains("allows 9 more (maxclients=10, 1 in use)"), "{line}");
     let keys: Vec<String> = redis::cmd("KEYS").arg("dbsweep*").query_async(&mut admin).await.unwrap();
     assert!(keys.is_empty(), "a refused run touches nothing on the server: {keys:?}");
 

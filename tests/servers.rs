@@ -246,7 +246,7 @@ async fn two_redis_servers_at_once_get_different_ports() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spawn_all_starts_every_kind_under_the_data_root() {
     let root = tempfile::tempdir().unwrap();
-    let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), durability: None };
+    let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), ..SpawnOptions::default() };
     let started = Instant::now();
     // The two-node Cassandra ring (two more JVMs, ~1.5 GB) is tests/cassandra_cluster.rs's, opt-in.
     let kinds: Vec<ServerKind> = ServerKind::ALL.into_iter().filter(|k| *k != ServerKind::CassandraCluster).collect();
@@ -271,7 +271,7 @@ async fn spawn_all_starts_every_kind_under_the_data_root() {
 async fn a_missing_program_is_an_exit_code_2_error_naming_the_package() {
     let empty = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), durability: None };
+    let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), ..SpawnOptions::default() };
     let search = [empty.path().to_path_buf()];
     for (kind, program, package) in [
         (ServerKind::Postgres, "initdb", "postgresql"),
@@ -293,7 +293,7 @@ async fn a_relative_data_root_works() {
     assert!(relative.is_relative());
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions { data_root: Some(relative.clone()), durability: None }).await;
+    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions { data_root: Some(relative.clone()), ..SpawnOptions::default() }).await;
     // As root, PostgreSQL runs as the postgres user, which cannot enter a private
     // root-owned directory: that must be a clear usage error, with nothing left behind.
     // SAFETY: geteuid has no preconditions.
@@ -306,7 +306,8 @@ async fn a_relative_data_root_works() {
         stop_and_check_gone(server.unwrap()).await;
     }
     std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions { data_root: Some(relative), durability: None }).await.unwrap();
+    let server =
+        servers::spawn(ServerKind::Postgres, &SpawnOptions { data_root: Some(relative), ..SpawnOptions::default() }).await.unwrap();
     assert!(server.data_dir().is_absolute());
     assert!(server.data_dir().starts_with(root.path()));
     stop_and_check_gone(server).await;
@@ -316,7 +317,7 @@ async fn a_relative_data_root_works() {
 async fn an_unwritable_data_root_is_a_usage_error() {
     let err = servers::spawn(
         ServerKind::Redis,
-        &SpawnOptions { data_root: Some(Path::new("/proc/no-such-dir").to_path_buf()), durability: None },
+        &SpawnOptions { data_root: Some(Path::new("/proc/no-such-dir").to_path_buf()), ..SpawnOptions::default() },
     )
     .await
     .unwrap_err();

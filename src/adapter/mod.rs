@@ -130,6 +130,20 @@ pub struct EngineMemory {
     pub source: String,
 }
 
+/// How many more connections a server accepts now, as it reports them: its limit, less
+/// what it keeps for other roles and what other sessions hold (see
+/// [`Target::connection_room`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionRoom {
+    /// Connections this run can still open.
+    pub free: u64,
+    /// The figures `free` comes from, as the server names them, e.g. `max_connections=100,
+    /// 3 reserved, 2 in use`.
+    pub limit: String,
+    /// The server setting that raises the limit, e.g. `max_connections`.
+    pub setting: &'static str,
+}
+
 /// One configured system under test.
 ///
 /// Lifecycle: `prepare` (create the namespace and tables, dropping only what dbsweep
@@ -183,6 +197,14 @@ pub trait Target: Send + Sync {
     /// apart, for the whole engine), read without changing anything. `None` when the
     /// system has no such figure. Read between runs only, never while ops are timed.
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
+        Ok(None)
+    }
+
+    /// How many more connections the server accepts, read from it on a connection of its
+    /// own (not counted as taken: it is closed when this returns). `None` when the system
+    /// has no such limit or does not tell it to this user; `Err` only when the server
+    /// cannot be reached, as `connect` would fail.
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
         Ok(None)
     }
 

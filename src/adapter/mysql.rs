@@ -26,7 +26,7 @@ use super::sql::connection::SqlConnection;
 use super::sql::dialect::{Dialect, SqlTable};
 use super::sql::dialects::MYSQL;
 use super::sql::statement::Statement;
-use super::{Capabilities, Connection, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Connection, ConnectionRoom, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
 use crate::base::op::{OpError, OpKind, QueryId};
 use crate::base::table::{RowSource, TableDef};
@@ -429,6 +429,32 @@ impl Target for MySql {
     fn lease(self: Arc<Self>) -> Option<Arc<dyn super::lease::LeaseStore>> {
         Some(self)
     }
+
+    /// `@@max_connections` less the other connected threads (`Threads_connected`). A
+    /// server that will not tell (an error) is not checked.
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
+        let mut conn = self.open_conn().await?;
+        let max: Result<Option<u64>, _> = conn.query_first("SELECT @@max_connections").await;
+        let connected: Result<Option<(String, u64)>, _> = conn.query_first("SHOW GLOBAL STATUS LIKE 'Threads_connected'").await;
+        let _ = conn.disconnect().await;
+        match (max, connected) {
+            (Ok(Some(max)), Ok(Some((_, connected)))) => Ok(Some(mysql_room(max, connected.saturating_sub(1)))),
+            (max, connected) => {
+                let why = [max.err(), connected.err()].into_iter().flatten().map(|e| describe(&e)).collect::<Vec<_>>().join("; ");
+                tracing::debug!("target '{}': cannot read the connection limit: {why}", self.initial.name);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The room of a MariaDB/MySQL server: `max_connections` less the connections others hold.
+fn mysql_room(max_connections: u64, others: u64) -> ConnectionRoom {
+    ConnectionRoom {
+        free: max_connections.saturating_sub(others),
+        limit: format!("max_connections={max_connections}, {others} in use"),
+        setting: "max_connections",
+    }
 }
 
 /// The `durability` setting of a MariaDB/MySQL server from `innodb_flush_log_at_trx_commit`
@@ -452,6 +478,13 @@ fn durability_of(flush_log_at_trx_commit: &str, binlog: Option<&str>, sync_binlo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_is_the_limit_less_the_other_connections() {
+        let room = mysql_room(151, 4);
+        assert_eq!((room.free, room.limit.as_str(), room.setting), (147, "max_connections=151, 4 in use", "max_connections"));
+        assert_eq!(mysql_room(10, 12).free, 0);
+    }
 
     #[test]
     fn full_or_stopping_servers_are_named_with_the_fix() {

@@ -386,12 +386,14 @@ impl Plan {
     /// The rounds of spawned servers: one per data root (the default temporary directory
     /// when none was given).
     pub fn spawn_rounds(&self) -> Vec<SpawnRound> {
+        // The servers allow the busiest point's clients at once (see `runner::connections`).
+        let clients = self.experiments.iter().flat_map(|e| e.points.iter().map(|p| p.clients)).max();
         match self.data_roots.as_slice() {
-            [] => vec![(None, SpawnOptions { data_root: None, durability: self.durability })],
-            [one] => vec![(None, SpawnOptions { data_root: Some(one.path.clone()), durability: self.durability })],
+            [] => vec![(None, SpawnOptions { data_root: None, durability: self.durability, clients })],
+            [one] => vec![(None, SpawnOptions { data_root: Some(one.path.clone()), durability: self.durability, clients })],
             many => many
                 .iter()
-                .map(|r| (Some(r.label.clone()), SpawnOptions { data_root: Some(r.path.clone()), durability: self.durability }))
+                .map(|r| (Some(r.label.clone()), SpawnOptions { data_root: Some(r.path.clone()), durability: self.durability, clients }))
                 .collect(),
         }
     }

@@ -9,6 +9,7 @@
 pub mod cancel;
 mod cleanup;
 pub mod client;
+mod connections;
 mod lifecycle;
 pub mod memory;
 pub mod merge;
@@ -122,6 +123,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     if ctx.workers.is_some() {
         workers::check_targets(&targets)?;
     }
+    // A server without room for the busiest point's connections refuses the run here,
+    // before the leases: nothing on it is touched, and the claimed directory goes again.
+    connections::check_connection_room(plan, &targets).await?;
     let dataset = Dataset::new(&plan.data, plan.seed);
     let mut progress = Progress::new(ctx.show_progress);
 

@@ -110,6 +110,9 @@ async fn init(ctx: Context) -> Result<Context> {
     Ok(ctx)
 }
 
+/// MariaDB's `max_connections` unless it is set.
+const DEFAULT_MAX_CONNECTIONS: u64 = 151;
+
 fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(1));
     command
@@ -122,6 +125,9 @@ fn command(ctx: &Context, port: u16) -> Command {
         .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
     if let Some(level) = flush_log_at_commit(ctx.durability) {
         command.arg(format!("--innodb-flush-log-at-trx-commit={level}"));
+    }
+    if let Some(limit) = ctx.connection_limit(DEFAULT_MAX_CONNECTIONS) {
+        command.arg(format!("--max-connections={limit}"));
     }
     if running_as_root() {
         command.arg("--user=root");

@@ -55,9 +55,15 @@ fn memory_mb() -> u64 {
     (total_kib / 1024 / 4).clamp(1024, 8192)
 }
 
+/// Memcached's `maxconns` (`-c`) unless it is set.
+const DEFAULT_MAXCONNS: u64 = 1024;
+
 fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
     command.arg("-p").arg(port.to_string()).args(["-l", "127.0.0.1", "-U", "0", "-m"]).arg(memory_mb().to_string());
+    if let Some(limit) = ctx.connection_limit(DEFAULT_MAXCONNS) {
+        command.arg("-c").arg(limit.to_string());
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         command.args(["-u", "root"]);

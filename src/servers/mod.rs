@@ -269,7 +269,16 @@ pub struct SpawnOptions {
     /// `--durability`: how much of a commit the server must make crash-safe; `None`: each
     /// system's default (Redis: no persistence; PostgreSQL, MariaDB: fsync per commit).
     pub durability: Option<Durability>,
+    /// The most clients a point of the run connects at once; a server whose default
+    /// connection limit leaves less room than these and [`SPARE_CONNECTIONS`] starts with
+    /// a higher one (PostgreSQL, MariaDB, Redis, Memcached). `None`: each system's default.
+    pub clients: Option<usize>,
 }
+
+/// Connections a spawned server keeps beyond a run's clients when its limit is raised:
+/// dbsweep's lease renewal and setup sessions, and PostgreSQL's slots reserved for
+/// superusers (3).
+pub const SPARE_CONNECTIONS: u64 = 10;
 
 /// A running throwaway server. `stop` shuts it down gracefully; dropping it kills it.
 /// Either way its data directory is removed.
@@ -529,7 +538,9 @@ async fn spawn_process(
     let system = kind.system();
     let programs = process::locate_programs(system, search_path)?;
     let dir = data_dir(kind, opts)?;
-    let ctx = system.init(Context { dir: dir.path().to_path_buf(), programs, run_as: None, node, durability: opts.durability }).await?;
+    let ctx = system
+        .init(Context { dir: dir.path().to_path_buf(), programs, run_as: None, node, durability: opts.durability, clients: opts.clients })
+        .await?;
 
     let mut dir = Some(dir);
     let mut last_error = None;
@@ -603,12 +614,27 @@ pub(crate) struct Context {
     node: usize,
     /// The durability asked for (`SpawnOptions::durability`).
     durability: Option<Durability>,
+    /// The run's most clients at once (`SpawnOptions::clients`).
+    clients: Option<usize>,
 }
 
 impl Context {
     fn program(&self, index: usize) -> &Path {
         &self.programs[index]
     }
+
+    /// The connection limit to start the server with, when the run's clients and
+    /// [`SPARE_CONNECTIONS`] need more than the system's `default`; `None`: keep it.
+    fn connection_limit(&self, default: u64) -> Option<u64> {
+        raised_connection_limit(self.clients, default)
+    }
+}
+
+/// The connection limit `clients` need (with [`SPARE_CONNECTIONS`]) when it is above a
+/// system's `default`.
+fn raised_connection_limit(clients: Option<usize>, default: u64) -> Option<u64> {
+    let needed = clients? as u64 + SPARE_CONNECTIONS;
+    (needed > default).then_some(needed)
 }
 
 /// What a successful readiness probe learned from the server.
@@ -708,6 +734,14 @@ async fn read_line<S: tokio::io::AsyncBufRead + Unpin>(stream: &mut S) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_is_raised_only_above_the_default() {
+        assert_eq!(raised_connection_limit(None, 100), None, "no plan: the default");
+        assert_eq!(raised_connection_limit(Some(90), 100), None, "90 clients and 10 spare fit in 100");
+        assert_eq!(raised_connection_limit(Some(91), 100), Some(101));
+        assert_eq!(raised_connection_limit(Some(500), 151), Some(510));
+    }
 
     #[test]
     fn kinds_parse_from_their_names_and_aliases() {
@@ -845,7 +879,7 @@ mod tests {
         }
         let root = tempfile::tempdir().unwrap();
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), durability: None };
+        let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), ..SpawnOptions::default() };
         let mut search = vec![fake.path().to_path_buf()];
         search.extend(process::default_search_path(ServerKind::Redis.system()));
         let err =

@@ -142,11 +142,17 @@ async fn init(mut ctx: Context) -> Result<Context> {
     Ok(ctx)
 }
 
+/// PostgreSQL's `max_connections` unless it is set (initdb's choice on a normal machine).
+const DEFAULT_MAX_CONNECTIONS: u64 = 100;
+
 fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(1));
     command.arg("-D").arg(pgdata(ctx)).arg("-p").arg(port.to_string()).arg("-k").arg(&ctx.dir).args(["-c", "listen_addresses=127.0.0.1"]);
     for setting in durability_settings(ctx.durability) {
         command.args(["-c", setting]);
+    }
+    if let Some(limit) = ctx.connection_limit(DEFAULT_MAX_CONNECTIONS) {
+        command.arg("-c").arg(format!("max_connections={limit}"));
     }
     command
 }

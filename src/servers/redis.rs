@@ -57,6 +57,10 @@ fn server_version(text: &str) -> Option<String> {
     text.split_whitespace().find_map(|word| word.strip_prefix("v=")).map(str::to_string)
 }
 
+/// Redis's `maxclients` unless it is set (lowered at start when the open-file limit is
+/// lower).
+const DEFAULT_MAXCLIENTS: u64 = 10_000;
+
 pub(super) fn command(ctx: &Context, port: u16) -> Command {
     let mut command = Command::new(ctx.program(0));
     command
@@ -66,6 +70,9 @@ pub(super) fn command(ctx: &Context, port: u16) -> Command {
         .args(persistence(ctx.durability))
         .arg("--dir")
         .arg(&ctx.dir);
+    if let Some(limit) = ctx.connection_limit(DEFAULT_MAXCLIENTS) {
+        command.arg("--maxclients").arg(limit.to_string());
+    }
     command
 }
 
@@ -102,7 +109,9 @@ async fn probe_info(port: u16, pid: u32) -> io::Result<Ready> {
     }
     let mut settings = BTreeMap::new();
     settings.insert("save".to_string(), String::new());
-    for (key, name) in [("aof_enabled", "appendonly"), ("maxmemory", "maxmemory"), ("maxmemory_policy", "maxmemory_policy")] {
+    for (key, name) in
+        [("aof_enabled", "appendonly"), ("maxmemory", "maxmemory"), ("maxmemory_policy", "maxmemory_policy"), ("maxclients", "maxclients")]
+    {
         if let Some(value) = info.get(key) {
             let value = if key == "aof_enabled" { if value == "1" { "yes" } else { "no" }.to_string() } else { value.clone() };
             settings.insert(name.to_string(), value);

@@ -7,7 +7,7 @@ use super::text::requests;
 use super::{CONNECT_TIMEOUT, CliTarget, Kind};
 use crate::adapter::sql::dialect::SqlTable;
 use crate::adapter::sql::dialects::MYSQL;
-use crate::adapter::{Connection, Target, TargetInfo};
+use crate::adapter::{Connection, ConnectionRoom, Target, TargetInfo};
 use crate::base::op::Op;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
@@ -79,6 +79,12 @@ impl Target for CliTarget {
 
     async fn cleanup(&self) -> Result<()> {
         self.inner.cleanup().await
+    }
+
+    /// The library adapter's room: each client is one client process holding one
+    /// connection (a fresh one per request with `?spawn=per-op`, never two at once).
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
+        self.inner.connection_room().await
     }
 
     /// The library adapter's lease: the same namespace on the same server.

@@ -20,7 +20,7 @@ use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::Layout;
-use crate::adapter::{Connection, EngineMemory, Target, TargetInfo};
+use crate::adapter::{Connection, ConnectionRoom, EngineMemory, Target, TargetInfo};
 use crate::base::op::{ErrorClass, OpError};
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
@@ -208,6 +208,10 @@ pub trait PgServer: Send + Sync {
     fn lease_store(&self) -> Option<&dyn LeaseStore> {
         None
     }
+    /// See `Target::connection_room`; `None` where the engine does not tell.
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
+        Ok(None)
+    }
 }
 
 /// The `Target` of a PostgreSQL-protocol engine.
@@ -243,6 +247,10 @@ impl<S: PgServer + 'static> Target for PgWire<S> {
 
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
         self.0.engine_memory().await
+    }
+
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
+        self.0.connection_room().await
     }
 
     fn lease(self: Arc<Self>) -> Option<Arc<dyn LeaseStore>> {

@@ -16,7 +16,7 @@ use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, d
 use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, quote_literal};
-use crate::adapter::{Capabilities, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Capabilities, ConnectionRoom, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
 use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
@@ -383,6 +383,47 @@ impl PgServer for Postgres {
         Some(self)
     }
 
+    /// `max_connections`, less the slots kept for superusers (and, on 16+, for
+    /// `pg_use_reserved_connections`) unless this user is a superuser, less the other
+    /// client sessions; for other users also the role's and the database's `CONNECTION
+    /// LIMIT`, less their other sessions. A server that will not tell (an error) is not
+    /// checked.
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
+        const LIMITS: &str = "SELECT current_setting('max_connections')::int8, \
+             current_setting('superuser_reserved_connections')::int8 \
+                 + COALESCE(current_setting('reserved_connections', true), '0')::int8, \
+             (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'), \
+             (SELECT rolconnlimit::int8 FROM pg_roles WHERE rolname = current_user), \
+             (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND usename = current_user), \
+             (SELECT datconnlimit::int8 FROM pg_database WHERE datname = current_database()), \
+             (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = current_database()), \
+             (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)";
+        let client = self.open_client().await?;
+        let row = match client.query_one(LIMITS, &[]).await {
+            Ok(row) => row,
+            Err(e) => {
+                tracing::debug!("target '{}': cannot read the connection limit: {}", self.pg.name(), super::describe(&e));
+                return Ok(None);
+            }
+        };
+        let figure = |i: usize| row.try_get::<_, Option<i64>>(i).ok().flatten();
+        // This session is closed before the run connects: it is not one of the others.
+        let others = |i: usize| figure(i).map(|n| n.max(1) as u64 - 1);
+        let (Some(max), Some(reserved), Some(sessions)) = (figure(0), figure(1), others(2)) else { return Ok(None) };
+        let superuser = row.try_get::<_, Option<bool>>(7).ok().flatten().unwrap_or(false);
+        let server = postgres_room(max.max(0) as u64, if superuser { 0 } else { reserved.max(0) as u64 }, sessions);
+        if superuser {
+            return Ok(Some(server));
+        }
+        // A CONNECTION LIMIT of -1 is none; superusers are exempt from both.
+        let limit = |limit: usize, sessions: usize| figure(limit).filter(|l| *l >= 0).map(|l| l as u64).zip(others(sessions));
+        let role =
+            limit(3, 4).map(|(limit, others)| object_room(&format!("role {}", self.user), "the role's CONNECTION LIMIT", limit, others));
+        let database = limit(5, 6)
+            .map(|(limit, others)| object_room(&format!("database {}", self.database), "the database's CONNECTION LIMIT", limit, others));
+        Ok([role, database].into_iter().flatten().chain([server]).min_by_key(|room| room.free))
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let client = self.open_client().await?;
         let tables = self.pg.tables();
@@ -415,6 +456,23 @@ impl PgServer for Postgres {
     }
 }
 
+/// The room of a PostgreSQL server: `max_connections` less the slots this user cannot take
+/// (`reserved`) and the client sessions others hold (`others`).
+fn postgres_room(max_connections: u64, reserved: u64, others: u64) -> ConnectionRoom {
+    let reserved_text = if reserved > 0 { format!(", {reserved} reserved for other roles") } else { String::new() };
+    ConnectionRoom {
+        free: max_connections.saturating_sub(reserved).saturating_sub(others),
+        limit: format!("max_connections={max_connections}{reserved_text}, {others} in use"),
+        setting: "max_connections",
+    }
+}
+
+/// The room a role's or a database's `CONNECTION LIMIT` leaves (`what`: `role NAME` or
+/// `database NAME`; `others`: its sessions).
+fn object_room(what: &str, setting: &'static str, limit: u64, others: u64) -> ConnectionRoom {
+    ConnectionRoom { free: limit.saturating_sub(others), limit: format!("{what}: CONNECTION LIMIT {limit}, {others} in use"), setting }
+}
+
 /// The `durability` setting of a PostgreSQL server from its `fsync` and
 /// `synchronous_commit` (its sessions' default; dbsweep does not change them).
 fn durability_of(fsync: &str, synchronous_commit: &str) -> String {
@@ -430,6 +488,17 @@ fn durability_of(fsync: &str, synchronous_commit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_is_the_limit_less_the_reserved_slots_and_the_other_sessions() {
+        let superuser = postgres_room(100, 0, 2);
+        assert_eq!((superuser.free, superuser.limit.as_str()), (98, "max_connections=100, 2 in use"));
+        let plain = postgres_room(100, 3 + 2, 2);
+        assert_eq!((plain.free, plain.limit.as_str()), (93, "max_connections=100, 5 reserved for other roles, 2 in use"));
+        assert_eq!(postgres_room(10, 3, 9).free, 0, "a full server has no room, never less");
+        let role = object_room("role bench", "the role's CONNECTION LIMIT", 3, 1);
+        assert_eq!((role.free, role.limit.as_str()), (2, "role bench: CONNECTION LIMIT 3, 1 in use"));
+    }
 
     #[test]
     fn durability_follows_fsync_and_synchronous_commit() {

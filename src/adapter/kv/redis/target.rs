@@ -7,7 +7,7 @@ use super::dialect::Dialect;
 use super::rows::{TableKeys, hset_row, key_of, score};
 use super::{LOAD_CHUNK, MARKER_VALUE, Redis, strings};
 use crate::adapter::lease::LeaseStore;
-use crate::adapter::{Connection, RowSource, Target, TargetInfo};
+use crate::adapter::{Connection, ConnectionRoom, RowSource, Target, TargetInfo};
 use crate::base::table::{ColumnType, Row, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
@@ -183,6 +183,25 @@ impl Target for Redis {
         Ok(used.map(|bytes| crate::adapter::EngineMemory { bytes, source: "INFO memory used_memory".into() }))
     }
 
+    /// `CONFIG GET maxclients` less the other connected clients (`INFO clients`). A cluster
+    /// (a limit per node), or a server that will not tell (LedisDB, a renamed CONFIG), is
+    /// not checked.
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
+        if self.is_cluster() {
+            return Ok(None);
+        }
+        let mut conn = self.admin().await?;
+        let config: redis::RedisResult<std::collections::HashMap<String, String>> =
+            redis::cmd("CONFIG").arg("GET").arg("maxclients").query_async(&mut conn).await;
+        let info: redis::RedisResult<String> = redis::cmd("INFO").arg("clients").query_async(&mut conn).await;
+        let max = config.ok().and_then(|c| c.get("maxclients").and_then(|v| v.parse::<u64>().ok()));
+        let connected = info.ok().and_then(|i| {
+            i.lines().find_map(|line| line.trim_end().strip_prefix("connected_clients:")).and_then(|v| v.parse::<u64>().ok())
+        });
+        // This connection is closed before the run connects.
+        Ok(max.zip(connected).map(|(max, connected)| redis_room(max, connected.saturating_sub(1))))
+    }
+
     async fn cleanup(&self) -> Result<()> {
         let mut conn = self.admin().await?;
         // Without our marker nothing under the prefix is ours (or nothing is there).
@@ -194,5 +213,26 @@ impl Target for Redis {
 
     fn lease(self: Arc<Self>) -> Option<Arc<dyn LeaseStore>> {
         Some(self)
+    }
+}
+
+/// The room of a Redis server: `maxclients` less the clients others hold.
+fn redis_room(maxclients: u64, others: u64) -> ConnectionRoom {
+    ConnectionRoom {
+        free: maxclients.saturating_sub(others),
+        limit: format!("maxclients={maxclients}, {others} in use"),
+        setting: "maxclients",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_is_maxclients_less_the_other_clients() {
+        let room = redis_room(10, 3);
+        assert_eq!((room.free, room.limit.as_str(), room.setting), (7, "maxclients=10, 3 in use", "maxclients"));
+        assert_eq!(redis_room(10, 11).free, 0);
     }
 }

@@ -1,8 +1,8 @@
 //! The client count against the server's connection limit (issue 16, item 7): a run whose
 //! busiest point needs more connections than PostgreSQL, MariaDB or Redis has room for
-//! ends with exit 2 and one line naming the numbers and the fix, and writes nothing; a run
-//! just under the limit runs; servers dbsweep spawns are started with a limit above what
-//! the plan needs. Each test spawns its own server, since it changes its limit or fills it.
+//! (or MonetDB embedded, whose session limit is fixed) ends with exit 2 and one line naming
+//! the numbers and the fix, and writes nothing; a run just under the limit runs; servers
+//! dbsweep spawns are started with a limit above what the plan needs. Each test spawns its own server, since it changes its limit or fills it.
 
 mod support;
 
@@ -231,4 +231,21 @@ async fn spawned_servers_allow_the_plans_clients() {
     assert_eq!(memcached.settings()["maxconns"], (1100 + servers::SPARE_CONNECTIONS).to_string());
     pg.stop().await.unwrap();
     memcached.stop().await.unwrap();
+}
+
+/// MonetDB embedded serves at most 64 sessions, one of them dbsweep's own: 63 clients run
+/// with every op answered, 64 are refused before anything is written (they used to fail
+/// mid-run with "Failed to initialize client", voiding the point).
+#[test]
+fn monetdb_embedded_refuses_more_clients_than_its_64_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("refused");
+    let line = refusal(&run("monetdb=monetdb:", 64, &out), &out);
+    assert_eq!(
+        line,
+        "--clients 64 needs 64 connections to target monetdb (experiment get: one per client), but the server allows 63 more \
+         (max_clients=64, 1 held by dbsweep itself); lower --clients or raise max_clients, which MonetDBe does not let a program change"
+    );
+    let out = tmp.path().join("fits");
+    ran(&run("monetdb=monetdb:", 63, &out), &out, 63);
 }

@@ -16,7 +16,7 @@ use super::{OWNER_TABLE, QUERIES};
 use crate::adapter::lease::FileLease;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable, Storage};
-use crate::adapter::{Capabilities, Connection, EngineMemory, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::adapter::{Capabilities, Connection, ConnectionRoom, EngineMemory, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::{ColumnType, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
@@ -188,6 +188,12 @@ pub trait EmbeddedSql: Send + Sync {
     fn after_drop(&self, _admin: &mut Self::Engine) -> Result<()> {
         Ok(())
     }
+
+    /// How many more connections the engine accepts in this process (`admin` holds one
+    /// for the whole run); `None` when it has no limit of its own.
+    fn connection_room(&self, _admin: &mut Self::Engine) -> Result<Option<ConnectionRoom>> {
+        Ok(None)
+    }
 }
 
 /// The `Target` of an embedded SQL engine.
@@ -230,6 +236,10 @@ impl<S: EmbeddedSql> Target for Embedded<S> {
 
     async fn engine_memory(&self) -> Result<Option<EngineMemory>> {
         self.0.file().with_admin(|engine| self.0.engine_memory(engine)).map(Some)
+    }
+
+    async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
+        self.0.file().with_admin(|engine| self.0.connection_room(engine))
     }
 
     async fn cleanup(&self) -> Result<()> {

@@ -40,7 +40,7 @@ use super::session::Engine;
 use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, sql_target_info};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{MONETDB, MONETDB_MAX_KEYS};
-use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
+use crate::adapter::{ConnectionRoom, EngineMemory, OpenContext, TargetUrl};
 use crate::base::durability::Durability;
 use crate::base::table::{ColumnType, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
@@ -182,6 +182,27 @@ impl EmbeddedSql for MonetDb {
             })
             .map_err(|e| Error::runtime(e.message))?;
         Ok(EngineMemory { bytes, source: "sys.storage(): column, string heap and index bytes of dbsweep's tables".into() })
+    }
+
+    /// MonetDB serves at most `max_clients` sessions (64; MonetDBe has no option to raise
+    /// it): beyond that a connection fails with "Failed to initialize client". The database
+    /// is this process's alone, and before a run only the admin session is open.
+    /// (`sys.sessions` would count them, but MonetDBe 11.41 crashes listing its sessions.)
+    fn connection_room(&self, admin: &mut MonetDbEngine) -> Result<Option<ConnectionRoom>> {
+        const OPEN_BEFORE_A_RUN: u64 = 1;
+        let mut max = None;
+        admin
+            .query("SELECT CAST(value AS BIGINT) FROM sys.env() WHERE name = 'max_clients'", &[], &[ColumnType::Int], &mut |row| {
+                if let Some(Value::Int(v)) = row.first() {
+                    max = u64::try_from(*v).ok();
+                }
+            })
+            .map_err(|e| Error::runtime(e.message))?;
+        Ok(max.map(|max| ConnectionRoom {
+            free: max.saturating_sub(OPEN_BEFORE_A_RUN),
+            limit: format!("max_clients={max}, {OPEN_BEFORE_A_RUN} held by dbsweep itself"),
+            setting: "max_clients, which MonetDBe does not let a program change",
+        }))
     }
 }
 

@@ -47,11 +47,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// and locked through `RunDir::LOCK` in it (an exclusive `flock` held while the run lives:
 /// of two runs with one `--out`, exactly one succeeds, and a run killed outright — SIGKILL,
 /// OOM killer, power loss — leaves a lock file no one holds, which the next run or
-/// `--resume` simply takes). Until `keep` is called, dropping it removes the lock and a
-/// directory it created, so a run that fails before writing anything leaves nothing.
+/// `--resume` simply takes). Until `keep` is called, dropping it removes the lock and the
+/// directories it created (the run's own and missing parents such as `dbsweep-runs/`), so
+/// a run that fails before writing anything leaves nothing.
 pub struct RunDir {
     path: PathBuf,
-    created: bool,
+    /// The directories this claim created, innermost first.
+    created: Vec<PathBuf>,
     kept: bool,
     lock: Option<std::fs::File>,
 }
@@ -63,13 +65,15 @@ impl RunDir {
     /// Claims `path` for this run, or refuses with a usage error naming the fix.
     pub fn claim(path: &Path) -> Result<RunDir> {
         let shown = path.display();
+        let missing_parents: Vec<PathBuf> =
+            path.ancestors().skip(1).take_while(|p| !p.as_os_str().is_empty() && !p.exists()).map(Path::to_path_buf).collect();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| Error::usage(format!("cannot create output directory {shown}: {e}; choose another --out")))?;
         }
         let created = match std::fs::create_dir(path) {
-            Ok(()) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => false,
+            Ok(()) => std::iter::once(path.to_path_buf()).chain(missing_parents).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => missing_parents,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(Error::usage(format!("--out {shown} is a file; name a directory")));
             }
@@ -79,7 +83,7 @@ impl RunDir {
         match Self::lock(path, "choose another --out") {
             Ok(file) => claimed.lock = Some(file),
             Err(e) => {
-                claimed.created = false;
+                claimed.created.clear();
                 return Err(e);
             }
         }
@@ -99,7 +103,7 @@ impl RunDir {
     /// be written by another run; what it holds stays.
     pub fn reopen(path: &Path) -> Result<RunDir> {
         let lock = Self::lock(path, "wait for it to end")?;
-        Ok(RunDir { path: path.to_path_buf(), created: false, kept: true, lock: Some(lock) })
+        Ok(RunDir { path: path.to_path_buf(), created: Vec::new(), kept: true, lock: Some(lock) })
     }
 
     /// Takes the lock file in `path` (creating it if needed) and writes this run's pid in
@@ -155,9 +159,13 @@ impl Drop for RunDir {
             let _ = std::fs::remove_file(self.path.join(Self::LOCK));
             drop(held);
         }
-        if self.created && !self.kept {
+        if !self.kept {
             // Only if empty: never removes anything but what this run made.
-            let _ = std::fs::remove_dir(&self.path);
+            for dir in &self.created {
+                if std::fs::remove_dir(dir).is_err() {
+                    break;
+                }
+            }
         }
     }
 }
@@ -219,6 +227,23 @@ mod tests {
         assert!(refused.ends_with("wait for it to end"), "{refused}");
         drop(first);
         assert!(!out.exists(), "an unkept directory it created is removed");
+    }
+
+    #[test]
+    fn an_abandoned_claim_removes_the_parents_it_created_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("dbsweep-runs").join("day").join("run");
+        drop(RunDir::claim(&out).unwrap());
+        assert!(!dir.path().join("dbsweep-runs").exists(), "the parents it created are gone");
+        let shared = dir.path().join("dbsweep-runs");
+        std::fs::create_dir_all(shared.join("earlier")).unwrap();
+        drop(RunDir::claim(&shared.join("day").join("run")).unwrap());
+        assert!(!shared.join("day").exists(), "its own parent is gone");
+        assert!(shared.join("earlier").exists(), "a parent that was there stays, with what is in it");
+        let mut kept = RunDir::claim(&out).unwrap();
+        kept.keep();
+        drop(kept);
+        assert!(out.exists(), "a kept run keeps its directories");
     }
 
     #[test]

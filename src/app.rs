@@ -149,6 +149,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         runs: args.runs,
         warmup: args.warmup,
         ops: args.ops,
+        duration: args.duration,
         rows: args.rows,
         scale: args.scale,
         seed: args.seed,

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod duration;
 pub mod estimate;
 mod experiments;
 mod resolve;
@@ -60,6 +61,10 @@ pub struct StudyFile {
     pub seed: Option<u64>,
     #[serde(default)]
     pub ops: Option<u64>,
+    /// Time-based runs: every run lasts this long (`"30s"`, `"2m"`, `"500ms"`) instead of
+    /// doing `ops` ops; `--ops` on the command line overrides it, `--duration` replaces it.
+    #[serde(default)]
+    pub duration: Option<String>,
     #[serde(default)]
     pub runs: Option<u32>,
     #[serde(default)]
@@ -282,6 +287,8 @@ pub struct RunOptions {
     pub runs: Option<u32>,
     pub warmup: Option<u32>,
     pub ops: Option<u64>,
+    /// `--duration 30s`: every run lasts this long instead of doing a number of ops.
+    pub duration: Option<String>,
     /// `--rows`: rows of kv data, or YCSB record counts (a list sweeps them).
     pub rows: Option<Vec<u64>>,
     pub scale: Option<f64>,
@@ -423,7 +430,16 @@ impl Plan {
         if let Some(precision) = &self.precision {
             plan["precision"] = serde_json::json!(precision);
         }
+        // Likewise only under --duration (each experiment also carries it).
+        if let Some(secs) = self.duration_secs() {
+            plan["duration_secs"] = serde_json::json!(secs);
+        }
         plan
+    }
+
+    /// `--duration`: how long every run lasts, in seconds; `None`: runs do a number of ops.
+    pub fn duration_secs(&self) -> Option<f64> {
+        self.experiments.iter().find_map(|e| e.duration_secs)
     }
 
     /// The stopping rule of `experiment`'s runs (see `stopping::Precision::applies_to`).

@@ -565,6 +565,7 @@ mod tests {
             workload: None,
             ycsb: None,
             time_limit_secs: None,
+            duration_secs: None,
             table: 0,
             column: 0,
             max_column: 0,

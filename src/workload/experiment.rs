@@ -299,6 +299,11 @@ impl OpStream {
         if self.time_based { self.run_span } else { self.ops_at(point) }
     }
 
+    /// Whether runs last a duration (`--duration`) rather than a number of ops.
+    pub fn time_based(&self) -> bool {
+        self.time_based
+    }
+
     /// Lifecycle experiments: the op with sequence number `seq` over a table holding keys
     /// `0..records` (see `Experiment::lifecycle`), and the rows it finds there unless an
     /// earlier delete phase removed its key.

@@ -129,7 +129,7 @@ pub fn estimate(plan: &Plan) -> Estimate {
             let cap = plan.precision_of(e).map(|p| p.max_time_secs);
             for point in &e.points {
                 let runs = (e.warmup + e.runs) as u64;
-                let one = run_secs(&family, e, point, stream.ops_at(point), scale);
+                let one = e.duration_secs.unwrap_or_else(|| run_secs(&family, e, point, stream.ops_at(point), scale));
                 match cap {
                     Some(max) => {
                         secs += runs as f64 * one.min(max);

@@ -199,3 +199,36 @@ fn inputs_a_time_based_run_cannot_take_exit_2_with_one_line_and_write_nothing() 
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--duration '0ms'"));
 }
+
+#[test]
+fn shards_of_a_time_based_plan_merge_into_one_report_with_the_same_duration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<_> = ["s0", "s1", "merged"].iter().map(|d| tmp.path().join(d)).collect();
+    let plan = ["run", "-t", "nodb=nodb:", "-t", "sqlite=sqlite:", "-e", "get", "-c", "2", "--rows", "1000", "-T", "500ms"];
+    let plan = [&plan[..], &["--runs", "1", "--warmup", "0", "--no-progress"]].concat();
+    for (i, dir) in dirs[..2].iter().enumerate() {
+        let o = dbsweep(&[&plan[..], &["--shard", &format!("{i}/2"), "--out", dir.to_str().unwrap()]].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = dbsweep(&["merge", dirs[0].to_str().unwrap(), dirs[1].to_str().unwrap(), "--out", dirs[2].to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (merged, parts) = (report(&dirs[2]), [report(&dirs[0]), report(&dirs[1])]);
+    assert_eq!(merged["plan"]["duration_secs"], 0.5);
+    for target in ["nodb", "sqlite"] {
+        // Each point's runs are the shard's that ran it, as saved: its ops and its 0.5 s.
+        let runs = runs_of(&merged, "get", target);
+        let from_shard = parts.iter().find_map(|p| {
+            p["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|q| q["experiment"] == "get" && q["target"] == target)
+                .then(|| runs_of(p, "get", target))
+        });
+        assert_eq!(Some(&runs), from_shard.as_ref(), "{target}");
+        for r in &runs {
+            let seconds = r["seconds"].as_f64().unwrap();
+            assert!((0.5..0.5 + MARGIN_SECS).contains(&seconds) && r["ops"].as_u64().unwrap() > 0, "{target}: {r}");
+        }
+    }
+}

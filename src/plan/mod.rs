@@ -474,15 +474,17 @@ impl Plan {
     }
 
     /// The plan's work units for `--shard`, in plan order: per target, each experiment,
-    /// with all lifecycle experiments of a target as one unit; weighted by their ops.
+    /// with all lifecycle experiments of a target as one unit; weighted by their ops, or
+    /// by their runs when every run lasts the same duration (`--duration`).
     pub fn work_units(&self) -> Vec<shard::WorkUnit> {
-        let budget = self.budget();
-        let lifecycle_ops: u64 = self.experiments.iter().zip(&budget).filter(|(e, _)| e.lifecycle).map(|(_, b)| b.ops).sum();
+        let timed = self.duration_secs().is_some();
+        let weights: Vec<u64> = self.budget().iter().map(|b| if timed { b.points as u64 * u64::from(b.runs) } else { b.ops }).collect();
+        let lifecycle_ops: u64 = self.experiments.iter().zip(&weights).filter(|(e, _)| e.lifecycle).map(|(_, w)| w).sum();
         let has_lifecycle = self.experiments.iter().any(|e| e.lifecycle);
         let mut units = Vec::new();
         for target in self.target_names() {
-            for (i, (_, b)) in self.experiments.iter().zip(&budget).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
-                units.push(shard::WorkUnit { target: target.clone(), experiment: Some(i), weight: b.ops });
+            for (i, (_, &weight)) in self.experiments.iter().zip(&weights).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
+                units.push(shard::WorkUnit { target: target.clone(), experiment: Some(i), weight });
             }
             if has_lifecycle {
                 units.push(shard::WorkUnit { target: target.clone(), experiment: None, weight: lifecycle_ops });

@@ -2,8 +2,7 @@
 //! one-line error, and maps every outcome to an exit code. The only place that prints.
 
 use crate::adapter::lease::Holder;
-use crate::adapter::registry::{self, SYSTEMS};
-use crate::adapter::{OpenContext, TargetUrl};
+use crate::adapter::probe;
 use crate::cli::{Cli, Command, GenCommand, RunArgs};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
@@ -85,10 +84,7 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             }
             Ok(())
         }
-        Command::Targets => {
-            targets();
-            Ok(())
-        }
+        Command::Targets { format } => targets(format),
         Command::Gen(GenCommand::Keys { n, seed, value_bytes, out }) => {
             if n == 0 {
                 return Err(Error::usage("gen keys: N must be at least 1"));
@@ -626,29 +622,42 @@ fn announcement(plan: &plan::Plan) -> String {
     lines
 }
 
-fn targets() {
-    let scratch = tempfile::tempdir().ok();
-    println!("{:<26} {:<10} {:<9} description / capabilities", "URL", "system", "status");
-    for s in SYSTEMS {
-        let status = if s.unavailable.is_some() { "n/a here" } else { "runnable" };
-        println!("{:<26} {:<10} {:<9} {}", s.scheme, s.system, status, s.description);
-        if let Some(why) = s.unavailable {
-            println!("{:<47} why: {why}", "");
-            continue;
+/// `dbsweep targets`: what `probe::probe_all` found, as text or JSON.
+fn targets(format: probe::Format) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
+    let systems = runtime.block_on(probe::probe_all())?;
+    if format == probe::Format::Json {
+        let json = serde_json::json!({ "systems": systems });
+        println!("{}", serde_json::to_string_pretty(&json).map_err(|e| Error::runtime(format!("cannot write the JSON: {e}")))?);
+        return Ok(());
+    }
+    let indent = " ".repeat(26 + 1 + 11 + 1 + 13 + 1);
+    println!("{:<26} {:<11} {:<13} version / why not", "URL", "system", "status");
+    for s in &systems {
+        let detail = s.version.as_deref().or(s.reason.as_deref()).unwrap_or_default();
+        println!("{:<26} {:<11} {:<13} {detail}", s.scheme, s.system, s.status.word());
+        if !s.files.is_empty() {
+            let files: Vec<String> = s.files.iter().map(|f| f.display().to_string()).collect();
+            println!("{indent}found: {}", files.join(", "));
         }
-        let probe_url = s.scheme.replace("[PATH]", "");
-        if let (Some(dir), Ok(url)) = (&scratch, TargetUrl::parse(&probe_url))
-            && let Ok(t) = registry::open("probe", &url, &OpenContext::new(dir.path().to_path_buf()))
-        {
-            let caps = &t.info().capabilities;
+        println!("{indent}{}", s.description);
+        if let Some(caps) = &s.capabilities {
             let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();
             let queries: Vec<String> = caps.queries.iter().map(|q| format!("{q:?}")).collect();
-            println!("{:<47} ops: {}{}", "", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+            println!("{indent}ops: {}{}", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
             if !queries.is_empty() {
-                println!("{:<47} queries: {}", "", queries.join(" "));
+                println!("{indent}queries: {}", queries.join(" "));
             }
         }
     }
+    if systems.iter().any(|s| s.status == probe::Status::NotInstalled && s.spawn.is_some()) {
+        println!("\nnot installed: --spawn cannot start that server here; one you run yourself can still be named with --target NAME=URL");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

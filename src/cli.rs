@@ -21,8 +21,13 @@ pub enum Command {
     Run(RunArgs),
     /// List the built-in studies.
     Studies,
-    /// List the systems dbsweep can benchmark, their capabilities, and which cannot run here.
-    Targets,
+    /// List the systems dbsweep can benchmark: whether each is ready here (its server,
+    /// client or library found, with its version) or what to install, and its capabilities.
+    Targets {
+        /// Output format (json: the same facts for scripts).
+        #[arg(short = 'f', long, value_enum, default_value_t = crate::adapter::probe::Format::Text)]
+        format: crate::adapter::probe::Format,
+    },
     /// Generate input data to a file or stdout, for feeding other tools the same data.
     #[command(subcommand)]
     Gen(GenCommand),
@@ -180,9 +185,11 @@ pub struct RunArgs {
     #[arg(long = "data-root", value_delimiter = ',', value_name = "DIRS", env = "DBSWEEP_DATA_ROOT")]
     pub data_roots: Vec<String>,
     /// Fixed-rate (open-loop) runs at this many ops/s in total; latency is also measured
-    /// from each op's intended start. Default: closed loop at maximum throughput.
-    #[arg(short = 'R', long, value_name = "OPS_PER_SEC", env = "DBSWEEP_RATE")]
-    pub rate: Option<f64>,
+    /// from each op's intended start. Several (comma-separated) make the rate a sweep axis:
+    /// every point runs at each rate, and the report draws latency against throughput.
+    /// Default: closed loop at maximum throughput.
+    #[arg(short = 'R', long, value_delimiter = ',', value_name = "OPS_PER_SEC", env = "DBSWEEP_RATE")]
+    pub rate: Option<Vec<f64>>,
     /// Durability of every target that has a setting for it: none (nothing forced to
     /// disk), periodic (flushed about every second), commit (fsync at every commit).
     /// Spawned servers and embedded engines are configured; a server dbsweep did not

@@ -322,22 +322,123 @@ fn report_has_points(dir: &Path) -> bool {
         .is_some_and(|j| j["points"].as_array().is_some_and(|p| !p.is_empty()))
 }
 
+/// `dbsweep targets --format json`, run with `env` set for the child, parsed.
+fn targets_json(env: &[(&str, &Path)]) -> Vec<serde_json::Value> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+    command.args(["targets", "--format", "json"]);
+    for var in ["DBSWEEP_HYPERD", "DBSWEEP_H2_JAR", "DBSWEEP_CASSANDRA_LIB", "DBSWEEP_LEDIS_SERVER", "DBSWEEP_FERRETDB"] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    let o = command.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let systems = json["systems"].as_array().unwrap().clone();
+    let names: Vec<&str> = systems.iter().map(|s| s["system"].as_str().unwrap()).collect();
+    let known: Vec<&str> = dbsweep::adapter::registry::SYSTEMS.iter().map(|s| s.system).collect();
+    assert_eq!(names, known, "every known system, in order");
+    systems
+}
+
+fn system<'a>(systems: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    systems.iter().find(|s| s["system"] == name).unwrap()
+}
+
+/// What a program prints for `--version`, or its first line (the test machine has them installed).
+fn version_text(program: &str) -> String {
+    let o = Command::new(program).arg("--version").output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 #[test]
 fn studies_and_targets_list_what_exists() {
     let o = dbsweep(&["studies"]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("embedded"));
     let o = dbsweep(&["targets"]);
+    assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("sqlite") && text.contains("monetdb"));
-    // MonetDB (embedded), the SSDB- and MongoDB-class servers run; what cannot run says what to use instead.
-    for runnable in ["monetdb:", "ledis://", "mongodb://"] {
-        let line = text.lines().find(|l| l.starts_with(runnable)).unwrap_or_else(|| panic!("{runnable} not listed:\n{text}"));
-        assert!(line.contains("runnable"), "{line}");
+    let line =
+        |scheme: &str| text.lines().find(|l| l.starts_with(scheme)).unwrap_or_else(|| panic!("{scheme} not listed:\n{text}")).to_string();
+    // The servers the test machine has, with the versions their own programs print.
+    let redis = version_text("redis-server");
+    let redis = redis.split_whitespace().find_map(|w| w.strip_prefix("v=")).unwrap();
+    let newest_pg = std::fs::read_dir("/usr/lib/postgresql")
+        .unwrap()
+        .map(|e| e.unwrap().path().join("bin/postgres"))
+        .max_by_key(|p| p.parent().unwrap().parent().unwrap().file_name().unwrap().to_str().unwrap().parse::<u32>().unwrap_or(0))
+        .unwrap();
+    let postgres = version_text(newest_pg.to_str().unwrap());
+    let postgres = postgres.lines().next().unwrap().strip_prefix("postgres (PostgreSQL) ").unwrap().to_string();
+    let mariadb = version_text("/usr/sbin/mariadbd");
+    let mariadb = mariadb.split_whitespace().skip_while(|w| *w != "Ver").nth(1).unwrap();
+    for (scheme, version) in [("redis://", redis), ("postgres://", postgres.as_str()), ("mysql://", mariadb)] {
+        let listed = line(scheme);
+        let words: Vec<&str> = listed.split_whitespace().collect();
+        assert_eq!(words[2], "ready", "{scheme}");
+        assert_eq!(words[3..].join(" "), version, "{scheme}");
+    }
+    // MonetDB (embedded), the SSDB- and MongoDB-class servers run here.
+    for ready in ["monetdb:", "ledis://", "mongodb://", "redis-cli://", "mysql-cli://"] {
+        assert_eq!(line(ready).split_whitespace().nth(2), Some("ready"), "{}", line(ready));
+    }
+    // What cannot run says what to use instead.
+    for unavailable in ["aerospike://", "ssdb://", "mongodb:// (mongod)"] {
+        assert!(line(unavailable).contains(" n/a "), "{}", line(unavailable));
     }
     assert!(text.contains("use ledis:// (--spawn ledisdb)") && text.contains("use --spawn ferretdb"), "{text}");
     assert!(text.contains("no public package for Debian, PyPI, npm or Maven"), "{text}");
-    assert!(!text.contains("these machines"), "{text}");
+    assert!(!text.contains("these machines") && !text.contains("runnable"), "{text}");
+
+    let systems = targets_json(&[]);
+    let redis_json = system(&systems, "redis");
+    assert_eq!((redis_json["status"].as_str(), redis_json["version"].as_str()), (Some("ready"), Some(redis)));
+    assert_eq!(redis_json["spawn"], "redis");
+    assert!(redis_json["files"][0].as_str().unwrap().ends_with("/redis-server"), "{redis_json}");
+    for s in &systems {
+        let ready = s["status"] == "ready";
+        assert!(["ready", "not installed", "n/a"].contains(&s["status"].as_str().unwrap()), "{s}");
+        assert_eq!(ready, s["version"].is_string() && s["reason"].is_null(), "{s}");
+        assert_eq!(ready, !s["version"].is_null(), "{s}");
+    }
+    assert_eq!(system(&systems, "ssdb")["status"], "n/a");
+}
+
+/// With nothing on PATH and an empty native directory, what only those provide is not
+/// installed, each with what to install; servers found in the system directories --spawn
+/// also searches (/usr/sbin, /usr/lib/postgresql) stay ready.
+#[test]
+fn targets_say_what_to_install_when_nothing_is_found() {
+    let empty = tempfile::tempdir().unwrap();
+    let systems = targets_json(&[("PATH", Path::new("")), ("HOME", empty.path()), ("DBSWEEP_NATIVE_DIR", empty.path())]);
+    for (name, hint) in [
+        ("ledisdb", "ledis-server not found: build it with scripts/setup-servers"),
+        ("mongodb", "ferretdb not found: build it with scripts/setup-servers"),
+        ("hyper", "hyperd not found: install it with scripts/setup-servers"),
+        ("h2", "the H2 jar was not found: install it with scripts/setup-servers"),
+        ("cassandra", "Cassandra's jars (cassandra-all-*.jar) not found: install them with scripts/setup-servers"),
+        ("redis-cli", "no `redis-cli` on PATH; install redis-tools"),
+        ("mariadb-cli", "no `mariadb` or `mysql` client on PATH; install mariadb-client"),
+    ] {
+        let s = system(&systems, name);
+        assert_eq!(s["status"], "not installed", "{s}");
+        assert!(s["reason"].as_str().unwrap().starts_with(hint), "{s}");
+        assert!(s["version"].is_null() && s["files"].as_array().unwrap().is_empty(), "{s}");
+    }
+    for name in ["redis", "pg-row", "mariadb", "sqlite", "monetdb"] {
+        assert_eq!(system(&systems, name)["status"], "ready", "{}", system(&systems, name));
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .arg("targets")
+        .env("PATH", "")
+        .env("HOME", empty.path())
+        .env("DBSWEEP_NATIVE_DIR", empty.path())
+        .env_remove("DBSWEEP_LEDIS_SERVER")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let ledis = text.lines().find(|l| l.starts_with("ledis://")).unwrap();
+    assert!(ledis.contains(" not installed ledis-server not found"), "{ledis}");
 }
 
 #[test]
@@ -378,6 +479,67 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
     let json = report(&out);
     let p = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m" && p["experiment"] == "get").unwrap();
     assert_eq!(p["runs"][0]["response"]["get"]["count"], 400);
+}
+
+/// A target that needs 1 ms per request keeps up with 20 and 50 ops/s from one client but
+/// not with 2000: the rate sweep runs each point at each rate, flags the missed one, and
+/// report.html draws response time against throughput. (The kept rates leave 19 ms of
+/// slack per request, so a busy test machine's stalls do not make them late.)
+#[test]
+fn a_rate_sweep_runs_each_point_at_each_rate_and_shows_where_the_target_falls_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run",
+        "--target",
+        "slow=mock:?latency_us=1000&execution=async_threads",
+        "--experiments",
+        "get",
+        "--ops",
+        "80",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--batch",
+        "1",
+        "--rate",
+        "2000,20,50,20",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<_> =
+        csv_rows(&out).into_iter().filter(|r| r["target"] == "slow" && r["experiment"] == "get" && r["batched"] == "false").collect();
+    let rates: Vec<&str> = rows.iter().map(|r| r["rate"].as_str()).collect();
+    assert_eq!(rates, ["20", "50", "2000"], "each rate once, ascending");
+    for r in &rows[..2] {
+        let (asked, achieved) = (r["rate"].parse::<f64>().unwrap(), r["ops_per_sec"].parse::<f64>().unwrap());
+        assert!(achieved > 0.95 * asked && achieved < 1.1 * asked, "kept the rate: {r:?}");
+        assert!(!r["flags"].contains("missed_rate"), "{r:?}");
+    }
+    let fast = &rows[2];
+    assert!(fast["ops_per_sec"].parse::<f64>().unwrap() < 1200.0, "1 ms per request caps one client near 1000/s: {fast:?}");
+    assert!(fast["flags"].contains("missed_rate"), "{fast:?}");
+    let (resp, service) = (fast["resp_p99_us"].parse::<f64>().unwrap(), fast["p99_us"].parse::<f64>().unwrap());
+    assert!(resp > 3.0 * service, "behind the schedule, requests queue: response p99 {resp} µs, service p99 {service} µs");
+
+    let json = report(&out);
+    assert_eq!(json["plan"]["rate"], serde_json::json!([20.0, 50.0, 2000.0]));
+    let floor = json["points"].as_array().unwrap().iter().find(|p| p["experiment"] == "echo-floor").unwrap();
+    assert!(floor["rate"].is_null(), "the echo floor stays a closed-loop round trip");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for (id, kind) in [
+        ("fig-get-latency-throughput", "latency-throughput"),
+        ("fig-get-response", "response-percentiles"),
+        ("fig-get-latency", "percentiles"),
+    ] {
+        assert!(html.contains(&format!("data-figure=\"{id}\" data-kind=\"{kind}\"")), "{id} missing");
+    }
+    assert!(!html.contains("data-figure=\"fig-get-clients\""), "a fixed rate decides throughput: no throughput-vs-clients figure");
 }
 
 #[test]

@@ -16,6 +16,7 @@ pub mod mock;
 pub mod mysql;
 pub mod nodb;
 pub mod pgwire;
+pub mod probe;
 pub mod registry;
 pub mod sql;
 pub mod url;

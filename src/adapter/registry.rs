@@ -1,5 +1,5 @@
-//! The list of systems dbsweep knows (runnable here or not, for `dbsweep targets`) and
-//! `open`, which builds the adapter for a target URL.
+//! The list of systems dbsweep knows (with what each needs to run, which `dbsweep targets`
+//! probes) and `open`, which builds the adapter for a target URL.
 //!
 //! The only module that names every adapter; adapters never import it. Must not connect
 //! to anything: adapters connect in `prepare`/`connect`.
@@ -10,15 +10,41 @@ use super::pgwire::{PgWire, h2, hyper, postgres};
 use super::{OpenContext, Target, TargetUrl};
 use super::{cli_client, mock, mysql, nodb};
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 use std::sync::Arc;
 
-/// Systems dbsweep knows of, runnable here or not, for `dbsweep targets`.
+/// Systems dbsweep knows of, for `dbsweep targets`.
 pub struct SystemEntry {
     pub scheme: &'static str,
     pub system: &'static str,
     pub description: &'static str,
-    /// `None` when runnable; otherwise why not.
-    pub unavailable: Option<&'static str>,
+    pub needs: Needs,
+}
+
+impl SystemEntry {
+    /// Why it cannot run here, if it cannot.
+    pub fn unavailable(&self) -> Option<&'static str> {
+        match self.needs {
+            Needs::Unavailable(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+/// What a system needs to run here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Nothing: it is part of dbsweep.
+    BuiltIn,
+    /// Its engine is a library inside dbsweep (an embedded database).
+    Library,
+    /// The server `--spawn` starts (or one the user runs and names in the URL).
+    Server(ServerKind),
+    /// A command-line client program on PATH (`CliTarget` looks for it there), in front of
+    /// the server `--spawn` starts.
+    Client(ServerKind),
+    /// It cannot run here: why, and what to use instead, in words for a user.
+    Unavailable(&'static str),
 }
 
 pub const SYSTEMS: &[SystemEntry] = &[
@@ -26,121 +52,121 @@ pub const SYSTEMS: &[SystemEntry] = &[
         scheme: "nodb:",
         system: "nodb",
         description: "no database: each op only bumps a counter (the client-overhead ceiling)",
-        unavailable: None,
+        needs: Needs::BuiltIn,
     },
     SystemEntry {
         scheme: "mock:",
         system: "mock",
         description: "deterministic in-process reference store (a BTreeMap); answers every op exactly",
-        unavailable: None,
+        needs: Needs::BuiltIn,
     },
     SystemEntry {
         scheme: "sqlite:[PATH]",
         system: "sqlite",
         description: "SQLite, embedded row store (WAL, synchronous=NORMAL)",
-        unavailable: None,
+        needs: Needs::Library,
     },
     SystemEntry {
         scheme: "duckdb:[PATH]",
         system: "duckdb",
         description: "DuckDB, embedded column store (prebuilt libduckdb)",
-        unavailable: None,
+        needs: Needs::Library,
     },
     SystemEntry {
         scheme: "monetdb:[PATH]",
         system: "monetdb",
         description: "MonetDB 11.41 embedded (MonetDBe, prebuilt libmonetdbe), column store; a database directory, one per process",
-        unavailable: None,
+        needs: Needs::Library,
     },
     SystemEntry {
         scheme: "redb:[PATH]",
         system: "redb",
         description: "redb, embedded copy-on-write B-tree key-value store",
-        unavailable: None,
+        needs: Needs::Library,
     },
     SystemEntry {
         scheme: "redis://",
         system: "redis",
         description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline); two-column pairs tables as plain string keys (SET/MGET/MSET)",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Redis),
     },
     SystemEntry {
         scheme: "ledis://",
         system: "ledisdb",
         description: "LedisDB 0.5 (ledisdb at d35789ec47e6): Redis protocol on LevelDB, SSDB's design; Redis' mapping, batches as pipelines (no MULTI/EXEC)",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::LedisDb),
     },
     SystemEntry {
         scheme: "memcached://",
         system: "memcached",
         description: "Memcached: one item per row (text protocol); no scans, ranges or queries",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Memcached),
     },
     SystemEntry {
         scheme: "postgres://",
         system: "pg-row",
         description: "PostgreSQL, a typed column per attribute (?layout=row, the default)",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Postgres),
     },
     SystemEntry {
         scheme: "postgres://?layout=hstore",
         system: "pg-hstore",
         description: "PostgreSQL, key-value table (pk, hstore) with expression indexes",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Postgres),
     },
     SystemEntry {
         scheme: "postgres://?layout=jsonb",
         system: "pg-jsonb",
         description: "PostgreSQL, key-value table (pk, jsonb) with expression indexes",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Postgres),
     },
     SystemEntry {
         scheme: "mysql://",
         system: "mariadb",
         description: "MariaDB or MySQL, InnoDB tables (also mariadb://)",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Mariadb),
     },
     SystemEntry {
         scheme: "mysql-cli://",
         system: "mariadb-cli",
         description: "MariaDB through the `mariadb`/`mysql` command-line client over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
-        unavailable: None,
+        needs: Needs::Client(ServerKind::Mariadb),
     },
     SystemEntry {
         scheme: "redis-cli://",
         system: "redis-cli",
         description: "Redis through `redis-cli` over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
-        unavailable: None,
+        needs: Needs::Client(ServerKind::Redis),
     },
     SystemEntry {
         scheme: "hyper://",
         system: "hyper",
         description: "HyPer (Tableau Hyper's hyperd), PostgreSQL wire protocol; no indexes (every op scans)",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Hyper),
     },
     SystemEntry {
         scheme: "h2://",
         system: "h2",
         description: "H2 (Java), PostgreSQL wire protocol of its PG server; in-memory database mem:NAME, typed columns",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::H2),
     },
     SystemEntry {
         scheme: "cassandra://",
         system: "cassandra",
         description: "Apache Cassandra (CQL, scylla driver): several contact points h1:p,h2:p, ?replication_factor=N; prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::Cassandra),
     },
     SystemEntry {
         scheme: "mongodb://",
         system: "mongodb",
         description: "MongoDB wire protocol (official driver): a document per row, indexes for ranges; a real MongoDB you run, or FerretDB 1.24 (--spawn ferretdb, on SQLite)",
-        unavailable: None,
+        needs: Needs::Server(ServerKind::FerretDb),
     },
     SystemEntry {
         scheme: "aerospike://",
         system: "aerospike",
         description: "Aerospike key-value store",
-        unavailable: Some(
+        needs: Needs::Unavailable(
             "the Aerospike server has no public package for Debian, PyPI, npm or Maven, so dbsweep cannot start or test one and has no adapter; run your own server with Aerospike's own tools",
         ),
     },
@@ -148,7 +174,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
         scheme: "ssdb://",
         system: "ssdb",
         description: "SSDB (Redis protocol on LevelDB)",
-        unavailable: Some(
+        needs: Needs::Unavailable(
             "SSDB has no public package for Debian, PyPI, npm or Maven; use ledis:// (--spawn ledisdb): LedisDB, the same design",
         ),
     },
@@ -156,7 +182,7 @@ pub const SYSTEMS: &[SystemEntry] = &[
         scheme: "mongodb:// (mongod)",
         system: "mongod",
         description: "MongoDB's own server, started by dbsweep",
-        unavailable: Some(
+        needs: Needs::Unavailable(
             "mongod has no public package for Debian, PyPI, npm or Maven, so dbsweep cannot start one; use --spawn ferretdb (FerretDB: the MongoDB protocol on SQLite), or point mongodb:// at a MongoDB you run",
         ),
     },
@@ -222,7 +248,9 @@ pub fn check_scheme(name: &str, url: &TargetUrl) -> Result<()> {
     }
     let listed = |s: &SystemEntry| s.scheme.trim_end_matches(":[PATH]").trim_end_matches("://").trim_end_matches(':') == scheme;
     match SYSTEMS.iter().find(|s| listed(s)) {
-        Some(SystemEntry { unavailable: Some(why), .. }) => Err(Error::usage(format!("target '{name}': {scheme} cannot run here: {why}"))),
+        Some(SystemEntry { needs: Needs::Unavailable(why), .. }) => {
+            Err(Error::usage(format!("target '{name}': {scheme} cannot run here: {why}")))
+        }
         _ => Err(Error::usage(format!(
             "target '{name}': unknown URL scheme '{scheme}:'{}; see `dbsweep targets` for the supported ones",
             crate::base::suggest::did_you_mean(scheme, SCHEMES.iter().copied())

@@ -129,7 +129,10 @@ pub fn estimate(plan: &Plan) -> Estimate {
             let cap = plan.precision_of(e).map(|p| p.max_time_secs);
             for point in &e.points {
                 let runs = (e.warmup + e.runs) as u64;
-                let one = e.duration_secs.unwrap_or_else(|| run_secs(&family, e, point, stream.ops_at(point), scale));
+                let ops = stream.ops_at(point);
+                // A fixed rate paces the run: it lasts at least its ops at that rate.
+                let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
+                let one = e.duration_secs.unwrap_or_else(|| run_secs(&family, e, point, ops, scale).max(paced));
                 match cap {
                     Some(max) => {
                         secs += runs as f64 * one.min(max);
@@ -268,6 +271,20 @@ mod tests {
         let small = plan(RunOptions { budget: Some("1h".into()), ..Default::default() });
         assert!(small.budget_note.as_deref().unwrap().contains("fits"));
         assert_eq!(small.precision.unwrap(), stopping::Precision { target: 0.02, max_time_secs: stopping::DEFAULT_MAX_TIME_SECS });
+    }
+
+    #[test]
+    fn a_fixed_rate_paces_the_estimate() {
+        let opts =
+            |rate: Option<Vec<f64>>| RunOptions { experiments: Some(vec!["get".into()]), ops: Some(1000), rate, ..Default::default() };
+        let open = plan(opts(None));
+        let paced = plan(opts(Some(vec![10.0])));
+        let runs: u64 =
+            paced.experiments.iter().filter(|e| e.name == "get").map(|e| (e.runs + e.warmup) as u64 * e.points.len() as u64).sum();
+        let nodb = |p: &Plan| estimate(p).per_target.iter().find(|(n, _)| n == "nodb").unwrap().1;
+        assert!(nodb(&open) < 10.0, "{}", nodb(&open));
+        // 1000 ops at 10 ops/s: 100 s a run, whatever the target.
+        assert!(nodb(&paced) >= runs as f64 * 100.0, "{} for {runs} runs", nodb(&paced));
     }
 
     #[test]

@@ -72,7 +72,7 @@ fn floor_experiment(quick: bool) -> Experiment {
         ops: if quick { 300 } else { 2000 },
         runs: 3,
         warmup: 1,
-        points: vec![Point { clients: 1, batch: 1, batched: false, param: None }],
+        points: vec![Point { clients: 1, batch: 1, batched: false, param: None, rate: None }],
     }
 }
 
@@ -104,6 +104,9 @@ fn experiment(
                 record_rounds.push(*n);
             }
         }
+    }
+    if !scope.axes.rates.is_empty() {
+        points = points.iter().flat_map(|p| scope.axes.rates.iter().map(move |&r| Point { rate: Some(r), ..*p })).collect();
     }
     if e.op.is_range() && points.iter().any(|p| p.param.is_none()) {
         return Err(Error::usage(format!("experiment '{}': range ops sweep widths only (sweep = [\"widths\"])", e.name)));
@@ -191,18 +194,20 @@ fn sweep_points(e: &ExperimentEntry, axes: &SweepAxes, lifecycle: bool) -> Resul
             points.push(p);
         }
     };
-    let plain = |clients: usize, param: Option<u64>| Point { clients, batch: 1, batched: false, param };
+    let plain = |clients: usize, param: Option<u64>| Point { clients, batch: 1, batched: false, param, rate: None };
     for sweep in &e.sweep {
         match sweep {
             Sweep::Clients => axes.clients.iter().for_each(|&c| add(plain(c, None))),
             Sweep::Batch => {
                 add(plain(axes.batch_clients, None));
-                axes.batch.iter().for_each(|&b| add(Point { clients: axes.batch_clients, batch: b, batched: true, param: None }));
+                axes.batch
+                    .iter()
+                    .for_each(|&b| add(Point { clients: axes.batch_clients, batch: b, batched: true, param: None, rate: None }));
             }
             Sweep::Single => add(plain(1, None)),
             Sweep::Sizes => axes.sizes.iter().for_each(|&n| {
                 let one_request = e.op.writes() && !lifecycle;
-                add(Point { clients: 1, batch: if one_request { n as usize } else { 1 }, batched: one_request, param: Some(n) })
+                add(Point { clients: 1, batch: if one_request { n as usize } else { 1 }, batched: one_request, param: Some(n), rate: None })
             }),
             Sweep::SizesEach => {
                 if !e.op.writes() {

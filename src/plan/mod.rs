@@ -15,7 +15,7 @@ use crate::base::durability::Durability;
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
 use crate::servers::{ServerKind, SpawnOptions};
-use crate::workload::experiment::{Experiment, ExperimentOp};
+use crate::workload::experiment::{Experiment, ExperimentOp, Rate};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -303,8 +303,8 @@ pub struct RunOptions {
     pub timeout_secs: Option<f64>,
     /// `--hlog-interval`: seconds per interval histogram (0: none).
     pub hlog_interval_secs: Option<f64>,
-    /// Fixed-rate (open-loop) runs at this many ops/s in total.
-    pub rate: Option<f64>,
+    /// Fixed-rate (open-loop) runs at these many ops/s in total, each a sweep point.
+    pub rate: Option<Vec<f64>>,
     /// `--durability none|periodic|commit`, over the study's.
     pub durability: Option<String>,
     /// Throwaway servers to start (`postgres,redis` or `all`); their targets are added.
@@ -352,8 +352,9 @@ pub struct Plan {
     /// The interval of the latency-over-time histograms of measured runs (`.hlog`);
     /// `None`: not kept.
     pub hlog_interval: Option<std::time::Duration>,
-    /// Fixed-rate runs at this many ops/s in total; `None`: closed loop (max throughput).
-    pub rate: Option<f64>,
+    /// The fixed rates every experiment's points run at (the echo floor and lifecycle
+    /// phases excepted), ascending; empty: closed loop (max throughput).
+    pub rates: Vec<Rate>,
     /// The durability asked of every target that has a setting for it; `None`: each
     /// system's default.
     pub durability: Option<Durability>,
@@ -416,7 +417,10 @@ impl Plan {
             "quick": self.quick,
             "timeout_secs": self.timeout_secs,
             "hlog_interval_secs": self.hlog_interval.map(|d| d.as_secs_f64()),
-            "rate": self.rate,
+            "rate": match self.rates.as_slice() {
+                [] => serde_json::Value::Null,
+                rates => serde_json::json!(rates),
+            },
             "durability": self.durability,
             "spawn": self.spawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
             "data_roots": self.data_roots,

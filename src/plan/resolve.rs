@@ -18,7 +18,7 @@ use crate::base::durability::Durability;
 use crate::data::{DataSpec, RecordCounts};
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
-use crate::workload::experiment::Experiment;
+use crate::workload::experiment::{Experiment, Rate};
 
 /// Validates raw options against a study and resolves everything into a plan.
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
@@ -38,7 +38,6 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let hlog_interval = hlog_interval(opts)?;
     let spawn = spawned_servers(opts, &study)?;
     let data_roots = data_roots(opts, &spawn)?;
-    let rate = fixed_rate(opts, &from_ycsb)?;
     let durability = durability(opts, &study)?;
     let rows = opts.rows.clone().or(from_ycsb.records.clone());
     let mut data = sized_data(opts, &study, &quick, rows.as_deref())?;
@@ -86,7 +85,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         quick: opts.quick,
         timeout_secs,
         hlog_interval,
-        rate,
+        rates: axes.rates.clone(),
         durability,
         spawn,
         data_roots,
@@ -167,7 +166,7 @@ fn study_with_ycsb(opts: &RunOptions) -> Result<StudyWithYcsb> {
     let mut from_ycsb = ycsb::ClientOverrides::default();
     if let Some(cli) = &ycsb {
         ycsb::adapt_study(&mut study, cli)?;
-        from_ycsb = ycsb::client_overrides(cli, opts.rows.as_ref(), opts.ops, opts.clients.as_ref(), opts.rate)?;
+        from_ycsb = ycsb::client_overrides(cli, opts.rows.as_ref(), opts.ops, opts.clients.as_ref(), opts.rate.as_deref())?;
         warnings.extend(cli.applied.warnings.iter().cloned());
     }
     Ok(StudyWithYcsb { study, ycsb, from_ycsb, warnings })
@@ -228,6 +227,8 @@ pub(super) struct SweepAxes {
     pub range_clients: usize,
     /// Clients of the batch sweep.
     pub batch_clients: usize,
+    /// Fixed rates each point runs at (empty: closed loop).
+    pub rates: Vec<Rate>,
 }
 
 fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<SweepAxes> {
@@ -254,7 +255,14 @@ fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from
     let batch_clients = opts.batch_clients.or(study.batch_clients).unwrap_or(1);
     client_counts("--range-clients", &[range_clients])?;
     client_counts("--batch-clients", &[batch_clients])?;
-    Ok(SweepAxes { clients, batch, widths, sizes, range_clients, batch_clients })
+    let rates = fixed_rates(opts, from_ycsb)?;
+    if !rates.is_empty() && study.lifecycle {
+        return Err(Error::usage(format!(
+            "--rate: the {} study's phases run back to back as fast as they can; leave out --rate",
+            study.name
+        )));
+    }
+    Ok(SweepAxes { clients, batch, widths, sizes, range_clients, batch_clients, rates })
 }
 
 /// The most clients a point may have: each is a connection (and, for some adapters, a
@@ -364,14 +372,20 @@ fn durability(opts: &RunOptions, study: &StudyFile) -> Result<Option<Durability>
         .ok_or_else(|| Error::usage(format!("{source} must be none, periodic or commit (fsync at every commit), got '{text}'")))
 }
 
-/// Fixed-rate runs (`--rate`, or YCSB's `target`); `None` runs closed loop.
-fn fixed_rate(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<Option<f64>> {
-    if let Some(rate) = opts.rate
-        && !(rate > 0.0 && rate.is_finite())
-    {
-        return Err(Error::usage("--rate must be a positive number of ops per second"));
-    }
-    Ok(opts.rate.or(from_ycsb.rate.flatten()))
+/// Fixed rates (`--rate`, or YCSB's `target`), ascending and each once; empty runs
+/// closed loop.
+fn fixed_rates(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<Vec<Rate>> {
+    let asked = match &opts.rate {
+        Some(list) => list.clone(),
+        None => from_ycsb.rate.flatten().into_iter().collect(),
+    };
+    let mut rates = asked
+        .iter()
+        .map(|&r| Rate::new(r).ok_or_else(|| Error::usage(format!("--rate must be positive numbers of ops per second, got {r}"))))
+        .collect::<Result<Vec<Rate>>>()?;
+    rates.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
+    rates.dedup();
+    Ok(rates)
 }
 
 /// The study's data, sized by `--rows` (a list only for YCSB record counts), `--scale`
@@ -471,7 +485,7 @@ fn unavailable_systems(study: &StudyFile) -> Result<Vec<(String, String)>> {
     let mut unavailable = Vec::new();
     for system in &study.unavailable {
         let entry = crate::adapter::registry::SYSTEMS.iter().find(|s| s.system == system.as_str());
-        match entry.and_then(|e| e.unavailable) {
+        match entry.and_then(|e| e.unavailable()) {
             Some(why) => unavailable.push((system.clone(), why.to_string())),
             None => {
                 return Err(Error::usage(format!("study '{}': '{system}' in `unavailable` is not a known unavailable system", study.name)));
@@ -486,6 +500,7 @@ mod tests {
     use super::*;
     use crate::plan::BUILT_IN;
     use crate::plan::FLOOR_EXPERIMENT;
+    use crate::workload::experiment::Point;
 
     #[test]
     fn hlog_interval_defaults_to_a_second_zero_turns_it_off_and_nonsense_is_refused() {
@@ -497,6 +512,34 @@ mod tests {
             let e = plan(Some(bad)).err().unwrap_or_else(|| panic!("{bad} accepted"));
             assert!(e.to_string().contains("--hlog-interval must be 0"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_rate_list_is_a_sweep_axis_of_every_experiment_but_the_echo_floor() {
+        let opts = |rate: Vec<f64>| RunOptions { rate: Some(rate), clients: Some(vec![1, 2]), ..Default::default() };
+        let plan = resolve(&opts(vec![2000.0, 500.0, 2000.0])).unwrap();
+        let asked = |rates: &[f64]| rates.iter().map(|r| Rate::new(*r).unwrap()).collect::<Vec<_>>();
+        assert_eq!(plan.rates, asked(&[500.0, 2000.0]), "ascending, each once");
+        assert_eq!(plan.to_json()["rate"], serde_json::json!([500.0, 2000.0]));
+        for e in &plan.experiments {
+            if e.name == FLOOR_EXPERIMENT {
+                assert!(e.points.iter().all(|p| p.rate.is_none()), "the echo floor is a closed-loop round trip");
+                continue;
+            }
+            let base: Vec<Point> = e.points.iter().map(|p| Point { rate: None, ..*p }).collect();
+            for (i, p) in e.points.iter().enumerate() {
+                assert_eq!(p.rate, Some(asked(&[500.0, 2000.0])[i % 2]), "{}: {:?}", e.name, e.points);
+                assert_eq!(base[i], base[i - i % 2], "each point at each rate in turn: {:?}", e.points);
+            }
+        }
+        assert!(resolve(&RunOptions::default()).unwrap().experiments.iter().flat_map(|e| &e.points).all(|p| p.rate.is_none()));
+        for bad in [0.0, -5.0, f64::NAN, f64::INFINITY] {
+            let e = resolve(&opts(vec![100.0, bad])).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().starts_with("--rate must be positive numbers of ops per second"), "{e}");
+        }
+        let e = resolve(&RunOptions { study: Some("in-memory".into()), rate: Some(vec![100.0]), ..Default::default() }).unwrap_err();
+        assert!(e.to_string().contains("leave out --rate"), "{e}");
     }
 
     #[test]

@@ -226,7 +226,7 @@ pub fn client_overrides(
     rows: Option<&Vec<u64>>,
     ops: Option<u64>,
     clients: Option<&Vec<usize>>,
-    rate: Option<f64>,
+    rates: Option<&[f64]>,
 ) -> Result<ClientOverrides> {
     let c = &cli.applied.client;
     let conflict = |flag: &str, origin: &str| {
@@ -248,8 +248,8 @@ pub fn client_overrides(
         (Some((n, _)), None) => out.clients = Some(vec![*n]),
         _ => {}
     }
-    match (&c.target, rate) {
-        (Some((t, o)), Some(f)) if CommandLine::from_p(o) && *t != Some(f) => return conflict("--rate", o),
+    match (&c.target, rates) {
+        (Some((t, o)), Some(f)) if CommandLine::from_p(o) && t.map(|t| vec![t]).unwrap_or_default() != f => return conflict("--rate", o),
         (Some((t, _)), None) => out.rate = Some(*t),
         _ => {}
     }
@@ -260,7 +260,7 @@ pub fn client_overrides(
 mod tests {
     use super::*;
     use crate::plan::{RunOptions, resolve};
-    use crate::workload::experiment::Point;
+    use crate::workload::experiment::{Point, Rate};
 
     fn with_props(props: &[&str]) -> RunOptions {
         RunOptions { study: Some("ycsb".into()), ycsb_properties: props.iter().map(|p| p.to_string()).collect(), ..Default::default() }
@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(a.ycsb.as_ref().unwrap().readproportion, 0.5);
         assert_eq!(a.ops, 1000, "YCSB's operationcount of the paper");
         let floor = &plan.experiments[0];
-        assert_eq!(floor.points, [Point { clients: 1, batch: 1, batched: false, param: None }], "the echo floor runs once");
+        assert_eq!(floor.points, [Point { clients: 1, batch: 1, batched: false, param: None, rate: None }], "the echo floor runs once");
         let quick = resolve(&RunOptions { study: Some("ycsb".into()), quick: true, ..Default::default() }).unwrap();
         assert_eq!(quick.data.record_counts(), [1000]);
     }
@@ -287,8 +287,8 @@ mod tests {
         let plan = resolve(&with_props(&["threadcount=3", "target=2000", "operationcount=250", "maxexecutiontime=60", "recordcount=700"]))
             .unwrap();
         let a = plan.experiments.iter().find(|e| e.name == "workload-a").unwrap();
-        assert_eq!(a.points, [Point { clients: 3, batch: 1, batched: false, param: Some(700) }]);
-        assert_eq!((plan.rate, a.ops, a.time_limit_secs), (Some(2000.0), 250, Some(60.0)));
+        assert_eq!(a.points, [Point { clients: 3, batch: 1, batched: false, param: Some(700), rate: Rate::new(2000.0) }]);
+        assert_eq!((plan.rates.as_slice(), a.ops, a.time_limit_secs), (&[Rate::new(2000.0).unwrap()][..], 250, Some(60.0)));
         assert_eq!(plan.data.record_counts(), [700]);
         let plan = resolve(&with_props(&["fieldcount=3", "fieldlength=40", "requestdistribution=uniform"])).unwrap();
         let a = plan.experiments.iter().find(|e| e.name == "workload-a").unwrap().ycsb.clone().unwrap();
@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(o, ClientOverrides { records: Some(vec![1000]), ops: Some(1000), clients: Some(vec![4]), rate: Some(Some(500.0)) });
         let flags = client_overrides(&cli, Some(&vec![1000, 5000]), Some(50), Some(&vec![1, 2]), None).unwrap();
         assert_eq!((flags.records, flags.ops, flags.clients), (None, None, None), "flags override -P files");
-        let err = client_overrides(&cli, None, None, None, Some(900.0)).unwrap_err();
+        let err = client_overrides(&cli, None, None, None, Some(&[900.0])).unwrap_err();
         assert!(err.to_string().contains("-p: target=500") && err.to_string().contains("--rate"), "{err}");
         let cli = CommandLine::read(&[], &["recordcount=5000".into()]).unwrap().unwrap();
         assert!(client_overrides(&cli, Some(&vec![5000]), None, None, None).is_ok());

@@ -309,13 +309,13 @@ fn latency(us: Option<f64>) -> String {
 struct PointKey {
     experiment: String,
     target: String,
+    /// With its rate.
     point: crate::workload::experiment::Point,
-    rate: Option<u64>,
 }
 
 impl PointKey {
     fn of(p: &PointResult) -> PointKey {
-        PointKey { experiment: p.experiment.clone(), target: p.target.clone(), point: p.point, rate: p.rate.map(f64::to_bits) }
+        PointKey { experiment: p.experiment.clone(), target: p.target.clone(), point: p.point }
     }
 }
 

@@ -120,7 +120,15 @@ pub fn point_label(p: &PointResult) -> String {
         let name = if matches!(p.op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax) { "w" } else { "n" };
         let _ = write!(label, " {name}={v}");
     }
+    if let Some(rate) = p.rate() {
+        let _ = write!(label, " r={}", rate_text(rate));
+    }
     label
+}
+
+/// A fixed rate in ops/s as the user types it (`2000`, `2.5`), so labels match the flag.
+pub fn rate_text(ops_per_sec: f64) -> String {
+    if ops_per_sec.fract() == 0.0 { format!("{ops_per_sec:.0}") } else { format!("{ops_per_sec}") }
 }
 
 /// A void point's cell: no number, only what voided it, loudly.
@@ -211,7 +219,7 @@ fn cell(p: &PointResult) -> String {
             }
             // At a fixed rate what a user waits is the response time, from each op's
             // intended start (service time hides a queue that builds up).
-            if let (Some(_), Some(l)) = (p.rate, &s.response_latency) {
+            if let (Some(_), Some(l)) = (p.point.rate, &s.response_latency) {
                 let _ = write!(text, " response p99 {}", micros(l.p99_us));
             }
             for f in &p.flags {

@@ -114,7 +114,7 @@ pub fn render(report: &Report) -> String {
             p.point.batched.to_string(),
             p.point.param.map(|v| v.to_string()).unwrap_or_default(),
         ];
-        let rate = p.rate.map(|r| format!("{r}")).unwrap_or_default();
+        let rate = p.rate().map(|r| format!("{r}")).unwrap_or_default();
         let measured: Vec<_> = p.runs.iter().filter(|r| !r.warmup).collect();
         if measured.is_empty() {
             let complete = !matches!(p.status, PointStatus::Incomplete { .. });
@@ -159,7 +159,7 @@ pub fn render(report: &Report) -> String {
                     rate.clone(),
                     line.response.as_ref().map(|l| format!("{:.1}", l.p50_us)).unwrap_or_default(),
                     line.response.as_ref().map(|l| format!("{:.1}", l.p99_us)).unwrap_or_default(),
-                    if p.rate.is_some() { r.late_ops.to_string() } else { String::new() },
+                    if p.point.rate.is_some() { r.late_ops.to_string() } else { String::new() },
                     field(&flags),
                     r.complete.to_string(),
                 ]);

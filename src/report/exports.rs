@@ -77,7 +77,7 @@ fn point_stem(point: &PointResult) -> String {
     if let Some(param) = p.param {
         let _ = write!(stem, "-p{param}");
     }
-    if let Some(rate) = point.rate {
+    if let Some(rate) = point.rate() {
         let _ = write!(stem, "-r{rate}");
     }
     stem

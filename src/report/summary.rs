@@ -219,12 +219,7 @@ fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFindin
 }
 
 fn same_point(a: &PointResult, b: &PointResult) -> bool {
-    point_key(a) == point_key(b)
-}
-
-/// A point and its rate, hashable.
-fn point_key(p: &PointResult) -> (crate::workload::experiment::Point, Option<u64>) {
-    (p.point, p.rate.map(f64::to_bits))
+    a.point == b.point
 }
 
 /// The point most targets have a throughput at; of those, the last in plan order (the
@@ -233,11 +228,11 @@ fn headline<'a>(points: &[&'a PointResult]) -> Option<&'a PointResult> {
     // Targets with a throughput per point, counted in one pass (sweeps have thousands).
     let mut valid: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
     for q in points.iter().filter(|q| !run_throughputs(q).is_empty()) {
-        *valid.entry(point_key(q)).or_default() += 1;
+        *valid.entry(q.point).or_default() += 1;
     }
     let mut best: Option<(&PointResult, usize)> = None;
     for p in points {
-        let n = valid.get(&point_key(p)).copied().unwrap_or(0);
+        let n = valid.get(&p.point).copied().unwrap_or(0);
         if best.is_none_or(|(_, most)| n >= most) {
             best = Some((p, n));
         }

@@ -72,7 +72,6 @@ pub(super) async fn run(
                     target: info.name.clone(),
                     system: info.system.clone(),
                     point: p.experiment.points[pi],
-                    rate: None,
                     status: PointStatus::Measured,
                     runs: Vec::new(),
                     summary: None,

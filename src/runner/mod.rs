@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::report;
 use crate::report::model::{Flag, PointResult, PointStatus, Report, Unavailable};
-use crate::workload::experiment::{Experiment, ExperimentOp, OpStream, Point};
+use crate::workload::experiment::{Experiment, ExperimentOp, OpStream, Point, Rate};
 pub use cancel::{Cancel, StopCause};
 use cleanup::{remove_leftovers, remove_workload_inserts};
 use client::RunJob;
@@ -292,12 +292,11 @@ async fn measure_experiment(
     sweep: &mut Sweep,
 ) -> Option<String> {
     let experiment = &shared.plan.experiments[ei];
-    let rate = point_rate(shared.plan, experiment);
     for (point_index, point) in experiment.points.iter().enumerate() {
         if !round.includes(point) {
             continue;
         }
-        let unit = PointUnit { shared, round: round.index, experiment_index: ei, experiment, stream, point: *point, point_index, rate };
+        let unit = PointUnit { shared, round: round.index, experiment_index: ei, experiment, stream, point: *point, point_index };
         if let Some(reason) = measure_point(&unit, sweep).await {
             return Some(reason);
         }
@@ -319,8 +318,6 @@ struct PointUnit<'a> {
     stream: &'a Arc<OpStream>,
     point: Point,
     point_index: usize,
-    /// Fixed-rate runs: the rate; `None` for a closed loop.
-    rate: Option<f64>,
 }
 
 /// Runs one point on every target of this process, flags the results against each other
@@ -395,7 +392,6 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
         target: info.name.clone(),
         system: info.system.clone(),
         point: unit.point,
-        rate: unit.rate,
         status: PointStatus::Measured,
         runs: Vec::new(),
         summary: None,
@@ -501,12 +497,6 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
     (runs, None)
 }
 
-/// The rate of an experiment's runs: the echo floor is always a closed-loop measurement of
-/// the bare round trip.
-fn point_rate(plan: &Plan, experiment: &Experiment) -> Option<f64> {
-    if experiment.name == crate::plan::FLOOR_EXPERIMENT { None } else { plan.rate }
-}
-
 /// Run `run` of point `point_index` of `experiment` on `target`: all of its clients and
 /// ops (a worker takes its share of them); a time-based run (`--duration`) has more
 /// sequence numbers than it can send and ends at its deadline.
@@ -534,7 +524,7 @@ pub(crate) fn run_job(
         timeout: Duration::from_secs_f64(plan.timeout_secs),
         cancel,
         progress,
-        rate: point_rate(plan, experiment),
+        rate: point.rate.map(Rate::ops_per_sec),
         time_limit: experiment.duration_secs.or(experiment.time_limit_secs).map(Duration::from_secs_f64),
         check_rows: target.info().system != "nodb",
         stop: plan

@@ -52,14 +52,16 @@ pub(super) fn summarize_and_flag(result: &mut PointResult) {
     result.flags.extend(rate_flag(result));
 }
 
-/// Fixed-rate points: the share of late ops beyond which the schedule was missed.
-const LATE_SHARE_MISSED: f64 = 0.01;
+/// Fixed-rate points: the share of late ops beyond which the schedule was missed. A busy
+/// machine stalls a client now and then for longer than a slot (a few late ops, then it
+/// catches up); a target that cannot keep the rate makes most of its ops late.
+const LATE_SHARE_MISSED: f64 = 0.05;
 /// Fixed-rate points: the share of the rate asked under which it was not kept.
 const RATE_KEPT_SHARE: f64 = 0.95;
 
 /// The flag of a fixed-rate point whose system could not keep the schedule.
 pub(super) fn rate_flag(result: &PointResult) -> Option<Flag> {
-    let asked = result.rate?;
+    let asked = result.rate()?;
     let measured: Vec<&RunMeasurement> = result.runs.iter().filter(|r| !r.warmup && r.complete).collect();
     let (late_ops, ops) = measured.iter().fold((0, 0), |(late, all), r| (late + r.late_ops, all + r.ops));
     if ops == 0 {
@@ -195,7 +197,7 @@ pub(super) fn flag_client_bound(results: &mut [PointResult]) {
         {
             let share = median / c;
             s.client_share = Some(share);
-            if share >= CLIENT_BOUND_SHARE && r.rate.is_none() {
+            if share >= CLIENT_BOUND_SHARE && r.point.rate.is_none() {
                 r.flags.push(Flag::ClientBound { share });
             }
         }
@@ -393,8 +395,7 @@ mod tests {
             op: OpKind::RangeCount,
             target: target.into(),
             system: system.into(),
-            point: Point { clients: 1, batch: 1, batched: false, param: None },
-            rate: None,
+            point: Point { clients: 1, batch: 1, batched: false, param: None, rate: None },
             status: PointStatus::Measured,
             runs,
             summary: None,
@@ -466,7 +467,7 @@ mod tests {
     fn at_a_fixed_rate_no_target_is_client_bound_and_a_missed_schedule_is_flagged() {
         let at_rate = |target: &str, system: &str, ops_per_sec: f64, late_ops: u64| {
             let mut r = result(target, system, ops_per_sec, &["a", "a"]);
-            r.rate = Some(1000.0);
+            r.point.rate = crate::workload::experiment::Rate::new(1000.0);
             r.runs.iter_mut().for_each(|m| m.late_ops = late_ops);
             r.summary = summarize(&r);
             r

@@ -24,7 +24,8 @@
 //! directory, so a foreign server that holds the port is never mistaken for ours. Must not
 //! send anything that changes data.
 
-use super::{Context, LOG_FILE, Ready, System};
+use super::process::program_version;
+use super::{Context, Installed, LOG_FILE, Ready, System};
 use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -47,6 +48,9 @@ impl System for Cassandra {
     }
     fn programs(&self) -> &'static [&'static str] {
         &["java"]
+    }
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed> {
+        installed(programs).await
     }
     async fn init(&self, ctx: Context) -> Result<Context> {
         init(ctx, &Node::single())
@@ -198,14 +202,35 @@ fn server_jar(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cassandra-all-") && n.ends_with(".jar")))
 }
 
+fn missing_jars() -> Error {
+    Error::Missing(
+        "Cassandra's jars (cassandra-all-*.jar) not found: install them with scripts/setup-servers (Maven Central, into \
+         ${DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}/cassandra/lib), or set DBSWEEP_CASSANDRA_LIB to their directory"
+            .into(),
+    )
+}
+
+/// The server jar's version (`cassandra-all-5.0.6.jar`: Cassandra does not start in
+/// seconds) and the version of the `java` that would run it (Cassandra 5.0 needs 11 or 17).
+pub(super) async fn installed(mut programs: Vec<PathBuf>) -> Result<Installed> {
+    let jar = lib_dir().and_then(|dir| server_jar(&dir)).ok_or_else(missing_jars)?;
+    let name = jar.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let release = name.trim_start_matches("cassandra-all-").trim_end_matches(".jar").to_string();
+    let java = program_version(&programs[0], &["-version"], java_version).await?;
+    programs.push(jar);
+    Ok(Installed { version: format!("{release} (Java {java})"), files: programs })
+}
+
+/// The quoted version of `java -version`'s first line: `openjdk version "17.0.15" 2025-04-15`.
+fn java_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|line| line.contains(" version \""))?;
+    Some(line.split('"').nth(1)?.to_string())
+}
+
 /// Checks the jars are there and writes the yaml and the logging configuration.
 pub(super) fn init(ctx: Context, node: &Node) -> Result<Context> {
     if lib_dir().is_none() {
-        return Err(Error::Missing(
-            "Cassandra's jars (cassandra-all-*.jar) not found: install them with scripts/setup-servers (Maven Central, into \
-             ${DBSWEEP_NATIVE_DIR:-~/.cache/dbsweep/native}/cassandra/lib), or set DBSWEEP_CASSANDRA_LIB to their directory"
-                .into(),
-        ));
+        return Err(missing_jars());
     }
     let write = |name: &str, text: String| {
         let path = ctx.dir.join(name);
@@ -390,6 +415,13 @@ pub(super) async fn probe(ctx: &Context, port: u16, node: &Node) -> io::Result<R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_java_version_is_the_quoted_one() {
+        let text = "openjdk version \"17.0.15\" 2025-04-15\nOpenJDK Runtime Environment (build 17.0.15+6-Debian-1deb12u1)\n";
+        assert_eq!(java_version(text).as_deref(), Some("17.0.15"));
+        assert_eq!(java_version("java: command not found"), None);
+    }
 
     #[test]
     fn yaml_keeps_everything_inside_the_data_directory() {

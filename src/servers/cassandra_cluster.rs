@@ -12,10 +12,10 @@
 //! `System::shares_port`). Must not touch a node it did not start, or change data.
 
 use super::cassandra::{self, Node};
-use super::{Context, Ready, System};
+use super::{Context, Installed, Ready, System};
 use crate::error::{Error, Result};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::process::Command;
 
@@ -44,6 +44,9 @@ impl System for CassandraCluster {
     }
     fn programs(&self) -> &'static [&'static str] {
         &["java"]
+    }
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed> {
+        cassandra::installed(programs).await
     }
     async fn init(&self, ctx: Context) -> Result<Context> {
         let node = node(ctx.node);

@@ -17,7 +17,8 @@
 //! version. Must not send anything that changes data.
 
 use super::ledisdb::{missing_go_program, native_dir, program_from_env};
-use super::{Context, Ready, System};
+use super::process::program_version;
+use super::{Context, Installed, Ready, System};
 use crate::error::{Error, Result};
 use mongodb::bson::doc;
 use mongodb::options::{ClientOptions, ServerAddress};
@@ -52,6 +53,14 @@ impl System for FerretDb {
     }
     fn missing(&self, program: &str) -> Error {
         missing_go_program(program, "ferretdb/bin", "DBSWEEP_FERRETDB")
+    }
+    /// `ferretdb --version`'s `version: v1.24.0`, as `buildInfo` says once it runs.
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed> {
+        let version = program_version(&programs[0], &["--version"], |text| {
+            text.lines().find_map(|line| line.strip_prefix("version: ")).map(|v| v.trim().trim_start_matches('v').to_string())
+        })
+        .await?;
+        Ok(Installed { version, files: programs })
     }
     async fn init(&self, ctx: Context) -> Result<Context> {
         let data = ctx.dir.join("data");

@@ -24,7 +24,8 @@
 //! real protocol login into a throwaway in-memory database must answer `H2VERSION()`.
 //! Must not send anything that changes data.
 
-use super::{Context, LOG_FILE, Ready, System};
+use super::process::program_version;
+use super::{Context, Installed, LOG_FILE, Ready, System};
 use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -47,6 +48,17 @@ impl System for H2 {
     }
     fn programs(&self) -> &'static [&'static str] {
         &["java"]
+    }
+    /// The jar found as `--spawn` finds it, asked `SELECT H2VERSION()` in a throwaway
+    /// in-memory database through H2's own shell (a JVM start, nothing written).
+    async fn installed(&self, mut programs: Vec<PathBuf>) -> Result<Installed> {
+        let jar = find_jar(std::env::var_os("DBSWEEP_H2_JAR").filter(|p| !p.is_empty()).map(PathBuf::from), installed_jar())?;
+        let mut args = vec!["-cp".to_string(), jar.display().to_string()];
+        args.extend(["org.h2.tools.Shell", "-url", "jdbc:h2:mem:", "-sql", "SELECT H2VERSION()"].map(String::from));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let version = program_version(&programs[0], &args, shell_version).await?;
+        programs.push(jar);
+        Ok(Installed { version, files: programs })
     }
     async fn init(&self, ctx: Context) -> Result<Context> {
         init(ctx)
@@ -84,6 +96,13 @@ fn installed_jar() -> Option<PathBuf> {
         _ => PathBuf::from(std::env::var_os("HOME")?).join(".cache/dbsweep/native"),
     };
     Some(root.join("h2/h2.jar"))
+}
+
+/// H2's shell prints the column name, then the value: `H2VERSION()`, `2.4.240`.
+fn shell_version(text: &str) -> Option<String> {
+    let mut lines = text.lines().map(str::trim).skip_while(|line| *line != "H2VERSION()");
+    lines.next()?;
+    Some(format!("H2 {}", lines.next().filter(|v| !v.is_empty())?))
 }
 
 /// The JVM heap limit: `$DBSWEEP_H2_HEAP` when it is a JVM size, else 2g.
@@ -204,6 +223,12 @@ mod tests {
         let parsed = crate::adapter::TargetUrl::parse(&url(5435)).unwrap();
         assert_eq!(parsed.database().as_deref(), Some("mem:dbsweep"));
         assert_eq!(parsed.username().as_deref(), Some("sa"));
+    }
+
+    #[test]
+    fn the_version_is_read_from_the_shells_answer() {
+        assert_eq!(shell_version("H2VERSION()\n2.4.240\n(1 row, 48 ms)\n").as_deref(), Some("H2 2.4.240"));
+        assert_eq!(shell_version("Exception in thread main"), None);
     }
 
     #[test]

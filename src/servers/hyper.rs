@@ -18,7 +18,8 @@
 //! ours). Durability and memory stay at hyperd's defaults (recorded in the settings). Must
 //! not send anything that changes data.
 
-use super::{Context, LOG_FILE, Ready, System};
+use super::process::program_version;
+use super::{Context, Installed, LOG_FILE, Ready, System};
 use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -57,6 +58,15 @@ impl System for Hyper {
             ))));
         }
         Some(Ok(vec![path]))
+    }
+    /// `hyperd --version`: `Hyper version main.0.0.26963.r84171622`, written as the
+    /// spawned server's version (`hyper main.0.0.26963.r84171622`).
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed> {
+        let version = program_version(&programs[0], &["--version"], |text| {
+            Some(format!("hyper {}", text.lines().next()?.strip_prefix("Hyper version ")?.trim()))
+        })
+        .await?;
+        Ok(Installed { version, files: programs })
     }
     fn missing(&self, program: &str) -> Error {
         Error::Missing(format!(

@@ -14,7 +14,7 @@
 //! foreign server that took the port is never mistaken for ours). Must not send anything
 //! that changes data.
 
-use super::{Context, Ready, System};
+use super::{Context, Installed, Ready, System};
 use crate::base::durability::{Durability, SETTING};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -50,6 +50,24 @@ impl System for LedisDb {
     }
     fn missing(&self, program: &str) -> Error {
         missing_go_program(program, "ledisdb/bin", "DBSWEEP_LEDIS_SERVER")
+    }
+    /// ledis-server has no version flag: the module version Go wrote into the binary
+    /// (`v0.0.0-20200510135210-d35789ec47e6`, the commit `scripts/setup-servers` builds).
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed> {
+        let program = programs[0].clone();
+        let read = tokio::task::spawn_blocking(move || std::fs::read(&program).map(|bytes| go_main_module(&bytes)));
+        let module = match read.await {
+            Ok(Ok(module)) => module,
+            Ok(Err(e)) => {
+                return Err(Error::Missing(format!("{} cannot be read ({e}): run scripts/setup-servers again", programs[0].display())));
+            }
+            Err(e) => return Err(Error::runtime(format!("reading {} failed: {e}", programs[0].display()))),
+        };
+        let version = match module {
+            Some((path, version)) => format!("{version} ({path})"),
+            None => "unknown (the program carries no Go module version)".into(),
+        };
+        Ok(Installed { version, files: programs })
     }
     fn command(&self, ctx: &Context, port: u16) -> Command {
         let mut command = Command::new(ctx.program(0));
@@ -88,6 +106,26 @@ pub(super) fn native_dir(sub: &str) -> Option<PathBuf> {
     Some(root.join(sub))
 }
 
+/// The main module (path, version) a Go binary was built from: the `mod` line of the build
+/// information that follows the `\xff Go buildinf:` marker (what `go version -m` reads).
+fn go_main_module(binary: &[u8]) -> Option<(String, String)> {
+    const MARKER: &[u8] = b"\xff Go buildinf:";
+    let mut from = 0;
+    let start = loop {
+        let at = from + binary[from..].iter().position(|&b| b == MARKER[0])?;
+        if binary[at..].starts_with(MARKER) {
+            break at;
+        }
+        from = at + 1;
+    };
+    let info = String::from_utf8_lossy(&binary[start..binary.len().min(start + 64 * 1024)]);
+    info.split('\n').find_map(|line| {
+        let mut fields = line.split('\t');
+        (fields.next()? == "mod").then_some(())?;
+        Some((fields.next()?.to_string(), fields.next()?.to_string()))
+    })
+}
+
 /// The program named by `$var`, if set; an error when it is not an executable file.
 pub(super) fn program_from_env(var: &str) -> Option<Result<Vec<PathBuf>>> {
     let path = std::env::var_os(var).filter(|p| !p.is_empty()).map(PathBuf::from)?;
@@ -111,6 +149,16 @@ pub(super) fn missing_go_program(program: &str, sub: &str, var: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_main_module_is_read_from_go_build_information() {
+        let mut binary = b"\x7fELF junk \xff not it".to_vec();
+        binary.extend_from_slice(b"\xff Go buildinf:\x08\x02\x00\x00go1.22\x30\xf0path\tgithub.com/ledisdb/ledisdb/cmd/ledis-server\n");
+        binary.extend_from_slice(b"mod\tgithub.com/ledisdb/ledisdb\tv0.0.0-20200510135210-d35789ec47e6\th1:wxyq=\ndep\tx\tv1\n");
+        let (path, version) = go_main_module(&binary).unwrap();
+        assert_eq!((path.as_str(), version.as_str()), ("github.com/ledisdb/ledisdb", "v0.0.0-20200510135210-d35789ec47e6"));
+        assert_eq!(go_main_module(b"no build information"), None);
+    }
 
     #[test]
     fn missing_ledis_server_names_the_setup_script_and_the_variable() {

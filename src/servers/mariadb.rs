@@ -9,8 +9,8 @@
 //! tables stay on; durability is MariaDB's default (log flushed per commit) unless `--durability`
 //! sets `innodb_flush_log_at_trx_commit`. Must not read any my.cnf.
 
-use super::process::run_setup;
-use super::{Context, Ready, System};
+use super::process::{program_version, run_setup};
+use super::{Context, Installed, Ready, System};
 use crate::base::durability::Durability;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -41,6 +41,11 @@ impl System for Mariadb {
     }
     fn programs(&self) -> &'static [&'static str] {
         &["mariadb-install-db", "mariadbd"]
+    }
+    /// `mariadbd --version`: `10.11.19-MariaDB-0+deb12u1`, as its handshake says once it runs.
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed> {
+        let version = program_version(&programs[1], &["--version"], server_version).await?;
+        Ok(Installed { version, files: programs })
     }
     async fn init(&self, ctx: Context) -> Result<Context> {
         init(ctx).await
@@ -268,9 +273,23 @@ fn parse_handshake(payload: &[u8]) -> io::Result<String> {
     }
 }
 
+/// The word after `Ver` in `mariadbd --version` (`mysqld --version` words it the same way).
+fn server_version(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace().skip_while(|word| *word != "Ver");
+    words.next()?;
+    words.next().map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_is_read_from_mariadbd_version() {
+        let text = "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)\n";
+        assert_eq!(server_version(text).as_deref(), Some("10.11.19-MariaDB-0+deb12u1"));
+        assert_eq!(server_version("mariadbd"), None);
+    }
 
     #[test]
     fn handshake_gives_the_version_without_the_compat_prefix() {

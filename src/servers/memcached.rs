@@ -7,10 +7,11 @@
 //! on the port is never mistaken for ours), then `stats settings` for the recorded limits.
 //! Must not send anything that changes data.
 
-use super::{Context, Ready, System, read_line};
+use super::process::program_version;
+use super::{Context, Installed, Ready, System, read_line};
 use std::collections::BTreeMap;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tokio::io::{AsyncBufRead, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::Command;
@@ -28,6 +29,11 @@ impl System for Memcached {
     }
     fn programs(&self) -> &'static [&'static str] {
         &["memcached"]
+    }
+    /// `memcached -V`: `memcached 1.6.18`, the version its `version` command answers.
+    async fn installed(&self, programs: Vec<PathBuf>) -> crate::error::Result<Installed> {
+        let version = program_version(&programs[0], &["-V"], |text| text.trim().strip_prefix("memcached ").map(str::to_string)).await?;
+        Ok(Installed { version, files: programs })
     }
     fn command(&self, ctx: &Context, port: u16) -> Command {
         command(ctx, port)

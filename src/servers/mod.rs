@@ -7,7 +7,9 @@
 //! output in a log file inside its data directory, waiting for a protocol-level readiness
 //! check, and stopping it again (gracefully in `stop`, by SIGKILL of its process group in
 //! `Drop`) with the data directory removed. Children get `PR_SET_PDEATHSIG` so they die if
-//! dbsweep dies (`process`). What differs per system is one `System` implementation in
+//! dbsweep dies (`process`). Also what is installed without starting anything
+//! (`installed`, for `dbsweep targets`): the programs found as a spawn finds them, and
+//! the version they print. What differs per system is one `System` implementation in
 //! the system's own module; `ServerKind::system` is the only place that lists them. A
 //! system of several processes (Redis Cluster, the Cassandra ring) is started node by node the same way and
 //! then formed by its `System::form`; the first node's `Server` holds the others.
@@ -84,6 +86,11 @@ trait System: Send + Sync {
     fn missing(&self, program: &str) -> Error {
         Error::Missing(format!("{program} not found: install it with scripts/setup-servers (apt-get install {})", self.package()))
     }
+    /// The installed server as `--spawn` would start it, from its located `programs` (in
+    /// the order of `programs()`), without starting it: its version from the program
+    /// itself and any file besides the programs it needs (a jar). An error says what is
+    /// missing or broken, in words for a user.
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed>;
     /// Prepares the fresh data directory once, before the first start (initdb, a yaml).
     async fn init(&self, ctx: Context) -> Result<Context> {
         Ok(ctx)
@@ -231,6 +238,26 @@ impl FromStr for ServerKind {
             Error::usage(format!("unknown server '{text}' for --spawn{hint}; choose from {} (or all)", names.join(", ")))
         })
     }
+}
+
+/// A server system as `--spawn` would find it, for `dbsweep targets`: nothing is started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The version the installed programs report (`redis-server --version`).
+    pub version: String,
+    /// The programs `--spawn` would run, then any other file it needs (H2's jar).
+    pub files: Vec<PathBuf>,
+}
+
+/// Finds the programs of `kind` the way `--spawn` does and asks them their version.
+pub async fn installed(kind: ServerKind) -> Result<Installed> {
+    installed_in(kind, None).await
+}
+
+/// `installed`, with the programs looked up only in `search_path` when it is given.
+async fn installed_in(kind: ServerKind, search_path: Option<&[PathBuf]>) -> Result<Installed> {
+    let system = kind.system();
+    system.installed(process::locate_programs(system, search_path)?).await
 }
 
 /// Where and how throwaway servers are started.
@@ -738,6 +765,33 @@ mod tests {
         assert_eq!(ServerKind::Postgres.target_names(), ["pg-row", "pg-hstore", "pg-jsonb"]);
         assert_eq!(ServerKind::Redis.target_names(), ["redis"]);
         assert_eq!(ServerKind::Hyper.target_names(), ["hyper"]);
+    }
+
+    /// The version `dbsweep targets` reads from the installed programs is the one the
+    /// started server reports; with nothing in the search path, the program is named with
+    /// what to install.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn installed_versions_are_what_the_started_servers_report() {
+        let empty = tempfile::tempdir().unwrap();
+        let nowhere = [empty.path().to_path_buf()];
+        for (kind, program, package) in [
+            (ServerKind::Redis, "redis-server", "redis-server"),
+            (ServerKind::Memcached, "memcached", "memcached"),
+            (ServerKind::Postgres, "initdb", "postgresql"),
+            (ServerKind::Mariadb, "mariadb-install-db", "mariadb-server"),
+        ] {
+            let err = installed_in(kind, Some(&nowhere)).await.unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{kind}");
+            assert_eq!(err.to_string(), format!("{program} not found: install it with scripts/setup-servers (apt-get install {package})"));
+        }
+        let kinds = [ServerKind::Redis, ServerKind::Memcached, ServerKind::Postgres];
+        let servers = spawn_all(&kinds, &SpawnOptions::default()).await.unwrap();
+        for server in servers {
+            let found = installed(server.kind()).await.unwrap();
+            assert_eq!(found.version, server.version(), "{}", server.kind());
+            assert!(found.files.iter().all(|f| process::is_executable(f)), "{found:?}");
+            server.stop().await.unwrap();
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! `--durability` asks otherwise; the values are read back from the server. Must not touch
 //! the distribution's own clusters.
 
-use super::process::run_setup;
-use super::{Context, Ready, System};
+use super::process::{program_version, run_setup};
+use super::{Context, Installed, Ready, System};
 use crate::base::durability::Durability;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -39,6 +39,12 @@ impl System for Postgres {
     }
     fn search_dirs(&self) -> Vec<PathBuf> {
         version_dirs(Path::new("/usr/lib/postgresql"))
+    }
+    /// `postgres --version`: `15.18 (Debian 15.18-0+deb12u1)`, as `server_version` says
+    /// once it runs (the version check comes before the refusal to run as root).
+    async fn installed(&self, programs: Vec<PathBuf>) -> Result<Installed> {
+        let version = program_version(&programs[1], &["--version"], server_version).await?;
+        Ok(Installed { version, files: programs })
     }
     async fn init(&self, ctx: Context) -> Result<Context> {
         init(ctx).await
@@ -77,6 +83,10 @@ const RECORDED: &[&str] = &[
 
 /// A unix socket path must fit in `sun_path` (108 bytes with the terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
+
+fn server_version(text: &str) -> Option<String> {
+    Some(text.lines().next()?.strip_prefix("postgres (PostgreSQL) ")?.trim().to_string())
+}
 
 /// `/usr/lib/postgresql/<version>/bin`, newest version first.
 fn version_dirs(base: &Path) -> Vec<PathBuf> {
@@ -296,6 +306,15 @@ fn unreachable_ancestor(dir: &Path, uid: u32) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_is_read_from_postgres_version() {
+        assert_eq!(
+            server_version("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)\n").as_deref(),
+            Some("15.18 (Debian 15.18-0+deb12u1)")
+        );
+        assert_eq!(server_version("pg_ctl (PostgreSQL) 15.18"), None);
+    }
 
     #[test]
     fn newest_version_dir_comes_first() {

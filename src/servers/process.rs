@@ -1,7 +1,7 @@
 //! The child processes behind throwaway servers: where their programs are found; every
 //! server and setup program is forked from one long-lived thread (so `PR_SET_PDEATHSIG` holds), in its own process group,
 //! with its output in a log file; signals to the server and its group; log tails for
-//! error messages.
+//! error messages; a program's version output, in a time limit, for `dbsweep targets`.
 //!
 //! Must not: know any server system (that is each `System`'s business), or signal a
 //! process it did not start.
@@ -18,6 +18,8 @@ use tokio::process::{Child, Command};
 
 /// Lines of the server's log quoted in a startup error.
 const LOG_TAIL_LINES: usize = 25;
+/// How long a program may take to print its version (a JVM on a busy machine is the slowest).
+const VERSION_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The last lines of a log file, for error messages.
 pub(super) fn log_tail(path: &Path) -> String {
@@ -59,6 +61,33 @@ pub(super) fn default_search_path(system: &dyn System) -> Vec<PathBuf> {
         dirs.push(PathBuf::from(extra));
     }
     dirs
+}
+
+/// What `program ARGS` prints (stdout, then stderr: `java -version` writes there), for a
+/// version: no server is started. Fails when it cannot run, exits non-zero, or takes longer
+/// than `VERSION_TIMEOUT` (it is killed then).
+pub(super) async fn version_output(program: &Path, args: &[&str]) -> Result<String> {
+    let shown = format!("{} {}", program.display(), args.join(" "));
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null()).kill_on_drop(true);
+    let output = match tokio::time::timeout(VERSION_TIMEOUT, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err(Error::Missing(format!("{shown} cannot run ({e}): reinstall it or run scripts/setup-servers"))),
+        Err(_) => return Err(Error::runtime(format!("{shown} did not answer within {} s", VERSION_TIMEOUT.as_secs()))),
+    };
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    if !output.status.success() {
+        let first = text.lines().next().unwrap_or("no output");
+        return Err(Error::Missing(format!("{shown} failed ({}: {first}): reinstall it or run scripts/setup-servers", output.status)));
+    }
+    Ok(text)
+}
+
+/// The version `parse` reads from `program ARGS`'s output; when it cannot, the first line
+/// of that output as printed (the program runs, whatever its words).
+pub(super) async fn program_version(program: &Path, args: &[&str], parse: fn(&str) -> Option<String>) -> Result<String> {
+    let text = version_output(program, args).await?;
+    Ok(parse(&text).unwrap_or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("unknown").to_string()))
 }
 
 fn find_program(name: &str, dirs: &[PathBuf]) -> Option<PathBuf> {

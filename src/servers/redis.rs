@@ -7,11 +7,12 @@
 //! a foreign server that took the port is never mistaken for ours). Must not send
 //! anything that changes data.
 
-use super::{Context, Ready, System, read_line};
+use super::process::program_version;
+use super::{Context, Installed, Ready, System, read_line};
 use crate::base::durability::{Durability, SETTING};
 use std::collections::BTreeMap;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
@@ -32,6 +33,9 @@ impl System for Redis {
     fn programs(&self) -> &'static [&'static str] {
         &["redis-server"]
     }
+    async fn installed(&self, programs: Vec<PathBuf>) -> crate::error::Result<Installed> {
+        installed(programs).await
+    }
     fn command(&self, ctx: &Context, port: u16) -> Command {
         command(ctx, port)
     }
@@ -41,6 +45,16 @@ impl System for Redis {
     fn url(&self, port: u16, _data_dir: &Path) -> String {
         format!("redis://127.0.0.1:{port}/0")
     }
+}
+
+/// `redis-server --version`: the `v=7.0.15` INFO reports as `redis_version` once it runs.
+pub(super) async fn installed(programs: Vec<PathBuf>) -> crate::error::Result<Installed> {
+    let version = program_version(&programs[0], &["--version"], server_version).await?;
+    Ok(Installed { version, files: programs })
+}
+
+fn server_version(text: &str) -> Option<String> {
+    text.split_whitespace().find_map(|word| word.strip_prefix("v=")).map(str::to_string)
 }
 
 pub(super) fn command(ctx: &Context, port: u16) -> Command {
@@ -132,6 +146,13 @@ fn parse_info(text: &str) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_is_read_from_redis_server_version() {
+        let text = "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d7c971a948f0\n";
+        assert_eq!(server_version(text).as_deref(), Some("7.0.15"));
+        assert_eq!(server_version("something else"), None);
+    }
 
     #[test]
     fn info_lines_become_a_map() {

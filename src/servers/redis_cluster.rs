@@ -7,9 +7,9 @@
 //! joins them once all answer and waits until every node reports `cluster_state:ok`.
 //! Must not touch a node it did not start, or send anything that changes data.
 
-use super::{Context, Ready, System, process, redis};
+use super::{Context, Installed, Ready, System, process, redis};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::process::Command;
 
@@ -32,6 +32,9 @@ impl System for RedisCluster {
     }
     fn programs(&self) -> &'static [&'static str] {
         &["redis-server"]
+    }
+    async fn installed(&self, programs: Vec<PathBuf>) -> crate::error::Result<Installed> {
+        redis::installed(programs).await
     }
     fn command(&self, ctx: &Context, port: u16) -> Command {
         let mut command = redis::command(ctx, port);

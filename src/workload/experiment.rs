@@ -101,6 +101,31 @@ impl ExperimentOp {
     }
 }
 
+/// A fixed (open-loop) request rate: ops per second for all clients together. Plans only
+/// hold finite positive rates, so equality and hashing by the bits are exact.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct Rate(f64);
+
+impl Rate {
+    /// `None` unless `ops_per_sec` is finite and positive.
+    pub fn new(ops_per_sec: f64) -> Option<Rate> {
+        (ops_per_sec.is_finite() && ops_per_sec > 0.0).then_some(Rate(ops_per_sec))
+    }
+
+    pub fn ops_per_sec(self) -> f64 {
+        self.0
+    }
+}
+
+impl Eq for Rate {}
+
+impl std::hash::Hash for Rate {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
 /// One parameter point of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
@@ -112,6 +137,10 @@ pub struct Point {
     pub batched: bool,
     /// Range width for range experiments.
     pub param: Option<u64>,
+    /// Fixed-rate (open-loop) points: total ops/s of all clients; `None`: closed loop (as
+    /// fast as the target answers). A list of rates is a sweep axis (`--rate 1000,2000`).
+    #[serde(default)]
+    pub rate: Option<Rate>,
 }
 
 /// A validated experiment of a plan.
@@ -493,7 +522,7 @@ mod tests {
             runs: 3,
             warmup: 1,
             ops: 100,
-            points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(5) }],
+            points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(5), rate: None }],
         }
     }
 
@@ -585,7 +614,7 @@ mod tests {
         let phase = |op| Experiment {
             lifecycle: true,
             ops: 30,
-            points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(n) }],
+            points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(n), rate: None }],
             ..experiment(op)
         };
         let data = Dataset::new(
@@ -643,7 +672,7 @@ mod tests {
             sized: op == ExperimentOp::Insert,
             table,
             ops: n,
-            points: vec![Point { clients: 1, batch: n as usize, batched: true, param: Some(n) }],
+            points: vec![Point { clients: 1, batch: n as usize, batched: true, param: Some(n), rate: None }],
             ..experiment(op)
         };
         // insert-all at N = 300 into the empty table: `gen keys 300`'s keys, in its order,
@@ -679,7 +708,7 @@ mod tests {
             let s = OpStream::new(&e, 0, &data, 3, 4);
             (0..20).map(|seq| s.planned(&point, 0, 1, seq)).collect::<Vec<_>>()
         };
-        let one = Point { clients: 2, batch: 1, batched: false, param: Some(5) };
+        let one = Point { clients: 2, batch: 1, batched: false, param: Some(5), rate: None };
         assert!(expected(ExperimentOp::Get, one).iter().all(|p| p.expected_rows == 1));
         assert!(expected(ExperimentOp::Insert, one).iter().all(|p| p.expected_rows == 1));
         assert!(expected(ExperimentOp::Delete, one).iter().all(|p| p.expected_rows == 1));
@@ -719,7 +748,7 @@ mod tests {
     #[test]
     fn lifecycle_reads_after_a_delete_phase_expect_only_the_keys_left() {
         let n = 100u64;
-        let point = Point { clients: 1, batch: 1, batched: false, param: Some(n) };
+        let point = Point { clients: 1, batch: 1, batched: false, param: Some(n), rate: None };
         let phase = |op, name: &str| Experiment { name: name.into(), lifecycle: true, ops: 30, points: vec![point], ..experiment(op) };
         let spec = DataSpec::Pairs {
             rows: 0,

@@ -255,7 +255,7 @@ pub async fn check_pairs(target: Arc<dyn Target>) {
 /// Ops per measured run, in batches of `BATCH`.
 const RUN_OPS: u64 = 40;
 const BATCH: usize = 10;
-const POINT: Point = Point { clients: 1, batch: BATCH, batched: true, param: None };
+const POINT: Point = Point { clients: 1, batch: BATCH, batched: true, param: None, rate: None };
 
 /// The op stream of a one-point, one-run experiment of `op`.
 fn stream(op: ExperimentOp, data: &Dataset) -> OpStream {

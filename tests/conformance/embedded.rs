@@ -219,7 +219,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
     let data = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 16 }, 3);
     target.prepare(&data.tables).await.unwrap();
     target.load(&data.tables[0], data.initial(0)).await.unwrap();
-    let point = Point { clients, batch, batched: true, param: None };
+    let point = Point { clients, batch, batched: true, param: None, rate: None };
     let experiment = Experiment {
         name: "insert".into(),
         op: ExperimentOp::Insert,

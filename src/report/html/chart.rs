@@ -275,6 +275,11 @@ pub fn curves(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series])
     draw_lines(x, y, x_desc, y_desc, series, false, (WIDTH, HEIGHT))
 }
 
+/// `lines` in the size of one of several small multiples.
+pub fn small_lines(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+    draw_lines(x, y, x_desc, y_desc, series, true, SMALL)
+}
+
 /// `curves` in the size of one of several small multiples.
 pub fn small_curves(x: &Axis, y: &Axis, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
     draw_lines(x, y, x_desc, y_desc, series, false, SMALL)

@@ -66,6 +66,14 @@ pub enum FigureKind {
     /// Latency vs percentile from the merged histogram at each of these points (one small
     /// chart per client count when there are several), ascending clients.
     Percentiles { points: Vec<Point> },
+    /// Fixed-rate points: response time (from each op's intended start) vs percentile at
+    /// each of these points (one small chart per rate when there are several), ascending
+    /// rate.
+    ResponsePercentiles { points: Vec<Point> },
+    /// A rate sweep (the "hockey stick"): response time p50 and p99 against the throughput
+    /// achieved, one line per target and percentile; one chart per group of points that
+    /// differ only in their rate (each group given by its point without a rate).
+    LatencyVsThroughput { groups: Vec<Point> },
     /// Lifecycle studies: seconds per run per record count, one bar per target.
     LifecycleTime,
     /// Lifecycle studies: memory bytes per record per record count.
@@ -201,7 +209,9 @@ pub fn latency_points(points: &[&PointResult]) -> Vec<Point> {
     let enough = |p: &PointResult| p.summary.as_ref().and_then(|s| s.latency.as_ref()).is_some_and(|l| l.count >= MIN_PERCENTILE_SAMPLES);
     let mut out: Vec<Point> = points
         .iter()
-        .filter(|p| p.point.batched == at.batched && p.point.batch == at.batch && p.point.param == at.param && enough(p))
+        .filter(|p| {
+            p.point.batched == at.batched && p.point.batch == at.batch && p.point.param == at.param && p.point.rate == at.rate && enough(p)
+        })
         .map(|p| p.point)
         .collect();
     out.sort_by_key(|p| p.clients);
@@ -264,8 +274,80 @@ fn ycsb_figures(name: &str, op: OpKind, points: &[&PointResult]) -> Vec<FigureSp
     figures
 }
 
+/// The groups of points that differ only in their fixed rate and were run at two rates or
+/// more, each as its point without a rate, in plan order.
+pub fn rate_groups(points: &[&PointResult]) -> Vec<Point> {
+    let mut groups: Vec<(Point, Vec<f64>)> = Vec::new();
+    for p in points {
+        let Some(rate) = p.rate() else { continue };
+        let base = Point { rate: None, ..p.point };
+        match groups.iter_mut().find(|(g, _)| *g == base) {
+            Some((_, rates)) if !rates.contains(&rate) => rates.push(rate),
+            Some(_) => {}
+            None => groups.push((base, vec![rate])),
+        }
+    }
+    groups.into_iter().filter(|(_, rates)| rates.len() >= 2).map(|(g, _)| g).collect()
+}
+
+/// The points of a fixed-rate experiment's response-time figure: every rate run at the
+/// representative point's clients, batch and parameter whose response histogram has
+/// enough requests, ascending rate.
+pub fn response_points(points: &[&PointResult]) -> Vec<Point> {
+    let Some(at) = representative_point(points).filter(|p| p.rate.is_some()) else { return Vec::new() };
+    let enough =
+        |p: &PointResult| p.summary.as_ref().and_then(|s| s.response_latency.as_ref()).is_some_and(|l| l.count >= MIN_PERCENTILE_SAMPLES);
+    let mut out: Vec<Point> = points
+        .iter()
+        .filter(|p| Point { rate: at.rate, ..p.point } == at && p.point.rate.is_some() && enough(p))
+        .map(|p| p.point)
+        .collect();
+    out.sort_by(|a, b| a.rate.partial_cmp(&b.rate).unwrap_or(std::cmp::Ordering::Equal));
+    out.dedup();
+    out
+}
+
+/// A fixed-rate experiment's figures: the hockey stick when rates were swept (it replaces
+/// throughput against clients or batch, which a fixed rate decides), response time and
+/// service time by percentile.
+fn rate_figures(name: &str, op: OpKind, points: &[&PointResult], groups: Vec<Point>) -> Vec<FigureSpec> {
+    let id = slug(name);
+    let mut figures = Vec::new();
+    let mut add = |suffix: &str, title: String, kind: FigureKind| {
+        figures.push(FigureSpec { id: format!("fig-{id}-{suffix}"), title, kind, experiments: vec![name.to_string()] })
+    };
+    if !groups.is_empty() {
+        let at: Vec<String> = groups.iter().map(|g| point_label(g, op)).collect();
+        add(
+            "latency-throughput",
+            format!("{name}: response time vs throughput at {}", at.join("; ")),
+            FigureKind::LatencyVsThroughput { groups },
+        );
+    }
+    let response = response_points(points);
+    if let Some(first) = response.first() {
+        let rates: Vec<String> =
+            response.iter().filter_map(|p| p.rate).map(|r| crate::report::console::rate_text(r.ops_per_sec())).collect();
+        let rest = point_label(&Point { rate: None, ..*first }, op);
+        add(
+            "response",
+            format!("{name}: response time by percentile at {} ops/s ({rest})", rates.join(", ")),
+            FigureKind::ResponsePercentiles { points: response },
+        );
+    }
+    let at = latency_points(points);
+    if !at.is_empty() {
+        add("latency", latency_title(name, &at, op), FigureKind::Percentiles { points: at });
+    }
+    figures
+}
+
 /// The figures of one experiment (not lifecycle, not query, which are grouped).
 pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult], ycsb_data: bool) -> Vec<FigureSpec> {
+    let groups = rate_groups(points);
+    if !groups.is_empty() {
+        return rate_figures(name, op, points, groups);
+    }
     if op == OpKind::Mixed || (ycsb_data && points.iter().all(|p| p.point.param.is_some())) {
         return ycsb_figures(name, op, points);
     }
@@ -294,6 +376,10 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult], ycsb_
     if only_bars {
         add("bars", format!("{name}: throughput"), FigureKind::ThroughputBars);
     }
+    if points.iter().any(|p| p.point.rate.is_some()) {
+        figures.extend(rate_figures(name, op, points, Vec::new()));
+        return figures;
+    }
     let at = latency_points(points);
     if !at.is_empty() {
         add("latency", latency_title(name, &at, op), FigureKind::Percentiles { points: at });
@@ -309,6 +395,9 @@ pub fn point_label(p: &Point, op: OpKind) -> String {
     }
     if let Some(v) = p.param {
         s.push_str(&format!(", {} {v}", if is_range(op) { "width" } else { "N" }));
+    }
+    if let Some(rate) = p.rate {
+        s.push_str(&format!(", {} ops/s", crate::report::console::rate_text(rate.ops_per_sec())));
     }
     s
 }
@@ -468,8 +557,7 @@ mod tests {
             op,
             target: target.into(),
             system: target.into(),
-            point: Point { clients, batch, batched, param },
-            rate: None,
+            point: Point { clients, batch, batched, param, rate: None },
             status: PointStatus::Measured,
             runs: vec![],
             summary: Some(PointSummary {
@@ -642,6 +730,49 @@ mod tests {
         assert_eq!(latency.kind, FigureKind::Percentiles { points: at });
         let one = latency_points(&refs[..1]);
         assert_eq!(latency_title("get", &one, OpKind::Get), "get: latency by percentile at 4 clients");
+    }
+
+    #[test]
+    fn a_rate_sweep_gets_the_hockey_stick_and_response_time_per_rate_instead_of_throughput_vs_clients() {
+        let summary = |count| crate::base::measurement::LatencySummary {
+            count,
+            mean_us: 1.0,
+            p50_us: 1.0,
+            p90_us: 1.0,
+            p99_us: 1.0,
+            p999_us: 1.0,
+            max_us: 1.0,
+            histogram: String::new(),
+        };
+        let at = |clients, rate: f64| {
+            let mut p = point("get", OpKind::Get, "a", clients, 1, false, None);
+            p.point.rate = crate::workload::experiment::Rate::new(rate);
+            let s = p.summary.as_mut().unwrap();
+            s.latency = Some(summary(100));
+            s.response_latency = Some(summary(if rate == 300.0 { 5 } else { 100 }));
+            p
+        };
+        let pts = [at(1, 100.0), at(1, 200.0), at(4, 100.0), at(4, 200.0), at(4, 300.0), at(2, 100.0)];
+        let refs: Vec<&PointResult> = pts.iter().collect();
+        let base = |clients| Point { clients, batch: 1, batched: false, param: None, rate: None };
+        assert_eq!(rate_groups(&refs), vec![base(1), base(4)], "2 clients ran at one rate only: no line to draw");
+        let figs = experiment_figures("get", OpKind::Get, &refs, false);
+        let rates = |points: &[Point]| points.iter().map(|p| p.rate.unwrap().ops_per_sec()).collect::<Vec<_>>();
+        assert_eq!(
+            figs.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(),
+            ["fig-get-latency-throughput", "fig-get-response", "fig-get-latency"]
+        );
+        assert_eq!(figs[0].kind, FigureKind::LatencyVsThroughput { groups: vec![base(1), base(4)] });
+        let FigureKind::ResponsePercentiles { points } = &figs[1].kind else { panic!("{:?}", figs[1].kind) };
+        assert_eq!((points[0].clients, rates(points)), (4, vec![100.0, 200.0]), "300 ops/s has too few requests for percentiles");
+        assert_eq!(figs[1].title, "get: response time by percentile at 100, 200 ops/s (4 clients)");
+        let FigureKind::Percentiles { points } = &figs[2].kind else { panic!("{:?}", figs[2].kind) };
+        assert!(points.iter().all(|p| p.rate == crate::workload::experiment::Rate::new(300.0)), "service time at one rate: {points:?}");
+
+        let one_rate = [at(1, 100.0), at(4, 100.0)];
+        let refs: Vec<&PointResult> = one_rate.iter().collect();
+        let ids: Vec<String> = experiment_figures("get", OpKind::Get, &refs, false).into_iter().map(|f| f.id).collect();
+        assert_eq!(ids, ["fig-get-clients", "fig-get-response", "fig-get-latency"], "one rate: throughput vs clients stays");
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! The latency-percentile figure of report.html: service time against percentile from each
-//! point's merged HDR histogram, one chart for one point or small multiples (one chart per
-//! client count, same axes) for several, and one data table with mean, p50, p90, p99,
-//! p99.9 and max for every target at every client count.
+//! The latency-percentile figures of report.html: service time (or, at a fixed rate,
+//! response time from each op's intended start) against percentile from each point's
+//! merged HDR histogram, one chart for one point or small multiples (one chart per client
+//! count or rate, same axes) for several, and one data table with mean, p50, p90, p99,
+//! p99.9 and max for every target at every point.
 //!
 //! Draws from the saved model only; must not compute statistics beyond reading quantiles
 //! from the saved histograms.
@@ -14,6 +15,33 @@ use crate::report::console::micros;
 use crate::report::model::{PointResult, Report};
 use crate::workload::experiment::Point;
 use std::fmt::Write as _;
+
+/// Which of a point's latency histograms a figure draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// From sending a request to its answer.
+    Service,
+    /// Fixed-rate points: from the op's intended start (its slot in the schedule) to its
+    /// answer, so time spent behind the schedule counts.
+    Response,
+}
+
+impl Timing {
+    fn of(self, p: &PointResult) -> Option<&LatencySummary> {
+        let s = p.summary.as_ref()?;
+        match self {
+            Timing::Service => s.latency.as_ref(),
+            Timing::Response => s.response_latency.as_ref(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Timing::Service => "service time",
+            Timing::Response => "response time",
+        }
+    }
+}
 
 /// (percentile axis x, latency µs) points of a histogram, up to the nines its count
 /// supports.
@@ -35,7 +63,7 @@ pub fn percentile_curve(l: &LatencySummary) -> Vec<(f64, f64)> {
 
 /// The curve's hover points: p50, p90, p99 and p99.9 where the request count supports
 /// them, each with its value from the summary and the request count.
-fn percentile_marks(l: &LatencySummary, head: &str) -> Vec<Pt> {
+fn percentile_marks(l: &LatencySummary, head: &str, timing: Timing) -> Vec<Pt> {
     let supported = (l.count.max(1) as f64).log10();
     [(0.5, "p50", l.p50_us), (0.9, "p90", l.p90_us), (0.99, "p99", l.p99_us), (0.999, "p99.9", l.p999_us)]
         .into_iter()
@@ -46,19 +74,19 @@ fn percentile_marks(l: &LatencySummary, head: &str) -> Vec<Pt> {
             y: us,
             lo: us,
             hi: us,
-            tip: format!("{head}\n{name} service time {} (of {} requests)", micros(us), l.count),
+            tip: format!("{head}\n{name} {} {} (of {} requests)", timing.name(), micros(us), l.count),
             ..Pt::default()
         })
         .collect()
 }
 
 /// One curve per target with a histogram at this point (void points have none).
-fn point_series(colors: &Colors, points: &[&PointResult], at: &Point) -> Vec<Series> {
+fn point_series(colors: &Colors, points: &[&PointResult], at: &Point, timing: Timing) -> Vec<Series> {
     let mut series = Vec::new();
     for p in points.iter().filter(|p| p.point == *at && !p.is_void()) {
-        let Some(l) = p.summary.as_ref().and_then(|s| s.latency.as_ref()) else { continue };
+        let Some(l) = timing.of(p) else { continue };
         let mut curve: Vec<Pt> = percentile_curve(l).into_iter().map(|(x, y)| Pt { x, y, lo: y, hi: y, ..Pt::default() }).collect();
-        curve.extend(percentile_marks(l, &format!("{} · {}", p.target, point_label(at, p.op))));
+        curve.extend(percentile_marks(l, &format!("{} · {}", p.target, point_label(at, p.op)), timing));
         curve.sort_by(|a, b| a.x.total_cmp(&b.x));
         series.push(Series { name: p.target.clone(), color: colors.of(&p.target), dash: None, points: curve, voids: Vec::new() });
     }
@@ -66,9 +94,10 @@ fn point_series(colors: &Colors, points: &[&PointResult], at: &Point) -> Vec<Ser
 }
 
 /// The figure: one chart, or one small chart per point with shared axes, then the table.
-pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, at: &[Point]) {
+pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, at: &[Point], timing: Timing) {
     let points: Vec<&PointResult> = points_of(r, &f.experiments[0]).into_iter().filter(|p| at.contains(&p.point)).collect();
-    let charts: Vec<(Point, Vec<Series>)> = at.iter().map(|a| (*a, point_series(colors, &points, a))).collect();
+    let charts: Vec<(Point, Vec<Series>)> = at.iter().map(|a| (*a, point_series(colors, &points, a, timing))).collect();
+    let y_desc = format!("{} (µs)", timing.name());
     let all = || charts.iter().flat_map(|(_, s)| s.iter()).flat_map(|s| s.points.iter());
     let max_x = all().map(|p| p.x).fold(1.0, f64::max);
     let ys: Vec<f64> = all().map(|p| p.y).filter(|v| *v > 0.0).collect();
@@ -76,36 +105,48 @@ pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &Fig
     legend(out, colors, &targets_of(colors, &points));
     let op = points.first().map(|p| p.op).unwrap_or(crate::base::op::OpKind::Echo);
     match charts.as_slice() {
-        [(_, series)] => chart_or_error(out, chart::curves(&x_axis, &y_axis, "percentile", "service time (µs)", series)),
+        [(_, series)] => chart_or_error(out, chart::curves(&x_axis, &y_axis, "percentile", &y_desc, series)),
         _ => {
             out.push_str("<div class=\"multiples\">\n");
             for (a, series) in &charts {
-                let name = format!("{}-c{}", f.id, a.clients);
+                let rate = a.rate.map(|r| crate::report::console::rate_text(r.ops_per_sec()));
+                let name = format!("{}-c{}{}", f.id, a.clients, rate.as_ref().map(|r| format!("-r{r}")).unwrap_or_default());
                 let _ = write!(
                     out,
-                    "<div class=\"multiple\" data-clients=\"{}\"><div class=\"multiple-head\">{}{}</div>\n",
+                    "<div class=\"multiple\" data-clients=\"{}\"{}><div class=\"multiple-head\">{}{}</div>\n",
                     a.clients,
+                    rate.map(|r| format!(" data-rate=\"{r}\"")).unwrap_or_default(),
                     save_link(&f.id, &name),
                     esc(&point_label(a, op))
                 );
-                chart_or_error(out, chart::small_curves(&x_axis, &y_axis, "percentile", "service time (µs)", series));
+                chart_or_error(out, chart::small_curves(&x_axis, &y_axis, "percentile", &y_desc, series));
                 out.push_str("</div>\n");
             }
             out.push_str("</div>\n");
         }
     }
     let labels: Vec<String> = at.iter().map(|a| point_label(a, op)).collect();
-    let each = if at.len() > 1 { "; one chart per client count, all on the same axes" } else { "" };
+    let each = match (at.len() > 1, timing) {
+        (false, _) => "",
+        (true, Timing::Service) => "; one chart per client count, all on the same axes",
+        (true, Timing::Response) => "; one chart per rate, all on the same axes",
+    };
+    let what = match timing {
+        Timing::Service => "Service time per request (from sending it to its answer)",
+        Timing::Response => {
+            "Response time per request, from the op's intended start in the fixed-rate schedule to its answer (time spent behind the schedule counts, so coordinated omission does not hide it),"
+        }
+    };
     let _ = writeln!(
         out,
-        "<p class=\"note\">Service time per request at {} (merged HDR histogram of the measured runs){each}; logarithmic y axis; the x axis counts nines.</p>",
+        "<p class=\"note\">{what} at {} (merged HDR histogram of the measured runs){each}; logarithmic y axis; the x axis counts nines.</p>",
         esc(&labels.join("; "))
     );
-    latency_table(out, colors, &points, at);
+    latency_table(out, colors, &points, at, timing);
 }
 
 /// Mean, p50, p90, p99, p99.9 and max of every target at every point, grouped by point.
-fn latency_table(out: &mut String, colors: &Colors, points: &[&PointResult], at: &[Point]) {
+fn latency_table(out: &mut String, colors: &Colors, points: &[&PointResult], at: &[Point], timing: Timing) {
     table_open(out, points.len());
     out.push_str("<tr><th>target</th><th>point</th><th>flags</th><th>requests</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
     let order = |p: &&PointResult| (at.iter().position(|a| *a == p.point), colors.0.iter().position(|(n, _)| *n == p.target));
@@ -120,7 +161,7 @@ fn latency_table(out: &mut String, colors: &Colors, points: &[&PointResult], at:
             esc(&point_desc(p)),
             flags_html(p)
         );
-        match p.summary.as_ref().and_then(|s| s.latency.as_ref()) {
+        match timing.of(p) {
             _ if p.is_void() => out.push_str(&void_cells(7)),
             Some(l) => {
                 out.push_str(&format!("<td class=\"num\">{}</td>", l.count));

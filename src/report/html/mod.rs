@@ -11,6 +11,7 @@ pub mod chart;
 pub mod figures;
 mod findings;
 mod latency;
+mod rates;
 mod ycsb;
 
 use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
@@ -469,7 +470,20 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
     } else {
         format!("<span class=\"status-bad\">incomplete</span>: {}", esc(r.incomplete_reason.as_deref().unwrap_or("reason not recorded")))
     };
-    let rate = r.plan.get("rate").and_then(|v| v.as_f64()).map(|v| format!("fixed rate, {} ops/s in total", chart::short(v)));
+    // One number in reports before rates became a sweep axis, a list since.
+    let rates: Vec<f64> = match r.plan.get("rate") {
+        Some(serde_json::Value::Array(list)) => list.iter().filter_map(|v| v.as_f64()).collect(),
+        Some(one) => one.as_f64().into_iter().collect(),
+        None => Vec::new(),
+    };
+    let rate = match rates.as_slice() {
+        [] => None,
+        [one] => Some(format!("fixed rate, {} ops/s in total", chart::short(*one))),
+        many => Some(format!(
+            "fixed rates, each point at {} ops/s in total",
+            many.iter().map(|v| chart::short(*v)).collect::<Vec<_>>().join(", ")
+        )),
+    };
     out.push_str("<table class=\"facts\" id=\"run-facts\">\n");
     let mut rows: Vec<(&str, String)> = vec![
         ("study", esc(&r.study)),
@@ -632,12 +646,15 @@ fn open_figure(out: &mut String, f: &FigureSpec) {
         FigureKind::YcsbOpThroughput { .. } => "ycsb-op-throughput",
         FigureKind::YcsbOpLatency { .. } => "ycsb-op-latency",
         FigureKind::Percentiles { .. } => "percentiles",
+        FigureKind::ResponsePercentiles { .. } => "response-percentiles",
+        FigureKind::LatencyVsThroughput { .. } => "latency-throughput",
         FigureKind::LifecycleTime => "lifecycle-time",
         FigureKind::MemoryPerRecord => "memory-per-record",
     };
     // Small multiples carry one save link per chart instead.
     let save = match &f.kind {
-        FigureKind::Percentiles { points } if points.len() > 1 => String::new(),
+        FigureKind::Percentiles { points } | FigureKind::ResponsePercentiles { points } if points.len() > 1 => String::new(),
+        FigureKind::LatencyVsThroughput { groups } if groups.len() > 1 => String::new(),
         _ => save_link(&f.id, &f.id),
     };
     let _ = write!(
@@ -680,7 +697,9 @@ fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
         FigureKind::YcsbWorkloads { clients, records } => ycsb::workloads(out, r, colors, &f.experiments, *clients, *records),
         FigureKind::YcsbOpThroughput { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Throughput),
         FigureKind::YcsbOpLatency { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Latency),
-        FigureKind::Percentiles { points } => latency::percentiles(out, r, colors, f, points),
+        FigureKind::Percentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Service),
+        FigureKind::ResponsePercentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Response),
+        FigureKind::LatencyVsThroughput { groups } => rates::latency_vs_throughput(out, r, colors, f, groups),
         FigureKind::LifecycleTime => lifecycle_time(out, r, colors, &f.experiments[0]),
         FigureKind::MemoryPerRecord => memory_per_record(out, r, colors, &f.experiments[0]),
     }
@@ -765,7 +784,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
     let batches = points.iter().any(|p| p.point.batch > 1);
     // At a fixed rate the response time (from each op's intended start) and the late ops
     // are what a user waits and what the schedule missed; service time alone hides a queue.
-    let fixed_rate = points.iter().any(|p| p.rate.is_some());
+    let fixed_rate = points.iter().any(|p| p.point.rate.is_some());
     // The value columns after target, point and flags.
     let columns = 7 + usize::from(batches) + if fixed_rate { 3 } else { 0 };
     let _ = writeln!(
@@ -804,7 +823,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
                         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
                         resp.map(|l| micros(l.p50_us)).unwrap_or_default(),
                         resp.map(|l| micros(l.p99_us)).unwrap_or_default(),
-                        if p.rate.is_some() { format!("{late} of {ops}") } else { String::new() }
+                        if p.point.rate.is_some() { format!("{late} of {ops}") } else { String::new() }
                     )
                 } else {
                     String::new()
@@ -842,7 +861,7 @@ fn point_desc(p: &PointResult) -> String {
         let what = if matches!(p.op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax | OpKind::Scan) { "width" } else { "N" };
         let _ = write!(s, ", {what} {v}");
     }
-    if let Some(rate) = p.rate {
+    if let Some(rate) = p.rate() {
         let _ = write!(s, ", {} ops/s target", chart::short(rate));
     }
     s

@@ -171,7 +171,7 @@ fn inputs_a_time_based_run_cannot_take_exit_2_with_one_line_and_write_nothing() 
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let out = out.to_str().unwrap();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["-T", "0"], "--duration '0': give a duration such as 500ms"),
         (&["--duration", "soon"], "--duration 'soon': give a duration"),
         (&["--duration", "-2s"], "--duration '-2s': give a duration"),
@@ -181,6 +181,7 @@ fn inputs_a_time_based_run_cannot_take_exit_2_with_one_line_and_write_nothing() 
         (&["-T", "2s", "-e", "get,delete"], "experiment delete deletes keys loaded before each run"),
         (&["in-memory", "-T", "2s"], "is a lifecycle phase"),
         (&["insert-find", "-T", "2s", "-e", "insert-all"], "sweeps sizes"),
+        (&["-t", "n=nodb:", "-j", "2", "-T", "2s", "-e", "insert"], "--workers and --duration: experiment insert inserts"),
     ];
     for (args, expected) in cases {
         let o = dbsweep(&[&["run", "--no-progress", "--out", out], args].concat());

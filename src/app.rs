@@ -145,6 +145,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         runs: args.runs,
         warmup: args.warmup,
         ops: args.ops,
+        duration: args.duration,
         rows: args.rows,
         scale: args.scale,
         seed: args.seed,
@@ -569,8 +570,24 @@ fn print_budget(plan: &plan::Plan) {
     if let Some(work) = &plan.shard {
         println!("shard {}: {} of the plan's {} work units (plan {})", work.shard, work.len(), plan.work_units().len(), plan.hash);
     }
-    println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "ops per target");
     let budget = plan.budget();
+    if let Some(secs) = plan.duration_secs() {
+        // Time-based runs: their ops are whatever the clients send in the time.
+        println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "time per target");
+        let runs: Vec<u64> = budget.iter().map(|b| b.points as u64 * u64::from(b.runs)).collect();
+        for (b, runs) in budget.iter().zip(&runs) {
+            println!("{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, plan::estimate::human(*runs as f64 * secs));
+        }
+        let per_target = runs.iter().sum::<u64>() as f64 * secs;
+        println!(
+            "total: {} runs of {} per target, {} over {targets} targets (plus loading the data into each)",
+            runs.iter().sum::<u64>(),
+            report::console::run_length(secs),
+            plan::estimate::human(per_target * targets as f64)
+        );
+        return;
+    }
+    println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "ops per target");
     for b in &budget {
         println!("{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, b.ops);
     }

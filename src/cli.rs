@@ -154,6 +154,11 @@ pub struct RunArgs {
     /// Ops per run (warm-up or measured).
     #[arg(short = 'n', long, value_name = "N", value_parser = count::<u64>, env = "DBSWEEP_OPS")]
     pub ops: Option<u64>,
+    /// Time-based runs: every warm-up and measured run lasts this long (each client sends
+    /// until then; requests in flight finish and count), e.g. 30s, 2m or 500ms, instead of
+    /// a fixed number of ops (as pgbench -T, memtier --test-time).
+    #[arg(short = 'T', long, value_name = "DURATION", env = "DBSWEEP_DURATION", allow_hyphen_values = true)]
+    pub duration: Option<String>,
     /// Rows preloaded into the data set; for YCSB data the record count, or a list that
     /// sweeps record counts (each loaded on its own), e.g. 1000,5000,10000.
     #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>, env = "DBSWEEP_ROWS")]

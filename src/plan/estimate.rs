@@ -132,7 +132,7 @@ pub fn estimate(plan: &Plan) -> Estimate {
                 let ops = stream.ops_at(point);
                 // A fixed rate paces the run: it lasts at least its ops at that rate.
                 let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
-                let one = run_secs(&family, e, point, ops, scale).max(paced);
+                let one = e.duration_secs.unwrap_or_else(|| run_secs(&family, e, point, ops, scale).max(paced));
                 match cap {
                     Some(max) => {
                         secs += runs as f64 * one.min(max);

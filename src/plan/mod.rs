@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod duration;
 pub mod estimate;
 mod experiments;
 mod resolve;
@@ -60,6 +61,10 @@ pub struct StudyFile {
     pub seed: Option<u64>,
     #[serde(default)]
     pub ops: Option<u64>,
+    /// Time-based runs: every run lasts this long (`"30s"`, `"2m"`, `"500ms"`) instead of
+    /// doing `ops` ops; `--ops` on the command line overrides it, `--duration` replaces it.
+    #[serde(default)]
+    pub duration: Option<String>,
     #[serde(default)]
     pub runs: Option<u32>,
     #[serde(default)]
@@ -282,6 +287,8 @@ pub struct RunOptions {
     pub runs: Option<u32>,
     pub warmup: Option<u32>,
     pub ops: Option<u64>,
+    /// `--duration 30s`: every run lasts this long instead of doing a number of ops.
+    pub duration: Option<String>,
     /// `--rows`: rows of kv data, or YCSB record counts (a list sweeps them).
     pub rows: Option<Vec<u64>>,
     pub scale: Option<f64>,
@@ -429,7 +436,16 @@ impl Plan {
         if let Some(precision) = &self.precision {
             plan["precision"] = serde_json::json!(precision);
         }
+        // Likewise only under --duration (each experiment also carries it).
+        if let Some(secs) = self.duration_secs() {
+            plan["duration_secs"] = serde_json::json!(secs);
+        }
         plan
+    }
+
+    /// `--duration`: how long every run lasts, in seconds; `None`: runs do a number of ops.
+    pub fn duration_secs(&self) -> Option<f64> {
+        self.experiments.iter().find_map(|e| e.duration_secs)
     }
 
     /// The stopping rule of `experiment`'s runs (see `stopping::Precision::applies_to`).
@@ -464,15 +480,17 @@ impl Plan {
     }
 
     /// The plan's work units for `--shard`, in plan order: per target, each experiment,
-    /// with all lifecycle experiments of a target as one unit; weighted by their ops.
+    /// with all lifecycle experiments of a target as one unit; weighted by their ops, or
+    /// by their runs when every run lasts the same duration (`--duration`).
     pub fn work_units(&self) -> Vec<shard::WorkUnit> {
-        let budget = self.budget();
-        let lifecycle_ops: u64 = self.experiments.iter().zip(&budget).filter(|(e, _)| e.lifecycle).map(|(_, b)| b.ops).sum();
+        let timed = self.duration_secs().is_some();
+        let weights: Vec<u64> = self.budget().iter().map(|b| if timed { b.points as u64 * u64::from(b.runs) } else { b.ops }).collect();
+        let lifecycle_ops: u64 = self.experiments.iter().zip(&weights).filter(|(e, _)| e.lifecycle).map(|(_, w)| w).sum();
         let has_lifecycle = self.experiments.iter().any(|e| e.lifecycle);
         let mut units = Vec::new();
         for target in self.target_names() {
-            for (i, (_, b)) in self.experiments.iter().zip(&budget).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
-                units.push(shard::WorkUnit { target: target.clone(), experiment: Some(i), weight: b.ops });
+            for (i, (_, &weight)) in self.experiments.iter().zip(&weights).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
+                units.push(shard::WorkUnit { target: target.clone(), experiment: Some(i), weight });
             }
             if has_lifecycle {
                 units.push(shard::WorkUnit { target: target.clone(), experiment: None, weight: lifecycle_ops });

@@ -7,12 +7,12 @@
 //! in `experiments`. Must not open connections or touch the file system beyond reading the
 //! study and YCSB workload files.
 
-use super::estimate;
 use super::experiments::{self, ExperimentScope};
 use super::{
     DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
     stopping, ycsb,
 };
+use super::{duration, estimate};
 use crate::adapter::lease::Namespace;
 use crate::base::durability::Durability;
 use crate::data::{DataSpec, RecordCounts};
@@ -31,6 +31,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         budget: opts.budget.is_some(),
         runs: opts.runs,
     })?;
+    let duration_secs = duration::resolve(opts, &study)?;
     let settings = run_settings(opts, &study, &quick, &from_ycsb)?;
     let axes = sweep_axes(opts, &study, &quick, &from_ycsb)?;
     let timeout_secs = op_timeout(opts)?;
@@ -52,6 +53,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     };
     let (mut experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
     clients_within_ops(&experiments)?;
+    if let Some(secs) = duration_secs {
+        duration::apply(secs, &mut experiments, opts.experiments.is_some(), &mut warnings)?;
+    }
     if precision.is_some() {
         for e in experiments.iter_mut().filter(|e| stopping::Precision::applies_to(e)) {
             e.runs = e.runs.max(stopping::MIN_PRECISION_RUNS);

@@ -54,20 +54,20 @@ pub fn parse_fraction(flag: &str, text: &str) -> Result<f64> {
     Ok(value)
 }
 
-/// A duration flag's value: seconds, or a number with `s`, `m` or `h` (`90`, `30s`, `2m`,
-/// `8h`, `1.5h`).
+/// A duration flag's value: seconds, or a number with `ms`, `s`, `m` or `h` (`90`,
+/// `500ms`, `30s`, `2m`, `8h`, `1.5h`).
 pub fn parse_duration(flag: &str, text: &str) -> Result<f64> {
-    let bad = || Error::usage(format!("{flag} '{text}': give a duration such as 90s, 30m or 8h"));
+    let bad = || Error::usage(format!("{flag} '{text}': give a duration such as 500ms, 90s, 30m or 8h"));
     let text = text.trim();
-    let (number, unit) = match text.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (&text[..i], c),
-        _ => (text, 's'),
-    };
-    let scale = match unit {
-        's' => 1.0,
-        'm' => 60.0,
-        'h' => 3600.0,
-        _ => return Err(bad()),
+    let (number, scale) = match text.strip_suffix("ms") {
+        Some(number) => (number, 0.001),
+        None => match text.char_indices().last() {
+            Some((i, 's')) => (&text[..i], 1.0),
+            Some((i, 'm')) => (&text[..i], 60.0),
+            Some((i, 'h')) => (&text[..i], 3600.0),
+            Some((_, c)) if c.is_ascii_alphabetic() => return Err(bad()),
+            _ => (text, 1.0),
+        },
     };
     let value: f64 = number.trim().parse().map_err(|_| bad())?;
     if !(value > 0.0 && value.is_finite()) {
@@ -133,7 +133,9 @@ mod tests {
         assert_eq!(parse_duration("--max-time", "30s").unwrap(), 30.0);
         assert_eq!(parse_duration("--max-time", "2m").unwrap(), 120.0);
         assert_eq!(parse_duration("--budget", "1.5h").unwrap(), 5400.0);
-        for bad in ["", "0s", "h", "3d", "-1m", "inf"] {
+        assert_eq!(parse_duration("--duration", "500ms").unwrap(), 0.5);
+        assert_eq!(parse_duration("--duration", " 2.5 ").unwrap(), 2.5);
+        for bad in ["", "0s", "h", "3d", "-1m", "inf", "ms", "0ms", "-5ms", "1.5x", "2 mins", "NaN"] {
             assert!(parse_duration("--budget", bad).unwrap_err().to_string().contains("--budget"), "{bad}");
         }
     }

@@ -50,6 +50,22 @@ pub fn rate(v: f64) -> String {
     }
 }
 
+/// "30 s", "500 ms", "2 min": the length of a time-based run (`--duration`).
+pub fn run_length(secs: f64) -> String {
+    let trimmed = |v: f64| format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string();
+    match secs {
+        s if s < 1.0 => format!("{} ms", trimmed(s * 1000.0)),
+        s if s >= 3600.0 && s % 3600.0 == 0.0 => format!("{} h", s / 3600.0),
+        s if s >= 60.0 && s % 60.0 == 0.0 => format!("{} min", s / 60.0),
+        s => format!("{} s", trimmed(s)),
+    }
+}
+
+/// The run length of a saved plan ("30 s per run") when its runs lasted a duration.
+pub fn time_based_runs(plan: &serde_json::Value) -> Option<String> {
+    plan.get("duration_secs").and_then(|v| v.as_f64()).map(|secs| format!("{} per run", run_length(secs)))
+}
+
 /// Human-friendly microseconds with three significant digits at every scale: 850ns,
 /// 1.23µs, 12.3µs, 3.40ms, 1.20s.
 pub fn micros(us: f64) -> String {
@@ -269,7 +285,11 @@ pub fn render(report: &Report) -> String {
         if lifecycle_exp {
             let _ = writeln!(out, "\n{exp} ({op}; median wall time of the measured runs, and per op)");
         } else {
-            let _ = writeln!(out, "\n{exp} ({op}; median of measured runs, ± half the min-max spread)");
+            let runs = match time_based_runs(&report.plan) {
+                Some(length) => format!("measured runs of {}", length.trim_end_matches(" per run")),
+                None => "measured runs".to_string(),
+            };
+            let _ = writeln!(out, "\n{exp} ({op}; median of {runs}, ± half the min-max spread)");
         }
         write_table(&mut out, &rows);
         answers(&mut out, report, &points);
@@ -409,6 +429,14 @@ pub fn resumptions(report: &Report) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_lengths_read_in_their_unit() {
+        let lengths: Vec<String> = [0.5, 2.0, 2.5, 30.0, 90.0, 120.0, 7200.0].into_iter().map(run_length).collect();
+        assert_eq!(lengths, ["500 ms", "2 s", "2.5 s", "30 s", "90 s", "2 min", "2 h"]);
+        assert_eq!(time_based_runs(&serde_json::json!({"duration_secs": 30.0})).as_deref(), Some("30 s per run"));
+        assert_eq!(time_based_runs(&serde_json::json!({"rate": null})), None);
+    }
 
     #[test]
     fn units_read_naturally() {

@@ -26,8 +26,13 @@ pub(super) async fn remove_leftovers(
     match unit.experiment.op {
         ExperimentOp::Insert => {
             // A complete run did exactly its first `m.ops` ops; an interrupted one may have
-            // done any of its claimed ops.
-            let done = if m.complete { m.ops } else { planned_ops };
+            // done any of its claimed ops: of a time-based run (claims of one request) the
+            // ones counted and at most one request per client left in flight.
+            let done = match (m.complete, stream.time_based()) {
+                (true, _) => m.ops,
+                (false, true) => planned_ops.min(m.ops + (unit.point.clients * unit.point.batch.max(1)) as u64),
+                (false, false) => planned_ops,
+            };
             let keys = stream.inserted_keys(&unit.point, unit.point_index, run, done);
             remove_keys(target, stream.table(), &keys, Some(m.rows)).await.map_err(|e| format!("inserted rows left in place: {e}"))
         }

@@ -1,6 +1,8 @@
 //! One run of one point: N clients (tasks or threads), each with its own connection,
-//! claiming sequence numbers from a shared counter until the run's ops are done or the
-//! run's monitor (`monitor`) ends the claims under `--precision`.
+//! claiming sequence numbers from a shared counter until the run's ops are done, the
+//! run's monitor (`monitor`) ends the claims under `--precision`, or the run's time is up
+//! (`--duration`, YCSB's `maxexecutiontime`: no request starts after the deadline, the
+//! ones in flight finish and count).
 //!
 //! Owns the hot loop: generate op, time the request, check it, record. A request counts
 //! (ops, rows, latency) only when it succeeded and returned or affected at least the rows
@@ -48,8 +50,8 @@ pub struct RunJob {
     /// Fixed-rate (open-loop) runs: total ops per second across all clients. `None` is a
     /// closed loop: each client sends its next request when the previous one returns.
     pub rate: Option<f64>,
-    /// YCSB's `maxexecutiontime`: clients stop claiming ops this long after the start; the
-    /// run is complete with the ops done by then.
+    /// `--duration` or YCSB's `maxexecutiontime`: no request starts this long after the
+    /// run's start (its first client's); the run is complete with the ops done by then.
     pub time_limit: Option<Duration>,
     /// Compare each request's rows with the rows the plan expects (false for NO-DB, whose
     /// ops do no work and so return no real rows).
@@ -293,7 +295,7 @@ async fn client(
             return ClientResult { recorder, started, finished: Instant::now(), gave_up: Some(e.to_string()), time_limited: false };
         }
     };
-    let ended = send_requests(&job, conn.as_mut(), &counters, (epoch, schedule), started, &mut recorder).await;
+    let ended = send_requests(&job, conn.as_mut(), &counters, (epoch, schedule), &mut recorder).await;
     drop(conn);
     ClientResult { recorder, started, finished: Instant::now(), gave_up: ended.gave_up, time_limited: ended.time_limited }
 }
@@ -315,7 +317,6 @@ async fn send_requests(
     conn: &mut dyn Connection,
     counters: &Counters,
     (epoch, schedule): (Instant, Option<(Instant, f64)>),
-    started: Instant,
     recorder: &mut Recorder,
 ) -> LoopEnd {
     let kind = job.stream.kind();
@@ -330,7 +331,7 @@ async fn send_requests(
     let mut claims = Claims::new(job, &counters.claimed);
     let mut unreported = 0u64;
     let mut reported_at = clock.raw();
-    let deadline = job.time_limit.map(|limit| started + limit);
+    let deadline = job.time_limit.map(|limit| epoch + limit);
     if let Some(width) = job.intervals {
         recorder.intervals = Some(IntervalRecorder::new(width, clock.now() - Instant::now().saturating_duration_since(epoch)));
     }
@@ -346,6 +347,14 @@ async fn send_requests(
         }
         let Some((first, n)) = claims.next() else { break };
         let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64((first - job.seqs.start) as f64 * interval));
+        // At a fixed rate, the first op due after the deadline ends the client's run (every
+        // later sequence number is due later still: the ops sent stay a prefix).
+        if let (Some(at), Some(end_at)) = (intended, deadline)
+            && at >= end_at
+        {
+            end.time_limited = true;
+            break;
+        }
         let expected = plan_request(job, first, n, &mut ops_buf);
         let late = intended.map(|at| Instant::now().saturating_duration_since(at) > LATE);
         if let Some(at) = intended {
@@ -412,8 +421,13 @@ struct Claims<'a> {
 impl<'a> Claims<'a> {
     fn new(job: &RunJob, counter: &'a AtomicU64) -> Self {
         let batch = job.point.batch.max(1) as u64;
-        let ops = job.seqs.end - job.seqs.start;
-        let chunk = if job.rate.is_some() || job.point.batched { 1 } else { (ops / (job.clients as u64 * 256)).clamp(1, 64) };
+        let time_based = job.stream.time_based();
+        // A time-based run's sequence space is far larger than what it sends: chunks are
+        // sized from the ops a fixed run would do. Its inserts are claimed one request at a
+        // time, so every key claimed is sent and the keys inserted are a prefix (cleanup).
+        let ops = if time_based { job.stream.ops_at(&job.point) } else { job.seqs.end - job.seqs.start };
+        let one_at_a_time = job.rate.is_some() || job.point.batched || (time_based && job.stream.kind() == OpKind::Insert);
+        let chunk = if one_at_a_time { 1 } else { (ops / (job.clients as u64 * 256)).clamp(1, 64) };
         Claims { counter, batch, claim: batch * chunk, end: job.seqs.end, claimed: 0..0 }
     }
 
@@ -558,6 +572,11 @@ mod tests {
     /// The job of one run of `op` by `clients` clients on a mock with these URL options and
     /// 1,000 loaded rows.
     async fn mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64, clients: usize) -> RunJob {
+        timed_mock_job(options, op, batch, ops, clients, None).await
+    }
+
+    /// As `mock_job`, with runs that last `duration_secs` when given (`--duration`).
+    async fn timed_mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64, clients: usize, duration_secs: Option<f64>) -> RunJob {
         let url = TargetUrl::parse(&if options.is_empty() { "mock:".to_string() } else { format!("mock:?{options}") }).unwrap();
         let target = crate::adapter::registry::open("flaky", &url, &OpenContext::new(std::env::temp_dir())).unwrap();
         let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
@@ -570,6 +589,7 @@ mod tests {
             workload: None,
             ycsb: None,
             time_limit_secs: None,
+            duration_secs,
             table: 0,
             column: 0,
             max_column: 0,
@@ -585,6 +605,7 @@ mod tests {
         if let Some(keys) = stream.rows_to_preload(0, 0) {
             target.load(&dataset.tables[0], dataset.new_rows(0, keys)).await.unwrap();
         }
+        let seqs = 0..stream.seqs_per_run(&point);
         RunJob {
             target,
             stream,
@@ -592,13 +613,13 @@ mod tests {
             point_index: 0,
             run: 0,
             warmup: false,
-            seqs: 0..ops,
+            seqs,
             clients,
             timeout: Duration::from_secs(5),
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
             rate: None,
-            time_limit: None,
+            time_limit: duration_secs.map(Duration::from_secs_f64),
             check_rows: true,
             stop: None,
             intervals: Some(Duration::from_millis(100)),
@@ -674,6 +695,41 @@ mod tests {
         let m = tokio::time::timeout(Duration::from_secs(30), run_once(job)).await.expect("the run ends once cancelled");
         assert!(!m.complete && m.ops > 0 && m.ops < 1_000_000, "{} ops", m.ops);
         assert_eq!(m.failed_ops, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_time_based_run_lasts_its_duration_and_counts_every_op_sent() {
+        // Every request takes 2 ms; 2 clients for 300 ms, far past the 10 ops of a fixed run.
+        let job = timed_mock_job("latency_us=2000", ExperimentOp::Get, 1, 10, 2, Some(0.3)).await;
+        let progress = job.progress.clone();
+        let m = run_once(Arc::new(job)).await;
+        assert!((0.3..0.3 + 0.1).contains(&m.seconds), "{} s", m.seconds);
+        assert!(m.ops > 10 && m.ops <= 2 * 150, "{} ops", m.ops);
+        assert_eq!((m.ok_ops, m.failed_ops, m.requests, m.service[&OpKind::Get].count), (m.ops, 0, m.ops, m.ops));
+        assert_eq!(progress.load(Ordering::Relaxed), m.ops);
+        assert!(m.complete && m.ops_per_sec().is_some_and(|v| (v - m.ops as f64 / m.seconds).abs() < 1e-6));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_time_based_run_at_a_fixed_rate_sends_the_ops_due_before_its_deadline() {
+        // 100 ops/s for 0.5 s: ops 0..50 are due at 0, 10, ..., 490 ms; op 50 at the deadline.
+        let mut job = timed_mock_job("", ExperimentOp::Get, 1, 10, 2, Some(0.5)).await;
+        job.rate = Some(100.0);
+        let m = run_once(Arc::new(job)).await;
+        assert_eq!((m.ops, m.ok_ops), (50, 50));
+        assert!(m.complete && (0.49..0.6).contains(&m.seconds), "{} s", m.seconds);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_time_based_insert_run_inserts_a_prefix_of_its_keys() {
+        let job = timed_mock_job("latency_us=1000", ExperimentOp::Insert, 1, 10, 3, Some(0.2)).await;
+        let (stream, point) = (job.stream.clone(), job.point);
+        let m = run_once(Arc::new(job)).await;
+        assert!(m.complete && m.ops > 10 && m.ok_ops == m.ops, "{} ops", m.ops);
+        // Every key of the first `ops` sequence numbers was claimed and sent once.
+        let keys = stream.inserted_keys(&point, 0, 0, m.ops);
+        assert_eq!(keys.iter().collect::<std::collections::HashSet<_>>().len() as u64, m.ops);
+        assert_eq!(m.rows, m.ops, "each insert stored its row (none was a duplicate)");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -169,7 +169,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     let shared = Shared { plan, ctx, targets: &targets, dataset: &dataset, out_dir: &out_dir };
     let streams: Vec<Arc<OpStream>> =
         crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
-    progress.start(total_ops(&shared, &streams));
+    match plan.duration_secs() {
+        Some(secs) => progress.start_timed(total_runs(&shared), Duration::from_secs_f64(secs)),
+        None => progress.start(total_ops(&shared, &streams)),
+    }
     let mut sweep = Sweep { report, progress, failed_targets: BTreeMap::new(), references: References::default(), resume };
     if stop_reason.is_none() {
         stop_reason = measure_experiments(&shared, &streams, &mut sweep).await;
@@ -202,6 +205,18 @@ fn total_ops(shared: &Shared<'_>, streams: &[Arc<OpStream>]) -> u64 {
             let per_run: u64 = e.points.iter().map(|p| stream.ops_at(p)).sum();
             let targets = shared.targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)).count();
             per_run * (e.warmup + e.runs) as u64 * targets as u64
+        })
+        .sum()
+}
+
+/// The runs every target this process runs will do, warm-up runs included (for the
+/// progress of time-based runs).
+fn total_runs(shared: &Shared<'_>) -> u64 {
+    let plan = shared.plan;
+    (plan.experiments.iter().enumerate())
+        .map(|(ei, e)| {
+            let targets = shared.targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)).count();
+            e.points.len() as u64 * u64::from(e.warmup + e.runs) * targets as u64
         })
         .sum()
 }
@@ -361,8 +376,12 @@ fn kept_from_resumed_run(unit: &PointUnit<'_>, targets: &[&Arc<dyn Target>], swe
     if !resume.keeps(&expected, &label, &mut sweep.report) {
         return false;
     }
-    let ops = unit.stream.ops_at(&unit.point) * u64::from(experiment.warmup + experiment.runs) * targets.len() as u64;
-    sweep.progress.counter().fetch_add(ops, std::sync::atomic::Ordering::Relaxed);
+    let runs = u64::from(experiment.warmup + experiment.runs) * targets.len() as u64;
+    if unit.stream.time_based() {
+        sweep.progress.skip_runs(runs);
+    } else {
+        sweep.progress.counter().fetch_add(unit.stream.ops_at(&unit.point) * runs, std::sync::atomic::Ordering::Relaxed);
+    }
     true
 }
 
@@ -440,7 +459,9 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
                 return (runs, Some(format!("loading rows for run {run} failed: {e}")));
             }
         }
-        let job = run_job(unit.shared.plan, experiment, target, stream, unit.point_index, run, ctx.cancel.flag(), sweep.progress.counter());
+        // Time-based runs show their time, not their ops (`Progress::start_timed`).
+        let ops_done = if stream.time_based() { Arc::default() } else { sweep.progress.counter() };
+        let job = run_job(unit.shared.plan, experiment, target, stream, unit.point_index, run, ctx.cancel.flag(), ops_done);
         let label = format!("{} / {} / c={} b={} run {run}", experiment.name, info.name, unit.point.clients, unit.point.batch);
         let id = workers::protocol::RunId {
             round: unit.round,
@@ -451,7 +472,14 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
         };
         let planned_ops = job.seqs.end - job.seqs.start;
         let load_before = HostLoad::now();
+        let time_based = stream.time_based();
+        if time_based {
+            sweep.progress.run_started();
+        }
         let mut m = workers::run(ctx.workers.as_deref(), id, &label, job).await;
+        if time_based {
+            sweep.progress.run_ended();
+        }
         m.load = HostLoad::since(load_before);
         if info.system != "nodb"
             && let Err(warning) = remove_leftovers(unit, target.as_ref(), run, planned_ops, &m).await
@@ -474,7 +502,8 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
 }
 
 /// Run `run` of point `point_index` of `experiment` on `target`: all of its clients and
-/// ops (a worker takes its share of them).
+/// ops (a worker takes its share of them); a time-based run (`--duration`) has more
+/// sequence numbers than it can send and ends at its deadline.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_job(
     plan: &Plan,
@@ -494,13 +523,13 @@ pub(crate) fn run_job(
         point_index,
         run,
         warmup: run < experiment.warmup,
-        seqs: 0..stream.ops_at(&point),
+        seqs: 0..stream.seqs_per_run(&point),
         clients: point.clients,
         timeout: Duration::from_secs_f64(plan.timeout_secs),
         cancel,
         progress,
         rate: point.rate.map(Rate::ops_per_sec),
-        time_limit: experiment.time_limit_secs.map(Duration::from_secs_f64),
+        time_limit: experiment.duration_secs.or(experiment.time_limit_secs).map(Duration::from_secs_f64),
         check_rows: target.info().system != "nodb",
         stop: plan
             .precision_of(experiment)

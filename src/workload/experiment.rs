@@ -156,6 +156,10 @@ pub struct Experiment {
     /// YCSB's `maxexecutiontime`: a run stops after this many seconds even if ops remain.
     #[serde(default)]
     pub time_limit_secs: Option<f64>,
+    /// `--duration`: every run lasts this many seconds, with as many ops as it takes (see
+    /// `OpStream::seqs_per_run`); `None`: every run does `ops` ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_secs: Option<f64>,
     /// The table the ops touch.
     pub table: TableId,
     /// Range experiments: the indexed column of `lo <= column <= hi`.
@@ -213,6 +217,10 @@ pub fn streams(experiments: &[Experiment], dataset: &Dataset, seed: u64) -> Vec<
 /// Key-space stride between experiments that write: far above any preloaded key.
 const EXPERIMENT_STRIDE: i64 = 1 << 40;
 
+/// Time-based runs of experiments that write nothing: the sequence numbers a run may use
+/// (days at the NO-DB ceiling's rate); their ops repeat over the data as in fixed-ops runs.
+const TIME_BASED_READ_SEQS: u64 = 1 << 48;
+
 /// Generates the ops of one experiment over one dataset.
 #[derive(Debug, Clone)]
 pub struct OpStream {
@@ -229,6 +237,12 @@ pub struct OpStream {
     write_base: i64,
     runs_per_point: u64,
     ops: u64,
+    /// The sequence numbers of one run (`0..run_span`), which is also the stride between
+    /// runs in the key space of writes and in a YCSB workload's sequence: `ops`, or under
+    /// `--duration` as many as a run can use (see `seqs_per_run`).
+    run_span: u64,
+    /// Runs last a duration (`--duration`) rather than a number of ops.
+    time_based: bool,
     dataset: Dataset,
     /// YCSB experiments: the workload's op generator.
     ycsb: Option<YcsbGen>,
@@ -250,6 +264,15 @@ impl OpStream {
         let table = experiment.table;
         let preloaded = dataset.initial_rows(table).max(1);
         let stream_id = hash_str(&experiment.name);
+        let run_span = match experiment.duration_secs {
+            None => experiment.ops,
+            // Inserts: each run of each point its own share of the experiment's key space.
+            Some(_) if experiment.op.writes() => {
+                let slots = (experiment.points.len() as u64 * runs_per_point as u64).max(1);
+                EXPERIMENT_STRIDE as u64 / slots
+            }
+            Some(_) => TIME_BASED_READ_SEQS,
+        };
         OpStream {
             op: experiment.op,
             table,
@@ -258,10 +281,12 @@ impl OpStream {
             preloaded,
             stream: Stream::new(seed, stream_id),
             read_order: Permutation::new(seed ^ stream_id, preloaded),
-            write_order: Permutation::new(seed ^ stream_id ^ 1, experiment.ops.max(1)),
+            write_order: Permutation::new(seed ^ stream_id ^ 1, run_span.max(1)),
             write_base: EXPERIMENT_STRIDE * (experiment_index as i64 + 1),
             runs_per_point: runs_per_point as u64,
             ops: experiment.ops,
+            run_span,
+            time_based: experiment.duration_secs.is_some(),
             sized: experiment.sized,
             lifecycle: experiment.lifecycle,
             range_counter: if experiment.op.is_range() { dataset.range_counter(table, experiment.column) } else { None },
@@ -295,6 +320,17 @@ impl OpStream {
             (false, true, Some(n)) => n,
             _ => self.ops,
         }
+    }
+
+    /// The sequence numbers one run at `point` may use: its ops (`ops_at`), or in a
+    /// time-based run (`--duration`) more than it can send before its deadline.
+    pub fn seqs_per_run(&self, point: &Point) -> u64 {
+        if self.time_based { self.run_span } else { self.ops_at(point) }
+    }
+
+    /// Whether runs last a duration (`--duration`) rather than a number of ops.
+    pub fn time_based(&self) -> bool {
+        self.time_based
     }
 
     /// Lifecycle experiments: the op with sequence number `seq` over a table holding keys
@@ -338,7 +374,7 @@ impl OpStream {
     /// count continues the sequence, so inserted keys never repeat across runs.
     fn ycsb_seq(&self, point_index: usize, run: u32, seq: u64) -> u64 {
         let index = self.ycsb_point.get(point_index).copied().unwrap_or(point_index) as u64;
-        (index * self.runs_per_point + run as u64) * self.ops + seq
+        (index * self.runs_per_point + run as u64) * self.run_span + seq
     }
 
     /// The keys the first `ops` ops of one run of one point insert (insert experiments,
@@ -368,8 +404,8 @@ impl OpStream {
 
     /// Keys written (inserted, or pre-loaded then deleted) in one run of one point.
     pub fn write_keys(&self, point_index: usize, run: u32) -> std::ops::Range<i64> {
-        let start = self.write_base + ((point_index as u64 * self.runs_per_point + run as u64) * self.ops) as i64;
-        start..start + self.ops as i64
+        let start = self.write_base + ((point_index as u64 * self.runs_per_point + run as u64) * self.run_span) as i64;
+        start..start + self.run_span as i64
     }
 
     /// Rows that must exist before a run (the rows a delete run deletes).
@@ -436,12 +472,12 @@ impl OpStream {
                 (Op::Insert { table, row: self.dataset.new_row(table, key) }, 1)
             }
             ExperimentOp::Insert => {
-                let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
+                let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.run_span) as i64;
                 (Op::Insert { table, row: self.dataset.new_row(table, key) }, 1)
             }
             // The run's keys are loaded before it starts (`rows_to_preload`).
             ExperimentOp::Delete => {
-                let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.ops) as i64;
+                let key = self.write_keys(point_index, run).start + self.write_order.apply(seq % self.run_span) as i64;
                 (Op::Delete { table, key }, 1)
             }
             ExperimentOp::RangeRows | ExperimentOp::RangeCount | ExperimentOp::RangeMax => {
@@ -477,6 +513,7 @@ mod tests {
             workload: None,
             ycsb: None,
             time_limit_secs: None,
+            duration_secs: None,
             sized: false,
             lifecycle: false,
             table: 0,
@@ -491,6 +528,42 @@ mod tests {
 
     fn dataset() -> Dataset {
         Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 10 }, 1)
+    }
+
+    #[test]
+    fn time_based_reads_send_the_fixed_ops_stream_and_go_on_past_it() {
+        let fixed = experiment(ExperimentOp::Get);
+        let timed = Experiment { duration_secs: Some(2.0), ..fixed.clone() };
+        let (a, b) = (OpStream::new(&fixed, 0, &dataset(), 9, 4), OpStream::new(&timed, 0, &dataset(), 9, 4));
+        let p = fixed.points[0];
+        assert_eq!((a.seqs_per_run(&p), b.seqs_per_run(&p)), (100, TIME_BASED_READ_SEQS));
+        let first: Vec<Op> = (0..100).map(|seq| a.op(&p, 0, 1, seq)).collect();
+        assert_eq!(first, (0..100).map(|seq| b.op(&p, 0, 1, seq)).collect::<Vec<_>>());
+        // Past the fixed run's ops, reads keep finding loaded keys.
+        for seq in [100, 5_000, 1 << 40] {
+            let planned = b.planned(&p, 0, 1, seq);
+            assert!(matches!(planned.op, Op::Get { key, .. } if (0..1000).contains(&key)) && planned.expected_rows == 1);
+        }
+    }
+
+    #[test]
+    fn time_based_inserts_never_repeat_a_key_within_or_across_runs() {
+        let timed = Experiment { duration_secs: Some(2.0), ..experiment(ExperimentOp::Insert) };
+        let s = OpStream::new(&timed, 0, &dataset(), 9, 4);
+        let p = timed.points[0];
+        // One point, four runs: a quarter of the experiment's key space each.
+        assert_eq!(s.seqs_per_run(&p), (EXPERIMENT_STRIDE / 4) as u64);
+        let mut keys = std::collections::HashSet::new();
+        for run in 0..4 {
+            // Far more than the fixed run's 100 ops, and the run's last sequence number.
+            let keys_of_run = s.inserted_keys(&p, 0, run, 5_000);
+            assert_eq!(keys_of_run.len(), 5_000);
+            keys.extend(keys_of_run);
+            let last = s.op(&p, 0, run, s.seqs_per_run(&p) - 1);
+            assert!(matches!(last, Op::Insert { row, .. } if s.write_keys(0, run).contains(&row[0].as_int().unwrap())));
+        }
+        assert_eq!(keys.len(), 20_000, "no key twice");
+        assert!(keys.iter().all(|&k| (EXPERIMENT_STRIDE..2 * EXPERIMENT_STRIDE).contains(&k)), "above the preloaded keys");
     }
 
     #[test]

@@ -265,6 +265,7 @@ fn stream(op: ExperimentOp, data: &Dataset) -> OpStream {
         workload: None,
         ycsb: None,
         time_limit_secs: None,
+        duration_secs: None,
         table: 0,
         column: kv::GROUP,
         max_column: kv::VALUE,

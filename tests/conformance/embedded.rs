@@ -226,6 +226,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
         workload: None,
         ycsb: None,
         time_limit_secs: None,
+        duration_secs: None,
         table: 0,
         column: 0,
         max_column: 0,

@@ -513,6 +513,10 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
         ("memory", fmt_bytes(r.environment.memory_bytes as f64)),
         ("OS", format!("{} (kernel {})", esc(&r.environment.os), esc(&r.environment.kernel))),
     ];
+    if let Some(length) = crate::report::console::time_based_runs(&r.plan) {
+        let mode = rows.iter().position(|(k, _)| *k == "mode").map_or(rows.len(), |i| i + 1);
+        rows.insert(mode, ("runs", format!("{length} (time-based: a run's ops are what its clients sent in that time)")));
+    }
     if !r.resumed.is_empty() {
         rows.insert(6, ("resumed", esc(&crate::report::console::resumptions(r).join("; "))));
     }

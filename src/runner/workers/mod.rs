@@ -120,6 +120,14 @@ pub fn check_plan(plan: &Plan) -> Result<()> {
             "--workers and --precision together: run with --precision in one process, or with workers and fixed --ops",
         ));
     }
+    if let Some(e) = plan.experiments.iter().find(|e| e.duration_secs.is_some() && e.op.writes()) {
+        // Each worker inserts a prefix of its own share of the run's keys, which the
+        // coordinator's cleanup, seeing only the summed ops, could not name.
+        return Err(Error::usage(format!(
+            "--workers and --duration: experiment {} inserts; leave it out with -e, or run it in one process or with --ops",
+            e.name
+        )));
+    }
     Ok(())
 }
 

@@ -401,3 +401,57 @@ fn sigterm_to_the_coordinator_alone_stops_the_workers_mid_run() {
     assert_eq!(point["status"]["state"], "incomplete", "{point}");
     assert!(point["runs"][0]["ops"].as_u64().unwrap() < 100_000, "{point}");
 }
+
+/// Under Slurm's `srun -n 3` (a one-node cluster of Debian's slurm-wlm started for the
+/// test), the three tasks are the three workers: each takes its index from SLURM_PROCID,
+/// worker 0 coordinates, and together they send exactly the one-process run's ops.
+#[test]
+fn under_slurms_srun_three_tasks_are_three_workers_that_send_the_one_process_runs_ops() {
+    let slurm = support::slurm::Slurm::start();
+    let url = support::url(ServerKind::Redis);
+    let tmp = tempfile::tempdir().unwrap();
+    let args = |out: &Path| -> Vec<String> {
+        let target = format!("redis={url}");
+        let out = out.to_str().unwrap();
+        ["run", "ycsb", "--target", &target, "-p", "recordcount=1000", "--experiments", "workload-a,workload-b"]
+            .into_iter()
+            .chain(["--clients", "3,5", "--ops", "900", "--runs", "2", "--warmup", "1", "--no-progress", "--out", out])
+            .map(str::to_string)
+            .collect()
+    };
+    let one = tmp.path().join("one");
+    let o = dbsweep(&args(&one).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let three = tmp.path().join("three");
+    let coordinator = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let o = slurm
+        .command("srun")
+        .args(["-n", "3", "--overcommit", "--kill-on-bad-exit=1", "--time=5"])
+        .arg(format!("--export=ALL,DBSWEEP_COORDINATOR={coordinator}"))
+        .arg(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(args(&three))
+        .args(["--workers", "3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "srun: {}\n{}", String::from_utf8_lossy(&o.stderr), slurm.logs());
+
+    let (one, three) = (report(&one), report(&three));
+    assert_eq!(one["plan_hash"], three["plan_hash"]);
+    assert_eq!(three["complete"], true);
+    let (a, b) = (run_counts(&one), run_counts(&three));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "every point, once");
+    for (point, runs) in &a {
+        assert_eq!(runs, &b[point], "{point}");
+    }
+    // Three workers, one per Slurm task (distinct processes), each with a share of the ops.
+    let workers = three["workers"].as_array().unwrap();
+    let indices: Vec<u64> = workers.iter().map(|w| w["index"].as_u64().unwrap()).collect();
+    assert_eq!(indices, [0, 1, 2]);
+    let mut pids: Vec<u64> = workers.iter().map(|w| w["pid"].as_u64().unwrap()).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "{workers:?}");
+    assert!(workers.iter().all(|w| w["ops"].as_u64().unwrap() > 0), "{workers:?}");
+    let total: u64 = workers.iter().map(|w| w["ops"].as_u64().unwrap()).sum();
+    assert_eq!(total, a.values().flatten().map(|r| r["ops"].as_u64().unwrap()).sum::<u64>());
+}

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod faults;
+pub mod slurm;
 
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::collections::HashMap;

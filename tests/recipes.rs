@@ -1,7 +1,8 @@
-//! The recipes in `recipes/`: the Slurm scripts run as a job array would run them (the
-//! variables Slurm sets, then the merge script), and the Kubernetes manifests checked
-//! structurally with each pod's command line run as `--dry-run`. No Slurm daemons and no
-//! Kubernetes cluster run here.
+//! The recipes in `recipes/`: the Slurm shard scripts run as a job array would run them
+//! (the variables Slurm sets, then the merge script), the workers' script submitted with
+//! `sbatch` to a real one-node Slurm the test starts, and the Kubernetes manifests checked
+//! structurally with each shard pod's command line run as `--dry-run` (no Kubernetes
+//! cluster runs here).
 
 mod support;
 
@@ -148,4 +149,75 @@ fn kubernetes_indexed_job_and_merge_job_agree() {
     assert_eq!(margs[1..=n as usize], dirs[..]);
     assert_eq!(margs[n as usize + 1], "--out");
     assert!(Path::new(&margs[n as usize + 2]).starts_with(&mount));
+}
+
+/// The workers' sbatch script under a real one-node Slurm (`sbatch --wait`): its three
+/// tasks are workers 0-2 of one run against a Redis every task reaches, and worker 0 writes
+/// the one run directory.
+#[test]
+fn slurm_workers_script_runs_one_study_as_three_workers_under_sbatch() {
+    let slurm = support::slurm::Slurm::start();
+    let url = support::url(dbsweep::servers::ServerKind::Redis);
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("workers");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let o = slurm
+        .command("sbatch")
+        .current_dir(tmp.path())
+        .args(["--wait", "--overcommit", "--cpus-per-task=1", "--time=5"])
+        .env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"))
+        .env("DBSWEEP_RESULTS", &results)
+        .env("DBSWEEP_COORDINATOR_PORT", port.to_string())
+        .env(
+            "DBSWEEP_ARGS",
+            format!("ycsb --target redis={url} -p recordcount=500 --experiments workload-c --clients 3 --ops 600 --runs 1 --warmup 0"),
+        )
+        .arg(root().join("recipes/slurm/workers.sbatch"))
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(tmp.path().join("dbsweep-workers.log")).unwrap_or_default();
+    assert!(o.status.success(), "sbatch: {}\n{log}\n{}", String::from_utf8_lossy(&o.stderr), slurm.logs());
+    let r = report(&results);
+    assert_eq!(r["complete"], true);
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.iter().map(|w| w["index"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2], "{log}");
+    assert!(workers.iter().all(|w| w["ops"].as_u64().unwrap() > 0), "each task ran one client: {workers:?}");
+    let rows = csv_rows(&results);
+    let c: Vec<_> = rows.iter().filter(|r| r["experiment"] == "workload-c" && r["target"] == "redis" && r["op"] == "OVERALL").collect();
+    assert!(!c.is_empty() && c.iter().all(|r| r["ops"] == "600" && r["ok_ops"] == "600"), "{c:?}");
+}
+
+#[test]
+fn kubernetes_workers_job_meets_at_a_headless_service_on_index_0() {
+    let list = manifest("workers-job.json");
+    let items = list["items"].as_array().unwrap();
+    let service = items.iter().find(|i| i["kind"] == "Service").expect("the coordinator's service");
+    let job = items.iter().find(|i| i["kind"] == "Job").expect("the workers job");
+    assert_eq!(service["spec"]["clusterIP"], "None", "headless: its name resolves to the coordinator pod itself");
+    let selector = &service["spec"]["selector"];
+    assert_eq!(selector["job-name"], job["metadata"]["name"]);
+    assert_eq!(selector["batch.kubernetes.io/job-completion-index"], "0", "worker 0 coordinates");
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    let n = spec["completions"].as_u64().unwrap();
+    assert_eq!(spec["parallelism"].as_u64().unwrap(), n, "every worker at once: they meet at a barrier");
+    let pod = &spec["template"]["spec"];
+    let container = &pod["containers"][0];
+    let env = container["env"].as_array().unwrap();
+    let var = |name: &str| env.iter().find(|e| e["name"] == name).unwrap_or_else(|| panic!("{name} in the environment"));
+    assert_eq!(
+        var("JOB_COMPLETION_INDEX")["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
+    let port = service["spec"]["ports"][0]["port"].as_u64().unwrap();
+    assert_eq!(var("DBSWEEP_COORDINATOR")["value"], format!("{}:{port}", service["metadata"]["name"].as_str().unwrap()));
+    assert_eq!(container["ports"][0]["containerPort"].as_u64().unwrap(), port);
+    let args = strings(&container["args"]);
+    let after =
+        |flag: &str| args.iter().position(|a| a == flag).map(|i| args[i + 1].clone()).unwrap_or_else(|| panic!("{flag} in {args:?}"));
+    assert_eq!(after("--workers"), n.to_string());
+    let (claim_name, mount) = results_volume(pod);
+    assert!(after("--out").starts_with(&format!("{mount}/")));
+    assert!(items.iter().any(|i| i["kind"] == "PersistentVolumeClaim" && i["metadata"]["name"] == claim_name.as_str()));
+    assert!(args.iter().all(|a| a != "--spawn"), "spawned servers listen on the coordinator's loopback only");
 }

@@ -704,20 +704,25 @@ mod tests {
         assert!(per_key(OpKind::Get) && per_key(OpKind::Delete) && !per_key(OpKind::Insert) && !per_key(OpKind::FetchAll));
     }
 
+    /// A latency summary of `count` requests (the figures only look at the count).
+    fn latency_of(count: u64) -> crate::base::measurement::LatencySummary {
+        crate::base::measurement::LatencySummary {
+            count,
+            mean_us: 1.0,
+            p50_us: 1.0,
+            p90_us: 1.0,
+            p99_us: 1.0,
+            p999_us: 1.0,
+            max_us: 1.0,
+            histogram: String::new(),
+        }
+    }
+
     #[test]
     fn latency_is_shown_at_every_client_count_with_enough_requests() {
         let with = |clients, count| {
             let mut p = point("get", OpKind::Get, "a", clients, 1, false, None);
-            p.summary.as_mut().unwrap().latency = Some(crate::base::measurement::LatencySummary {
-                count,
-                mean_us: 1.0,
-                p50_us: 1.0,
-                p90_us: 1.0,
-                p99_us: 1.0,
-                p999_us: 1.0,
-                max_us: 1.0,
-                histogram: String::new(),
-            });
+            p.summary.as_mut().unwrap().latency = Some(latency_of(count));
             p
         };
         let pts = [with(4, 100), with(1, 100), with(2, 5), with(8, 100), point("get", OpKind::Get, "a", 1, 10, true, None)];
@@ -734,22 +739,12 @@ mod tests {
 
     #[test]
     fn a_rate_sweep_gets_the_hockey_stick_and_response_time_per_rate_instead_of_throughput_vs_clients() {
-        let summary = |count| crate::base::measurement::LatencySummary {
-            count,
-            mean_us: 1.0,
-            p50_us: 1.0,
-            p90_us: 1.0,
-            p99_us: 1.0,
-            p999_us: 1.0,
-            max_us: 1.0,
-            histogram: String::new(),
-        };
         let at = |clients, rate: f64| {
             let mut p = point("get", OpKind::Get, "a", clients, 1, false, None);
             p.point.rate = crate::workload::experiment::Rate::new(rate);
             let s = p.summary.as_mut().unwrap();
-            s.latency = Some(summary(100));
-            s.response_latency = Some(summary(if rate == 300.0 { 5 } else { 100 }));
+            s.latency = Some(latency_of(100));
+            s.response_latency = Some(latency_of(if rate == 300.0 { 5 } else { 100 }));
             p
         };
         let pts = [at(1, 100.0), at(1, 200.0), at(4, 100.0), at(4, 200.0), at(4, 300.0), at(2, 100.0)];

@@ -103,6 +103,16 @@ pub enum GenCommand {
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// TPC-H's eight tables at a scale factor as dbgen's .tbl files (`|`-separated), into
+    /// dbsweep's data cache ($DBSWEEP_CACHE, else ~/.cache/dbsweep), where runs read them;
+    /// a run generates them itself when they are missing. Prints the directory.
+    // A negative scale reaches the check, which says what is expected.
+    #[command(allow_negative_numbers = true)]
+    Tpch {
+        /// Scale factor (1 = about 1.1 GB of files).
+        #[arg(short = 's', long, value_name = "SF", default_value_t = 1.0)]
+        scale: f64,
+    },
 }
 
 #[derive(Debug, Args)]

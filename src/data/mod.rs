@@ -8,6 +8,7 @@ pub mod keys;
 pub mod kv;
 pub mod pairs;
 pub mod tpch;
+pub mod tpch_cache;
 pub mod tpch_queries;
 pub mod tpch_reference;
 pub mod ycsb;
@@ -317,7 +318,7 @@ impl Dataset {
                 let values = *values;
                 Box::new((0..keys.len()).map(move |i| values.row(keys[i] as i64)))
             }
-            Source::Tpch(g) => tpch::stream(g.scale(), table),
+            Source::Tpch(g) => g.stream(table),
             Source::Ycsb { seed, recordcount, shape, order } => {
                 let (seed, shape, order) = (*seed, shape.clone(), *order);
                 Box::new((0..*recordcount).map(move |i| ycsb::row(seed, order.key(i), &shape)))
@@ -325,11 +326,13 @@ impl Dataset {
         }
     }
 
-    /// Builds what the first generated row would otherwise build on the spot (TPC-H's
-    /// 300 MB text pool, about a second), so a caller can do it on a thread of its choice.
-    pub fn warm_up(&self) {
-        if let Source::Tpch(g) = &self.source {
-            let _ = tpch::stream(g.scale(), tpch::SUPPLIER).next();
+    /// Makes the rows ready to read: TPC-H's cached tables, generated first when this
+    /// scale factor has none yet (a long step at large scale factors, so a caller runs it
+    /// on a thread of its choice; `cancel` stops it). Other data needs nothing.
+    pub fn prepare(&self, cancel: &std::sync::atomic::AtomicBool) -> crate::error::Result<()> {
+        match &self.source {
+            Source::Tpch(g) => g.prepare(cancel),
+            _ => Ok(()),
         }
     }
 

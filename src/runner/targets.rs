@@ -23,8 +23,14 @@ pub(super) async fn prepare_and_load(
 ) -> Result<()> {
     step(progress, ctx, "generating the data".into());
     // Off the async threads, so a stop request is answered while it runs.
-    let warm = dataset.clone();
-    tokio::task::spawn_blocking(move || warm.warm_up()).await.map_err(|e| Error::runtime(format!("generating the data failed: {e}")))?;
+    let (data, cancel) = (dataset.clone(), ctx.cancel.flag());
+    let generated = tokio::task::spawn_blocking(move || data.prepare(&cancel))
+        .await
+        .map_err(|e| Error::runtime(format!("generating the data failed: {e}")))?;
+    if ctx.cancel.is_stopped() {
+        return Ok(());
+    }
+    generated?;
     for t in targets {
         let name = &t.info().name;
         step(progress, ctx, format!("preparing {name}"));

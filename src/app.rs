@@ -114,7 +114,16 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
         Command::Gen(GenCommand::Tpch { scale }) => {
             crate::data::tpch::check_scale(scale).map_err(|e| Error::usage(e.replace("data.scale", "gen tpch --scale")))?;
             let root = crate::data::tpch_cache::root()?;
-            crate::data::tpch_cache::generate_here(&root, scale, &std::sync::atomic::AtomicBool::new(false))?;
+            let stop = stop_on_signals();
+            if let Err(e) = crate::data::tpch_cache::generate_here(&root, scale, stop) {
+                // Stopped: the partial files are gone (a run that started this generator
+                // asks with SIGTERM).
+                return Err(match STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) {
+                    libc::SIGINT => Error::Interrupted("interrupted; no TPC-H files were left".into()),
+                    libc::SIGTERM => Error::Terminated("terminated by SIGTERM; no TPC-H files were left".into()),
+                    _ => e,
+                });
+            }
             let cache = crate::data::tpch_cache::TpchCache::open(&root, scale)
                 .ok_or_else(|| Error::runtime(format!("the TPC-H cache in {} is incomplete", root.display())))?;
             println!("{}", cache.dir().display());
@@ -471,6 +480,27 @@ fn blame_dead_servers<'a>(e: Error, servers: impl Iterator<Item = &'a mut server
         return e;
     }
     Error::runtime(format!("{e}\n{}", dead.join("\n")))
+}
+
+/// The signal that asked a synchronous command (`gen tpch`) to stop; 0 until one does.
+static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static STOP_REQUESTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn request_stop(signal: libc::c_int) {
+    // Only atomic stores: async-signal-safe.
+    STOP_SIGNAL.store(signal, std::sync::atomic::Ordering::Relaxed);
+    STOP_REQUESTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Makes Ctrl-C and SIGTERM set the returned flag, which a synchronous command checks to
+/// stop cleanly (removing what it half-wrote) instead of dying mid-write.
+fn stop_on_signals() -> &'static std::sync::atomic::AtomicBool {
+    // SAFETY: the handler only stores to atomics.
+    unsafe {
+        libc::signal(libc::SIGINT, request_stop as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, request_stop as *const () as libc::sighandler_t);
+    }
+    &STOP_REQUESTED
 }
 
 /// Turns Ctrl-C (SIGINT) and SIGTERM into a stop request with its cause and says what the

@@ -229,6 +229,9 @@ fn stopped() -> Error {
     Error::runtime("stopped while generating the TPC-H data")
 }
 
+/// How long a stopped generator gets to remove its partial files before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
 fn generate_in_child(program: &Path, root: &Path, scale: f64, cancel: &AtomicBool) -> Result<()> {
     let mut command = Command::new(program);
     command
@@ -237,28 +240,43 @@ fn generate_in_child(program: &Path, root: &Path, scale: f64, cancel: &AtomicBoo
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the generator
-    // when the thread that started it ends, so a killed run leaves no generator behind.
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to send the generator
+    // SIGTERM (on which it removes its partial files and exits) when the thread that
+    // started it ends, so a run that exits or is killed leaves no generator behind.
     unsafe {
         use std::os::unix::process::CommandExt;
         command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             Ok(())
         });
     }
     let mut child = command.spawn().map_err(|e| Error::runtime(format!("starting {} gen tpch: {e}", program.display())))?;
+    let mut stopping_since: Option<std::time::Instant> = None;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| Error::runtime(format!("waiting for gen tpch: {e}")))? {
             break status;
         }
         if cancel.load(Ordering::Relaxed) {
-            let _ = child.kill();
-            let _ = child.wait();
-            remove_partial_if_unlocked(root, scale);
-            return Err(stopped());
+            match stopping_since {
+                None => {
+                    // SAFETY: signals the child this function started and has not reaped.
+                    unsafe {
+                        libc::kill(child.id() as i32, libc::SIGTERM);
+                    }
+                    stopping_since = Some(std::time::Instant::now());
+                }
+                Some(since) if since.elapsed() > STOP_GRACE => {
+                    let _ = child.kill();
+                }
+                Some(_) => {}
+            }
         }
         std::thread::sleep(POLL);
     };
+    if stopping_since.is_some() {
+        remove_partial_if_unlocked(root, scale);
+        return Err(stopped());
+    }
     if status.success() {
         return Ok(());
     }
@@ -278,7 +296,8 @@ fn lock_path(root: &Path, scale: f64) -> PathBuf {
     root.join("tpch").join(format!("sf{scale}.lock"))
 }
 
-/// After a killed generator: its partial files, unless another generator has taken over.
+/// After a stopped generator: its partial files (if it was killed before it removed them
+/// itself), unless another generator has taken over.
 fn remove_partial_if_unlocked(root: &Path, scale: f64) {
     if let Ok(lock) = File::options().read(true).write(true).open(lock_path(root, scale))
         && lock.try_lock().is_ok()
@@ -340,19 +359,21 @@ pub fn generate_here(root: &Path, scale: f64, cancel: &AtomicBool) -> Result<()>
 /// reference answers on threads of their own (the generator's text pool is shared).
 fn write_tables(dir: &Path, scale: f64, cancel: &AtomicBool) -> Result<Manifest> {
     let defs = tpch::table_defs();
-    let (files, answers) = std::thread::scope(|s| {
-        let answers = s.spawn(|| reference_answers(scale));
+    // Not joined on a stop: the answers cannot be interrupted, and the process ends soon.
+    let answers = std::thread::spawn(move || reference_answers(scale));
+    let files = std::thread::scope(|s| {
         // lineitem alone is about as much work as the other seven tables.
         let lineitem = s.spawn(|| write_table(dir, scale, tpch::LINEITEM, &defs[tpch::LINEITEM].columns, cancel));
         let mut files: Vec<Result<(TableFile, Vec<Option<(i64, i64)>>)>> =
             (0..tpch::LINEITEM).map(|t| write_table(dir, scale, t, &defs[t].columns, cancel)).collect();
         files.push(lineitem.join().expect("the lineitem writer does not panic"));
-        (files, answers.join().expect("the reference answers do not panic"))
+        files
     });
     let (tables, domains): (Vec<TableFile>, Vec<_>) = files.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
     if cancel.load(Ordering::Relaxed) {
         return Err(stopped());
     }
+    let answers = answers.join().expect("the reference answers do not panic");
     let answers = QUERIES
         .iter()
         .zip(answers)
@@ -399,8 +420,8 @@ fn write_table(
         }
         rows += 1;
     };
-    // Checked every 64k rows: a stop request ends a large table in well under a second.
-    let go_on = |i: u64| i % 65_536 != 0 || !cancel.load(Ordering::Relaxed);
+    // Checked every 4096 rows: a stop request ends a large table within milliseconds.
+    let go_on = |i: u64| i % 4096 != 0 || !cancel.load(Ordering::Relaxed);
     match table {
         tpch::REGION => RegionGenerator::new(scale, 1, 1).iter().for_each(|r| emit(&r, tpch::region_row(&r))),
         tpch::NATION => NationGenerator::new(scale, 1, 1).iter().for_each(|n| emit(&n, tpch::nation_row(&n))),

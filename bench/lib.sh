@@ -200,6 +200,26 @@ start_postgres() {
         { cat "$BENCH_TMP/postgres.log" >&2; die "postgres did not start on port $PORT"; }
 }
 
+# start_mariadb [EXTRA_MARIADBD_ARGS...]: a throwaway MariaDB (mariadb-install-db +
+# mariadbd --no-defaults, default settings plus the extra arguments) on a free loopback
+# port; root without password. Sets PORT and MD (its directory); stopped on exit.
+start_mariadb() {
+    MD=$BENCH_TMP/mariadb
+    mkdir -p "$MD"
+    PORT=$(free_port)
+    local user_args=()
+    [[ $(id -u) == 0 ]] && user_args=(--user=root)
+    mariadb-install-db --no-defaults --datadir="$MD/data" --auth-root-authentication-method=normal \
+        "${user_args[@]}" >"$BENCH_TMP/install-db.log" 2>&1 ||
+        { cat "$BENCH_TMP/install-db.log" >&2; die "mariadb-install-db failed"; }
+    mariadbd --no-defaults --datadir="$MD/data" --socket="$MD/s" --port="$PORT" \
+        --bind-address=127.0.0.1 --pid-file="$MD/pid" "${user_args[@]}" "$@" >"$BENCH_TMP/mariadbd.log" 2>&1 &
+    MARIADB_PID=$!
+    on_exit "stop_pid $MARIADB_PID"
+    wait_for 30 mariadb-admin --no-defaults --socket="$MD/s" -uroot ping ||
+        { cat "$BENCH_TMP/mariadbd.log" >&2; die "mariadbd did not start on port $PORT"; }
+}
+
 stop_postgres() {
     # The postmaster's pid (the launcher may be runuser); SIGINT = fast shutdown.
     local pm

@@ -49,6 +49,12 @@ fn periodic_durability_reaches_spawned_servers_and_embedded_engines() {
     assert_eq!(settings("pg-row")["fsync"], "on");
     assert_eq!(settings("mariadb")["innodb_flush_log_at_trx_commit"], "2");
     assert_eq!(settings("sqlite")["synchronous"], "normal");
+    // Spawned servers were watched until quiet after their load; embedded engines need not.
+    for target in ["redis", "pg-row", "mariadb"] {
+        let settle = settings(target)["settle_after_load"].as_str().unwrap_or_default().to_string();
+        assert!(settle.starts_with("quiet after ") && settle.contains("server CPU"), "{target}: {settle:?}");
+    }
+    assert!(settings("sqlite").get("settle_after_load").is_none());
     // DuckDB has one level (commit): named in the warnings, and the findings say who differs.
     assert_eq!(level(&levels, "duckdb"), "commit");
     let about_duckdb: Vec<&String> = warnings.iter().filter(|w| w.starts_with("duckdb: durability is commit")).collect();

@@ -16,6 +16,7 @@ pub mod merge;
 mod monitor;
 pub mod progress;
 pub mod resume;
+pub mod settle;
 pub mod stopping;
 mod summary;
 mod targets;
@@ -143,11 +144,18 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     // Prepare and load every target before writing anything: bad input and unreachable
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
     let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
+    let mut settled = BTreeMap::new();
     let setup = tokio::select! {
-        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, ctx) => result,
+        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &mut settled, ctx) => result,
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
+    for (name, settling) in &settled {
+        if let Some(target) = report.targets.iter_mut().find(|t| &t.name == name) {
+            target.settings.insert("settle_after_load".into(), settling.describe());
+        }
+        report.warnings.extend(targets::still_busy(name, settling));
+    }
     if let Some(resume) = &resume {
         report = resume.start_report(report, &ctx.command);
     }

@@ -3,6 +3,7 @@
 //! and give its leases back. Must not measure anything.
 
 use super::progress::Progress;
+use super::settle::{self, Settling};
 use super::{RunContext, step, stopping};
 use crate::adapter::Target;
 use crate::adapter::lease::Leases;
@@ -12,13 +13,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Prepares every target and loads its initial rows; `prepared` collects the targets that
-/// need cleaning up. A stop request ends a load early (its row stream dries up), so even an
-/// engine whose load blocks its thread returns promptly.
+/// need cleaning up, `settled` how long each spawned server took to go quiet after its
+/// load. A stop request ends a load early (its row stream dries up), so even an engine
+/// whose load blocks its thread returns promptly.
 pub(super) async fn prepare_and_load(
     targets: &[Arc<dyn Target>],
     dataset: &Dataset,
     progress: &mut Progress,
     prepared: &mut Vec<Arc<dyn Target>>,
+    settled: &mut BTreeMap<String, Settling>,
     ctx: &RunContext,
 ) -> Result<()> {
     step(progress, ctx, "generating the data".into());
@@ -43,8 +46,24 @@ pub(super) async fn prepare_and_load(
         if ctx.cancel.is_stopped() {
             return Ok(());
         }
+        if let Some(settling) = settle_after_load(name, progress, ctx).await {
+            settled.insert(name.clone(), settling);
+        }
     }
     Ok(())
+}
+
+/// Waits for a spawned server to go quiet after its load (see [`settle`]); `None` for a
+/// server dbsweep did not start (its processes are not ours to watch) or on a stop.
+async fn settle_after_load(name: &str, progress: &Progress, ctx: &RunContext) -> Option<Settling> {
+    let pgid = *ctx.server_pids.get(name)?;
+    step(progress, ctx, format!("waiting for {name} to settle after loading"));
+    settle::until_quiet(pgid, settle::LIMIT, &ctx.cancel).await
+}
+
+/// The warning for a server that was still busy when the wait for quiet ended.
+pub(super) fn still_busy(name: &str, settling: &Settling) -> Option<String> {
+    (!settling.quiet).then(|| format!("{name}: {}; its first runs may measure the load's background work", settling.describe()))
 }
 
 /// Loads `dataset`'s initial rows into every table of `target`, checking each table got
@@ -136,6 +155,11 @@ pub(super) async fn reload(
             load_tables(t.as_ref(), dataset, progress, ctx).await
         }
         .await;
+        if result.is_ok()
+            && let Some(settling) = settle_after_load(&name, progress, ctx).await
+        {
+            warnings.extend(still_busy(&name, &settling));
+        }
         if let Err(e) = result {
             warnings.push(format!("{name}: loading the next record count failed: {e}"));
             failed_targets.insert(name.clone(), format!("{name} could not load the next record count"));

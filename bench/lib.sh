@@ -220,6 +220,19 @@ start_mariadb() {
         { cat "$BENCH_TMP/mariadbd.log" >&2; die "mariadbd did not start on port $PORT"; }
 }
 
+# start_redis: a throwaway redis-server (no persistence) on a free loopback port. Sets PORT;
+# stopped on exit.
+start_redis() {
+    PORT=$(free_port)
+    mkdir -p "$BENCH_TMP/redis"
+    redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$BENCH_TMP/redis" --daemonize no >"$BENCH_TMP/redis/server.log" 2>&1 &
+    REDIS_PID=$!
+    on_exit "stop_pid $REDIS_PID"
+    wait_for 10 sh -c "redis-cli -h 127.0.0.1 -p $PORT ping | grep -q PONG" ||
+        { cat "$BENCH_TMP/redis/server.log" >&2; die "redis-server did not start on port $PORT"; }
+}
+
 stop_postgres() {
     # The postmaster's pid (the launcher may be runuser); SIGINT = fast shutdown.
     local pm

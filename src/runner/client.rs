@@ -129,7 +129,9 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
                 // A task of the runtime, not the future `block_on` polls: woken by a
                 // connection task of the same runtime (tokio-postgres), the latter costs
                 // a second epoll_wait per request.
-                let result = rt.block_on(tokio::spawn(client(job, counters, barriers, run_epoch, open))).map_err(|e| e.to_string());
+                let result = rt
+                    .block_on(async move { tokio::spawn(client(job, counters, barriers, run_epoch, open)).await })
+                    .map_err(|e| e.to_string());
                 rt.block_on(let_spawned_tasks_finish());
                 result
             });

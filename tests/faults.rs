@@ -82,7 +82,7 @@ async fn kill_mid_run(kind: ServerKind, target: &str) {
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["complete"], false);
     let info = json["targets"].as_array().unwrap().iter().find(|t| t["name"] == target).expect("the target's description");
-    let execution = if kind == ServerKind::Mariadb { "async_threads" } else { "async" };
+    let execution = if matches!(kind, ServerKind::Mariadb | ServerKind::Postgres) { "async_threads" } else { "async" };
     assert_eq!(info["execution"], execution, "{info}");
     let points: Vec<&serde_json::Value> = json["points"].as_array().unwrap().iter().filter(|p| p["target"] == target).collect();
     let broken = points.iter().find(|p| p["status"]["state"] == "incomplete").expect("a point marked incomplete");

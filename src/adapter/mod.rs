@@ -43,7 +43,9 @@ pub enum Execution {
     /// Network clients, each a task on a single-threaded runtime of its own OS thread;
     /// requests time out as `Async`'s do. For drivers whose connections, sharing the
     /// multi-threaded runtime, are served one at a time (mysql_async: flat from one
-    /// client to two, see bench/README.md).
+    /// client to two), or whose connection is a task of its own that the client's
+    /// requests wake (tokio-postgres: on one thread, no wake-up crosses threads, and
+    /// less CPU per request; see bench/README.md).
     AsyncThreads,
 }
 

@@ -67,6 +67,9 @@ pub struct MySql {
     described: OnceLock<TargetInfo>,
     /// Connection options, password included (never printed).
     opts: mysql_async::Opts,
+    /// `opts` for clients' sessions: the driver caches no statements, the session keeps
+    /// the ones it prepared (see `session`).
+    session_opts: mysql_async::Opts,
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
@@ -152,6 +155,7 @@ impl MySql {
                 settings: BTreeMap::new(),
             },
             described: OnceLock::new(),
+            session_opts: opts.clone().stmt_cache_size(0).into(),
             opts: opts.into(),
             endpoint: format!("{host}:{port}"),
             user,
@@ -161,6 +165,10 @@ impl MySql {
     }
 
     async fn open_conn(&self) -> Result<Conn> {
+        self.open_conn_with(&self.opts).await
+    }
+
+    async fn open_conn_with(&self, opts: &mysql_async::Opts) -> Result<Conn> {
         let name = &self.initial.name;
         let unreachable = |why: String| {
             Error::unreachable(
@@ -171,7 +179,7 @@ impl MySql {
                 ),
             )
         };
-        let conn = match tokio::time::timeout(Duration::from_secs(5), Conn::new(self.opts.clone())).await {
+        let conn = match tokio::time::timeout(Duration::from_secs(5), Conn::new(opts.clone())).await {
             Err(_) => return Err(unreachable("timed out after 5 s".into())),
             Ok(Err(mysql_async::Error::Server(s))) if matches!(s.code, 1044 | 1045 | 1698) => {
                 return Err(Error::unreachable(
@@ -400,7 +408,7 @@ impl Target for MySql {
     }
 
     async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let conn = self.open_conn().await?;
+        let conn = self.open_conn_with(&self.session_opts).await?;
         let tables = self.tables.lock().unwrap().clone();
         let mut conn = conn;
         let max_packet: Option<u64> =

@@ -126,7 +126,12 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
             let (job, counters, barriers, run_epoch, open) = spawn_args();
             let thread = std::thread::Builder::new().name(format!("client-{i}")).spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("client runtime");
-                let result = rt.block_on(client(job, counters, barriers, run_epoch, open));
+                // A task of the runtime, not the future `block_on` polls: woken by a
+                // connection task of the same runtime (tokio-postgres), the latter costs
+                // a second epoll_wait per request.
+                let result = rt
+                    .block_on(async move { tokio::spawn(client(job, counters, barriers, run_epoch, open)).await })
+                    .map_err(|e| e.to_string());
                 rt.block_on(let_spawned_tasks_finish());
                 result
             });
@@ -212,7 +217,7 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
 
 enum ClientHandle {
     Task(tokio::task::JoinHandle<ClientResult>),
-    Thread(std::thread::JoinHandle<ClientResult>),
+    Thread(std::thread::JoinHandle<Result<ClientResult, String>>),
 }
 
 impl ClientHandle {
@@ -232,7 +237,8 @@ impl ClientHandle {
             }
             ClientHandle::Thread(t) => tokio::task::spawn_blocking(move || t.join().map_err(|_| "client thread panicked".to_string()))
                 .await
-                .unwrap_or_else(|e| Err(e.to_string())),
+                .unwrap_or_else(|e| Err(e.to_string()))
+                .and_then(|result| result),
         }
     }
 }

@@ -1,10 +1,12 @@
 //! One MariaDB session: the `Executor` of `sql::SqlConnection` over a mysql_async
 //! connection, and the encoding of dbsweep values as MariaDB parameters and back.
 //!
-//! Statements are the `mariadb` dialect's, prepared in the driver's per-connection
-//! statement cache (keyed by their text, which the session's `StatementCache` keeps per
-//! statement). A step that needs more than 65,535 placeholders is sent with literal values
-//! (see [`super::literal`]). Must not create or drop anything, or time anything.
+//! Statements are the `mariadb` dialect's, prepared once per session and kept in the
+//! session's `StatementCache` (the driver's own cache, keyed by text, is off for sessions:
+//! a request names its prepared statement directly, with no text to hash or parse). At
+//! most `MAX_PREPARED` are kept; preparing one more closes them all first. A step that
+//! needs more than 65,535 placeholders is sent with literal values (see
+//! [`super::literal`]). Must not create or drop anything, or time anything.
 
 use super::literal;
 use super::{QUERIES, describe};
@@ -119,13 +121,16 @@ pub(super) fn push_row(def: &TableDef, row: &Row, out: &mut Vec<MyValue>) -> Res
     Ok(())
 }
 
+/// The most prepared statements a session keeps open on the server.
+const MAX_PREPARED: usize = 256;
+
 /// One MariaDB session: the `Executor` of `sql::SqlConnection`.
 pub(super) struct MySession {
     conn: Conn,
     /// The server's `max_allowed_packet`: the longest statement it accepts.
     max_packet: usize,
-    /// Statement texts; the driver prepares and caches them by text.
-    statements: StatementCache<Arc<str>>,
+    /// The statements this session prepared (at most `MAX_PREPARED`).
+    statements: StatementCache<mysql_async::Statement>,
 }
 
 impl MySession {
@@ -152,10 +157,25 @@ impl MySession {
         let tables = self.statements.tables().clone();
         common.extend(QUERIES.into_iter().filter(|q| Statement::Query(*q).text(&MYSQL, &tables).is_ok()).map(Statement::Query));
         for statement in common {
-            let text = self.statements.cached_text(statement)?;
-            self.conn.prep(&*text).await.map_err(op_error)?;
+            self.prepared(statement).await?;
         }
         Ok(())
+    }
+
+    /// The statement prepared on this session, prepared on first use. Preparing one more
+    /// than `MAX_PREPARED` closes the ones kept first (they are prepared again when used).
+    async fn prepared(&mut self, statement: Statement) -> Result<mysql_async::Statement, OpError> {
+        if let Some(prepared) = self.statements.get(&statement) {
+            return Ok(prepared);
+        }
+        if self.statements.len() >= MAX_PREPARED {
+            for old in self.statements.take_all() {
+                self.conn.close(old).await.map_err(op_error)?;
+            }
+        }
+        let prepared = self.conn.prep(self.statements.text(statement)?).await.map_err(op_error)?;
+        self.statements.insert(statement, prepared.clone());
+        Ok(prepared)
     }
 
     /// The parameters of a step.
@@ -255,22 +275,19 @@ impl Executor for MySession {
         if let Some(statements) = self.literal_statements(step)? {
             return self.run_literal(statements, returns_rows(step.reply)).await.map(Answered::Rows);
         }
-        let (text, params) = (self.statements.cached_text(step.statement)?, Params::Positional(self.params(step)?));
+        let (prepared, params) = (self.prepared(step.statement).await?, Params::Positional(self.params(step)?));
         Ok(match step.reply {
             Reply::Affected | Reply::Inserted(_) => {
-                self.conn.exec_drop(&*text, params).await.map_err(op_error)?;
+                self.conn.exec_drop(&prepared, params).await.map_err(op_error)?;
                 Answered::Rows(self.conn.affected_rows())
             }
             // Counted as the rows stream in, not collected.
-            Reply::Streamed => {
-                Answered::Rows(self.conn.exec_fold(&*text, params, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?)
-            }
-            Reply::Nothing | Reply::Rows => {
-                Answered::Rows(self.conn.exec::<mysql_async::Row, _, _>(&*text, params).await.map_err(op_error)?.len() as u64)
+            Reply::Nothing | Reply::Rows | Reply::Streamed => {
+                Answered::Rows(self.conn.exec_fold(&prepared, params, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?)
             }
             Reply::Count | Reply::Max(_) => {
                 let ty = if let Reply::Max(ty) = step.reply { ty } else { ColumnType::Int };
-                let row: Option<mysql_async::Row> = self.conn.exec_first(&*text, params).await.map_err(op_error)?;
+                let row: Option<mysql_async::Row> = self.conn.exec_first(&prepared, params).await.map_err(op_error)?;
                 let raw = row.as_ref().and_then(|r| r.as_ref(0)).cloned().unwrap_or(MyValue::NULL);
                 match (step.reply, decode(ty, &raw)?) {
                     (Reply::Count, Value::Null) => Answered::Scalar(Value::Int(0)),
@@ -279,7 +296,7 @@ impl Executor for MySession {
             }
             Reply::Answer(query) => {
                 let types = answer_columns(query);
-                let rows: Vec<mysql_async::Row> = self.conn.exec(&*text, params).await.map_err(op_error)?;
+                let rows: Vec<mysql_async::Row> = self.conn.exec(&prepared, params).await.map_err(op_error)?;
                 let mut out = Vec::with_capacity(rows.len());
                 for row in &rows {
                     if row.len() != types.len() {

@@ -116,7 +116,10 @@ impl Postgres {
                     name: name.to_string(),
                     system: system(layout).to_string(),
                     url: url.redacted(),
-                    execution: Execution::Async,
+                    // Measured (bench/README.md, 2026-11-25): a client and its connection
+                    // task on a runtime of their own thread cost less CPU per request than
+                    // tasks of the shared runtime woken across its threads.
+                    execution: Execution::AsyncThreads,
                     capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
                     version: "unknown (not connected yet)".into(),
                     settings,

@@ -189,11 +189,21 @@ fn send<'c>(
     statement: &'c Prepared,
     params: &'c [Param],
 ) -> BoxFuture<'c, Result<Raw, tokio_postgres::Error>> {
-    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
+    request(client, reply, statement, params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync))).boxed()
+}
+
+/// Sends one prepared statement and reads its reply. Rows that only count (`Reply::Rows`,
+/// `Reply::Streamed`) are counted as they stream in, without holding them; the messages
+/// sent are the same either way.
+async fn request<P, I>(client: &Client, reply: Reply, statement: &Prepared, params: I) -> Result<Raw, tokio_postgres::Error>
+where
+    P: tokio_postgres::types::BorrowToSql,
+    I: IntoIterator<Item = P>,
+    I::IntoIter: ExactSizeIterator,
+{
+    use futures_util::TryStreamExt;
     match reply {
-        // Counted as the rows stream in, without holding them all.
-        Reply::Streamed => async move {
-            use futures_util::TryStreamExt;
+        Reply::Rows | Reply::Streamed => {
             let stream = client.query_raw(statement, params).await?;
             let mut stream = std::pin::pin!(stream);
             let mut rows = 0;
@@ -202,9 +212,8 @@ fn send<'c>(
             }
             Ok(Raw::Count(rows))
         }
-        .boxed(),
-        reply if returns_rows(reply) => async move { client.query(statement, &params).await.map(Raw::Rows) }.boxed(),
-        _ => async move { client.execute(statement, &params).await.map(Raw::Count) }.boxed(),
+        reply if returns_rows(reply) => client.query_raw(statement, params).await?.try_collect().await.map(Raw::Rows),
+        _ => client.execute_raw(statement, params).await.map(Raw::Count),
     }
 }
 
@@ -259,9 +268,13 @@ impl Executor for PgSession {
         if let (Reply::Answer(query), true) = (step.reply, self.flavor.text_answers) {
             return self.text_answer(query).await;
         }
-        let (statement, params) = (self.prepared(step.statement).await?, self.bind(step)?);
-        let raw = send(&self.client, step.reply, &statement, &params).await.map_err(op_error)?;
-        self.answer(step, raw)
+        let statement = self.prepared(step.statement).await?;
+        let raw = match step.args {
+            // A one-key statement (get, delete) binds its key as it is: nothing to allocate.
+            Args::Key(key) => request(&self.client, step.reply, &statement, [key]).await,
+            _ => request(&self.client, step.reply, &statement, self.bind(step)?.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync))).await,
+        };
+        self.answer(step, raw.map_err(op_error)?)
     }
 
     /// Every statement sent before the first reply is awaited; every reply is awaited

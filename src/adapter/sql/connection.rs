@@ -101,6 +101,16 @@ impl<S: Clone> StatementCache<S> {
         self.prepared.insert(statement, prepared);
     }
 
+    /// How many statements are kept.
+    pub fn len(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// Every statement kept, leaving none.
+    pub fn take_all(&mut self) -> Vec<S> {
+        self.prepared.drain().map(|(_, prepared)| prepared).collect()
+    }
+
     /// The text to prepare for a statement.
     pub fn text(&self, statement: super::statement::Statement) -> Result<String, OpError> {
         statement.text(self.dialect, &self.tables)
@@ -378,4 +388,23 @@ impl<E: Executor> Connection for SqlConnection<E> {
 /// Whether a reply of this kind returns rows (as opposed to a count of changed rows).
 pub fn returns_rows(reply: Reply) -> bool {
     !matches!(reply, Reply::Affected | Reply::Inserted(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::sql::dialects::MYSQL;
+    use crate::adapter::sql::statement::Statement;
+
+    #[test]
+    fn a_statement_cache_hands_back_what_it_keeps_and_empties_on_take_all() {
+        let mut cache: StatementCache<u32> = StatementCache::new(&MYSQL, Arc::default());
+        cache.insert(Statement::Echo, 7);
+        cache.insert(Statement::Get { table: 0 }, 9);
+        assert_eq!((cache.get(&Statement::Echo), cache.get(&Statement::Get { table: 0 }), cache.len()), (Some(7), Some(9), 2));
+        let mut taken = cache.take_all();
+        taken.sort_unstable();
+        assert_eq!(taken, [7, 9]);
+        assert_eq!((cache.len(), cache.get(&Statement::Echo)), (0, None));
+    }
 }

@@ -9,7 +9,7 @@ use super::rows::{TableKeys, insert_commands, key_of, parse_value, score, value_
 use super::{BatchMode, FETCH_ALL_CHUNK, op_error, strings, tpch};
 use crate::adapter::Connection;
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::base::table::{ColumnType, TableId, Value};
+use crate::base::table::{ColumnType, Row, TableId, Value};
 use crate::error::Result;
 use async_trait::async_trait;
 use redis::aio::ConnectionLike;
@@ -309,6 +309,32 @@ impl RedisConnection {
         )
     }
 
+    /// Inserts into hash-mapped tables on a direct connection: each row's commands
+    /// (`insert_commands`) encoded straight into bytes, without `Cmd`s, in one round trip:
+    /// in MULTI/EXEC when `atomic` (one insert, or a batch with batch=multi), else plain.
+    /// `None` when `ops` are not all such inserts, or the connection is the cluster's.
+    async fn direct_inserts(&mut self, ops: &[Op], atomic: bool) -> Option<Result<u64, OpError>> {
+        let Link::Direct(conn) = &mut self.conn else { return None };
+        let tables = &self.tables;
+        fn row_of<'a>(tables: &'a [TableKeys], op: &'a Op) -> Option<(&'a TableKeys, &'a Row)> {
+            match op {
+                Op::Insert { table, row } => tables.get(*table).filter(|t| !t.strings).map(|t| (t, row)),
+                _ => None,
+            }
+        }
+        if ops.is_empty() || !ops.iter().all(|op| row_of(tables, op).is_some()) {
+            return None;
+        }
+        let mut encoder = direct::Encoder::new();
+        for (t, row) in ops.iter().filter_map(|op| row_of(tables, op)) {
+            if let Err(e) = insert_commands(self.dialect, t, row, &mut encoder) {
+                return Some(Err(e));
+            }
+        }
+        let (bytes, commands) = encoder.finish();
+        Some(exchange(conn, self.dialect, commands, atomic, |out| out.extend_from_slice(&bytes)).await.map(|()| ops.len() as u64))
+    }
+
     /// Sends commands in one round trip and returns one reply per command.
     pub(super) async fn send(&mut self, cmds: Vec<Cmd>, atomic: bool) -> Result<Vec<redis::Value>, OpError> {
         let dialect = self.dialect;
@@ -552,6 +578,9 @@ impl Connection for RedisConnection {
         if let Some(rows) = self.direct_gets(std::slice::from_ref(op), false).await {
             return rows.map(Outcome::rows);
         }
+        if let Some(rows) = self.direct_inserts(std::slice::from_ref(op), true).await {
+            return rows.map(Outcome::rows);
+        }
         match self.plan(op)? {
             Some(planned) => {
                 if let Link::Direct(conn) = &mut self.conn {
@@ -567,6 +596,9 @@ impl Connection for RedisConnection {
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
         if let Some(rows) = self.direct_gets(ops, self.batch == BatchMode::Multi).await {
+            return rows.map(Outcome::rows);
+        }
+        if let Some(rows) = self.direct_inserts(ops, self.batch == BatchMode::Multi).await {
             return rows.map(Outcome::rows);
         }
         if let Some(planned) = self.strings_batch(ops)? {

@@ -20,6 +20,8 @@
 //! request first completes the write and skips the abandoned replies, in order, as the
 //! multiplexed connection's driver would.
 
+use super::rows::CommandSink;
+use crate::base::table::Value as TableValue;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::time::Duration;
@@ -131,6 +133,77 @@ pub(super) fn put_multi(out: &mut Vec<u8>) {
 
 pub(super) fn put_exec(out: &mut Vec<u8>) {
     out.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+}
+
+/// Encodes the row mapping's commands (see [`CommandSink`]) as the crate would pack them,
+/// without building `Cmd`s: each command's arguments are gathered, then written after its
+/// `*<count>` header.
+pub(super) struct Encoder {
+    out: Vec<u8>,
+    /// The current command's encoded arguments, and how many.
+    args: Vec<u8>,
+    count: usize,
+    /// Commands written, the current one included.
+    commands: usize,
+    /// Field text of a value being formatted.
+    text: String,
+}
+
+impl Encoder {
+    pub(super) fn new() -> Encoder {
+        Encoder { out: Vec::with_capacity(1024), args: Vec::with_capacity(512), count: 0, commands: 0, text: String::new() }
+    }
+
+    fn end_command(&mut self) {
+        if self.count > 0 {
+            put_array_header(&mut self.out, self.count);
+            self.out.append(&mut self.args);
+            self.count = 0;
+        }
+    }
+
+    /// The encoded commands, and how many.
+    pub(super) fn finish(mut self) -> (Vec<u8>, usize) {
+        self.end_command();
+        (self.out, self.commands)
+    }
+}
+
+impl CommandSink for Encoder {
+    fn command(&mut self, name: &str) {
+        self.end_command();
+        self.commands += 1;
+        self.arg(name.as_bytes());
+    }
+
+    fn arg(&mut self, bytes: &[u8]) {
+        put_bulk(&mut self.args, &[bytes]);
+        self.count += 1;
+    }
+
+    fn key_arg(&mut self, row_prefix: &str, pk: i64) {
+        put_bulk(&mut self.args, &[row_prefix.as_bytes(), itoa::Buffer::new().format(pk).as_bytes()]);
+        self.count += 1;
+    }
+
+    fn int_arg(&mut self, i: i64) {
+        self.arg(itoa::Buffer::new().format(i).as_bytes());
+    }
+
+    fn value_arg(&mut self, v: &TableValue) {
+        match v {
+            TableValue::Text(s) => self.arg(s.as_bytes()),
+            TableValue::Int(i) => self.int_arg(*i),
+            other => {
+                use std::fmt::Write;
+                let mut text = std::mem::take(&mut self.text);
+                text.clear();
+                write!(text, "{other}").expect("formatting into a String");
+                self.arg(text.as_bytes());
+                self.text = text;
+            }
+        }
+    }
 }
 
 pub(super) struct DirectConnection {
@@ -387,6 +460,38 @@ mod tests {
         let f = scan(buf, 0).unwrap().unwrap();
         let value = redis::parse_redis_value(&buf[f.start..f.end]).unwrap();
         assert_eq!(value, Value::Array(vec![Value::BulkString(b"a".to_vec()), Value::Int(5)]));
+    }
+
+    #[test]
+    fn encoded_inserts_are_the_bytes_of_the_crates_commands() {
+        use super::super::dialect::Dialect;
+        use super::super::rows::{TableKeys, insert_commands};
+        use crate::base::table::{Date, Decimal};
+        let def = crate::data::kv::shared_def();
+        let rows = [
+            vec![TableValue::Int(17), TableValue::Int(3), TableValue::Float(12.5), TableValue::Text("payload é".into())],
+            vec![TableValue::Int(-4), TableValue::Null, TableValue::Float(0.1), TableValue::Null],
+            vec![
+                TableValue::Int(5),
+                TableValue::Decimal(Decimal(-1234)),
+                TableValue::Date(Date::from_iso("1998-12-01").unwrap()),
+                TableValue::Text(String::new().into()),
+            ],
+        ];
+        for dialect in [Dialect::Redis, Dialect::LedisDb] {
+            for tagged in [false, true] {
+                let t = TableKeys::new("dbsweep:", &def, tagged);
+                let (mut cmds, mut encoder) = (Vec::new(), Encoder::new());
+                for row in &rows {
+                    insert_commands(dialect, &t, row, &mut cmds).unwrap();
+                    insert_commands(dialect, &t, row, &mut encoder).unwrap();
+                }
+                let (bytes, count) = encoder.finish();
+                assert_eq!(count, cmds.len());
+                let packed: Vec<u8> = cmds.iter().flat_map(Cmd::get_packed_command).collect();
+                assert_eq!(String::from_utf8_lossy(&bytes), String::from_utf8_lossy(&packed));
+            }
+        }
     }
 
     #[test]

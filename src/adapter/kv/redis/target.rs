@@ -5,7 +5,7 @@
 use super::connection::{Link, RedisConnection};
 use super::dialect::Dialect;
 use super::direct::DirectConnection;
-use super::rows::{TableKeys, hset_row, key_of, score};
+use super::rows::{TableKeys, key_of, score, write_row};
 use super::{CONNECT_TIMEOUT, Client, LOAD_CHUNK, MARKER_VALUE, Redis, strings};
 use crate::adapter::lease::LeaseStore;
 use crate::adapter::{Connection, ConnectionRoom, RowSource, Target, TargetInfo};
@@ -81,7 +81,11 @@ impl Target for Redis {
             let mut index_pairs: Vec<Vec<(String, i64)>> = vec![Vec::new(); t.index_sets.len()];
             for row in rows.by_ref().take(LOAD_CHUNK) {
                 let pk = key_of(&row).map_err(|e| Error::runtime(e.message))?;
-                pipe.add_command(hset_row(self.dialect, t, &t.row_key(pk), &row)).ignore();
+                let mut write = Vec::with_capacity(1);
+                write_row(self.dialect, t, pk, &row, &mut write);
+                write.into_iter().for_each(|cmd| {
+                    pipe.add_command(cmd).ignore();
+                });
                 pk_pairs.push((pk, pk));
                 for (c, set) in t.index_sets.iter().enumerate() {
                     if set.is_some()

@@ -97,9 +97,24 @@ pub(super) fn scan(buf: &[u8], at: usize) -> RedisResult<Option<Frame>> {
     Ok(Some(frame))
 }
 
-/// The decimal number of a `$` or `*` header line.
+/// The decimal number of a `$` or `*` header line (a length, or -1).
 fn number(line: &[u8]) -> RedisResult<i64> {
-    std::str::from_utf8(line).ok().and_then(|s| s.parse().ok()).ok_or_else(|| protocol_error("a length is not a number"))
+    let not_a_number = || protocol_error("a length is not a number");
+    let (negative, digits) = match line.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, line),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return Err(not_a_number());
+    }
+    let mut n = 0i64;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return Err(not_a_number());
+        }
+        n = n * 10 + i64::from(d - b'0');
+    }
+    Ok(if negative { -n } else { n })
 }
 
 /// Appends `*<n>\r\n`, then each `$<len>\r\n<part>\r\n` of one argument made of `parts`
@@ -445,6 +460,17 @@ mod tests {
         let exec = b"*2\r\n:1\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
         let f = scan(exec, 0).unwrap().unwrap();
         assert!(f.error && f.end == exec.len());
+    }
+
+    #[test]
+    fn lengths_are_decimal_numbers() {
+        assert_eq!(
+            [number(b"0"), number(b"17"), number(b"-1"), number(b"999999999999999999")].map(Result::unwrap),
+            [0, 17, -1, 999_999_999_999_999_999]
+        );
+        for bad in [&b""[..], b"-", b"1x", b"+1", b" 1", b"1234567890123456789"] {
+            assert!(number(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

@@ -49,3 +49,42 @@ fn cluster_key_set_string(target_url: String, _victim: i64) -> futures_util::fut
 }
 
 conformance!(redis_cluster, open_cluster(), Fault::Custom(cluster_key_set_string));
+
+/// Pauses every client of the server for `ms` (other tests' requests only wait).
+async fn pause_clients(url: &str, ms: u64) {
+    let mut admin = redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let () = redis::cmd("CLIENT").arg("PAUSE").arg(ms).arg("ALL").query_async(&mut admin).await.unwrap();
+}
+
+/// A request dropped before its reply (the runner's per-op timeout) leaves the client's
+/// connection in step: the next requests get their own replies, not the abandoned one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_before_its_reply_leaves_the_next_ones_their_own_replies() {
+    use dbsweep::base::op::Op;
+    use dbsweep::data::kv::{self, KvGen};
+    let (target, ()) = open(4, "").await;
+    let table = kv::shared_def();
+    target.prepare(std::slice::from_ref(&table)).await.expect("prepare");
+    let rowgen = KvGen::new(7, 100, 24);
+    assert_eq!(target.load(&table, Box::new((0..100).map(move |k| rowgen.row(k)))).await.expect("load"), 100);
+    let mut conn = target.connect().await.expect("connect");
+    let missing = Op::Get { table: 0, key: 1_000 };
+    let existing = |key| Op::Get { table: 0, key };
+    let drop_unanswered = async |conn: &mut Box<dyn dbsweep::adapter::Connection>, ops: &[Op]| {
+        pause_clients(&server_url(), 300).await;
+        let mut request = if ops.len() == 1 { conn.execute(&ops[0]) } else { conn.execute_batch(ops) };
+        assert!(futures_util::poll!(&mut request).is_pending(), "the paused server cannot have answered");
+    };
+    drop_unanswered(&mut conn, std::slice::from_ref(&missing)).await;
+    assert_eq!(conn.execute(&existing(17)).await.unwrap().rows, 1);
+    assert_eq!(conn.execute(&missing).await.unwrap().rows, 0);
+    let sixteen: Vec<Op> = (0..16).map(existing).collect();
+    drop_unanswered(&mut conn, &sixteen).await;
+    assert_eq!(conn.execute(&missing).await.unwrap().rows, 0);
+    assert_eq!(conn.execute_batch(&sixteen).await.unwrap().rows, 16);
+    drop_unanswered(&mut conn, &[missing.clone(), missing.clone()]).await;
+    drop_unanswered(&mut conn, std::slice::from_ref(&missing)).await;
+    assert_eq!(conn.execute_batch(&sixteen[..3]).await.unwrap().rows, 3);
+    drop(conn);
+    target.cleanup().await.expect("cleanup");
+}

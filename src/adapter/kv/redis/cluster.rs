@@ -1,8 +1,10 @@
-//! Redis Cluster (`redis://HOST:PORT/0?cluster=true`): the connection the adapter sends
-//! through — one server's multiplexed connection, or the redis crate's cluster client
-//! (slots learned from the seed node, MOVED and ASK followed, MGET/MSET/DEL/UNLINK split
-//! by slot) — and the cluster's masters, reached one by one for what a cluster cannot do
-//! through one connection: listing dbsweep's keys (SCAN is per node), INFO and CONFIG.
+//! Redis Cluster (`redis://HOST:PORT/0?cluster=true`): the crate's connection the adapter
+//! sets up through, and a cluster's clients send through — one server's multiplexed
+//! connection, or the redis crate's cluster client (slots learned from the seed node, MOVED
+//! and ASK followed, MGET/MSET/DEL/UNLINK split by slot); a client of one server sends
+//! through a connection of its own instead (see [`super::direct`]) — and the cluster's
+//! masters, reached one by one for what a cluster cannot do through one connection:
+//! listing dbsweep's keys (SCAN is per node), INFO and CONFIG.
 //!
 //! Owns that connection type and reading the masters from `CLUSTER NODES`. Must not send
 //! FLUSHALL, CLUSTER RESET or anything that changes the cluster's configuration.

@@ -4,14 +4,16 @@
 
 use super::cluster::Conn;
 use super::dialect::Dialect;
+use super::direct::{self, DirectConnection};
 use super::rows::{TableKeys, insert_commands, key_of, parse_value, score, value_text};
 use super::{BatchMode, FETCH_ALL_CHUNK, op_error, strings, tpch};
 use crate::adapter::Connection;
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, QueryId, RangeAgg};
-use crate::base::table::{ColumnType, TableId, Value};
+use crate::base::table::{ColumnType, Row, TableId, Value};
 use crate::error::Result;
 use async_trait::async_trait;
-use redis::{Cmd, Pipeline, Script};
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisFuture, Script};
 use std::sync::Arc;
 
 /// Writes one column of an existing row; returns 1, or 0 when the row does not exist.
@@ -77,10 +79,40 @@ pub(super) struct Planned {
     pub(super) reduce: Reduce,
 }
 
+/// How a client reaches its server: a connection of its own to one server (see
+/// [`direct`]), or the redis crate's cluster client.
+pub(super) enum Link {
+    Direct(DirectConnection),
+    Cluster(Conn),
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, redis::Value> {
+        match self {
+            Link::Direct(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Link::Direct(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Direct(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 pub struct RedisConnection {
-    pub(super) conn: Conn,
-    /// Every server holding keys, for listing a table's plain string keys: `conn` itself,
-    /// or each master of a cluster.
+    pub(super) conn: Link,
+    /// The cluster's masters, for listing a table's plain string keys; empty for one
+    /// server, where `conn` itself lists them.
     pub(super) nodes: Vec<Conn>,
     pub(super) dialect: Dialect,
     pub(super) tables: Arc<Vec<TableKeys>>,
@@ -250,8 +282,66 @@ impl RedisConnection {
         })
     }
 
+    /// Gets of rows of hash-mapped tables on a direct connection: one HGETALL per op,
+    /// encoded straight into the connection's buffer (the bytes `plan` would send) and
+    /// counted from the replies' shapes, in one round trip: in MULTI/EXEC when `atomic` (a
+    /// batch with batch=multi, as `execute_batch` frames any batch), else plain. `None` when
+    /// `ops` are not all such gets, or the connection is the cluster's.
+    async fn direct_gets(&mut self, ops: &[Op], atomic: bool) -> Option<Result<u64, OpError>> {
+        let Link::Direct(conn) = &mut self.conn else { return None };
+        let tables = &self.tables;
+        let row_prefix = |op: &Op| match op {
+            Op::Get { table, key } => tables.get(*table).filter(|t| !t.strings).map(|t| (t.row_prefix.as_str(), *key)),
+            _ => None,
+        };
+        if ops.is_empty() || !ops.iter().all(|op| row_prefix(op).is_some()) {
+            return None;
+        }
+        let encode = |out: &mut Vec<u8>| {
+            for (prefix, key) in ops.iter().filter_map(row_prefix) {
+                direct::put_key_command(out, "HGETALL", prefix, key);
+            }
+        };
+        Some(
+            exchange(conn, self.dialect, ops.len(), atomic, encode)
+                .await
+                .map(|()| conn.replies().iter().filter(|f| f.non_empty_array()).count() as u64),
+        )
+    }
+
+    /// Inserts into hash-mapped tables on a direct connection: each row's commands
+    /// (`insert_commands`) encoded straight into bytes, without `Cmd`s, in one round trip:
+    /// in MULTI/EXEC when `atomic` (one insert, or a batch with batch=multi), else plain.
+    /// `None` when `ops` are not all such inserts, or the connection is the cluster's.
+    async fn direct_inserts(&mut self, ops: &[Op], atomic: bool) -> Option<Result<u64, OpError>> {
+        let Link::Direct(conn) = &mut self.conn else { return None };
+        let tables = &self.tables;
+        fn row_of<'a>(tables: &'a [TableKeys], op: &'a Op) -> Option<(&'a TableKeys, &'a Row)> {
+            match op {
+                Op::Insert { table, row } => tables.get(*table).filter(|t| !t.strings).map(|t| (t, row)),
+                _ => None,
+            }
+        }
+        if ops.is_empty() || !ops.iter().all(|op| row_of(tables, op).is_some()) {
+            return None;
+        }
+        let mut encoder = direct::Encoder::new();
+        for (t, row) in ops.iter().filter_map(|op| row_of(tables, op)) {
+            if let Err(e) = insert_commands(self.dialect, t, row, &mut encoder) {
+                return Some(Err(e));
+            }
+        }
+        let (bytes, commands) = encoder.finish();
+        Some(exchange(conn, self.dialect, commands, atomic, |out| out.extend_from_slice(&bytes)).await.map(|()| ops.len() as u64))
+    }
+
     /// Sends commands in one round trip and returns one reply per command.
     pub(super) async fn send(&mut self, cmds: Vec<Cmd>, atomic: bool) -> Result<Vec<redis::Value>, OpError> {
+        let dialect = self.dialect;
+        if let Link::Direct(conn) = &mut self.conn {
+            send_direct(conn, dialect, &cmds, atomic).await?;
+            return conn.replies().iter().map(|f| conn.value(*f).map_err(|e| op_error(dialect, e))).collect();
+        }
         // Without MULTI/EXEC (LedisDB) the commands still share one round trip.
         let atomic = atomic && self.dialect.has_multi();
         let replies = if cmds.len() == 1 && !atomic {
@@ -285,10 +375,13 @@ impl RedisConnection {
                 // The table's keys a page at a time, one MGET per page of keys not seen yet.
                 let prefix = self.table(*table)?.row_prefix.clone();
                 let (mut rows, mut seen) = (0u64, std::collections::HashSet::new());
-                for node in 0..self.nodes.len() {
+                for node in 0..self.nodes.len().max(1) {
                     let mut cursor = Some(self.dialect.first_cursor().to_string());
                     while let Some(at) = cursor {
-                        let page = self.dialect.string_key_page(&mut self.nodes[node], &prefix, &at).await;
+                        let page = match self.nodes.get_mut(node) {
+                            Some(master) => self.dialect.string_key_page(master, &prefix, &at).await,
+                            None => self.dialect.string_key_page(&mut self.conn, &prefix, &at).await,
+                        };
                         let (next, keys) = page.map_err(|e| op_error(self.dialect, e))?;
                         let ours: Vec<String> =
                             keys.into_iter().filter(|k| strings::is_row_key(&prefix, k) && seen.insert(k.clone())).collect();
@@ -383,6 +476,56 @@ impl RedisConnection {
     }
 }
 
+/// Sends commands on a direct connection in one round trip (in MULTI/EXEC when `atomic`
+/// and the dialect has it); the replies, one per command, are left in `conn`. Fails on the
+/// first error reply, as `send` does.
+async fn send_direct(conn: &mut DirectConnection, dialect: Dialect, cmds: &[Cmd], atomic: bool) -> Result<(), OpError> {
+    exchange(conn, dialect, cmds.len(), atomic, |out| cmds.iter().for_each(|c| c.write_packed_command(out))).await
+}
+
+/// One round trip on a direct connection: the `commands` that `encode` appends, in
+/// MULTI/EXEC when `atomic` and the dialect has it. Leaves one reply per command in `conn`
+/// and fails on the first error reply (at any depth, in a transaction also a command that
+/// was not queued), as the crate's connection and `send` do.
+async fn exchange(
+    conn: &mut DirectConnection,
+    dialect: Dialect,
+    commands: usize,
+    atomic: bool,
+    encode: impl FnOnce(&mut Vec<u8>),
+) -> Result<(), OpError> {
+    let atomic = atomic && dialect.has_multi();
+    let failed = |e| op_error(dialect, e);
+    if atomic {
+        let framed = |out: &mut Vec<u8>| {
+            direct::put_multi(out);
+            encode(out);
+            direct::put_exec(out);
+        };
+        conn.exchange(framed, commands + 2).await.map_err(failed)?;
+        conn.unwrap_transaction(commands).map_err(failed)?;
+    } else {
+        conn.exchange(encode, commands).await.map_err(failed)?;
+    }
+    match conn.replies().iter().find(|f| f.error) {
+        Some(error) => Err(failed(conn.error_of(*error))),
+        None => Ok(()),
+    }
+}
+
+/// An op's outcome from its replies on a direct connection: counted from the replies'
+/// shapes where that is all the op needs (inserts, gets), else read as the crate's values.
+fn reduce_direct(how: Reduce, conn: &DirectConnection, replies: &[direct::Frame]) -> Result<Outcome, OpError> {
+    match how {
+        Reduce::Fixed(n) => Ok(Outcome::rows(n)),
+        Reduce::NonEmptyHashes => Ok(Outcome::rows(replies.iter().filter(|f| f.non_empty_array()).count() as u64)),
+        other => {
+            let values = replies.iter().map(|f| conn.value(*f)).collect::<redis::RedisResult<Vec<_>>>();
+            reduce(other, &values.map_err(|e| OpError::server(format!("redis: {e}")))?)
+        }
+    }
+}
+
 fn is_non_empty(reply: &redis::Value) -> bool {
     match reply {
         redis::Value::Array(items) | redis::Value::Set(items) => !items.is_empty(),
@@ -432,8 +575,18 @@ fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> 
 #[async_trait]
 impl Connection for RedisConnection {
     async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        if let Some(rows) = self.direct_gets(std::slice::from_ref(op), false).await {
+            return rows.map(Outcome::rows);
+        }
+        if let Some(rows) = self.direct_inserts(std::slice::from_ref(op), true).await {
+            return rows.map(Outcome::rows);
+        }
         match self.plan(op)? {
             Some(planned) => {
+                if let Link::Direct(conn) = &mut self.conn {
+                    send_direct(conn, self.dialect, &planned.cmds, planned.atomic).await?;
+                    return reduce_direct(planned.reduce, conn, conn.replies());
+                }
                 let replies = self.send(planned.cmds, planned.atomic).await?;
                 reduce(planned.reduce, &replies)
             }
@@ -442,11 +595,17 @@ impl Connection for RedisConnection {
     }
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if let Some(rows) = self.direct_gets(ops, self.batch == BatchMode::Multi).await {
+            return rows.map(Outcome::rows);
+        }
+        if let Some(rows) = self.direct_inserts(ops, self.batch == BatchMode::Multi).await {
+            return rows.map(Outcome::rows);
+        }
         if let Some(planned) = self.strings_batch(ops)? {
             let replies = self.send(planned.cmds, false).await?;
             return reduce(planned.reduce, &replies);
         }
-        if matches!(self.conn, Conn::Cluster(_))
+        if matches!(self.conn, Link::Cluster(_))
             && ops.first().and_then(Op::table).is_some_and(|t| self.tables.get(t).is_some_and(|t| t.strings))
         {
             // Plain string keys spread over the cluster's slots, and one pipeline reaches
@@ -477,7 +636,18 @@ impl Connection for RedisConnection {
             shapes.push((p.cmds.len(), p.reduce));
             cmds.extend(p.cmds);
         }
-        let replies = self.send(cmds, self.batch == BatchMode::Multi).await?;
+        let atomic = self.batch == BatchMode::Multi;
+        if let Link::Direct(conn) = &mut self.conn {
+            send_direct(conn, self.dialect, &cmds, atomic).await?;
+            let (replies, mut rows, mut at) = (conn.replies(), 0, 0);
+            for (n, r) in shapes {
+                let slice = replies.get(at..at + n).ok_or_else(|| OpError::server("redis: fewer replies than commands"))?;
+                rows += reduce_direct(r, conn, slice)?.rows;
+                at += n;
+            }
+            return Ok(Outcome::rows(rows));
+        }
+        let replies = self.send(cmds, atomic).await?;
         let mut rows = 0;
         let mut at = 0;
         for (n, r) in shapes {

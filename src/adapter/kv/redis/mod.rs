@@ -1,5 +1,4 @@
-//! Redis adapter: the studies' row mappings on the `redis` crate (async, one multiplexed
-//! connection per client), for Redis and for LedisDB (`ledis://`, a Redis-protocol server
+//! Redis adapter: the studies' row mappings on the `redis` crate, for Redis and for LedisDB (`ledis://`, a Redis-protocol server
 //! on LevelDB); what differs between the two is in [`dialect`].
 //!
 //! A two-column table without secondary indexes (`pairs`) is stored as plain string keys,
@@ -16,6 +15,8 @@
 //! TPC-H Q1 and Q6 are read-only Lua scripts over the lineitem hashes (see [`tpch`]); they
 //! block the server while they run, as in the study. Q3 and Q14 (joins) are not offered.
 //! The server's version and settings are read by `prepare`; `info()` shows them from then.
+//! Setup steps use the crate's multiplexed connection; each client of a run has a
+//! connection of its own (see [`direct`]), or the crate's cluster client for a cluster.
 //!
 //! URL: `redis://[[user]:password@]host:port/DB[?batch=multi|pipeline][&cluster=true]`; the password comes
 //! from the URL (userinfo or `?password=`), else from `REDISCLI_AUTH` (see [`password`]). Batches go in one MULTI/EXEC by default (as the
@@ -62,6 +63,7 @@ use std::time::Duration;
 mod cluster;
 mod connection;
 mod dialect;
+mod direct;
 mod lease;
 mod rows;
 pub(crate) mod strings;
@@ -473,9 +475,12 @@ impl Redis {
     }
 }
 
+/// How long connecting to a server may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Setup connections: 5 s to connect, no limit on a reply (a load pipeline, a cleanup).
 fn admin_config() -> AsyncConnectionConfig {
-    AsyncConnectionConfig::new().set_connection_timeout(Some(Duration::from_secs(5))).set_response_timeout(None)
+    AsyncConnectionConfig::new().set_connection_timeout(Some(CONNECT_TIMEOUT)).set_response_timeout(None)
 }
 
 fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {

@@ -136,31 +136,78 @@ pub(super) fn key_of(row: &Row) -> Result<i64, OpError> {
     row.first().and_then(Value::as_int).ok_or_else(|| OpError::client("redis: the key column must be an integer"))
 }
 
+/// Where the row mapping's commands go: built as the crate's `Cmd`s (`Vec<Cmd>`), or
+/// encoded straight into a direct connection's buffer (`direct::Encoder`), the same bytes.
+pub(super) trait CommandSink {
+    /// Starts the next command.
+    fn command(&mut self, name: &str);
+    fn arg(&mut self, bytes: &[u8]);
+    /// A row key, `<row_prefix><pk>`.
+    fn key_arg(&mut self, row_prefix: &str, pk: i64);
+    fn int_arg(&mut self, i: i64);
+    /// A value's field text ([`value_text`]); never called with NULL.
+    fn value_arg(&mut self, v: &Value);
+}
+
+impl CommandSink for Vec<Cmd> {
+    fn command(&mut self, name: &str) {
+        self.push(redis::cmd(name));
+    }
+
+    fn arg(&mut self, bytes: &[u8]) {
+        self.last_mut().expect("a command was started").arg(bytes);
+    }
+
+    fn key_arg(&mut self, row_prefix: &str, pk: i64) {
+        self.arg(format!("{row_prefix}{pk}").as_bytes());
+    }
+
+    fn int_arg(&mut self, i: i64) {
+        self.last_mut().expect("a command was started").arg(i);
+    }
+
+    fn value_arg(&mut self, v: &Value) {
+        self.arg(value_text(v).unwrap_or_default().as_bytes());
+    }
+}
+
 /// The commands that store one row (after clearing any previous version of it).
-pub(super) fn insert_commands(dialect: Dialect, t: &TableKeys, row: &Row, out: &mut Vec<Cmd>) -> Result<(), OpError> {
+pub(super) fn insert_commands(dialect: Dialect, t: &TableKeys, row: &Row, out: &mut impl CommandSink) -> Result<(), OpError> {
     let pk = key_of(row)?;
-    let key = t.row_key(pk);
-    out.push(dialect.row_delete(&key));
-    out.push(hset_row(dialect, t, &key, row));
-    out.push(redis::cmd("ZADD").arg(&t.pk_set).arg(pk).arg(pk).clone());
+    out.command(dialect.row_delete_name());
+    out.key_arg(&t.row_prefix, pk);
+    write_row(dialect, t, pk, row, out);
+    out.command("ZADD");
+    out.arg(t.pk_set.as_bytes());
+    out.int_arg(pk);
+    out.int_arg(pk);
     for (c, set) in t.index_sets.iter().enumerate() {
         if let Some(set) = set {
             match row.get(c).and_then(score) {
-                Some(s) => out.push(redis::cmd("ZADD").arg(set).arg(s).arg(pk).clone()),
-                None => out.push(redis::cmd("ZREM").arg(set).arg(pk).clone()),
+                Some(s) => {
+                    out.command("ZADD");
+                    out.arg(set.as_bytes());
+                    out.arg(s.as_bytes());
+                }
+                None => {
+                    out.command("ZREM");
+                    out.arg(set.as_bytes());
+                }
             }
+            out.int_arg(pk);
         }
     }
     Ok(())
 }
 
-pub(super) fn hset_row(dialect: Dialect, t: &TableKeys, key: &str, row: &Row) -> Cmd {
-    let mut cmd = redis::cmd(dialect.hash_write());
-    cmd.arg(key);
+/// The command that writes row `pk`'s non-NULL columns into its hash.
+pub(super) fn write_row(dialect: Dialect, t: &TableKeys, pk: i64, row: &Row, out: &mut impl CommandSink) {
+    out.command(dialect.hash_write());
+    out.key_arg(&t.row_prefix, pk);
     for (c, v) in row.iter().enumerate() {
-        if let Some(text) = value_text(v) {
-            cmd.arg(&t.def.columns[c].name).arg(text);
+        if !matches!(v, Value::Null) {
+            out.arg(t.def.columns[c].name.as_bytes());
+            out.value_arg(v);
         }
     }
-    cmd
 }

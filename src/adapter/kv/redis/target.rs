@@ -2,15 +2,17 @@
 //! attach (a worker joining what the coordinator prepared), connect, count, engine memory
 //! and cleanup of the namespace's keys. Must never send FLUSHDB or FLUSHALL.
 
-use super::connection::RedisConnection;
+use super::connection::{Link, RedisConnection};
 use super::dialect::Dialect;
-use super::rows::{TableKeys, hset_row, key_of, score};
-use super::{LOAD_CHUNK, MARKER_VALUE, Redis, strings};
+use super::direct::DirectConnection;
+use super::rows::{TableKeys, key_of, score, write_row};
+use super::{CONNECT_TIMEOUT, Client, LOAD_CHUNK, MARKER_VALUE, Redis, strings};
 use crate::adapter::lease::LeaseStore;
 use crate::adapter::{Connection, ConnectionRoom, RowSource, Target, TargetInfo};
 use crate::base::table::{ColumnType, Row, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
+use redis::ConnectionAddr;
 use std::sync::Arc;
 
 #[async_trait]
@@ -79,7 +81,11 @@ impl Target for Redis {
             let mut index_pairs: Vec<Vec<(String, i64)>> = vec![Vec::new(); t.index_sets.len()];
             for row in rows.by_ref().take(LOAD_CHUNK) {
                 let pk = key_of(&row).map_err(|e| Error::runtime(e.message))?;
-                pipe.add_command(hset_row(self.dialect, t, &t.row_key(pk), &row)).ignore();
+                let mut write = Vec::with_capacity(1);
+                write_row(self.dialect, t, pk, &row, &mut write);
+                write.into_iter().for_each(|cmd| {
+                    pipe.add_command(cmd).ignore();
+                });
                 pk_pairs.push((pk, pk));
                 for (c, set) in t.index_sets.iter().enumerate() {
                     if set.is_some()
@@ -130,7 +136,24 @@ impl Target for Redis {
         for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
             script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
         }
-        let nodes = self.nodes(&mut conn).await?;
+        let (conn, nodes) = match &self.client {
+            // One server: the client's own connection (no driver task), which also lists
+            // keys; the setup connection is closed.
+            Client::Single(client) => {
+                let info = client.get_connection_info();
+                let ConnectionAddr::Tcp(host, port) = info.addr() else {
+                    return Err(Error::runtime(format!("target '{}': only TCP addresses are supported", self.name())));
+                };
+                let direct = DirectConnection::connect(host, *port, info.redis_settings(), CONNECT_TIMEOUT).await.map_err(|e| {
+                    Error::unreachable(self.name(), format!("cannot connect to {} at {}: {e}", self.dialect.label(), self.address))
+                })?;
+                (Link::Direct(direct), Vec::new())
+            }
+            Client::Cluster { .. } => {
+                let nodes = self.nodes(&mut conn).await?;
+                (Link::Cluster(conn), nodes)
+            }
+        };
         Ok(Box::new(RedisConnection {
             conn,
             nodes,

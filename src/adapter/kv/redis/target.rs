@@ -131,25 +131,24 @@ impl Target for Redis {
     }
 
     async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let mut conn = self.admin().await?;
-        // Idempotent; makes EVALSHA safe even after a server restart between prepare and run.
-        for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
-            script.load_async(&mut conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
-        }
         let (conn, nodes) = match &self.client {
-            // One server: the client's own connection (no driver task), which also lists
-            // keys; the setup connection is closed.
+            // One server: the client's own connection (no driver task), which also loads the
+            // scripts and lists keys. No second connection is opened, so a client holds one
+            // connection, as the connection-limit check counts.
             Client::Single(client) => {
                 let info = client.get_connection_info();
                 let ConnectionAddr::Tcp(host, port) = info.addr() else {
                     return Err(Error::runtime(format!("target '{}': only TCP addresses are supported", self.name())));
                 };
-                let direct = DirectConnection::connect(host, *port, info.redis_settings(), CONNECT_TIMEOUT).await.map_err(|e| {
+                let mut direct = DirectConnection::connect(host, *port, info.redis_settings(), CONNECT_TIMEOUT).await.map_err(|e| {
                     Error::unreachable(self.name(), format!("cannot connect to {} at {}: {e}", self.dialect.label(), self.address))
                 })?;
+                self.load_scripts(&mut direct).await?;
                 (Link::Direct(direct), Vec::new())
             }
             Client::Cluster { .. } => {
+                let mut conn = self.admin().await?;
+                self.load_scripts(&mut conn).await?;
                 let nodes = self.nodes(&mut conn).await?;
                 (Link::Cluster(conn), nodes)
             }
@@ -257,5 +256,16 @@ mod tests {
         let room = redis_room(10, 3);
         assert_eq!((room.free, room.limit.as_str(), room.setting), (7, "maxclients=10, 3 in use", "maxclients"));
         assert_eq!(redis_room(10, 11).free, 0);
+    }
+}
+
+impl Redis {
+    /// Loads the run's Lua scripts (idempotent; makes EVALSHA safe even after a server
+    /// restart between prepare and run).
+    async fn load_scripts<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> Result<()> {
+        for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
+            script.load_async(conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
+        }
+        Ok(())
     }
 }

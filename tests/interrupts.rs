@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::entries;
+
 use dbsweep::servers::ServerKind;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -91,14 +93,6 @@ fn exit_after_interrupt(mut child: Child, lines: &mpsc::Receiver<String>) -> (Op
         }
     }
     (status.code(), took, rest.join("\n"))
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 async fn pg_client(url: &str) -> tokio_postgres::Client {

@@ -9,19 +9,22 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::report;
+use support::{entries, report};
 
 fn dbsweep_with_cache(cache: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).env("DBSWEEP_CACHE", cache).output().expect("run dbsweep")
 }
 
-/// Names of the entries of `dir`, sorted.
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
+/// Waits (up to 120 s) until SF 1's lineitem file has its first MiB in the partial
+/// directory, with `child` (the process generating it, or the run that started it) alive.
+fn wait_until_lineitem_is_being_written(cache: &Path, child: &mut std::process::Child) {
+    let partial_lineitem = cache.join("tpch").join("sf1.partial").join("lineitem.tbl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::metadata(&partial_lineitem).map_or(0, |m| m.len()) < 1 << 20 {
+        assert!(Instant::now() < deadline, "the generator did not start writing lineitem");
+        assert!(child.try_wait().unwrap().is_none(), "dbsweep ended before lineitem was being written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The tests that generate SF 1 or measure memory take turns: two debug-build generators
@@ -196,13 +199,7 @@ fn ctrl_c_while_generating_the_cache_exits_130_within_2_s_and_leaves_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let partial_lineitem = cache.join("tpch").join("sf1.partial").join("lineitem.tbl");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while std::fs::metadata(&partial_lineitem).map_or(0, |m| m.len()) < 1 << 20 {
-        assert!(Instant::now() < deadline, "the generator did not start writing lineitem");
-        assert!(child.try_wait().unwrap().is_none(), "dbsweep ended before it was interrupted");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_lineitem_is_being_written(&cache, &mut child);
     assert_eq!(generators_for(&cache).len(), 1, "one generator process");
     // SAFETY: sends SIGINT to the child this test started.
     unsafe {
@@ -249,12 +246,7 @@ fn a_generator_stopped_with_sigterm_or_ctrl_c_removes_its_partial_files() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let partial_lineitem = cache.join("tpch").join("sf1.partial").join("lineitem.tbl");
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while std::fs::metadata(&partial_lineitem).map_or(0, |m| m.len()) < 1 << 20 {
-            assert!(Instant::now() < deadline && child.try_wait().unwrap().is_none(), "the generator did not start writing");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until_lineitem_is_being_written(&cache, &mut child);
         // SAFETY: signals the child this test started.
         unsafe {
             libc::kill(child.id() as i32, signal);

@@ -420,39 +420,19 @@ fn write_table(
         }
         rows += 1;
     };
-    // Checked every 4096 rows: a stop request ends a large table within milliseconds.
-    let go_on = |i: u64| i % 4096 != 0 || !cancel.load(Ordering::Relaxed);
     match table {
-        tpch::REGION => RegionGenerator::new(scale, 1, 1).iter().for_each(|r| emit(&r, tpch::region_row(&r))),
-        tpch::NATION => NationGenerator::new(scale, 1, 1).iter().for_each(|n| emit(&n, tpch::nation_row(&n))),
-        tpch::SUPPLIER => SupplierGenerator::new(scale, 1, 1)
-            .iter()
-            .zip(0..)
-            .take_while(|(_, i)| go_on(*i))
-            .for_each(|(s, _)| emit(&s, tpch::supplier_row(&s))),
-        tpch::CUSTOMER => CustomerGenerator::new(scale, 1, 1)
-            .iter()
-            .zip(0..)
-            .take_while(|(_, i)| go_on(*i))
-            .for_each(|(c, _)| emit(&c, tpch::customer_row(&c))),
-        tpch::PART => {
-            PartGenerator::new(scale, 1, 1).iter().zip(0..).take_while(|(_, i)| go_on(*i)).for_each(|(p, _)| emit(&p, tpch::part_row(&p)))
+        tpch::REGION => until_stopped(RegionGenerator::new(scale, 1, 1).iter(), cancel, |r| emit(&r, tpch::region_row(&r))),
+        tpch::NATION => until_stopped(NationGenerator::new(scale, 1, 1).iter(), cancel, |n| emit(&n, tpch::nation_row(&n))),
+        tpch::SUPPLIER => until_stopped(SupplierGenerator::new(scale, 1, 1).iter(), cancel, |s| emit(&s, tpch::supplier_row(&s))),
+        tpch::CUSTOMER => until_stopped(CustomerGenerator::new(scale, 1, 1).iter(), cancel, |c| emit(&c, tpch::customer_row(&c))),
+        tpch::PART => until_stopped(PartGenerator::new(scale, 1, 1).iter(), cancel, |p| emit(&p, tpch::part_row(&p))),
+        tpch::PARTSUPP => {
+            until_stopped(PartSuppGenerator::new(scale, 1, 1).iter().zip(1..), cancel, |(ps, pk)| emit(&ps, tpch::partsupp_row(pk, &ps)))
         }
-        tpch::PARTSUPP => PartSuppGenerator::new(scale, 1, 1)
-            .iter()
-            .zip(1..)
-            .take_while(|(_, pk)| go_on(*pk as u64))
-            .for_each(|(ps, pk)| emit(&ps, tpch::partsupp_row(pk, &ps))),
-        tpch::ORDERS => OrderGenerator::new(scale, 1, 1)
-            .iter()
-            .zip(0..)
-            .take_while(|(_, i)| go_on(*i))
-            .for_each(|(o, _)| emit(&o, tpch::orders_row(&o))),
-        tpch::LINEITEM => LineItemGenerator::new(scale, 1, 1)
-            .iter()
-            .zip(1..)
-            .take_while(|(_, pk)| go_on(*pk as u64))
-            .for_each(|(l, pk)| emit(&l, tpch::lineitem_row(pk, &l))),
+        tpch::ORDERS => until_stopped(OrderGenerator::new(scale, 1, 1).iter(), cancel, |o| emit(&o, tpch::orders_row(&o))),
+        tpch::LINEITEM => {
+            until_stopped(LineItemGenerator::new(scale, 1, 1).iter().zip(1..), cancel, |(l, pk)| emit(&l, tpch::lineitem_row(pk, &l)))
+        }
         _ => unreachable!("TPC-H has 8 tables"),
     }
     if cancel.load(Ordering::Relaxed) {
@@ -465,6 +445,17 @@ fn write_table(
     file.sync_all().map_err(|e| Error::runtime(format!("writing {}: {e}", path.display())))?;
     let bytes = file.metadata().map_err(|e| Error::runtime(format!("reading {}: {e}", path.display())))?.len();
     Ok((TableFile { name: TABLE_NAMES[table].into(), rows, bytes }, domains))
+}
+
+/// Calls `each` on every item until `cancel` is set, looked at every 4096 items: a stop
+/// request ends a large table within milliseconds.
+fn until_stopped<T>(items: impl Iterator<Item = T>, cancel: &AtomicBool, mut each: impl FnMut(T)) {
+    for (i, item) in items.enumerate() {
+        if i % 4096 == 0 && cancel.load(Ordering::Relaxed) {
+            return;
+        }
+        each(item);
+    }
 }
 
 /// A numeric cell as an integer (hundredths for decimals, days for dates).

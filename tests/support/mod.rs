@@ -19,6 +19,15 @@ pub fn dbsweep(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().expect("run dbsweep")
 }
 
+/// Names of the entries of `dir`, sorted (none when it does not exist).
+pub fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// Every file under `dir`, at any depth, with its bytes, sorted by path.
 pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();

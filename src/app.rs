@@ -37,6 +37,10 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return 2;
         }
     };
+    if let Err(message) = command_line::check_resume_without_out(&matches) {
+        eprintln!("dbsweep: {message}");
+        return 2;
+    }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -172,6 +176,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         rows: args.rows,
         scale: args.scale,
         seed: args.seed,
+        // DBSWEEP_OUT does not apply to a resumed run (an --out beside --resume is refused).
         out: args.resume.clone().or(args.out),
         quick: args.quick,
         timeout_secs: args.timeout,

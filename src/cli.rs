@@ -266,8 +266,9 @@ pub struct RunArgs {
     pub dry_run: bool,
     /// Continue the interrupted or failed run in DIR: the same plan (its saved command
     /// when nothing else is given), completed points kept as saved, servers started and
-    /// data loaded again, measuring from the first incomplete point.
-    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    /// data loaded again, measuring from the first incomplete point. Not with --out (the
+    /// run continues in DIR); DBSWEEP_OUT is ignored.
+    #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
 }
 

@@ -80,9 +80,16 @@ fn interrupted_mid_point_and_resumed(signal: &str, exit_code: i32) {
         (0..first_incomplete).rev().take_while(|&i| same_point(&saved[i], &saved[first_incomplete])).last().unwrap_or(first_incomplete);
     assert!(kept >= 2, "{signal}: the echo floor completed before the signal");
 
-    // Resumed with its directory only: the saved command gives the plan.
-    let o = dbsweep(&["run", "--resume", out.to_str().unwrap(), "--no-progress"]);
+    // Resumed with its directory only: the saved command gives the plan. A DBSWEEP_OUT in
+    // the environment does not apply: the run continues in its own directory.
+    let elsewhere = dir.path().join("elsewhere");
+    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(["run", "--resume", out.to_str().unwrap(), "--no-progress"])
+        .env("DBSWEEP_OUT", &elsewhere)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{signal}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(!elsewhere.exists(), "{signal}: DBSWEEP_OUT is not written by a resumed run");
     let after = report(&out);
     assert_eq!(after["complete"], true);
     let done = points(&after);
@@ -169,7 +176,8 @@ fn a_different_plan_or_dbsweep_is_refused_and_nothing_is_written() {
         // More ops per run: another plan.
         ([&same[..], &["--ops", "200", "--resume", dir_arg]].concat(), "the plan differs"),
         // --out and --resume name the directory twice.
-        ([&same[..], &["--ops", "100", "--resume", dir_arg, "--out", dir_arg]].concat(), "--out"),
+        ([&same[..], &["--ops", "100", "--resume", dir_arg, "--out", dir_arg]].concat(), "drop --out"),
+        ([&same[..], &["--ops", "100", "-o", dir_arg, "--resume", dir_arg]].concat(), "drop --out"),
     ] {
         let o = dbsweep(&args);
         let stderr = String::from_utf8_lossy(&o.stderr);

@@ -71,7 +71,7 @@ pub fn with_env_flags(args: &[OsString], matches: &ArgMatches) -> Vec<OsString> 
     let Some(definition) = command.find_subcommand("run") else { return line };
     for arg in definition.get_arguments() {
         let id = arg.get_id().as_str();
-        if run.value_source(id) != Some(ValueSource::EnvVariable) {
+        if run.value_source(id) != Some(ValueSource::EnvVariable) || overridden_by_resume(run, id) {
             continue;
         }
         let values: Vec<OsString> = run.get_raw(id).map(|v| v.map(OsString::from).collect()).unwrap_or_default();
@@ -113,4 +113,18 @@ mod tests {
         assert!(help.contains("[env: DBSWEEP_CLIENTS"), "{help}");
         assert!(help.contains("-c, --clients"), "{help}");
     }
+}
+
+/// A run continues in its `--resume` directory: `DBSWEEP_OUT` does not apply to it.
+pub fn overridden_by_resume(run: &ArgMatches, id: &str) -> bool {
+    id == "out" && run.contains_id("resume")
+}
+
+/// `--resume DIR` continues in DIR: an `--out` given with it names a second directory.
+pub fn check_resume_without_out(matches: &ArgMatches) -> Result<(), String> {
+    let Some(("run", run)) = matches.subcommand() else { return Ok(()) };
+    if run.contains_id("resume") && run.value_source("out") == Some(ValueSource::CommandLine) {
+        return Err("--resume DIR continues the run in DIR: drop --out".into());
+    }
+    Ok(())
 }

@@ -237,3 +237,35 @@ async fn redis_rows_follow_the_study_mapping() {
     drop(c);
     target.cleanup().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_redis_busy_running_a_script_is_named_as_such_not_blamed_on_the_password() {
+    use dbsweep::servers::{self, ServerKind, SpawnOptions};
+    // A server of its own: a running script blocks every client of it.
+    let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn");
+    let url = server.url();
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let mut admin = client.get_multiplexed_async_connection_with_config(&config).await.unwrap();
+    redis::cmd("CONFIG").arg("SET").arg("busy-reply-threshold").arg(50).exec_async(&mut admin).await.unwrap();
+    // As a TPC-H query whose request timed out on the client: a script still running.
+    let mut busy = client.get_multiplexed_async_connection_with_config(&config).await.unwrap();
+    let spinning = tokio::spawn(async move { redis::cmd("EVAL").arg("while true do end").arg(0).exec_async(&mut busy).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    let target = open("busy", &url);
+    let table = kv::shared_def();
+    let prepared = target.prepare(std::slice::from_ref(&table)).await.expect_err("a busy server cannot be prepared");
+    let connected = target.connect().await.err().expect("a busy server takes no client");
+    for e in [prepared.to_string(), connected.to_string()] {
+        assert!(e.contains("busy running a script") && e.contains("--timeout"), "{e}");
+        assert!(!e.contains("password"), "not blamed on the password: {e}");
+    }
+
+    redis::cmd("SCRIPT").arg("KILL").exec_async(&mut admin).await.unwrap();
+    assert!(spinning.await.unwrap().is_err(), "the killed script's caller gets an error");
+    // Once the script ends, the same target works.
+    target.prepare(std::slice::from_ref(&table)).await.expect("prepare after the script ended");
+    target.cleanup().await.expect("cleanup");
+    drop(server);
+}

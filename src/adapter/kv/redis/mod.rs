@@ -83,10 +83,17 @@ pub fn password(url: &TargetUrl) -> Option<String> {
 }
 
 /// What a refusal with this error code and text says about the server, with the fix, when
-/// it is the server's state rather than the URL: out of client slots, or loading its data.
+/// it is the server's state rather than the URL: out of client slots, loading its data, or
+/// running a script (a TPC-H query whose request timed out keeps running on the server, and
+/// Redis answers everyone else `BUSY` until it ends).
 fn server_busy(code: Option<&str>, text: &str) -> Option<&'static str> {
     if code == Some("LOADING") || text.contains("loading the dataset") {
         Some("is loading its dataset into memory; wait until it is done, then run again")
+    } else if code == Some("BUSY") || text.starts_with("BUSY") {
+        Some(
+            "is busy running a script (e.g. a TPC-H query whose request timed out) and answers no one until it ends; \
+             wait for it (or SCRIPT KILL it), then run again, with a longer --timeout for queries",
+        )
     } else if text.contains("max number of clients") {
         Some("has reached maxclients; use fewer --clients, or raise maxclients on the server")
     } else {
@@ -285,7 +292,7 @@ impl Redis {
 
     /// A run failure naming the server's state and the fix, when `e` says the server is out
     /// of client slots or still loading its data (not the URL's fault).
-    fn busy_error(&self, e: &redis::RedisError) -> Option<Error> {
+    pub(super) fn busy_error(&self, e: &redis::RedisError) -> Option<Error> {
         let why = server_busy(e.code(), &e.to_string())?;
         Some(Error::runtime(format!("target '{}': {} at {} {why} ({e})", self.name(), self.dialect.label(), self.address)))
     }
@@ -455,7 +462,9 @@ impl Redis {
     }
 
     fn setup_error(&self, what: &str, e: RedisError) -> Error {
-        if is_connection_error(&e) {
+        if let Some(failure) = self.busy_error(&e) {
+            failure
+        } else if is_connection_error(&e) {
             Error::unreachable(
                 self.name(),
                 format!("lost the connection to {} at {} during {what}: {e}", self.dialect.label(), self.address),
@@ -530,6 +539,8 @@ mod tests {
         assert!(server_busy(Some("ERR"), "ERR max number of clients reached").unwrap().contains("maxclients"));
         assert!(server_busy(Some("LOADING"), "LOADING Redis is loading the dataset in memory").unwrap().contains("wait"));
         assert_eq!(server_busy(Some("WRONGPASS"), "WRONGPASS invalid username-password pair"), None);
+        let busy = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+        assert!(server_busy(Some("BUSY"), busy).unwrap().contains("--timeout"));
     }
 
     #[test]

@@ -141,7 +141,9 @@ impl Target for Redis {
                     return Err(Error::runtime(format!("target '{}': only TCP addresses are supported", self.name())));
                 };
                 let mut direct = DirectConnection::connect(host, *port, info.redis_settings(), CONNECT_TIMEOUT).await.map_err(|e| {
-                    Error::unreachable(self.name(), format!("cannot connect to {} at {}: {e}", self.dialect.label(), self.address))
+                    self.busy_error(&e).unwrap_or_else(|| {
+                        Error::unreachable(self.name(), format!("cannot connect to {} at {}: {e}", self.dialect.label(), self.address))
+                    })
                 })?;
                 self.load_scripts(&mut direct).await?;
                 (Link::Direct(direct), Vec::new())

@@ -184,10 +184,20 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
         }
     }
     let cpu = process_cpu_time().saturating_sub(cpu_before).as_secs_f64();
-    let seconds = match (start, end) {
+    let mut seconds = match (start, end) {
         (Some(s), Some(e)) => e.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
+    // A fixed-rate schedule of n ops is n slots of 1/rate: its last op starts at (n-1)/rate
+    // (a batch of b ops takes b slots),
+    // and a window ending with its reply would count one slot too few (15 requests at
+    // 1,000/s read as 7 % over the rate). The run lasts at least its schedule.
+    if let Some(rate) = job.rate
+        && merged.ops > 0
+        && seconds > 0.0
+    {
+        seconds = seconds.max(merged.ops as f64 / rate);
+    }
     let on_wall_clock = |at: Instant| match at.checked_duration_since(anchor.0) {
         Some(after) => anchor.1 + after,
         None => anchor.1 - anchor.0.duration_since(at),
@@ -724,6 +734,17 @@ mod tests {
         let m = run_once(Arc::new(job)).await;
         assert_eq!((m.ops, m.ok_ops), (50, 50));
         assert!(m.complete && (0.49..0.6).contains(&m.seconds), "{} s", m.seconds);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fixed_rate_run_that_keeps_up_achieves_its_rate_not_one_slot_more() {
+        // 10 requests at 50 ops/s: due at 0, 20, ..., 180 ms; the schedule is 200 ms long.
+        let mut job = mock_job("", ExperimentOp::Get, 1, 10, 1).await;
+        job.rate = Some(50.0);
+        let m = run_once(Arc::new(job)).await;
+        assert_eq!((m.ops, m.ok_ops), (10, 10));
+        let achieved = m.ops_per_sec().unwrap();
+        assert!((45.0..=50.0).contains(&achieved), "{achieved} ops/s over {} s (the last start alone gives 55.6)", m.seconds);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

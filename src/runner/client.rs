@@ -337,7 +337,7 @@ async fn send_requests(
 ) -> LoopEnd {
     let kind = job.stream.kind();
     let mixed = kind == OpKind::Mixed;
-    let timed = job.target.info().execution.timed();
+    let mut watchdog = Watchdog::new(job.target.info().execution.timed(), job.timeout);
     let mut consecutive_failures = 0u32;
     let mut end = LoopEnd::default();
     let mut ops_buf = Vec::with_capacity(job.point.batch.max(1));
@@ -379,9 +379,9 @@ async fn send_requests(
         let t0 = clock.raw();
         let kind = if mixed { ops_buf[0].kind() } else { kind };
         let result = if job.point.batched {
-            with_timeout(timed, job.timeout, conn.execute_batch(&ops_buf)).await
+            with_timeout(&mut watchdog, &clock, t0, conn.execute_batch(&ops_buf)).await
         } else {
-            with_timeout(timed, job.timeout, conn.execute(&ops_buf[0])).await
+            with_timeout(&mut watchdog, &clock, t0, conn.execute(&ops_buf[0])).await
         };
         let now = clock.raw();
         if let Some(intervals) = &mut recorder.intervals {
@@ -546,24 +546,64 @@ fn record_request(recorder: &mut Recorder, result: Result<Outcome, OpError>, req
     }
 }
 
-/// Applies the per-op timeout to network requests (on the shared runtime or a client
-/// thread's own). Embedded calls block the thread, so a timer could not interrupt them;
-/// they run untimed.
-async fn with_timeout<F>(timed: bool, timeout: Duration, fut: F) -> Result<Outcome, OpError>
+/// The per-request timeout of one client of a network target (on the shared runtime or a
+/// client thread's own): one timer for all of the client's requests instead of a timer
+/// entry made and dropped for each. Embedded calls block the thread, so a timer could not
+/// interrupt them; they run untimed (no watchdog).
+///
+/// The timer's deadline is never later than the running request's start + `timeout`: it
+/// starts at the client's first request (or earlier), and each request starts after the
+/// one before. When it fires, a request that has run for `timeout` fails with a timeout;
+/// one that has not moves the timer to its own start + `timeout`. So the timer fires at
+/// most once per `timeout` of a run's requests, and a request still times out at its start
+/// + `timeout`.
+struct Watchdog {
+    timeout: Duration,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Watchdog {
+    /// A watchdog for `timed` requests (`Execution::timed`), else none.
+    fn new(timed: bool, timeout: Duration) -> Option<Self> {
+        timed.then(|| Watchdog { timeout, timer: Box::pin(tokio::time::sleep(timeout)) })
+    }
+
+    /// Runs one request that started at `started` (on `clock`), failing it with a timeout
+    /// once it has run for `timeout`.
+    async fn guard<F>(&mut self, clock: &quanta::Clock, started: u64, fut: F) -> Result<Outcome, OpError>
+    where
+        F: std::future::Future<Output = Result<Outcome, OpError>>,
+    {
+        let mut fut = std::pin::pin!(fut);
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(r) = fut.as_mut().poll(cx) {
+                return std::task::Poll::Ready(r);
+            }
+            while self.timer.as_mut().poll(cx).is_ready() {
+                let ran = clock.delta(started, clock.raw());
+                if ran >= self.timeout {
+                    // The next request starts later than now: its deadline is later too.
+                    self.timer.as_mut().reset(tokio::time::Instant::now() + self.timeout);
+                    let timeout = self.timeout.as_secs_f64();
+                    return std::task::Poll::Ready(Err(OpError::new(ErrorClass::Timeout, format!("no reply within {timeout:.1}s"))));
+                }
+                self.timer.as_mut().reset(tokio::time::Instant::now() + (self.timeout - ran));
+            }
+            std::task::Poll::Pending
+        })
+        .await
+    }
+}
+
+/// Runs a request under the client's watchdog, or untimed without one.
+#[inline(always)]
+async fn with_timeout<F>(watchdog: &mut Option<Watchdog>, clock: &quanta::Clock, started: u64, fut: F) -> Result<Outcome, OpError>
 where
     F: std::future::Future<Output = Result<Outcome, OpError>>,
 {
-    if !timed {
-        return fut.await;
-    }
-    // Most requests to an in-process target finish on their first poll: no timer needed.
-    let mut fut = std::pin::pin!(fut);
-    if let std::task::Poll::Ready(r) = futures_util::poll!(fut.as_mut()) {
-        return r;
-    }
-    match tokio::time::timeout(timeout, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(OpError::new(ErrorClass::Timeout, format!("no reply within {:.1}s", timeout.as_secs_f64()))),
+    match watchdog {
+        Some(watchdog) => watchdog.guard(clock, started, fut).await,
+        None => fut.await,
     }
 }
 
@@ -698,6 +738,18 @@ mod tests {
         let m = run_once(Arc::new(job)).await;
         assert_eq!((m.ops, m.ok_ops, m.failed_ops), (4, 0, 4));
         assert_eq!(m.errors["timeout"], 4);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_shorter_than_the_timeout_never_time_out_however_long_the_run() {
+        // Every request takes 20 ms, the timeout is 50 ms: each client's 12 requests run
+        // for 240 ms, past the timeout several times over, on one timer per client.
+        for execution in ["async_threads", "async"] {
+            let mut job = mock_job(&format!("execution={execution}&latency_us=20000"), ExperimentOp::Get, 1, 24, 2).await;
+            job.timeout = Duration::from_millis(50);
+            let m = run_once(Arc::new(job)).await;
+            assert_eq!((m.ops, m.ok_ops, m.failed_ops), (24, 24, 0), "{execution}: {:?}", m.errors);
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -87,6 +87,7 @@ static FLAVOR: Flavor = Flavor {
     commit: Commit::WhenAllSucceeded,
     text_answers: true,
     prepare_on_connect: false,
+    rows_in_tag: false,
 };
 
 /// H2's PG server port when the URL names none.

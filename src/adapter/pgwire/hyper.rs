@@ -57,6 +57,7 @@ static FLAVOR: Flavor = Flavor {
     commit: Commit::WhenAllSucceeded,
     text_answers: false,
     prepare_on_connect: false,
+    rows_in_tag: false,
 };
 
 /// The user hyperd's `--init-user` creates; the default when the URL names none.

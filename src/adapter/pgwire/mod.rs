@@ -65,6 +65,10 @@ pub struct Flavor {
     /// first use (HyPer, H2): a table dropped before the run then fails the requests that
     /// use it, not the connection.
     pub prepare_on_connect: bool,
+    /// The server's CommandComplete of a SELECT names the rows it sent (`SELECT n`): rows
+    /// that only count are read from that tag instead of building a row for each DataRow
+    /// (PostgreSQL). The messages sent are the same either way.
+    pub rows_in_tag: bool,
 }
 
 /// What the three PostgreSQL-protocol targets keep alike: their description (completed

@@ -38,6 +38,7 @@ static FLAVORS: [Flavor; 3] = [
         commit: Commit::Pipelined,
         text_answers: false,
         prepare_on_connect: true,
+        rows_in_tag: true,
     },
     Flavor {
         dialect: &PG_HSTORE,
@@ -46,6 +47,7 @@ static FLAVORS: [Flavor; 3] = [
         commit: Commit::Pipelined,
         text_answers: false,
         prepare_on_connect: true,
+        rows_in_tag: true,
     },
     Flavor {
         dialect: &PG_JSONB,
@@ -54,6 +56,7 @@ static FLAVORS: [Flavor; 3] = [
         commit: Commit::Pipelined,
         text_answers: false,
         prepare_on_connect: true,
+        rows_in_tag: true,
     },
 ];
 

@@ -185,17 +185,25 @@ impl PgSession {
 /// Sends one prepared statement; its future sends the request when first polled.
 fn send<'c>(
     client: &'c Client,
+    flavor: &'static Flavor,
     reply: Reply,
     statement: &'c Prepared,
     params: &'c [Param],
 ) -> BoxFuture<'c, Result<Raw, tokio_postgres::Error>> {
-    request(client, reply, statement, params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync))).boxed()
+    request(client, flavor, reply, statement, params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync))).boxed()
 }
 
 /// Sends one prepared statement and reads its reply. Rows that only count (`Reply::Rows`,
-/// `Reply::Streamed`) are counted as they stream in, without holding them; the messages
-/// sent are the same either way.
-async fn request<P, I>(client: &Client, reply: Reply, statement: &Prepared, params: I) -> Result<Raw, tokio_postgres::Error>
+/// `Reply::Streamed`) are read from the CommandComplete tag where the flavor's server
+/// names them there (`Flavor::rows_in_tag`), else counted as they stream in, without
+/// holding them; the messages sent are the same either way.
+async fn request<P, I>(
+    client: &Client,
+    flavor: &Flavor,
+    reply: Reply,
+    statement: &Prepared,
+    params: I,
+) -> Result<Raw, tokio_postgres::Error>
 where
     P: tokio_postgres::types::BorrowToSql,
     I: IntoIterator<Item = P>,
@@ -203,6 +211,7 @@ where
 {
     use futures_util::TryStreamExt;
     match reply {
+        Reply::Rows | Reply::Streamed if flavor.rows_in_tag => client.execute_raw(statement, params).await.map(Raw::Count),
         Reply::Rows | Reply::Streamed => {
             let stream = client.query_raw(statement, params).await?;
             let mut stream = std::pin::pin!(stream);
@@ -271,8 +280,17 @@ impl Executor for PgSession {
         let statement = self.prepared(step.statement).await?;
         let raw = match step.args {
             // A one-key statement (get, delete) binds its key as it is: nothing to allocate.
-            Args::Key(key) => request(&self.client, step.reply, &statement, [key]).await,
-            _ => request(&self.client, step.reply, &statement, self.bind(step)?.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync))).await,
+            Args::Key(key) => request(&self.client, self.flavor, step.reply, &statement, [key]).await,
+            _ => {
+                request(
+                    &self.client,
+                    self.flavor,
+                    step.reply,
+                    &statement,
+                    self.bind(step)?.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)),
+                )
+                .await
+            }
         };
         self.answer(step, raw.map_err(op_error)?)
     }
@@ -288,8 +306,11 @@ impl Executor for PgSession {
             return Ok(answers);
         }
         let ready = self.ready(steps).await?;
-        let futures =
-            steps.iter().zip(&ready).map(|(step, (statement, params))| send(&self.client, step.reply, statement, params)).collect();
+        let futures = steps
+            .iter()
+            .zip(&ready)
+            .map(|(step, (statement, params))| send(&self.client, self.flavor, step.reply, statement, params))
+            .collect();
         let replies = pipeline(futures).await;
         steps.iter().zip(replies).map(|(step, raw)| self.answer(step, raw.map_err(op_error)?)).collect()
     }
@@ -317,7 +338,8 @@ impl Executor for PgSession {
         let control = |sql: &'static str| client.batch_execute(sql).map(|r| r.map(|()| Raw::Count(0))).boxed();
         let mut futures = Vec::with_capacity(steps.len() + 2);
         futures.push(control("BEGIN"));
-        futures.extend(steps.iter().zip(&ready).map(|(step, (statement, params))| send(client, step.reply, statement, params)));
+        futures
+            .extend(steps.iter().zip(&ready).map(|(step, (statement, params))| send(client, self.flavor, step.reply, statement, params)));
         futures.push(control("COMMIT"));
         let mut replies = pipeline(futures).await;
         let commit = replies.pop().expect("COMMIT was sent");

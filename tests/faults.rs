@@ -1,6 +1,7 @@
 //! A server killed mid-run: dbsweep does not crash, counts the failed ops by class, stops
 //! that target cleanly, writes partial results marked incomplete and exits 1 (clients on
-//! the shared runtime: Redis, PostgreSQL; on threads of their own: MariaDB).
+//! the shared runtime: Redis, PostgreSQL; on threads of their own: MariaDB). A server that
+//! stops answering for longer than `--timeout` costs timeouts, then the run goes on.
 
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::process::{Command, Stdio};
@@ -120,6 +121,48 @@ async fn postgres_killed_mid_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_killed_mid_run() {
     kill_mid_run(ServerKind::Mariadb, "maria").await;
+}
+
+/// MariaDB paused for 2.5 s with `--timeout 1`: the blocking clients' requests end as
+/// counted timeouts (the driver's read timeout, not a hang), and once the server answers
+/// again the sessions (on fresh connections) run the last run without an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_paused_past_the_timeout_counts_timeouts_then_recovers() {
+    let server = servers::spawn(ServerKind::Mariadb, &SpawnOptions::default()).await.expect("spawn");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(["run", "--target", &format!("maria={}", server.url()), "--experiments", "get", "--ops", "40000", "--runs", "3"])
+        .args(["--clients", "2", "--batch", "1", "--rows", "2000", "--timeout", "1", "--no-progress", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !measuring(ServerKind::Mariadb, server.port()) {
+        assert!(Instant::now() < deadline, "dbsweep never started measuring");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe {
+        libc::kill(server.pid() as i32, libc::SIGSTOP);
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    unsafe {
+        libc::kill(server.pid() as i32, libc::SIGCONT);
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "maria" && p["experiment"] == "get").unwrap();
+    let runs = point["runs"].as_array().unwrap();
+    let timeouts: u64 = runs.iter().map(|r| r["errors"]["timeout"].as_u64().unwrap_or(0)).sum();
+    assert!((1..=10).contains(&timeouts), "two clients, one timeout each per second paused: {point}");
+    let last = runs.last().unwrap();
+    assert_eq!(last["errors"].as_object().map_or(0, |e| e.len()), 0, "{last}");
+    assert!(last["ops"].as_u64().unwrap() > 0, "{last}");
+    drop(server);
 }
 
 /// A fixed-rate run against a Redis paused for 2 s: the stall shows in the response time

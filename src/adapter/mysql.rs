@@ -218,7 +218,9 @@ impl MySql {
         let mut conn = match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await {
             Err(_) => return Err(self.unreachable("timed out after 5 s")),
             Ok(Err(mysql_async::Error::Server(s))) => {
-                return Err(self.refused(s.code, &s.message).unwrap_or_else(|| self.unreachable(&describe(&mysql_async::Error::Server(s)))));
+                return Err(self
+                    .refused(s.code, &s.message)
+                    .unwrap_or_else(|| self.unreachable(&describe(&mysql_async::Error::Server(s)))));
             }
             Ok(Err(e)) => return Err(self.unreachable(&describe(&e))),
             Ok(Ok(conn)) => conn,

@@ -122,11 +122,17 @@ pub(super) fn describe_sync(e: &mysql::Error) -> String {
 /// The class of a driver error; a read or write that outlasted the connection's timeout
 /// (`timeout`, the run's `--timeout`) is a timeout, worded as the runner words its own.
 fn op_error(e: mysql::Error, timeout: Duration) -> OpError {
+    // A read or write past the socket's timeout: from the driver itself or its packet codec.
+    let io = match &e {
+        mysql::Error::IoError(io) => Some(io),
+        mysql::Error::CodecError(codec) => std::error::Error::source(codec).and_then(|source| source.downcast_ref()),
+        _ => None,
+    };
+    if io.is_some_and(|io| matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) {
+        return OpError::new(ErrorClass::Timeout, format!("no reply within {:.1}s", timeout.as_secs_f64()));
+    }
     let class = match &e {
         mysql::Error::MySqlError(_) => ErrorClass::Server,
-        mysql::Error::IoError(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-            return OpError::new(ErrorClass::Timeout, format!("no reply within {:.1}s", timeout.as_secs_f64()));
-        }
         mysql::Error::IoError(_)
         | mysql::Error::CodecError(_)
         | mysql::Error::DriverError(mysql::DriverError::ConnectTimeout | mysql::DriverError::CouldNotConnect(_)) => ErrorClass::Connection,
@@ -383,6 +389,20 @@ impl Executor for MySession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_past_the_timeout_is_a_timeout_and_a_closed_socket_a_connection_error() {
+        use std::io::{Error, ErrorKind};
+        let timeout = Duration::from_millis(1500);
+        let timed_out = op_error(mysql::Error::CodecError(Error::from(ErrorKind::WouldBlock).into()), timeout);
+        assert_eq!((timed_out.class, timed_out.message.as_str()), (ErrorClass::Timeout, "no reply within 1.5s"));
+        assert_eq!(op_error(mysql::Error::IoError(Error::from(ErrorKind::TimedOut)), timeout).class, ErrorClass::Timeout);
+        let closed = op_error(mysql::Error::CodecError(Error::from(ErrorKind::UnexpectedEof).into()), timeout);
+        assert_eq!(closed.class, ErrorClass::Connection);
+        let server = mysql::Error::MySqlError(mysql::MySqlError { state: "42S02".into(), message: "no table".into(), code: 1146 });
+        let server = op_error(server, timeout);
+        assert_eq!((server.class, server.message.as_str()), (ErrorClass::Server, "ERROR 1146 (42S02): no table"));
+    }
 
     #[test]
     fn decimals_parse_to_hundredths() {

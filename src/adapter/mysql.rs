@@ -164,8 +164,8 @@ impl MySql {
                 name: name.to_string(),
                 system: system.into(),
                 url: url.redacted(),
-                // Measured: on the shared runtime two mysql_async clients together made no more
-                // requests per second than one; each on a runtime of its own thread, they scale.
+                // The sessions' requests block (the synchronous driver, see `session`): each
+                // client needs a thread of its own.
                 execution: Execution::AsyncThreads,
                 capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
                 version: "unknown (not connected yet)".into(),

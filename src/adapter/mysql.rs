@@ -10,9 +10,10 @@
 //!
 //! Clients' sessions run on the synchronous `mysql` driver, blocking their own threads
 //! (see [`session`]); setup, loading, leases and cleanup use mysql_async. Statements are
-//! the `mariadb` dialect's, prepared once per session and kept per statement. Batches: inserts are one multi-row `INSERT`, gets and deletes one
-//! `... IN (...)` statement; other batches run as one transaction of statements sent one
-//! after another (the protocol has no pipelining).
+//! the `mariadb` dialect's, prepared once per session and kept per statement. Batches:
+//! inserts are one multi-row `INSERT`, gets and deletes one `... IN (...)` statement;
+//! other batches run as one transaction of statements sent one after another (the
+//! protocol has no pipelining).
 //! A prepared statement has at most 65,535 placeholders: a multi-row `INSERT` or `IN` list
 //! that needs more is sent as the same statement with literal values over the text
 //! protocol (what the `mariadb` client sends, see [`literal`]), split into several
@@ -182,10 +183,6 @@ impl MySql {
         })
     }
 
-    async fn open_conn(&self) -> Result<Conn> {
-        self.open_conn_with(&self.opts).await
-    }
-
     /// The server could not be reached.
     fn unreachable(&self, why: &str) -> Error {
         Error::unreachable(
@@ -214,8 +211,10 @@ impl MySql {
         Some(Error::runtime(format!("target '{name}': MariaDB/MySQL at {} {why} ({message})", self.endpoint)))
     }
 
-    async fn open_conn_with(&self, opts: &mysql_async::Opts) -> Result<Conn> {
-        let mut conn = match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await {
+    /// A mysql_async connection for setup, loading and cleanup; the first one describes the
+    /// server.
+    async fn open_conn(&self) -> Result<Conn> {
+        let mut conn = match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(self.opts.clone())).await {
             Err(_) => return Err(self.unreachable("timed out after 5 s")),
             Ok(Err(mysql_async::Error::Server(s))) => {
                 return Err(self

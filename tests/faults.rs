@@ -1,6 +1,7 @@
 //! A server killed mid-run: dbsweep does not crash, counts the failed ops by class, stops
 //! that target cleanly, writes partial results marked incomplete and exits 1 (clients on
-//! the shared runtime: Redis, PostgreSQL; on threads of their own: MariaDB).
+//! the shared runtime: Redis, PostgreSQL; on threads of their own: MariaDB). A server that
+//! stops answering for longer than `--timeout` costs timeouts, then the run goes on.
 
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::process::{Command, Stdio};
@@ -9,13 +10,13 @@ use std::time::{Duration, Instant};
 /// True once the server has answered some of dbsweep's primary-key reads: the target is
 /// being measured (NO-DB runs first at every point, so the time until then varies).
 fn measuring(kind: ServerKind, port: u16) -> bool {
+    // Past loading (one INSERT per 1,000 rows) and the short calibration runs before the
+    // measured points (thousands of gets), so a kill lands inside a run, not between points.
+    if matches!(kind, ServerKind::Mariadb) {
+        return mariadb_executions(port) > 20_000;
+    }
     let output = match kind {
         ServerKind::Redis => Command::new("redis-cli").args(["-p", &port.to_string(), "INFO", "commandstats"]).output(),
-        // Loading executes one prepared INSERT per 1,000 rows: hundreds of executions are gets.
-        ServerKind::Mariadb => Command::new("mariadb")
-            .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string(), "-uroot", "-N", "-e"])
-            .arg("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_STMT_EXECUTE'")
-            .output(),
         _ => Command::new("psql")
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres", "-tAc"])
             .arg("select coalesce(sum(idx_scan), 0) from pg_stat_user_tables where schemaname = 'dbsweep'")
@@ -24,9 +25,17 @@ fn measuring(kind: ServerKind, port: u16) -> bool {
     let text = output.map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
     match kind {
         ServerKind::Redis => text.lines().any(|l| l.starts_with("cmdstat_hgetall:calls=")),
-        ServerKind::Mariadb => text.trim().parse::<u64>().is_ok_and(|n| n > 300),
         _ => text.trim().parse::<u64>().is_ok_and(|n| n > 0),
     }
+}
+
+/// Prepared statements MariaDB has executed since it started (0 while it cannot tell).
+fn mariadb_executions(port: u16) -> u64 {
+    let output = Command::new("mariadb")
+        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string(), "-uroot", "-N", "-e"])
+        .arg("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_STMT_EXECUTE'")
+        .output();
+    output.map(|o| String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0)).unwrap_or(0)
 }
 
 async fn kill_mid_run(kind: ServerKind, target: &str) {
@@ -120,6 +129,50 @@ async fn postgres_killed_mid_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_killed_mid_run() {
     kill_mid_run(ServerKind::Mariadb, "maria").await;
+}
+
+/// MariaDB paused for 2.5 s with `--timeout 1`: the blocking clients' requests end as
+/// counted timeouts (the driver's read timeout, not a hang), and once the server answers
+/// again the sessions (on fresh connections) run the last run without an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_paused_past_the_timeout_counts_timeouts_then_recovers() {
+    let server = servers::spawn(ServerKind::Mariadb, &SpawnOptions::default()).await.expect("spawn");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(["run", "--target", &format!("maria={}", server.url()), "--experiments", "get", "--ops", "400000", "--runs", "2"])
+        .args(["--clients", "2", "--batch", "1", "--rows", "2000", "--timeout", "1", "--no-progress", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 100,000 executions in: inside the warm-up run of 400,000 gets (the points before it
+    // are short), so the pause ends inside a run, not while a point connects.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while mariadb_executions(server.port()) < 100_000 {
+        assert!(Instant::now() < deadline, "dbsweep never reached the warm-up run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe {
+        libc::kill(server.pid() as i32, libc::SIGSTOP);
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    unsafe {
+        libc::kill(server.pid() as i32, libc::SIGCONT);
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "maria" && p["experiment"] == "get").unwrap();
+    let runs = point["runs"].as_array().unwrap();
+    let timeouts: u64 = runs.iter().map(|r| r["errors"]["timeout"].as_u64().unwrap_or(0)).sum();
+    assert!((1..=10).contains(&timeouts), "two clients, one timeout each per second paused: {point}");
+    let last = runs.last().unwrap();
+    assert_eq!(last["errors"].as_object().map_or(0, |e| e.len()), 0, "{last}");
+    assert!(last["ops"].as_u64().unwrap() > 0, "{last}");
+    drop(server);
 }
 
 /// A fixed-rate run against a Redis paused for 2 s: the stall shows in the response time

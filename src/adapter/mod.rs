@@ -246,6 +246,9 @@ pub struct OpenContext {
     pub holder: lease::Holder,
     /// `--durability`: embedded engines open at this level unless their URL sets one.
     pub durability: Option<crate::base::durability::Durability>,
+    /// `--timeout`: how long one request may wait for its reply, for drivers whose requests
+    /// block (a blocking read cannot be cut short by the runner's timer).
+    pub request_timeout: std::time::Duration,
 }
 
 impl OpenContext {
@@ -256,6 +259,7 @@ impl OpenContext {
             namespace: lease::Namespace::default(),
             holder: lease::Holder::this_process(),
             durability: None,
+            request_timeout: std::time::Duration::from_secs(60),
         }
     }
 }

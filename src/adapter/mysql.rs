@@ -8,11 +8,12 @@
 //! come from the URL (userinfo or `?password=`), `MYSQL_PWD` or `~/.my.cnf` (see
 //! [`password`]) and are never shown.
 //!
-//! Statements are the `mariadb` dialect's, prepared in the driver's per-connection
-//! statement cache (keyed by their text, which `sql::SqlConnection`'s cache keeps per
-//! statement). Batches: inserts are one multi-row `INSERT`, gets and deletes one
-//! `... IN (...)` statement; other batches run as one transaction of statements sent one
-//! after another (the protocol has no pipelining).
+//! Clients' sessions run on the synchronous `mysql` driver, blocking their own threads
+//! (see [`session`]); setup, loading, leases and cleanup use mysql_async. Statements are
+//! the `mariadb` dialect's, prepared once per session and kept per statement. Batches:
+//! inserts are one multi-row `INSERT`, gets and deletes one `... IN (...)` statement;
+//! other batches run as one transaction of statements sent one after another (the
+//! protocol has no pipelining).
 //! A prepared statement has at most 65,535 placeholders: a multi-row `INSERT` or `IN` list
 //! that needs more is sent as the same statement with literal values over the text
 //! protocol (what the `mariadb` client sends, see [`literal`]), split into several
@@ -57,6 +58,8 @@ pub fn password(url: &TargetUrl) -> Option<String> {
 const MARKER: &str = "dbsweep_owner";
 /// Rows per multi-row `INSERT` when bulk loading.
 const LOAD_CHUNK: usize = 1000;
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const LOCK: &str = "SELECT GET_LOCK('dbsweep_ddl', 30)";
 const UNLOCK: &str = "SELECT RELEASE_LOCK('dbsweep_ddl')";
 
@@ -67,9 +70,12 @@ pub struct MySql {
     described: OnceLock<TargetInfo>,
     /// Connection options, password included (never printed).
     opts: mysql_async::Opts,
-    /// `opts` for clients' sessions: the driver caches no statements, the session keeps
-    /// the ones it prepared (see `session`).
-    session_opts: mysql_async::Opts,
+    /// The synchronous driver's options for clients' sessions: the driver caches no
+    /// statements, the session keeps the ones it prepared; reads and writes time out after
+    /// the run's `--timeout` (see `session`).
+    session_opts: mysql::Opts,
+    /// The run's `--timeout`.
+    request_timeout: Duration,
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
@@ -129,6 +135,18 @@ impl MySql {
         let port = url.port().unwrap_or(3306);
         let user = url.username().unwrap_or_else(|| "root".into());
         let password = password(url);
+        let session_opts = mysql::OptsBuilder::new()
+            .ip_or_hostname(Some(host.clone()))
+            .tcp_port(port)
+            .user(Some(user.clone()))
+            .pass(password.clone())
+            .prefer_socket(false)
+            .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS)
+            .stmt_cache_size(0)
+            .tcp_nodelay(true)
+            .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
+            .read_timeout(Some(ctx.request_timeout))
+            .write_timeout(Some(ctx.request_timeout));
         let opts = mysql_async::OptsBuilder::default()
             .ip_or_hostname(host.clone())
             .tcp_port(port)
@@ -147,15 +165,16 @@ impl MySql {
                 name: name.to_string(),
                 system: system.into(),
                 url: url.redacted(),
-                // Measured: on the shared runtime two mysql_async clients together made no more
-                // requests per second than one; each on a runtime of its own thread, they scale.
+                // The sessions' requests block (the synchronous driver, see `session`): each
+                // client needs a thread of its own.
                 execution: Execution::AsyncThreads,
                 capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
                 version: "unknown (not connected yet)".into(),
                 settings: BTreeMap::new(),
             },
             described: OnceLock::new(),
-            session_opts: opts.clone().stmt_cache_size(0).into(),
+            session_opts: session_opts.into(),
+            request_timeout: ctx.request_timeout,
             opts: opts.into(),
             endpoint: format!("{host}:{port}"),
             user,
@@ -164,40 +183,47 @@ impl MySql {
         })
     }
 
-    async fn open_conn(&self) -> Result<Conn> {
-        self.open_conn_with(&self.opts).await
+    /// The server could not be reached.
+    fn unreachable(&self, why: &str) -> Error {
+        Error::unreachable(
+            &self.initial.name,
+            format!(
+                "cannot connect to MariaDB/MySQL at {} ({why}); start the server, fix host/port in the URL, or use --spawn mysql",
+                self.endpoint
+            ),
+        )
     }
 
-    async fn open_conn_with(&self, opts: &mysql_async::Opts) -> Result<Conn> {
+    /// The error of a login the server refused with this code: a wrong password, or a
+    /// server out of connections or shutting down; `None` for other codes.
+    fn refused(&self, code: u16, message: &str) -> Option<Error> {
         let name = &self.initial.name;
-        let unreachable = |why: String| {
-            Error::unreachable(
+        if matches!(code, 1044 | 1045 | 1698) {
+            return Some(Error::unreachable(
                 name,
                 format!(
-                    "cannot connect to MariaDB/MySQL at {} ({why}); start the server, fix host/port in the URL, or use --spawn mysql",
-                    self.endpoint
+                    "MariaDB/MySQL at {} refused login for user '{}' ({message}); put the password in the URL, MYSQL_PWD or ~/.my.cnf",
+                    self.endpoint, self.user
                 ),
-            )
-        };
-        let conn = match tokio::time::timeout(Duration::from_secs(5), Conn::new(opts.clone())).await {
-            Err(_) => return Err(unreachable("timed out after 5 s".into())),
-            Ok(Err(mysql_async::Error::Server(s))) if matches!(s.code, 1044 | 1045 | 1698) => {
-                return Err(Error::unreachable(
-                    name,
-                    format!(
-                        "MariaDB/MySQL at {} refused login for user '{}' ({}); put the password in the URL, MYSQL_PWD or ~/.my.cnf",
-                        self.endpoint, self.user, s.message
-                    ),
-                ));
+            ));
+        }
+        let why = server_busy(code)?;
+        Some(Error::runtime(format!("target '{name}': MariaDB/MySQL at {} {why} ({message})", self.endpoint)))
+    }
+
+    /// A mysql_async connection for setup, loading and cleanup; the first one describes the
+    /// server.
+    async fn open_conn(&self) -> Result<Conn> {
+        let mut conn = match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(self.opts.clone())).await {
+            Err(_) => return Err(self.unreachable("timed out after 5 s")),
+            Ok(Err(mysql_async::Error::Server(s))) => {
+                return Err(self
+                    .refused(s.code, &s.message)
+                    .unwrap_or_else(|| self.unreachable(&describe(&mysql_async::Error::Server(s)))));
             }
-            Ok(Err(mysql_async::Error::Server(s))) if server_busy(s.code).is_some() => {
-                let why = server_busy(s.code).unwrap_or_default();
-                return Err(Error::runtime(format!("target '{name}': MariaDB/MySQL at {} {why} ({})", self.endpoint, s.message)));
-            }
-            Ok(Err(e)) => return Err(unreachable(describe(&e))),
+            Ok(Err(e)) => return Err(self.unreachable(&describe(&e))),
             Ok(Ok(conn)) => conn,
         };
-        let mut conn = conn;
         if self.described.get().is_none() {
             let info = self.describe(&mut conn).await?;
             let _ = self.described.set(info);
@@ -407,15 +433,28 @@ impl Target for MySql {
         Ok(loaded)
     }
 
+    /// A client's session on the synchronous driver (blocking: called on the client's own
+    /// thread). The first connection of a process describes the server, over mysql_async
+    /// as setup does.
     async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let conn = self.open_conn_with(&self.session_opts).await?;
+        if self.described.get().is_none() {
+            let _ = self.open_conn().await?.disconnect().await;
+        }
+        let mut conn = match mysql::Conn::new(self.session_opts.clone()) {
+            Ok(conn) => conn,
+            Err(mysql::Error::MySqlError(s)) => {
+                return Err(self.refused(s.code, &s.message).unwrap_or_else(|| self.unreachable(&s.to_string())));
+            }
+            Err(mysql::Error::DriverError(mysql::DriverError::ConnectTimeout)) => return Err(self.unreachable("timed out after 5 s")),
+            Err(e) => return Err(self.unreachable(&session::describe_sync(&e))),
+        };
         let tables = self.tables.lock().unwrap().clone();
-        let mut conn = conn;
-        let max_packet: Option<u64> =
-            conn.query_first("SELECT @@max_allowed_packet").await.map_err(|e| self.runtime("SELECT @@max_allowed_packet", &e))?;
+        let max_packet: Option<u64> = mysql::prelude::Queryable::query_first(&mut conn, "SELECT @@max_allowed_packet").map_err(|e| {
+            Error::runtime(format!("target '{}': SELECT @@max_allowed_packet: {}", self.initial.name, session::describe_sync(&e)))
+        })?;
         let max_packet = max_packet.unwrap_or(4 << 20) as usize;
-        let mut session = MySession::new(conn, max_packet, tables.clone());
-        session.warm().await.map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
+        let mut session = MySession::new(conn, self.session_opts.clone(), self.request_timeout, max_packet, tables.clone());
+        session.warm().map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
         Ok(Box::new(SqlConnection::new(&MYSQL, tables, session)))
     }
 

@@ -119,6 +119,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         namespace: plan.namespace.clone(),
         holder: holder.clone(),
         durability: plan.durability,
+        request_timeout: std::time::Duration::from_secs_f64(plan.timeout_secs),
     };
     let targets: Vec<Arc<dyn Target>> = plan.targets.iter().map(|t| registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<_>>()?;
     if ctx.workers.is_some() {

@@ -1,5 +1,14 @@
-//! One MariaDB session: the `Executor` of `sql::SqlConnection` over a mysql_async
-//! connection, and the encoding of dbsweep values as MariaDB parameters and back.
+//! One MariaDB session: the `Executor` of `sql::SqlConnection` over a connection of the
+//! synchronous `mysql` driver, and the encoding of dbsweep values as MariaDB parameters and
+//! back.
+//!
+//! Requests block the calling thread (each MariaDB client has a thread of its own,
+//! `Execution::AsyncThreads`): a send and a receive per request, no reactor. The runner's
+//! timer cannot cut a blocking request short, so the connection's read and write timeouts
+//! are the run's `--timeout`, and a request that outlasts them is a timeout error. A
+//! request cut off by a timeout or a broken connection leaves the connection mid-reply:
+//! the session opens a new one (and prepares again) before its next request, so a late
+//! reply is never read as the answer to a later request.
 //!
 //! Statements are the `mariadb` dialect's, prepared once per session and kept in the
 //! session's `StatementCache` (the driver's own cache, keyed by text, is off for sessions:
@@ -8,8 +17,8 @@
 //! needs more than 65,535 placeholders is sent with literal values (see
 //! [`super::literal`]). Must not create or drop anything, or time anything.
 
+use super::QUERIES;
 use super::literal;
-use super::{QUERIES, describe};
 use crate::adapter::sql::connection::{Executor, StatementCache, returns_rows};
 use crate::adapter::sql::dialect::SqlTable;
 use crate::adapter::sql::dialects::MYSQL;
@@ -19,9 +28,10 @@ use crate::base::op::{ErrorClass, OpError, RangeAgg};
 use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::data::tpch_queries::answer_columns;
 use async_trait::async_trait;
-use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Params, Value as MyValue};
+use mysql::prelude::Queryable;
+use mysql::{Conn, Params, Value as MyValue};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A value as the parameter MariaDB converts exactly: decimals and dates as text.
 fn param(value: &Value) -> Result<MyValue, OpError> {
@@ -101,13 +111,34 @@ fn parse_hundredths(text: &str) -> Option<Decimal> {
     Some(Decimal(if negative { -value } else { value }))
 }
 
-fn op_error(e: mysql_async::Error) -> OpError {
+/// A one-line description of an error of the synchronous driver.
+pub(super) fn describe_sync(e: &mysql::Error) -> String {
+    match e {
+        mysql::Error::MySqlError(s) => format!("ERROR {} ({}): {}", s.code, s.state, s.message),
+        other => other.to_string(),
+    }
+}
+
+/// The class of a driver error; a read or write that outlasted the connection's timeout
+/// (`timeout`, the run's `--timeout`) is a timeout, worded as the runner words its own.
+fn op_error(e: mysql::Error, timeout: Duration) -> OpError {
+    // A read or write past the socket's timeout: from the driver itself or its packet codec.
+    let io = match &e {
+        mysql::Error::IoError(io) => Some(io),
+        mysql::Error::CodecError(codec) => std::error::Error::source(codec).and_then(|source| source.downcast_ref()),
+        _ => None,
+    };
+    if io.is_some_and(|io| matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) {
+        return OpError::new(ErrorClass::Timeout, format!("no reply within {:.1}s", timeout.as_secs_f64()));
+    }
     let class = match &e {
-        mysql_async::Error::Server(_) => ErrorClass::Server,
-        mysql_async::Error::Io(_) | mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed) => ErrorClass::Connection,
+        mysql::Error::MySqlError(_) => ErrorClass::Server,
+        mysql::Error::IoError(_)
+        | mysql::Error::CodecError(_)
+        | mysql::Error::DriverError(mysql::DriverError::ConnectTimeout | mysql::DriverError::CouldNotConnect(_)) => ErrorClass::Connection,
         _ => ErrorClass::Client,
     };
-    OpError::new(class, describe(&e))
+    OpError::new(class, describe_sync(&e))
 }
 
 /// The values of one row, each in its column's encoding.
@@ -127,20 +158,49 @@ const MAX_PREPARED: usize = 256;
 /// One MariaDB session: the `Executor` of `sql::SqlConnection`.
 pub(super) struct MySession {
     conn: Conn,
+    /// How to open the connection again after a request was cut off.
+    opts: mysql::Opts,
+    /// A request was cut off (timeout, I/O error): `conn` may hold the rest of its reply.
+    cut_off: bool,
+    /// The connection's read and write timeout (the run's `--timeout`), for messages.
+    timeout: Duration,
     /// The server's `max_allowed_packet`: the longest statement it accepts.
     max_packet: usize,
     /// The statements this session prepared (at most `MAX_PREPARED`).
-    statements: StatementCache<mysql_async::Statement>,
+    statements: StatementCache<mysql::Statement>,
 }
 
 impl MySession {
-    pub(super) fn new(conn: Conn, max_packet: usize, tables: Arc<Vec<SqlTable>>) -> Self {
-        MySession { conn, max_packet, statements: StatementCache::new(&MYSQL, tables) }
+    pub(super) fn new(conn: Conn, opts: mysql::Opts, timeout: Duration, max_packet: usize, tables: Arc<Vec<SqlTable>>) -> Self {
+        MySession { conn, opts, cut_off: false, timeout, max_packet, statements: StatementCache::new(&MYSQL, tables) }
+    }
+
+    /// The error of a failed request; a timeout or connection error marks the connection
+    /// as cut off.
+    fn error(&mut self, e: mysql::Error) -> OpError {
+        let error = op_error(e, self.timeout);
+        if matches!(error.class, ErrorClass::Timeout | ErrorClass::Connection) {
+            self.cut_off = true;
+        }
+        error
+    }
+
+    /// Opens a new connection in place of one a request was cut off on (its statements
+    /// are prepared again on first use); a server still unreachable is a connection error.
+    fn reconnect_if_cut_off(&mut self) -> Result<(), OpError> {
+        if !self.cut_off {
+            return Ok(());
+        }
+        let conn = Conn::new(self.opts.clone()).map_err(|e| OpError::new(ErrorClass::Connection, describe_sync(&e)))?;
+        self.conn = conn;
+        self.statements.take_all();
+        self.cut_off = false;
+        Ok(())
     }
 
     /// Prepares the statements every workload uses into the driver's cache, so the first
     /// measured ops do not pay for preparing; the rest are prepared on first use.
-    pub(super) async fn warm(&mut self) -> Result<(), OpError> {
+    pub(super) fn warm(&mut self) -> Result<(), OpError> {
         let mut common = vec![Statement::Echo];
         for (table, t) in self.statements.tables().clone().iter().enumerate() {
             common.extend([
@@ -157,23 +217,23 @@ impl MySession {
         let tables = self.statements.tables().clone();
         common.extend(QUERIES.into_iter().filter(|q| Statement::Query(*q).text(&MYSQL, &tables).is_ok()).map(Statement::Query));
         for statement in common {
-            self.prepared(statement).await?;
+            self.prepared(statement)?;
         }
         Ok(())
     }
 
     /// The statement prepared on this session, prepared on first use. Preparing one more
     /// than `MAX_PREPARED` closes the ones kept first (they are prepared again when used).
-    async fn prepared(&mut self, statement: Statement) -> Result<mysql_async::Statement, OpError> {
+    fn prepared(&mut self, statement: Statement) -> Result<mysql::Statement, OpError> {
         if let Some(prepared) = self.statements.get(&statement) {
             return Ok(prepared);
         }
         if self.statements.len() >= MAX_PREPARED {
             for old in self.statements.take_all() {
-                self.conn.close(old).await.map_err(op_error)?;
+                self.conn.close(old).map_err(|e| self.error(e))?;
             }
         }
-        let prepared = self.conn.prep(self.statements.text(statement)?).await.map_err(op_error)?;
+        let prepared = self.conn.prep(self.statements.text(statement)?).map_err(|e| self.error(e))?;
         self.statements.insert(statement, prepared.clone());
         Ok(prepared)
     }
@@ -247,20 +307,20 @@ impl MySession {
         if returns_rows {
             let mut rows = 0;
             for sql in statements {
-                rows += self.conn.query_fold(sql, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?;
+                rows += self.conn.query_fold(sql, 0u64, |n, _: mysql::Row| n + 1).map_err(|e| self.error(e))?;
             }
             return Ok(rows);
         }
         if let [sql] = statements.as_slice() {
-            self.conn.query_drop(sql).await.map_err(op_error)?;
+            self.conn.query_drop(sql).map_err(|e| self.error(e))?;
             return Ok(self.conn.affected_rows());
         }
         self.begin(true).await?;
         let mut rows = 0;
         for sql in statements {
-            if let Err(e) = self.conn.query_drop(sql).await {
+            if let Err(e) = self.conn.query_drop(sql) {
                 self.rollback().await;
-                return Err(op_error(e));
+                return Err(self.error(e));
             }
             rows += self.conn.affected_rows();
         }
@@ -272,22 +332,23 @@ impl MySession {
 #[async_trait]
 impl Executor for MySession {
     async fn run(&mut self, step: &Step<'_>) -> Result<Answered, OpError> {
+        self.reconnect_if_cut_off()?;
         if let Some(statements) = self.literal_statements(step)? {
             return self.run_literal(statements, returns_rows(step.reply)).await.map(Answered::Rows);
         }
-        let (prepared, params) = (self.prepared(step.statement).await?, Params::Positional(self.params(step)?));
+        let (prepared, params) = (self.prepared(step.statement)?, Params::Positional(self.params(step)?));
         Ok(match step.reply {
             Reply::Affected | Reply::Inserted(_) => {
-                self.conn.exec_drop(&prepared, params).await.map_err(op_error)?;
+                self.conn.exec_drop(&prepared, params).map_err(|e| self.error(e))?;
                 Answered::Rows(self.conn.affected_rows())
             }
             // Counted as the rows stream in, not collected.
             Reply::Nothing | Reply::Rows | Reply::Streamed => {
-                Answered::Rows(self.conn.exec_fold(&prepared, params, 0u64, |n, _: mysql_async::Row| n + 1).await.map_err(op_error)?)
+                Answered::Rows(self.conn.exec_fold(&prepared, params, 0u64, |n, _: mysql::Row| n + 1).map_err(|e| self.error(e))?)
             }
             Reply::Count | Reply::Max(_) => {
                 let ty = if let Reply::Max(ty) = step.reply { ty } else { ColumnType::Int };
-                let row: Option<mysql_async::Row> = self.conn.exec_first(&prepared, params).await.map_err(op_error)?;
+                let row: Option<mysql::Row> = self.conn.exec_first(&prepared, params).map_err(|e| self.error(e))?;
                 let raw = row.as_ref().and_then(|r| r.as_ref(0)).cloned().unwrap_or(MyValue::NULL);
                 match (step.reply, decode(ty, &raw)?) {
                     (Reply::Count, Value::Null) => Answered::Scalar(Value::Int(0)),
@@ -296,7 +357,7 @@ impl Executor for MySession {
             }
             Reply::Answer(query) => {
                 let types = answer_columns(query);
-                let rows: Vec<mysql_async::Row> = self.conn.exec(&prepared, params).await.map_err(op_error)?;
+                let rows: Vec<mysql::Row> = self.conn.exec(&prepared, params).map_err(|e| self.error(e))?;
                 let mut out = Vec::with_capacity(rows.len());
                 for row in &rows {
                     if row.len() != types.len() {
@@ -316,7 +377,8 @@ impl Executor for MySession {
     }
 
     async fn control(&mut self, sql: &str) -> Result<(), OpError> {
-        self.conn.query_drop(sql).await.map_err(op_error)
+        self.reconnect_if_cut_off()?;
+        self.conn.query_drop(sql).map_err(|e| self.error(e))
     }
 
     fn begin_statement(&self, _writes: bool) -> &'static str {
@@ -327,6 +389,20 @@ impl Executor for MySession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_past_the_timeout_is_a_timeout_and_a_closed_socket_a_connection_error() {
+        use std::io::{Error, ErrorKind};
+        let timeout = Duration::from_millis(1500);
+        let timed_out = op_error(mysql::Error::CodecError(Error::from(ErrorKind::WouldBlock).into()), timeout);
+        assert_eq!((timed_out.class, timed_out.message.as_str()), (ErrorClass::Timeout, "no reply within 1.5s"));
+        assert_eq!(op_error(mysql::Error::IoError(Error::from(ErrorKind::TimedOut)), timeout).class, ErrorClass::Timeout);
+        let closed = op_error(mysql::Error::CodecError(Error::from(ErrorKind::UnexpectedEof).into()), timeout);
+        assert_eq!(closed.class, ErrorClass::Connection);
+        let server = mysql::Error::MySqlError(mysql::MySqlError { state: "42S02".into(), message: "no table".into(), code: 1146 });
+        let server = op_error(server, timeout);
+        assert_eq!((server.class, server.message.as_str()), (ErrorClass::Server, "ERROR 1146 (42S02): no table"));
+    }
 
     #[test]
     fn decimals_parse_to_hundredths() {

@@ -60,8 +60,13 @@ pub async fn serve(plan: &Plan, index: usize, count: usize, coordinator: &str, c
         .prefix("dbsweep-worker-")
         .tempdir()
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
-    let open_ctx =
-        OpenContext { scratch_dir: scratch.path().to_path_buf(), namespace: plan.namespace.clone(), holder, durability: plan.durability };
+    let open_ctx = OpenContext {
+        scratch_dir: scratch.path().to_path_buf(),
+        namespace: plan.namespace.clone(),
+        holder,
+        durability: plan.durability,
+        request_timeout: std::time::Duration::from_secs_f64(plan.timeout_secs),
+    };
     let targets: BTreeMap<String, Arc<dyn Target>> = targets
         .iter()
         .map(|(name, url)| Ok((name.clone(), registry::open(name, &login_url(plan, name, url)?, &open_ctx)?)))

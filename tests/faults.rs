@@ -1,6 +1,6 @@
 //! A server killed mid-run: dbsweep does not crash, counts the failed ops by class, stops
 //! that target cleanly, writes partial results marked incomplete and exits 1 (clients on
-//! the shared runtime: Redis, PostgreSQL; on threads of their own: MariaDB). A server that
+//! the shared runtime: Redis; on threads of their own: PostgreSQL, MariaDB). A server that
 //! stops answering for longer than `--timeout` costs timeouts, then the run goes on.
 
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
@@ -15,18 +15,23 @@ fn measuring(kind: ServerKind, port: u16) -> bool {
     if matches!(kind, ServerKind::Mariadb) {
         return mariadb_executions(port) > 20_000;
     }
-    let output = match kind {
-        ServerKind::Redis => Command::new("redis-cli").args(["-p", &port.to_string(), "INFO", "commandstats"]).output(),
-        _ => Command::new("psql")
-            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres", "-tAc"])
-            .arg("select coalesce(sum(idx_scan), 0) from pg_stat_user_tables where schemaname = 'dbsweep'")
-            .output(),
-    };
-    let text = output.map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
-    match kind {
-        ServerKind::Redis => text.lines().any(|l| l.starts_with("cmdstat_hgetall:calls=")),
-        _ => text.trim().parse::<u64>().is_ok_and(|n| n > 0),
+    if matches!(kind, ServerKind::Postgres) {
+        return postgres_index_scans(port) > 1000;
     }
+    let output = Command::new("redis-cli").args(["-p", &port.to_string(), "INFO", "commandstats"]).output();
+    let text = output.map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
+    text.lines().any(|l| l.starts_with("cmdstat_hgetall:calls="))
+}
+
+/// Index scans of dbsweep's data tables, as PostgreSQL's statistics tell them (at most
+/// about a second late; 0 while it cannot tell): one per primary-key read. The lease
+/// table's are not counted: the run reads its lease before it measures anything.
+fn postgres_index_scans(port: u16) -> u64 {
+    let output = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres", "-tAc"])
+        .arg("select coalesce(sum(idx_scan), 0) from pg_stat_user_tables where schemaname = 'dbsweep' and relname <> 'dbsweep_lease'")
+        .output();
+    output.map(|o| String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0)).unwrap_or(0)
 }
 
 /// Prepared statements MariaDB has executed since it started (0 while it cannot tell).
@@ -136,36 +141,55 @@ async fn mariadb_killed_mid_run() {
 /// again the sessions (on fresh connections) run the last run without an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_paused_past_the_timeout_counts_timeouts_then_recovers() {
-    let server = servers::spawn(ServerKind::Mariadb, &SpawnOptions::default()).await.expect("spawn");
+    paused_past_the_timeout(ServerKind::Mariadb, "maria", mariadb_executions).await;
+}
+
+/// PostgreSQL (its postmaster and every backend) paused for 2.5 s with `--timeout 1`: the
+/// same for its sessions on blocking sockets of their own (the socket's read timeout, a
+/// CancelRequest, and a new login before the next request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_paused_past_the_timeout_counts_timeouts_then_recovers() {
+    paused_past_the_timeout(ServerKind::Postgres, "pg", postgres_index_scans).await;
+}
+
+/// Pauses the server's whole process group for 2.5 s once `executions` says 100,000 gets
+/// were served: inside the warm-up run of 400,000 gets (the points before it are short),
+/// so the pause ends inside a run, not while a point connects. Its requests must end as
+/// 1 to 10 counted timeouts, and the last run must have none.
+async fn paused_past_the_timeout(kind: ServerKind, target: &str, executions: fn(u16) -> u64) {
+    let server = servers::spawn(kind, &SpawnOptions::default()).await.expect("spawn");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
-        .args(["run", "--target", &format!("maria={}", server.url()), "--experiments", "get", "--ops", "400000", "--runs", "2"])
+        .args(["run", "--target", &format!("{target}={}", server.url()), "--experiments", "get", "--ops", "400000", "--runs", "2"])
         .args(["--clients", "2", "--batch", "1", "--rows", "2000", "--timeout", "1", "--no-progress", "--out"])
         .arg(&out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // 100,000 executions in: inside the warm-up run of 400,000 gets (the points before it
-    // are short), so the pause ends inside a run, not while a point connects.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while mariadb_executions(server.port()) < 100_000 {
+    while executions(server.port()) < 100_000 {
         assert!(Instant::now() < deadline, "dbsweep never reached the warm-up run");
         std::thread::sleep(Duration::from_millis(20));
     }
-    unsafe {
-        libc::kill(server.pid() as i32, libc::SIGSTOP);
-    }
+    // The server and its children: PostgreSQL's backends are sessions of their own.
+    let server_processes = with_children(server.pid());
+    let signal_all = |signal| {
+        for &pid in &server_processes {
+            unsafe {
+                libc::kill(pid as i32, signal);
+            }
+        }
+    };
+    signal_all(libc::SIGSTOP);
     std::thread::sleep(Duration::from_millis(2500));
-    unsafe {
-        libc::kill(server.pid() as i32, libc::SIGCONT);
-    }
+    signal_all(libc::SIGCONT);
     let o = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "maria" && p["experiment"] == "get").unwrap();
+    let point = json["points"].as_array().unwrap().iter().find(|p| p["target"] == target && p["experiment"] == "get").unwrap();
     let runs = point["runs"].as_array().unwrap();
     let timeouts: u64 = runs.iter().map(|r| r["errors"]["timeout"].as_u64().unwrap_or(0)).sum();
     assert!((1..=10).contains(&timeouts), "two clients, one timeout each per second paused: {point}");
@@ -173,6 +197,17 @@ async fn mariadb_paused_past_the_timeout_counts_timeouts_then_recovers() {
     assert_eq!(last["errors"].as_object().map_or(0, |e| e.len()), 0, "{last}");
     assert!(last["ops"].as_u64().unwrap() > 0, "{last}");
     drop(server);
+}
+
+/// `pid` and its child processes (from /proc).
+fn with_children(pid: u32) -> Vec<u32> {
+    let parent_of = |stat: &str| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+    let children = std::fs::read_dir("/proc").unwrap().flatten().filter_map(|entry| {
+        let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+        (parent_of(&stat) == Some(pid)).then_some(child)
+    });
+    std::iter::once(pid).chain(children).collect()
 }
 
 /// A fixed-rate run against a Redis paused for 2 s: the stall shows in the response time

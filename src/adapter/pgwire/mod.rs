@@ -8,6 +8,7 @@
 //! Values are encoded by `encode`; the run's lease record (PostgreSQL, H2) by `lease`.
 //! Must not time anything.
 
+pub mod direct;
 pub mod encode;
 pub mod h2;
 pub mod hyper;
@@ -216,6 +217,12 @@ pub trait PgServer: Send + Sync {
     async fn connection_room(&self) -> Result<Option<ConnectionRoom>> {
         Ok(None)
     }
+    /// A client session, its common statements prepared: on a tokio-postgres client by
+    /// default.
+    async fn connect(&self) -> Result<Box<dyn Connection>> {
+        let client = self.session().await?;
+        self.pg().connect(client).await
+    }
 }
 
 /// The `Target` of a PostgreSQL-protocol engine.
@@ -236,8 +243,7 @@ impl<S: PgServer + 'static> Target for PgWire<S> {
     }
 
     async fn connect(&self) -> Result<Box<dyn Connection>> {
-        let client = self.0.session().await?;
-        self.0.pg().connect(client).await
+        self.0.connect().await
     }
 
     async fn count_rows(&self, def: &TableDef) -> Result<u64> {

@@ -10,13 +10,15 @@
 //! table it did not create. Passwords come from the URL (userinfo or `?password=`),
 //! `PGPASSWORD` or `~/.pgpass` and are never shown.
 
+use super::direct::{DirectSession, Login, LoginError};
 use super::encode::Wire;
 use super::session::QUERIES;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive, pgpass};
 use crate::adapter::lease::LeaseStore;
+use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, quote_literal};
-use crate::adapter::{Capabilities, ConnectionRoom, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Capabilities, Connection, ConnectionRoom, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
 use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
@@ -73,6 +75,9 @@ fn system(layout: Layout) -> &'static str {
     }
 }
 
+/// How long a login may take to connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Key of the advisory lock that serializes dbsweep's DDL on one database, so targets of
 /// different layouts can prepare and clean up concurrently.
 pub(super) const DDL_LOCK: i64 = 0x0064_6273_7765_6570;
@@ -89,6 +94,8 @@ pub struct Postgres {
     pub(super) database: String,
     /// Schema that holds the hstore extension (hstore layout only), set by `prepare`.
     hstore_schema: Mutex<Option<String>>,
+    /// The measured clients' login (`direct`), password included (never printed).
+    login: Arc<Login>,
 }
 
 impl Postgres {
@@ -103,10 +110,19 @@ impl Postgres {
         let database = url.database().unwrap_or_else(|| user.clone());
         let password = url.password_or_env("PGPASSWORD").or_else(|| pgpass::lookup(&host, port, &database, &user));
         let mut config = tokio_postgres::Config::new();
-        config.host(&host).port(port).user(&user).dbname(&database).application_name("dbsweep").connect_timeout(Duration::from_secs(5));
-        if let Some(p) = password {
+        config.host(&host).port(port).user(&user).dbname(&database).application_name("dbsweep").connect_timeout(CONNECT_TIMEOUT);
+        if let Some(p) = &password {
             config.password(p);
         }
+        let login = Arc::new(Login {
+            host: host.clone(),
+            port,
+            user: user.clone(),
+            database: database.clone(),
+            password,
+            connect_timeout: CONNECT_TIMEOUT,
+            request_timeout: ctx.request_timeout,
+        });
         let mut settings = BTreeMap::new();
         settings.insert("layout".to_string(), layout.name().to_string());
         settings.insert("request.insert".to_string(), "INSERT INTO <table> VALUES ($1, …), prepared".to_string());
@@ -136,6 +152,7 @@ impl Postgres {
             user,
             database,
             hstore_schema: Mutex::new(None),
+            login,
         })
     }
 
@@ -152,37 +169,50 @@ impl Postgres {
     /// is the user's to fix (`Unreachable`, exit 2); a server out of connection slots or
     /// not accepting connections yet is a run failure (exit 1).
     fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
+        let refused = e.as_db_error().map(|db| (db.code().code(), db.message()));
+        let password_missing = e.to_string().contains("password") || describe(e).contains("password missing");
+        self.login_failure(refused, password_missing, &describe(e))
+    }
+
+    /// `connect_error` for a measured client's login (`direct`).
+    fn login_error(&self, e: &LoginError) -> Error {
+        match e {
+            LoginError::Refused { code, message } => self.login_failure(Some((code, message)), false, ""),
+            LoginError::PasswordMissing => self.login_failure(None, true, ""),
+            LoginError::Unreachable(why) => self.login_failure(None, false, why),
+            LoginError::Prepare(e) => Error::runtime(format!("target '{}': preparing statements: {e}", self.pg.name())),
+        }
+    }
+
+    /// What a failed login means: refused by the server with this SQLSTATE and message,
+    /// wanting a password it was not given, or else failed for `why`.
+    fn login_failure(&self, refused: Option<(&str, &str)>, password_missing: bool, why: &str) -> Error {
         let name = self.pg.name();
-        let detail = match e.as_db_error() {
-            Some(db) if *db.code() == SqlState::TOO_MANY_CONNECTIONS => {
+        let detail = match refused {
+            Some((code, message)) if code == SqlState::TOO_MANY_CONNECTIONS.code() => {
                 return Error::runtime(format!(
-                    "target '{name}': PostgreSQL at {} has too many clients ({}); use fewer --clients, or raise max_connections (or the role's CONNECTION LIMIT) on the server",
+                    "target '{name}': PostgreSQL at {} has too many clients ({message}); use fewer --clients, or raise max_connections (or the role's CONNECTION LIMIT) on the server",
                     self.endpoint,
-                    db.message()
                 ));
             }
-            Some(db) if *db.code() == SqlState::CANNOT_CONNECT_NOW => {
+            Some((code, message)) if code == SqlState::CANNOT_CONNECT_NOW.code() => {
                 return Error::runtime(format!(
-                    "target '{name}': PostgreSQL at {} does not accept connections now ({}: it is starting up, shutting down or in recovery mode); wait until it is up, then run again",
+                    "target '{name}': PostgreSQL at {} does not accept connections now ({message}: it is starting up, shutting down or in recovery mode); wait until it is up, then run again",
                     self.endpoint,
-                    db.message()
                 ));
             }
-            Some(db) if db.code().code().starts_with("28") => format!(
-                "PostgreSQL at {} refused login for user '{}' ({}); put the password in the URL, PGPASSWORD or ~/.pgpass",
-                self.endpoint,
-                self.user,
-                db.message()
+            Some((code, message)) if code.starts_with("28") => format!(
+                "PostgreSQL at {} refused login for user '{}' ({message}); put the password in the URL, PGPASSWORD or ~/.pgpass",
+                self.endpoint, self.user,
             ),
-            Some(db) => format!("PostgreSQL at {} refused the connection: {}; fix the URL", self.endpoint, db.message()),
-            None if e.to_string().contains("password") || describe(e).contains("password missing") => format!(
+            Some((_, message)) => format!("PostgreSQL at {} refused the connection: {message}; fix the URL", self.endpoint),
+            None if password_missing => format!(
                 "PostgreSQL at {} wants a password for user '{}'; put it in the URL, PGPASSWORD or ~/.pgpass",
                 self.endpoint, self.user
             ),
             None => format!(
-                "cannot connect to PostgreSQL at {} ({}); start the server, fix host/port in the URL, or use --spawn postgres",
+                "cannot connect to PostgreSQL at {} ({why}); start the server, fix host/port in the URL, or use --spawn postgres",
                 self.endpoint,
-                describe(e)
             ),
         };
         Error::unreachable(name, detail)
@@ -317,6 +347,13 @@ impl Postgres {
         self.layout.dialect()
     }
 
+    /// The `SET search_path` a session of the hstore layout needs (the extension's schema
+    /// next to dbsweep's), once `prepare` found it.
+    fn search_path(&self) -> Option<String> {
+        let extension = self.hstore_schema.lock().unwrap().clone()?;
+        Some(format!("SET search_path TO {}, {}", self.dialect().quote(self.pg.schema()), self.dialect().quote(&extension)))
+    }
+
     pub(super) fn endpoint(&self) -> &str {
         &self.endpoint
     }
@@ -328,12 +365,22 @@ impl PgServer for Postgres {
         &self.pg
     }
 
+    /// A measured client's session on a socket of its own (`direct`), with the search
+    /// path the layout needs.
+    async fn connect(&self) -> Result<Box<dyn Connection>> {
+        if !self.pg.is_described() {
+            self.open_client().await?;
+        }
+        let tables = self.pg.tables();
+        let session = DirectSession::open(self.login.clone(), self.search_path(), self.pg.flavor, tables.clone())
+            .map_err(|e| self.login_error(&e))?;
+        Ok(Box::new(SqlConnection::new(self.dialect(), tables, session)))
+    }
+
     /// A session with the search path the layout needs.
     async fn session(&self) -> Result<Client> {
         let client = self.open_client().await?;
-        let extension = self.hstore_schema.lock().unwrap().clone();
-        if let Some(schema) = extension {
-            let sql = format!("SET search_path TO {}, {}", self.dialect().quote(self.pg.schema()), self.dialect().quote(&schema));
+        if let Some(sql) = self.search_path() {
             client.batch_execute(&sql).await.map_err(|e| self.pg.runtime("setting search_path", &e))?;
         }
         Ok(client)

@@ -26,10 +26,11 @@ use tokio_postgres::{Client, Statement as Prepared};
 /// The analytic queries the PostgreSQL-protocol engines run.
 pub const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
 
-/// What one sent statement returned, before decoding.
-enum Raw {
+/// What one sent statement returned, before it is read as the step expects: the rows it
+/// counted (CommandComplete's tag, or DataRows counted), or its rows' cells.
+pub(super) enum Raw {
     Count(u64),
-    Rows(Vec<tokio_postgres::Row>),
+    Rows(Vec<Row>),
 }
 
 pub struct PgSession {
@@ -43,29 +44,9 @@ impl PgSession {
     /// where the flavor prepares them on connecting.
     pub async fn new(client: Client, flavor: &'static Flavor, tables: Arc<Vec<SqlTable>>) -> Result<Self, OpError> {
         let mut session = PgSession { client, flavor, statements: StatementCache::new(flavor.dialect, tables) };
-        let mut common = vec![Statement::Echo];
-        let tables = if flavor.prepare_on_connect { session.statements.tables().clone() } else { Arc::default() };
-        for (table, t) in tables.iter().enumerate() {
-            common.extend([Statement::Insert { table, rows: 1 }, Statement::Get { table }, Statement::Delete { table }]);
-            if flavor.dialect.row_batch() == RowBatch::Arrays {
-                common.push(Statement::Insert { table, rows: 0 });
-            }
-            if flavor.dialect.key_list(2) == KeyList::Array {
-                common.extend([Statement::GetMany { table, keys: 0 }, Statement::DeleteMany { table, keys: 0 }]);
-            }
-            if flavor.dialect.limit_parameter() {
-                common.push(Statement::Scan { table, limit: None });
-            }
-            for &column in t.def.indexed.iter().filter(|&&c| c != 0) {
-                common.extend([RangeAgg::Rows, RangeAgg::Count].map(|agg| Statement::Range { table, column, agg }));
-            }
-        }
-        if !flavor.text_answers && flavor.prepare_on_connect {
-            // The analytic queries whose tables this run prepared.
-            common.extend(QUERIES.into_iter().filter(|q| Statement::Query(*q).text(flavor.dialect, &tables).is_ok()).map(Statement::Query));
-        }
+        let common = common_statements(flavor, &session.statements);
         let texts = common.iter().map(|s| session.statements.text(*s)).collect::<Result<Vec<_>, _>>()?;
-        let types = common.iter().map(|s| session.param_types(*s)).collect::<Result<Vec<_>, _>>()?;
+        let types = common.iter().map(|s| param_types(&session.statements, flavor, *s)).collect::<Result<Vec<_>, _>>()?;
         let client = &session.client;
         let prepared = futures_util::future::try_join_all(texts.iter().zip(&types).map(|(text, types)| client.prepare_typed(text, types)))
             .await
@@ -82,86 +63,18 @@ impl PgSession {
             return Ok(prepared);
         }
         let text = self.statements.text(statement)?;
-        let prepared = self.client.prepare_typed(&text, &self.param_types(statement)?).await.map_err(op_error)?;
+        let prepared = self.client.prepare_typed(&text, &param_types(&self.statements, self.flavor, statement)?).await.map_err(op_error)?;
         self.statements.insert(statement, prepared.clone());
         Ok(prepared)
-    }
-
-    /// Parameter types for flavors that state them; none (the server infers them from
-    /// the casts) otherwise.
-    fn param_types(&self, statement: Statement) -> Result<Vec<Type>, OpError> {
-        if !self.flavor.typed_parameters {
-            return Ok(Vec::new());
-        }
-        let layout = self.flavor.layout;
-        let column_types = |table, array| -> Result<Vec<Type>, OpError> {
-            Ok(self.statements.table(table)?.def.columns.iter().map(|c| pg_type(c.ty, layout, array)).collect())
-        };
-        Ok(match statement {
-            Statement::Echo | Statement::FetchAll { .. } | Statement::Query(_) => vec![],
-            Statement::Get { .. } | Statement::Delete { .. } | Statement::Scan { limit: Some(_), .. } => vec![Type::INT8],
-            Statement::Scan { limit: None, .. } => vec![Type::INT8, Type::INT8],
-            Statement::GetMany { keys: 0, .. } | Statement::DeleteMany { keys: 0, .. } => vec![Type::INT8_ARRAY],
-            Statement::GetMany { keys, .. } | Statement::DeleteMany { keys, .. } => vec![Type::INT8; keys],
-            Statement::Insert { table, rows: 0 } => column_types(table, true)?,
-            Statement::Insert { table, rows } => {
-                let row = column_types(table, false)?;
-                row.iter().cycle().take(rows * row.len()).cloned().collect()
-            }
-            Statement::Update { table, column } => vec![column_types(table, false)?[column].clone(), Type::INT8],
-            Statement::Range { table, column, .. } => vec![column_types(table, false)?[column].clone(); 2],
-        })
-    }
-
-    /// The parameters of a step, in the flavor's wire encoding.
-    fn bind(&self, step: &Step<'_>) -> Result<Vec<Param>, OpError> {
-        let wire = |table| self.statements.table(table).map(|t| Wire { def: &t.def, layout: self.flavor.layout });
-        let table = step.statement.table().unwrap_or_default();
-        Ok(match (&step.args, step.statement) {
-            (Args::None, _) => vec![],
-            (Args::Key(key), _) => vec![Box::new(*key)],
-            (Args::Keys(keys), Statement::GetMany { keys: 0, .. } | Statement::DeleteMany { keys: 0, .. }) => vec![Box::new(keys.clone())],
-            (Args::Keys(keys), _) => keys.iter().map(|k| Box::new(*k) as Param).collect(),
-            (Args::Rows(rows), Statement::Insert { rows: 0, .. }) => wire(table)?.insert_many_params(rows)?,
-            (Args::Rows(rows), _) => {
-                let wire = wire(table)?;
-                let mut params = Vec::with_capacity(rows.len() * wire.def.columns.len());
-                for row in rows {
-                    params.extend(wire.insert_params(row)?);
-                }
-                params
-            }
-            (Args::Update { column, value, key }, _) => vec![wire(table)?.update_value(*column, value)?, Box::new(*key)],
-            (Args::Scan { start, count }, _) => std::iter::once(*start).chain(*count).map(|v| Box::new(v) as Param).collect(),
-            (Args::Range { column, lo, hi }, _) => {
-                let wire = wire(table)?;
-                vec![wire.range_bound(*column, *lo)?, wire.range_bound(*column, *hi)?]
-            }
-        })
     }
 
     /// Prepares and binds every step (before any is sent).
     async fn ready(&mut self, steps: &[Step<'_>]) -> Result<Vec<(Prepared, Vec<Param>)>, OpError> {
         let mut ready = Vec::with_capacity(steps.len());
         for step in steps {
-            ready.push((self.prepared(step.statement).await?, self.bind(step)?));
+            ready.push((self.prepared(step.statement).await?, bind(&self.statements, self.flavor, step)?));
         }
         Ok(ready)
-    }
-
-    /// Decodes a reply as the step expects it.
-    fn answer(&self, step: &Step<'_>, raw: Raw) -> Result<Answered, OpError> {
-        let first = |rows: &[tokio_postgres::Row]| -> Result<Value, OpError> {
-            let row = rows.first().ok_or_else(|| OpError::server("an aggregate returned no row"))?;
-            Ok(row.try_get::<_, Cell>(0).map_err(op_error)?.0)
-        };
-        Ok(match (step.reply, raw) {
-            (_, Raw::Count(n)) => Answered::Rows(n),
-            (Reply::Count, Raw::Rows(rows)) => Answered::Scalar(as_type(crate::base::table::ColumnType::Int, first(&rows)?)?),
-            (Reply::Max(ty), Raw::Rows(rows)) => Answered::Scalar(as_type(ty, first(&rows)?)?),
-            (Reply::Answer(query), Raw::Rows(rows)) => Answered::Table(decode_answer(query, &rows)?),
-            (_, Raw::Rows(rows)) => Answered::Rows(rows.len() as u64),
-        })
     }
 
     /// An analytic query over the simple (text) protocol.
@@ -180,6 +93,101 @@ impl PgSession {
         }
         Ok(Answered::Table(out))
     }
+}
+
+/// The statements a session prepares when it opens: echo, and where the flavor prepares on
+/// connecting, those every workload on the prepared tables uses.
+pub(super) fn common_statements<S: Clone>(flavor: &Flavor, statements: &StatementCache<S>) -> Vec<Statement> {
+    let mut common = vec![Statement::Echo];
+    let tables = if flavor.prepare_on_connect { statements.tables().clone() } else { Arc::default() };
+    for (table, t) in tables.iter().enumerate() {
+        common.extend([Statement::Insert { table, rows: 1 }, Statement::Get { table }, Statement::Delete { table }]);
+        if flavor.dialect.row_batch() == RowBatch::Arrays {
+            common.push(Statement::Insert { table, rows: 0 });
+        }
+        if flavor.dialect.key_list(2) == KeyList::Array {
+            common.extend([Statement::GetMany { table, keys: 0 }, Statement::DeleteMany { table, keys: 0 }]);
+        }
+        if flavor.dialect.limit_parameter() {
+            common.push(Statement::Scan { table, limit: None });
+        }
+        for &column in t.def.indexed.iter().filter(|&&c| c != 0) {
+            common.extend([RangeAgg::Rows, RangeAgg::Count].map(|agg| Statement::Range { table, column, agg }));
+        }
+    }
+    if !flavor.text_answers && flavor.prepare_on_connect {
+        // The analytic queries whose tables this run prepared.
+        common.extend(QUERIES.into_iter().filter(|q| Statement::Query(*q).text(flavor.dialect, &tables).is_ok()).map(Statement::Query));
+    }
+    common
+}
+
+/// Parameter types for flavors that state them; none (the server infers them from
+/// the casts) otherwise.
+pub(super) fn param_types<S: Clone>(statements: &StatementCache<S>, flavor: &Flavor, statement: Statement) -> Result<Vec<Type>, OpError> {
+    if !flavor.typed_parameters {
+        return Ok(Vec::new());
+    }
+    let layout = flavor.layout;
+    let column_types = |table, array| -> Result<Vec<Type>, OpError> {
+        Ok(statements.table(table)?.def.columns.iter().map(|c| pg_type(c.ty, layout, array)).collect())
+    };
+    Ok(match statement {
+        Statement::Echo | Statement::FetchAll { .. } | Statement::Query(_) => vec![],
+        Statement::Get { .. } | Statement::Delete { .. } | Statement::Scan { limit: Some(_), .. } => vec![Type::INT8],
+        Statement::Scan { limit: None, .. } => vec![Type::INT8, Type::INT8],
+        Statement::GetMany { keys: 0, .. } | Statement::DeleteMany { keys: 0, .. } => vec![Type::INT8_ARRAY],
+        Statement::GetMany { keys, .. } | Statement::DeleteMany { keys, .. } => vec![Type::INT8; keys],
+        Statement::Insert { table, rows: 0 } => column_types(table, true)?,
+        Statement::Insert { table, rows } => {
+            let row = column_types(table, false)?;
+            row.iter().cycle().take(rows * row.len()).cloned().collect()
+        }
+        Statement::Update { table, column } => vec![column_types(table, false)?[column].clone(), Type::INT8],
+        Statement::Range { table, column, .. } => vec![column_types(table, false)?[column].clone(); 2],
+    })
+}
+
+/// The parameters of a step, in the flavor's wire encoding.
+pub(super) fn bind<S: Clone>(statements: &StatementCache<S>, flavor: &Flavor, step: &Step<'_>) -> Result<Vec<Param>, OpError> {
+    let wire = |table| statements.table(table).map(|t| Wire { def: &t.def, layout: flavor.layout });
+    let table = step.statement.table().unwrap_or_default();
+    Ok(match (&step.args, step.statement) {
+        (Args::None, _) => vec![],
+        (Args::Key(key), _) => vec![Box::new(*key)],
+        (Args::Keys(keys), Statement::GetMany { keys: 0, .. } | Statement::DeleteMany { keys: 0, .. }) => vec![Box::new(keys.clone())],
+        (Args::Keys(keys), _) => keys.iter().map(|k| Box::new(*k) as Param).collect(),
+        (Args::Rows(rows), Statement::Insert { rows: 0, .. }) => wire(table)?.insert_many_params(rows)?,
+        (Args::Rows(rows), _) => {
+            let wire = wire(table)?;
+            let mut params = Vec::with_capacity(rows.len() * wire.def.columns.len());
+            for row in rows {
+                params.extend(wire.insert_params(row)?);
+            }
+            params
+        }
+        (Args::Update { column, value, key }, _) => vec![wire(table)?.update_value(*column, value)?, Box::new(*key)],
+        (Args::Scan { start, count }, _) => std::iter::once(*start).chain(*count).map(|v| Box::new(v) as Param).collect(),
+        (Args::Range { column, lo, hi }, _) => {
+            let wire = wire(table)?;
+            vec![wire.range_bound(*column, *lo)?, wire.range_bound(*column, *hi)?]
+        }
+    })
+}
+
+/// Reads a reply as the step expects it.
+pub(super) fn answer(step: &Step<'_>, raw: Raw) -> Result<Answered, OpError> {
+    let first = |rows: Vec<Row>| -> Result<Value, OpError> {
+        let row = rows.into_iter().next().ok_or_else(|| OpError::server("an aggregate returned no row"))?;
+        row.into_iter().next().ok_or_else(|| OpError::server("an aggregate returned no column"))
+    };
+    Ok(match (step.reply, raw) {
+        (_, Raw::Count(n)) => Answered::Rows(n),
+        (Reply::Count, Raw::Rows(rows)) => Answered::Scalar(as_type(crate::base::table::ColumnType::Int, first(rows)?)?),
+        (Reply::Max(ty), Raw::Rows(rows)) => Answered::Scalar(as_type(ty, first(rows)?)?),
+        (Reply::Answer(query), Raw::Rows(rows)) => Answered::Table(decode_answer(query, rows)?),
+        (_, Raw::Rows(rows)) => Answered::Rows(rows.len() as u64),
+    })
 }
 
 /// Sends one prepared statement; its future sends the request when first polled.
@@ -221,7 +229,10 @@ where
             }
             Ok(Raw::Count(rows))
         }
-        reply if returns_rows(reply) => client.query_raw(statement, params).await?.try_collect().await.map(Raw::Rows),
+        reply if returns_rows(reply) => {
+            let rows: Vec<tokio_postgres::Row> = client.query_raw(statement, params).await?.try_collect().await?;
+            Ok(Raw::Rows(rows.iter().map(cells).collect::<Result<_, _>>()?))
+        }
         _ => client.execute_raw(statement, params).await.map(Raw::Count),
     }
 }
@@ -249,19 +260,21 @@ async fn pipeline<T>(mut futures: Vec<BoxFuture<'_, T>>) -> Vec<T> {
     out
 }
 
-/// Decodes a query's result rows into the types of `answer_columns(query)`.
-fn decode_answer(query: QueryId, rows: &[tokio_postgres::Row]) -> Result<Vec<Row>, OpError> {
+/// A result row's cells as values.
+fn cells(row: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
+    (0..row.len()).map(|i| row.try_get::<_, Cell>(i).map(|Cell(v)| v)).collect()
+}
+
+/// Reads a query's result rows as the types of `answer_columns(query)`.
+fn decode_answer(query: QueryId, rows: Vec<Row>) -> Result<Vec<Row>, OpError> {
     let types = answer_columns(query);
-    rows.iter()
+    rows.into_iter()
         .map(|row| {
             if row.len() != types.len() {
                 return Err(wrong_width(query, row.len(), types.len()));
             }
-            (types.iter().enumerate())
-                .map(|(i, ty)| {
-                    let Cell(v) = row.try_get(i).map_err(|e| OpError::client(format!("{query:?} column {i}: {e}")))?;
-                    as_type(*ty, v).map_err(|e| OpError::client(format!("{query:?} column {i}: {}", e.message)))
-                })
+            (types.iter().zip(row).enumerate())
+                .map(|(i, (ty, v))| as_type(*ty, v).map_err(|e| OpError::client(format!("{query:?} column {i}: {}", e.message))))
                 .collect()
         })
         .collect()
@@ -287,12 +300,12 @@ impl Executor for PgSession {
                     self.flavor,
                     step.reply,
                     &statement,
-                    self.bind(step)?.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)),
+                    bind(&self.statements, self.flavor, step)?.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)),
                 )
                 .await
             }
         };
-        self.answer(step, raw.map_err(op_error)?)
+        answer(step, raw.map_err(op_error)?)
     }
 
     /// Every statement sent before the first reply is awaited; every reply is awaited
@@ -312,7 +325,7 @@ impl Executor for PgSession {
             .map(|(step, (statement, params))| send(&self.client, self.flavor, step.reply, statement, params))
             .collect();
         let replies = pipeline(futures).await;
-        steps.iter().zip(replies).map(|(step, raw)| self.answer(step, raw.map_err(op_error)?)).collect()
+        steps.iter().zip(replies).map(|(step, raw)| answer(step, raw.map_err(op_error)?)).collect()
     }
 
     async fn control(&mut self, sql: &str) -> Result<(), OpError> {
@@ -345,6 +358,6 @@ impl Executor for PgSession {
         let commit = replies.pop().expect("COMMIT was sent");
         let replies: Vec<Raw> = replies.into_iter().skip(1).collect::<Result<_, _>>().map_err(op_error)?;
         commit.map_err(op_error)?;
-        steps.iter().zip(replies).map(|(step, raw)| self.answer(step, raw)).collect()
+        steps.iter().zip(replies).map(|(step, raw)| answer(step, raw)).collect()
     }
 }

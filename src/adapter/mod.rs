@@ -41,11 +41,11 @@ pub enum Execution {
     /// In-process engines whose calls block: each client gets its own OS thread.
     Blocking,
     /// Network clients, each a task on a single-threaded runtime of its own OS thread;
-    /// requests time out as `Async`'s do. For drivers whose connections, sharing the
-    /// multi-threaded runtime, are served one at a time (mysql_async: flat from one
-    /// client to two), or whose connection is a task of its own that the client's
-    /// requests wake (tokio-postgres: on one thread, no wake-up crosses threads, and
-    /// less CPU per request; see bench/README.md).
+    /// requests time out as `Async`'s do, or at the socket's read timeout where the
+    /// session blocks. For sessions that block on their socket (MariaDB's synchronous
+    /// driver, PostgreSQL's own sessions: a send and a receive per request, no reactor),
+    /// which the shared runtime cannot host; measured less client CPU per request than
+    /// async drivers on the shared runtime (see bench/README.md).
     AsyncThreads,
 }
 

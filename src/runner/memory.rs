@@ -68,33 +68,17 @@ pub fn self_rss() -> Option<u64> {
     status_kib(Path::new("/proc/self/status"), "VmRSS:").map(|kib| kib * 1024)
 }
 
-/// Sum of the proportional set sizes of every process in the process group `pgid` (a
-/// spawned server and the helpers it forked: PostgreSQL backends, for instance). PSS
-/// counts shared pages once across the group, so shared buffers are not multiplied.
+/// Sum of the proportional set sizes of a spawned server's processes
+/// (`server_processes::of_group`: its process group and the helpers it forked, PostgreSQL's
+/// backends in their own sessions included). PSS counts shared pages once across them, so
+/// shared buffers are not multiplied.
 pub fn group_pss(pgid: u32) -> Option<u64> {
-    let mut total = 0u64;
-    let mut found = false;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        if process_group(pid) != Some(pgid) {
-            continue;
-        }
+    let kib = super::server_processes::of_group(pgid)
+        .iter()
         // A process may exit between the listing and the read: skip it.
-        if let Some(kib) = status_kib(&entry.path().join("smaps_rollup"), "Pss:") {
-            total += kib * 1024;
-            found = true;
-        }
-    }
-    found.then_some(total)
-}
-
-/// The process group of `pid`, from /proc/PID/stat (field 5, after the parenthesized name,
-/// which may itself hold spaces and parentheses).
-fn process_group(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(2)?.parse().ok()
+        .filter_map(|p| status_kib(Path::new(&format!("/proc/{}/smaps_rollup", p.pid)), "Pss:"))
+        .collect::<Vec<u64>>();
+    (!kib.is_empty()).then(|| kib.iter().sum::<u64>() * 1024)
 }
 
 /// A `Key:   N kB` line of a /proc status-like file, in KiB.
@@ -118,11 +102,10 @@ mod tests {
     }
 
     #[test]
-    fn process_group_of_a_child_and_its_pss() {
+    fn a_group_s_pss() {
         use std::os::unix::process::CommandExt;
         let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
         let pid = child.id();
-        assert_eq!(process_group(pid), Some(pid));
         let pss = group_pss(pid).expect("the child's group is readable");
         assert!(pss > 0 && pss < 64 << 20, "sleep's PSS {pss}");
         child.kill().unwrap();

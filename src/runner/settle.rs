@@ -4,9 +4,9 @@
 //! compactions) would otherwise slow the first runs, which then measure the load's
 //! aftermath rather than the operation.
 //!
-//! Owns the rule (the server's whole process group, from /proc, uses at most
-//! [`QUIET_SHARE`] of a core over the last [`WINDOW`], waiting at most [`LIMIT`]) and its
-//! outcome as the report shows it. Must not touch the server (no statements, no signals)
+//! Owns the rule (the server's whole process group and its descendants, from /proc, use at
+//! most [`QUIET_SHARE`] of a core over the last [`WINDOW`], waiting at most [`LIMIT`]) and
+//! its outcome as the report shows it. Must not touch the server (no statements, no signals)
 //! and must not read processes dbsweep did not start.
 
 use super::cancel::Cancel;
@@ -46,34 +46,13 @@ impl Settling {
     }
 }
 
-/// CPU time used so far by the process group `pgid`, in clock ticks: each member's own
-/// time plus the time of the children it has reaped (PostgreSQL's autovacuum workers and
-/// backends come and go; their time stays with the postmaster that waited for them).
+/// CPU time used so far by the server's processes (`server_processes::of_group`), in
+/// clock ticks: each one's own time plus the time of the children it has reaped
+/// (PostgreSQL's autovacuum workers and backends come and go; their time stays with the
+/// postmaster that waited for them); `None` when the group is gone.
 pub fn group_cpu_ticks(pgid: u32) -> Option<u64> {
-    let mut total = 0u64;
-    let mut found = false;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        // A process may exit between the listing and the read: skip it.
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        if let Some((group, ticks)) = group_and_ticks(&stat)
-            && group == pgid
-        {
-            total += ticks;
-            found = true;
-        }
-    }
-    found.then_some(total)
-}
-
-/// (process group, utime + stime + cutime + cstime) from a /proc/PID/stat line; the fields
-/// after the parenthesized command name (which may hold spaces and parentheses) are
-/// state, ppid, pgrp, ... utime is field 14, cstime field 17.
-fn group_and_ticks(stat: &str) -> Option<(u32, u64)> {
-    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-    let group = fields.get(2)?.parse().ok()?;
-    let ticks = fields.get(11..15)?.iter().map(|f| f.parse::<i64>().ok().map(|t| t.max(0) as u64)).sum::<Option<u64>>()?;
-    Some((group, ticks))
+    let processes = super::server_processes::of_group(pgid);
+    (!processes.is_empty()).then(|| processes.iter().map(|p| p.ticks).sum())
 }
 
 fn ticks_per_second() -> f64 {
@@ -115,13 +94,6 @@ pub async fn until_quiet(pgid: u32, limit: Duration, cancel: &Cancel) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_give_the_group_and_all_four_cpu_times() {
-        let stat = "4242 (postgres: autovacuum (x)) S 1 4200 4200 0 -1 4194624 100 0 0 0 7 3 11 2 20 0 1 0 5 0 0";
-        assert_eq!(group_and_ticks(stat), Some((4200, 7 + 3 + 11 + 2)));
-        assert_eq!(group_and_ticks("garbage"), None);
-    }
 
     #[test]
     fn the_share_is_taken_over_the_last_window_only() {
@@ -171,6 +143,11 @@ mod tests {
         let outcome = until_quiet(reaped.0.id(), LIMIT, &cancel).await.expect("the group exists");
         assert!(outcome.quiet && outcome.cpu_share <= QUIET_SHARE, "{outcome:?}");
         assert!(group_cpu_ticks(reaped.0.id()).unwrap() >= before, "ticks never go back");
+
+        // A busy child in a session of its own (as PostgreSQL's backends are) still counts.
+        let own_session = Group::start("setsid timeout 4 sh -c 'while :; do :; done' & wait");
+        let outcome = until_quiet(own_session.0.id(), limit, &cancel).await.expect("the group exists");
+        assert!(!outcome.quiet && outcome.cpu_share > 0.3, "{outcome:?}");
 
         let idle = Group::start("sleep 30");
         let outcome = until_quiet(idle.0.id(), LIMIT, &cancel).await.expect("the group exists");

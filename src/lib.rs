@@ -22,7 +22,8 @@
 //!                     registry -> a system's module -> its family's shared session and
 //!                     target (pgwire, embedded) -> sql -> the contract
 //!                   sql: statements, dialects, the planner, the one SQL session; pgwire: the
-//!                   PostgreSQL-protocol session and target (flavors); embedded: the
+//!                   PostgreSQL-protocol session and target (flavors; PostgreSQL's measured
+//!                   clients on a session of their own, `pgwire::direct`); embedded: the
 //!                   in-process SQL session and target (engines). A SQL system is a dialect
 //!                   plus a flavor (pgwire), an engine (embedded) or its own driver's
 //!                   `Executor` (mysql, cli_client). One system stands on others:

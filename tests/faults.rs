@@ -174,11 +174,11 @@ async fn paused_past_the_timeout(kind: ServerKind, target: &str, executions: fn(
         std::thread::sleep(Duration::from_millis(20));
     }
     // The server and its children: PostgreSQL's backends are sessions of their own.
-    let server_processes = with_children(server.pid());
+    let server_processes = dbsweep::runner::server_processes::of_group(server.pid());
     let signal_all = |signal| {
-        for &pid in &server_processes {
+        for process in &server_processes {
             unsafe {
-                libc::kill(pid as i32, signal);
+                libc::kill(process.pid as i32, signal);
             }
         }
     };
@@ -197,17 +197,6 @@ async fn paused_past_the_timeout(kind: ServerKind, target: &str, executions: fn(
     assert_eq!(last["errors"].as_object().map_or(0, |e| e.len()), 0, "{last}");
     assert!(last["ops"].as_u64().unwrap() > 0, "{last}");
     drop(server);
-}
-
-/// `pid` and its child processes (from /proc).
-fn with_children(pid: u32) -> Vec<u32> {
-    let parent_of = |stat: &str| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
-    let children = std::fs::read_dir("/proc").unwrap().flatten().filter_map(|entry| {
-        let child: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-        (parent_of(&stat) == Some(pid)).then_some(child)
-    });
-    std::iter::once(pid).chain(children).collect()
 }
 
 /// A fixed-rate run against a Redis paused for 2 s: the stall shows in the response time

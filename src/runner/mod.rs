@@ -16,7 +16,7 @@ pub mod merge;
 mod monitor;
 pub mod progress;
 pub mod resume;
-mod server_processes;
+pub mod server_processes;
 pub mod settle;
 pub mod stopping;
 mod summary;

@@ -466,33 +466,34 @@ impl DirectSession {
     pub fn open(login: Arc<Login>, setup: Option<String>, flavor: &'static Flavor, tables: Arc<Vec<SqlTable>>) -> Result<Self, LoginError> {
         let mut session =
             DirectSession { login, setup, flavor, socket: None, statements: StatementCache::new(flavor.dialect, tables), prepared: 0 };
-        session.reconnect().map_err(|e| match e {
-            Reconnect::Login(e) => e,
-            Reconnect::Failed(e) => LoginError::Prepare(e),
-        })?;
+        session.reconnect()?;
         Ok(session)
     }
 
     /// Logs in (again), runs the setup and prepares the common statements.
-    fn reconnect(&mut self) -> Result<(), Reconnect> {
+    fn reconnect(&mut self) -> Result<(), LoginError> {
         self.socket = None;
         self.statements.take_all();
         self.prepared = 0;
-        let socket = Socket::log_in(&self.login).map_err(Reconnect::Login)?;
-        self.socket = Some(socket);
+        self.socket = Some(Socket::log_in(&self.login)?);
         if let Some(setup) = self.setup.clone() {
-            self.simple(&setup).map_err(Reconnect::Failed)?;
+            self.simple(&setup).map_err(LoginError::Prepare)?;
         }
         let common = common_statements(self.flavor, &self.statements);
-        self.prepare_all(&common).map_err(Reconnect::Failed)
+        self.prepare_all(&common).map_err(LoginError::Prepare)
+    }
+
+    /// What is to be sent on the current connection.
+    fn out(&mut self) -> &mut BytesMut {
+        &mut self.socket.as_mut().expect("logged in").out
     }
 
     /// The connection, logged in again first if the last request was cut off.
     fn socket(&mut self) -> Result<&mut Socket, OpError> {
         if self.socket.is_none() {
             self.reconnect().map_err(|e| match e {
-                Reconnect::Login(e) => OpError::connection(format!("logging in again after a cut-off request: {e}")),
-                Reconnect::Failed(e) => e,
+                LoginError::Prepare(e) => e,
+                e => OpError::connection(format!("logging in again after a cut-off request: {e}")),
             })?;
         }
         Ok(self.socket.as_mut().expect("logged in"))
@@ -538,8 +539,8 @@ impl DirectSession {
 
     /// Runs a simple query (transaction control, setup).
     fn simple(&mut self, sql: &str) -> Result<(), OpError> {
-        let socket = self.socket()?;
-        frontend::query(sql, &mut socket.out).map_err(OpError::client)?;
+        self.socket()?;
+        frontend::query(sql, self.out()).map_err(OpError::client)?;
         self.exchange(&[None]).map(drop)
     }
 
@@ -555,10 +556,10 @@ impl DirectSession {
             let types = param_types(&self.statements, self.flavor, *statement)?;
             let name = format!("s{}", self.prepared);
             self.prepared += 1;
-            let socket = self.socket.as_mut().expect("logged in");
-            frontend::parse(&name, &text, types.iter().map(Type::oid), &mut socket.out).map_err(OpError::client)?;
-            frontend::describe(b'S', &name, &mut socket.out).map_err(OpError::client)?;
-            frontend::sync(&mut socket.out);
+            let out = self.out();
+            frontend::parse(&name, &text, types.iter().map(Type::oid), out).map_err(OpError::client)?;
+            frontend::describe(b'S', &name, out).map_err(OpError::client)?;
+            frontend::sync(out);
             names.push(name);
         }
         let socket = self.socket.as_mut().expect("logged in");
@@ -591,15 +592,13 @@ impl DirectSession {
 
     /// Writes one step's Bind, Execute and Sync.
     fn write_step(&mut self, step: &Step<'_>, prepared: &Prepared) -> Result<(), OpError> {
-        let out = &mut self.socket.as_mut().expect("logged in").out;
         match step.args {
             // A one-key statement (get, delete) binds its key as it is: nothing to allocate.
-            Args::Key(key) => write_bind(out, prepared, &[&key]),
+            Args::Key(key) => write_bind(self.out(), prepared, &[&key]),
             _ => {
                 let params = bind(&self.statements, self.flavor, step)?;
                 let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect();
-                let out = &mut self.socket.as_mut().expect("logged in").out;
-                write_bind(out, prepared, &params)
+                write_bind(self.out(), prepared, &params)
             }
         }
     }
@@ -612,19 +611,19 @@ impl DirectSession {
         self.prepare_all(&statements)?;
         let mut replies = Vec::with_capacity(steps.len() + 2);
         if framed {
-            frontend::query("BEGIN", &mut self.socket.as_mut().expect("logged in").out).map_err(OpError::client)?;
+            frontend::query("BEGIN", self.out()).map_err(OpError::client)?;
             replies.push(None);
         }
         for step in steps {
             let prepared = self.statements.get(&step.statement).expect("prepared above");
             if let Err(e) = self.write_step(step, &prepared) {
-                self.socket.as_mut().expect("logged in").out.clear();
+                self.out().clear();
                 return Err(e);
             }
             replies.push(reads_cells(step.reply).then_some(prepared));
         }
         if framed {
-            frontend::query("COMMIT", &mut self.socket.as_mut().expect("logged in").out).map_err(OpError::client)?;
+            frontend::query("COMMIT", self.out()).map_err(OpError::client)?;
             replies.push(None);
         }
         let mut raws = self.exchange(&replies)?;
@@ -634,12 +633,6 @@ impl DirectSession {
         }
         steps.iter().zip(raws).map(|(step, raw)| answer(step, raw)).collect()
     }
-}
-
-/// Why logging in again failed: the login itself, or what follows it.
-enum Reconnect {
-    Login(LoginError),
-    Failed(OpError),
 }
 
 /// Reads one Parse + Describe + Sync reply: the statement's parameter and column types, or

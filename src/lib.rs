@@ -25,8 +25,9 @@
 //!                   PostgreSQL-protocol session and target (flavors; PostgreSQL's measured
 //!                   clients on a session of their own, `pgwire::direct`); embedded: the
 //!                   in-process SQL session and target (engines). A SQL system is a dialect
-//!                   plus a flavor (pgwire), an engine (embedded) or its own driver's
-//!                   `Executor` (mysql, cli_client). One system stands on others:
+//!                   plus a flavor (pgwire), an engine (embedded) or its own
+//!                   `Executor` (mysql: on a connection of its own, `mysql::direct`;
+//!                   cli_client). One system stands on others:
 //!                   cli_client's targets prepare and load through the mysql and redis
 //!                   adapters, then query with the command-line clients.
 //! 1  data   stats   data: generated rows (TPC-H, kv, YCSB records, shuffled keys) and the

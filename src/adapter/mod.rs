@@ -42,8 +42,8 @@ pub enum Execution {
     Blocking,
     /// Network clients, each a task on a single-threaded runtime of its own OS thread;
     /// requests time out as `Async`'s do, or at the socket's read timeout where the
-    /// session blocks. For sessions that block on their socket (MariaDB's synchronous
-    /// driver, PostgreSQL's own sessions: a send and a receive per request, no reactor),
+    /// session blocks. For sessions that block on their socket (MariaDB's and PostgreSQL's
+    /// sessions of dbsweep's own: a send and a receive per request, no reactor),
     /// which the shared runtime cannot host; measured less client CPU per request than
     /// async drivers on the shared runtime (see bench/README.md).
     AsyncThreads,

@@ -8,8 +8,8 @@
 //! come from the URL (userinfo or `?password=`), `MYSQL_PWD` or `~/.my.cnf` (see
 //! [`password`]) and are never shown.
 //!
-//! Clients' sessions run on the synchronous `mysql` driver, blocking their own threads
-//! (see [`session`]); setup, loading, leases and cleanup use mysql_async. Statements are
+//! Clients' sessions run on a connection of dbsweep's own, blocking their own threads (see
+//! [`session`] and [`direct`]); setup, loading, leases and cleanup use mysql_async. Statements are
 //! the `mariadb` dialect's, prepared once per session and kept per statement. Batches:
 //! inserts are one multi-row `INSERT`, gets and deletes one `... IN (...)` statement;
 //! other batches run as one transaction of statements sent one after another (the
@@ -39,6 +39,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+mod direct;
 mod lease;
 pub(crate) mod literal;
 mod mycnf;
@@ -70,12 +71,9 @@ pub struct MySql {
     described: OnceLock<TargetInfo>,
     /// Connection options, password included (never printed).
     opts: mysql_async::Opts,
-    /// The synchronous driver's options for clients' sessions: the driver caches no
-    /// statements, the session keeps the ones it prepared; reads and writes time out after
-    /// the run's `--timeout` (see `session`).
-    session_opts: mysql::Opts,
-    /// The run's `--timeout`.
-    request_timeout: Duration,
+    /// How clients' sessions log in; their reads and writes time out after the run's
+    /// `--timeout` (see `direct`).
+    session_login: Arc<direct::Login>,
     /// `host:port`, for messages.
     endpoint: String,
     user: String,
@@ -135,18 +133,14 @@ impl MySql {
         let port = url.port().unwrap_or(3306);
         let user = url.username().unwrap_or_else(|| "root".into());
         let password = password(url);
-        let session_opts = mysql::OptsBuilder::new()
-            .ip_or_hostname(Some(host.clone()))
-            .tcp_port(port)
-            .user(Some(user.clone()))
-            .pass(password.clone())
-            .prefer_socket(false)
-            .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS)
-            .stmt_cache_size(0)
-            .tcp_nodelay(true)
-            .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
-            .read_timeout(Some(ctx.request_timeout))
-            .write_timeout(Some(ctx.request_timeout));
+        let session_login = Arc::new(direct::Login {
+            host: host.clone(),
+            port,
+            user: user.clone(),
+            password: password.clone(),
+            connect_timeout: CONNECT_TIMEOUT,
+            request_timeout: ctx.request_timeout,
+        });
         let opts = mysql_async::OptsBuilder::default()
             .ip_or_hostname(host.clone())
             .tcp_port(port)
@@ -165,7 +159,7 @@ impl MySql {
                 name: name.to_string(),
                 system: system.into(),
                 url: url.redacted(),
-                // The sessions' requests block (the synchronous driver, see `session`): each
+                // The sessions' requests block (dbsweep's own connection, see `direct`): each
                 // client needs a thread of its own.
                 execution: Execution::AsyncThreads,
                 capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
@@ -173,8 +167,7 @@ impl MySql {
                 settings: BTreeMap::new(),
             },
             described: OnceLock::new(),
-            session_opts: session_opts.into(),
-            request_timeout: ctx.request_timeout,
+            session_login,
             opts: opts.into(),
             endpoint: format!("{host}:{port}"),
             user,
@@ -433,27 +426,26 @@ impl Target for MySql {
         Ok(loaded)
     }
 
-    /// A client's session on the synchronous driver (blocking: called on the client's own
-    /// thread). The first connection of a process describes the server, over mysql_async
+    /// A client's session on a connection of dbsweep's own (blocking: called on the
+    /// client's own thread). The first connection of a process describes the server, over mysql_async
     /// as setup does.
     async fn connect(&self) -> Result<Box<dyn Connection>> {
         if self.described.get().is_none() {
             let _ = self.open_conn().await?.disconnect().await;
         }
-        let mut conn = match mysql::Conn::new(self.session_opts.clone()) {
+        let conn = match direct::Connection::open(&self.session_login) {
             Ok(conn) => conn,
-            Err(mysql::Error::MySqlError(s)) => {
-                return Err(self.refused(s.code, &s.message).unwrap_or_else(|| self.unreachable(&s.to_string())));
+            Err(e @ direct::WireError::Server { .. }) => {
+                let direct::WireError::Server { code, ref message, .. } = e else { unreachable!() };
+                return Err(self.refused(code, message).unwrap_or_else(|| self.unreachable(&e.to_string())));
             }
-            Err(mysql::Error::DriverError(mysql::DriverError::ConnectTimeout)) => return Err(self.unreachable("timed out after 5 s")),
-            Err(e) => return Err(self.unreachable(&session::describe_sync(&e))),
+            Err(direct::WireError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+                return Err(self.unreachable(&format!("timed out after {} s", CONNECT_TIMEOUT.as_secs())));
+            }
+            Err(e) => return Err(self.unreachable(&e.to_string())),
         };
         let tables = self.tables.lock().unwrap().clone();
-        let max_packet: Option<u64> = mysql::prelude::Queryable::query_first(&mut conn, "SELECT @@max_allowed_packet").map_err(|e| {
-            Error::runtime(format!("target '{}': SELECT @@max_allowed_packet: {}", self.initial.name, session::describe_sync(&e)))
-        })?;
-        let max_packet = max_packet.unwrap_or(4 << 20) as usize;
-        let mut session = MySession::new(conn, self.session_opts.clone(), self.request_timeout, max_packet, tables.clone());
+        let mut session = MySession::new(conn, self.session_login.clone(), tables.clone());
         session.warm().map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
         Ok(Box::new(SqlConnection::new(&MYSQL, tables, session)))
     }

@@ -1,5 +1,5 @@
-//! One MariaDB session: the `Executor` of `sql::SqlConnection` over a connection of the
-//! synchronous `mysql` driver, and the encoding of dbsweep values as MariaDB parameters and
+//! One MariaDB session: the `Executor` of `sql::SqlConnection` over a connection of
+//! dbsweep's own (`direct`), and the encoding of dbsweep values as MariaDB parameters and
 //! back.
 //!
 //! Requests block the calling thread (each MariaDB client has a thread of its own,
@@ -11,13 +11,14 @@
 //! reply is never read as the answer to a later request.
 //!
 //! Statements are the `mariadb` dialect's, prepared once per session and kept in the
-//! session's `StatementCache` (the driver's own cache, keyed by text, is off for sessions:
-//! a request names its prepared statement directly, with no text to hash or parse). At
+//! session's `StatementCache` (a request names its prepared statement directly, with no
+//! text to hash or parse). At
 //! most `MAX_PREPARED` are kept; preparing one more closes them all first. A step that
 //! needs more than 65,535 placeholders is sent with literal values (see
 //! [`super::literal`]). Must not create or drop anything, or time anything.
 
 use super::QUERIES;
+use super::direct::{Connection, Login, Prepared, Reply as Wire, Rows, WireError};
 use super::literal;
 use crate::adapter::sql::connection::{Executor, StatementCache, returns_rows};
 use crate::adapter::sql::dialect::SqlTable;
@@ -28,8 +29,7 @@ use crate::base::op::{ErrorClass, OpError, RangeAgg};
 use crate::base::table::{ColumnType, Date, Decimal, Row, TableDef, Value};
 use crate::data::tpch_queries::answer_columns;
 use async_trait::async_trait;
-use mysql::prelude::Queryable;
-use mysql::{Conn, Params, Value as MyValue};
+use mysql_common::Value as MyValue;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,34 +111,18 @@ fn parse_hundredths(text: &str) -> Option<Decimal> {
     Some(Decimal(if negative { -value } else { value }))
 }
 
-/// A one-line description of an error of the synchronous driver.
-pub(super) fn describe_sync(e: &mysql::Error) -> String {
-    match e {
-        mysql::Error::MySqlError(s) => format!("ERROR {} ({}): {}", s.code, s.state, s.message),
-        other => other.to_string(),
-    }
-}
-
-/// The class of a driver error; a read or write that outlasted the connection's timeout
+/// The class of a connection's error; a read or write that outlasted the socket's timeout
 /// (`timeout`, the run's `--timeout`) is a timeout, worded as the runner words its own.
-fn op_error(e: mysql::Error, timeout: Duration) -> OpError {
-    // A read or write past the socket's timeout: from the driver itself or its packet codec.
-    let io = match &e {
-        mysql::Error::IoError(io) => Some(io),
-        mysql::Error::CodecError(codec) => std::error::Error::source(codec).and_then(|source| source.downcast_ref()),
-        _ => None,
-    };
-    if io.is_some_and(|io| matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)) {
-        return OpError::new(ErrorClass::Timeout, format!("no reply within {:.1}s", timeout.as_secs_f64()));
-    }
+fn op_error(e: WireError, timeout: Duration) -> OpError {
     let class = match &e {
-        mysql::Error::MySqlError(_) => ErrorClass::Server,
-        mysql::Error::IoError(_)
-        | mysql::Error::CodecError(_)
-        | mysql::Error::DriverError(mysql::DriverError::ConnectTimeout | mysql::DriverError::CouldNotConnect(_)) => ErrorClass::Connection,
-        _ => ErrorClass::Client,
+        WireError::Io(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            return OpError::new(ErrorClass::Timeout, format!("no reply within {:.1}s", timeout.as_secs_f64()));
+        }
+        WireError::Server { .. } => ErrorClass::Server,
+        // A reply this client cannot read leaves the connection out of step, as a broken one.
+        WireError::Io(_) | WireError::Protocol(_) => ErrorClass::Connection,
     };
-    OpError::new(class, describe_sync(&e))
+    OpError::new(class, e.to_string())
 }
 
 /// The values of one row, each in its column's encoding.
@@ -157,9 +141,9 @@ const MAX_PREPARED: usize = 256;
 
 /// One MariaDB session: the `Executor` of `sql::SqlConnection`.
 pub(super) struct MySession {
-    conn: Conn,
+    conn: Connection,
     /// How to open the connection again after a request was cut off.
-    opts: mysql::Opts,
+    login: Arc<Login>,
     /// A request was cut off (timeout, I/O error): `conn` may hold the rest of its reply.
     cut_off: bool,
     /// The connection's read and write timeout (the run's `--timeout`), for messages.
@@ -167,17 +151,18 @@ pub(super) struct MySession {
     /// The server's `max_allowed_packet`: the longest statement it accepts.
     max_packet: usize,
     /// The statements this session prepared (at most `MAX_PREPARED`).
-    statements: StatementCache<mysql::Statement>,
+    statements: StatementCache<Arc<Prepared>>,
 }
 
 impl MySession {
-    pub(super) fn new(conn: Conn, opts: mysql::Opts, timeout: Duration, max_packet: usize, tables: Arc<Vec<SqlTable>>) -> Self {
-        MySession { conn, opts, cut_off: false, timeout, max_packet, statements: StatementCache::new(&MYSQL, tables) }
+    pub(super) fn new(conn: Connection, login: Arc<Login>, tables: Arc<Vec<SqlTable>>) -> Self {
+        let (timeout, max_packet) = (login.request_timeout, conn.max_packet());
+        MySession { conn, login, cut_off: false, timeout, max_packet, statements: StatementCache::new(&MYSQL, tables) }
     }
 
     /// The error of a failed request; a timeout or connection error marks the connection
     /// as cut off.
-    fn error(&mut self, e: mysql::Error) -> OpError {
+    fn error(&mut self, e: WireError) -> OpError {
         let error = op_error(e, self.timeout);
         if matches!(error.class, ErrorClass::Timeout | ErrorClass::Connection) {
             self.cut_off = true;
@@ -191,7 +176,8 @@ impl MySession {
         if !self.cut_off {
             return Ok(());
         }
-        let conn = Conn::new(self.opts.clone()).map_err(|e| OpError::new(ErrorClass::Connection, describe_sync(&e)))?;
+        let conn = Connection::open(&self.login).map_err(|e| OpError::new(ErrorClass::Connection, e.to_string()))?;
+        self.max_packet = conn.max_packet();
         self.conn = conn;
         self.statements.take_all();
         self.cut_off = false;
@@ -224,18 +210,32 @@ impl MySession {
 
     /// The statement prepared on this session, prepared on first use. Preparing one more
     /// than `MAX_PREPARED` closes the ones kept first (they are prepared again when used).
-    fn prepared(&mut self, statement: Statement) -> Result<mysql::Statement, OpError> {
+    fn prepared(&mut self, statement: Statement) -> Result<Arc<Prepared>, OpError> {
         if let Some(prepared) = self.statements.get(&statement) {
             return Ok(prepared);
         }
         if self.statements.len() >= MAX_PREPARED {
             for old in self.statements.take_all() {
-                self.conn.close(old).map_err(|e| self.error(e))?;
+                self.conn.close(&old).map_err(|e| self.error(e))?;
             }
         }
-        let prepared = self.conn.prep(self.statements.text(statement)?).map_err(|e| self.error(e))?;
+        let prepared = Arc::new(self.conn.prepare(&self.statements.text(statement)?).map_err(|e| self.error(e))?);
         self.statements.insert(statement, prepared.clone());
         Ok(prepared)
+    }
+
+    /// Sends a text statement: its rows counted, or its affected rows.
+    fn query(&mut self, sql: &str) -> Result<u64, OpError> {
+        match self.conn.query(sql).map_err(|e| self.error(e))? {
+            Wire::Done { affected } => Ok(affected),
+            Wire::Counted(rows) => Ok(rows),
+            Wire::Kept(rows) => Ok(rows.len() as u64),
+        }
+    }
+
+    /// Executes a prepared statement: its rows (counted or kept), or its affected rows.
+    fn execute(&mut self, prepared: &Prepared, params: &[MyValue], rows: Rows) -> Result<Wire, OpError> {
+        self.conn.execute(prepared, params, rows).map_err(|e| self.error(e))
     }
 
     /// The parameters of a step.
@@ -307,22 +307,23 @@ impl MySession {
         if returns_rows {
             let mut rows = 0;
             for sql in statements {
-                rows += self.conn.query_fold(sql, 0u64, |n, _: mysql::Row| n + 1).map_err(|e| self.error(e))?;
+                rows += self.query(&sql)?;
             }
             return Ok(rows);
         }
         if let [sql] = statements.as_slice() {
-            self.conn.query_drop(sql).map_err(|e| self.error(e))?;
-            return Ok(self.conn.affected_rows());
+            return self.query(sql);
         }
         self.begin(true).await?;
         let mut rows = 0;
         for sql in statements {
-            if let Err(e) = self.conn.query_drop(sql) {
-                self.rollback().await;
-                return Err(self.error(e));
+            match self.query(&sql) {
+                Ok(affected) => rows += affected,
+                Err(e) => {
+                    self.rollback().await;
+                    return Err(e);
+                }
             }
-            rows += self.conn.affected_rows();
         }
         self.commit().await?;
         Ok(rows)
@@ -336,49 +337,40 @@ impl Executor for MySession {
         if let Some(statements) = self.literal_statements(step)? {
             return self.run_literal(statements, returns_rows(step.reply)).await.map(Answered::Rows);
         }
-        let (prepared, params) = (self.prepared(step.statement)?, Params::Positional(self.params(step)?));
-        Ok(match step.reply {
-            Reply::Affected | Reply::Inserted(_) => {
-                self.conn.exec_drop(&prepared, params).map_err(|e| self.error(e))?;
-                Answered::Rows(self.conn.affected_rows())
-            }
+        let (prepared, params) = (self.prepared(step.statement)?, self.params(step)?);
+        let rows = if matches!(step.reply, Reply::Count | Reply::Max(_) | Reply::Answer(_)) { Rows::Keep } else { Rows::Count };
+        let reply = self.execute(&prepared, &params, rows)?;
+        Ok(match (step.reply, reply) {
+            (Reply::Affected | Reply::Inserted(_), Wire::Done { affected }) => Answered::Rows(affected),
             // Counted as the rows stream in, not collected.
-            Reply::Nothing | Reply::Rows | Reply::Streamed => {
-                Answered::Rows(self.conn.exec_fold(&prepared, params, 0u64, |n, _: mysql::Row| n + 1).map_err(|e| self.error(e))?)
-            }
-            Reply::Count | Reply::Max(_) => {
+            (_, Wire::Counted(rows)) => Answered::Rows(rows),
+            (_, Wire::Done { .. }) => Answered::Rows(0),
+            (Reply::Count | Reply::Max(_), Wire::Kept(rows)) => {
                 let ty = if let Reply::Max(ty) = step.reply { ty } else { ColumnType::Int };
-                let row: Option<mysql::Row> = self.conn.exec_first(&prepared, params).map_err(|e| self.error(e))?;
-                let raw = row.as_ref().and_then(|r| r.as_ref(0)).cloned().unwrap_or(MyValue::NULL);
-                match (step.reply, decode(ty, &raw)?) {
+                let raw = rows.first().and_then(|r| r.first()).unwrap_or(&MyValue::NULL);
+                match (step.reply, decode(ty, raw)?) {
                     (Reply::Count, Value::Null) => Answered::Scalar(Value::Int(0)),
                     (_, value) => Answered::Scalar(value),
                 }
             }
-            Reply::Answer(query) => {
+            (Reply::Answer(query), Wire::Kept(rows)) => {
                 let types = answer_columns(query);
-                let rows: Vec<mysql::Row> = self.conn.exec(&prepared, params).map_err(|e| self.error(e))?;
                 let mut out = Vec::with_capacity(rows.len());
                 for row in &rows {
                     if row.len() != types.len() {
                         return Err(OpError::client(format!("{query:?} returned {} columns, expected {}", row.len(), types.len())));
                     }
-                    out.push(
-                        types
-                            .iter()
-                            .enumerate()
-                            .map(|(i, ty)| decode(*ty, row.as_ref(i).unwrap_or(&MyValue::NULL)))
-                            .collect::<Result<Row, _>>()?,
-                    );
+                    out.push(types.iter().zip(row).map(|(ty, value)| decode(*ty, value)).collect::<Result<Row, _>>()?);
                 }
                 Answered::Table(out)
             }
+            (_, Wire::Kept(rows)) => Answered::Rows(rows.len() as u64),
         })
     }
 
     async fn control(&mut self, sql: &str) -> Result<(), OpError> {
         self.reconnect_if_cut_off()?;
-        self.conn.query_drop(sql).map_err(|e| self.error(e))
+        self.query(sql).map(drop)
     }
 
     fn begin_statement(&self, _writes: bool) -> &'static str {
@@ -394,12 +386,11 @@ mod tests {
     fn a_read_past_the_timeout_is_a_timeout_and_a_closed_socket_a_connection_error() {
         use std::io::{Error, ErrorKind};
         let timeout = Duration::from_millis(1500);
-        let timed_out = op_error(mysql::Error::CodecError(Error::from(ErrorKind::WouldBlock).into()), timeout);
+        let timed_out = op_error(WireError::Io(Error::from(ErrorKind::WouldBlock)), timeout);
         assert_eq!((timed_out.class, timed_out.message.as_str()), (ErrorClass::Timeout, "no reply within 1.5s"));
-        assert_eq!(op_error(mysql::Error::IoError(Error::from(ErrorKind::TimedOut)), timeout).class, ErrorClass::Timeout);
-        let closed = op_error(mysql::Error::CodecError(Error::from(ErrorKind::UnexpectedEof).into()), timeout);
-        assert_eq!(closed.class, ErrorClass::Connection);
-        let server = mysql::Error::MySqlError(mysql::MySqlError { state: "42S02".into(), message: "no table".into(), code: 1146 });
+        assert_eq!(op_error(WireError::Io(Error::from(ErrorKind::TimedOut)), timeout).class, ErrorClass::Timeout);
+        assert_eq!(op_error(WireError::Io(Error::from(ErrorKind::UnexpectedEof)), timeout).class, ErrorClass::Connection);
+        let server = WireError::Server { state: "42S02".into(), message: "no table".into(), code: 1146 };
         let server = op_error(server, timeout);
         assert_eq!((server.class, server.message.as_str()), (ErrorClass::Server, "ERROR 1146 (42S02): no table"));
     }

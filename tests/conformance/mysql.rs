@@ -27,7 +27,7 @@ async fn mariadb_types_and_batches() {
 /// A batch whose prepared INSERT outgrows the server's `max_allowed_packet` (1 MB here, on
 /// a server of its own): the session sends its strings as long data, and every row arrives
 /// whole. A string too long for its column in such a batch is the server's error, and the
-/// session stays usable.
+/// session stays usable; closed, it leaves no aborted connection behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_a_batch_over_max_allowed_packet_arrives_whole_as_long_data() {
     use dbsweep::base::op::{ErrorClass, Op};
@@ -58,6 +58,9 @@ async fn mariadb_a_batch_over_max_allowed_packet_arrives_whole_as_long_data() {
     // The session stays usable after the server's error.
     assert_eq!(conn.execute(&Op::Get { table: 0, key: 7 }).await.unwrap().rows, 1);
     drop(conn);
+    // The session said goodbye: the server counts no aborted connection.
+    let aborted: Option<(String, u64)> = admin.query_first("SHOW GLOBAL STATUS LIKE 'Aborted_clients'").await.unwrap();
+    assert_eq!(aborted.unwrap().1, 0);
     target.cleanup().await.expect("cleanup");
     drop(admin);
 }

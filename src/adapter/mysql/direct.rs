@@ -98,6 +98,7 @@ pub enum Reply {
     Kept(Vec<Vec<MyValue>>),
 }
 
+const COM_QUIT: u8 = 0x01;
 const COM_QUERY: u8 = 0x03;
 const COM_STMT_PREPARE: u8 = 0x16;
 const COM_STMT_EXECUTE: u8 = 0x17;
@@ -236,7 +237,7 @@ impl Connection {
                             )));
                         }
                     };
-                    nonce = switch.plugin_data().strip_suffix(&[0]).unwrap_or(switch.plugin_data()).to_vec();
+                    nonce = switch.plugin_data().to_vec();
                     self.payload.clear();
                     if let Some(data) = plugin.gen_data(password, &nonce) {
                         data.serialize(&mut self.payload);
@@ -501,6 +502,14 @@ impl Connection {
                 return Ok(&self.joined);
             }
         }
+    }
+}
+
+impl Drop for Connection {
+    /// Says goodbye (COM_QUIT), as the drivers do, so that the server does not count and log
+    /// an aborted connection; a connection already broken is closed all the same.
+    fn drop(&mut self) {
+        let _ = self.stream.write_all(&[1, 0, 0, 0, COM_QUIT]);
     }
 }
 

@@ -247,7 +247,9 @@ stop_postgres() {
 # --- CSV math ---------------------------------------------------------------------------
 # dbsweep_stat COLUMN CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: the median of COLUMN
 # over the measured runs of one point in dbsweep's results.csv (CSVS: one or more files,
-# space-separated). Fails, printing nothing, when the point is missing; warns on errors.
+# space-separated). COLUMN cpu_ms_per_kop is each run's client CPU per 1,000 ops
+# (client_cpu_pct x 10,000 / ops_per_sec). Fails, printing nothing, when the point is
+# missing; warns on errors.
 dbsweep_stat() {
     python3 - "$@" <<'PY'
 import csv, statistics, sys
@@ -261,17 +263,28 @@ for f in files:
                 continue
             if batch is not None and r["batch"] != batch:
                 continue
-            if not r[col]:
+            if col == "cpu_ms_per_kop":
+                if not r["client_cpu_pct"] or not float(r["ops_per_sec"] or 0) > 0:
+                    continue
+                value = float(r["client_cpu_pct"]) * 10000 / float(r["ops_per_sec"])
+            elif not r[col]:
                 continue
+            else:
+                value = float(r[col])
             errs += int(r["errors"] or 0)
-            vals.append(float(r[col]))
+            vals.append(value)
 if not vals:
     sys.exit(1)
 if errs and col == "ops_per_sec":
     print(f"warning: {errs} errors in {target}/{exp} clients={clients} batched={batched}", file=sys.stderr)
-print(f"{statistics.median(vals):.1f}")
+print(f"{statistics.median(vals):.2f}" if col == "cpu_ms_per_kop" else f"{statistics.median(vals):.1f}")
 PY
 }
+
+# dbsweep_cpu_per_kop CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: the median over runs of
+# each run's client CPU per 1,000 ops (a run's own CPU over its own ops, so runs of
+# different speeds do not mix).
+dbsweep_cpu_per_kop() { dbsweep_stat cpu_ms_per_kop "$@"; }
 
 # dbsweep_median CSVS TARGET EXPERIMENT CLIENTS BATCHED [BATCH]: median ops_per_sec.
 dbsweep_median() { dbsweep_stat ops_per_sec "$@"; }
@@ -285,6 +298,11 @@ median() {
     python3 -c 'import statistics,sys; print(f"{statistics.median(float(v) for v in sys.argv[1:]):.1f}")' "$@"
 }
 
+# median_2 V1 V2 ...: the median with two decimals (CPU milliseconds per 1,000 ops).
+median_2() {
+    python3 -c 'import statistics,sys; print(f"{statistics.median(float(v) for v in sys.argv[1:]):.2f}")' "$@"
+}
+
 # quotient SCALE FORMAT A B: SCALE * A / B in Python's FORMAT (e.g. "{:.2f}x"), or "n/a"
 # when A or B is not a number or B is not positive.
 quotient() {
@@ -295,6 +313,18 @@ try:
     print(fmt.format(scale * a / b) if b > 0 else "n/a")
 except ValueError:
     print("n/a")' "$@"
+}
+
+# paired_ratio R1 R2 ...: the median of per-round ratios as "1.23x", then each round's
+# (rounds whose ratio is "n/a" left out). With the tools alternating, a round's ratio
+# compares the two tools in the same few minutes, so a box that drifts between rounds moves
+# both sides of it; medians pooled over all rounds do not have that property.
+paired_ratio() {
+    python3 -c '
+import statistics, sys
+v = [float(x) for x in sys.argv[1:] if x != "n/a"]
+head = f"{statistics.median(v):.2f}x" if v else "n/a"
+print(head + " (rounds: " + " ".join(f"{x:.2f}x" for x in v) + ")")' "$@"
 }
 
 # ratio A B: A/B as "1.23x", or "n/a".

@@ -37,8 +37,18 @@ pub struct Login {
     /// Never printed.
     pub password: Option<String>,
     pub connect_timeout: Duration,
-    /// The run's `--timeout`: the socket's read and write timeout.
+    /// The run's `--timeout`: the socket's read and write timeout once the session is set
+    /// up (see [`Connection::set_timeout`]).
     pub request_timeout: Duration,
+}
+
+impl Login {
+    /// The socket's timeout while a connection logs in and its session prepares the common
+    /// statements: at least the connect timeout, so that a short `--timeout` does not fail
+    /// a slow login on a busy server.
+    pub fn setup_timeout(&self) -> Duration {
+        self.connect_timeout.max(self.request_timeout)
+    }
 }
 
 /// Why a request or a login failed.
@@ -148,12 +158,13 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects and logs in; reads the server's `max_allowed_packet`.
+    /// Connects and logs in; reads the server's `max_allowed_packet`. Reads and writes
+    /// time out after the login's setup timeout until [`Connection::set_timeout`].
     pub fn open(login: &Login) -> Result<Connection, WireError> {
         let stream = connect(&login.host, login.port, login.connect_timeout)?;
         stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(login.request_timeout))?;
-        stream.set_write_timeout(Some(login.request_timeout))?;
+        stream.set_read_timeout(Some(login.setup_timeout()))?;
+        stream.set_write_timeout(Some(login.setup_timeout()))?;
         let mut connection = Connection {
             stream,
             payload: Vec::with_capacity(256),
@@ -172,6 +183,13 @@ impl Connection {
             connection.max_packet = max;
         }
         Ok(connection)
+    }
+
+    /// Reads and writes time out after `timeout` from now on.
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), WireError> {
+        self.stream.set_read_timeout(Some(timeout))?;
+        self.stream.set_write_timeout(Some(timeout))?;
+        Ok(())
     }
 
     /// The server's `max_allowed_packet`.

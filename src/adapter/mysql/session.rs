@@ -176,7 +176,8 @@ impl MySession {
         if !self.cut_off {
             return Ok(());
         }
-        let conn = Connection::open(&self.login).map_err(|e| OpError::new(ErrorClass::Connection, e.to_string()))?;
+        let mut conn = Connection::open(&self.login).map_err(|e| OpError::new(ErrorClass::Connection, e.to_string()))?;
+        conn.set_timeout(self.timeout).map_err(|e| OpError::new(ErrorClass::Connection, e.to_string()))?;
         self.max_packet = conn.max_packet();
         self.conn = conn;
         self.statements.take_all();
@@ -184,8 +185,9 @@ impl MySession {
         Ok(())
     }
 
-    /// Prepares the statements every workload uses into the driver's cache, so the first
-    /// measured ops do not pay for preparing; the rest are prepared on first use.
+    /// Prepares the statements every workload uses into the session's cache, so the first
+    /// measured ops do not pay for preparing (the rest are prepared on first use), then
+    /// makes requests time out after the run's `--timeout`.
     pub(super) fn warm(&mut self) -> Result<(), OpError> {
         let mut common = vec![Statement::Echo];
         for (table, t) in self.statements.tables().clone().iter().enumerate() {
@@ -205,7 +207,9 @@ impl MySession {
         for statement in common {
             self.prepared(statement)?;
         }
-        Ok(())
+        // Set up: requests time out after the run's `--timeout` from here on.
+        let timeout = self.timeout;
+        self.conn.set_timeout(timeout).map_err(|e| self.error(e))
     }
 
     /// The statement prepared on this session, prepared on first use. Preparing one more

@@ -54,8 +54,18 @@ pub struct Login {
     /// Never printed.
     pub password: Option<String>,
     pub connect_timeout: Duration,
-    /// The run's `--timeout`: the socket's read and write timeout.
+    /// The run's `--timeout`: the socket's read and write timeout once the session is set
+    /// up.
     pub request_timeout: Duration,
+}
+
+impl Login {
+    /// The socket's timeout while a session logs in and prepares its common statements: at
+    /// least the connect timeout, so that a short `--timeout` does not fail a slow login (a
+    /// busy server's first statements on a fresh backend).
+    fn setup_timeout(&self) -> Duration {
+        self.connect_timeout.max(self.request_timeout)
+    }
 }
 
 /// Why opening a session failed: the server refused the login (its SQLSTATE and
@@ -134,6 +144,14 @@ impl Stream {
             Stream::Unix(s) => s.write_all(buf),
         }
     }
+
+    /// Reads and writes time out after `timeout` from now on.
+    fn set_timeout(&self, timeout: Duration) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(Some(timeout)).and_then(|()| s.set_write_timeout(Some(timeout))),
+            Stream::Unix(s) => s.set_read_timeout(Some(timeout)).and_then(|()| s.set_write_timeout(Some(timeout))),
+        }
+    }
 }
 
 /// One backend message, its body borrowed from the receive buffer.
@@ -162,7 +180,7 @@ impl Socket {
     /// Connects and logs in; the session's parameters are set and the server is ready.
     fn log_in(login: &Login) -> Result<Socket, LoginError> {
         let mut socket = Socket {
-            stream: Stream::open(&login.host, login.port, login.connect_timeout, login.request_timeout)?,
+            stream: Stream::open(&login.host, login.port, login.connect_timeout, login.setup_timeout())?,
             out: BytesMut::with_capacity(4096),
             received: vec![0; RECEIVE_BUFFER],
             read: 0,
@@ -480,7 +498,9 @@ impl DirectSession {
             self.simple(&setup).map_err(LoginError::Prepare)?;
         }
         let common = common_statements(self.flavor, &self.statements);
-        self.prepare_all(&common).map_err(LoginError::Prepare)
+        self.prepare_all(&common).map_err(LoginError::Prepare)?;
+        let timeout = self.login.request_timeout;
+        self.socket.as_ref().expect("logged in").stream.set_timeout(timeout).map_err(LoginError::from)
     }
 
     /// What is to be sent on the current connection.

@@ -146,24 +146,19 @@ pub(super) struct MySession {
     login: Arc<Login>,
     /// A request was cut off (timeout, I/O error): `conn` may hold the rest of its reply.
     cut_off: bool,
-    /// The connection's read and write timeout (the run's `--timeout`), for messages.
-    timeout: Duration,
-    /// The server's `max_allowed_packet`: the longest statement it accepts.
-    max_packet: usize,
     /// The statements this session prepared (at most `MAX_PREPARED`).
     statements: StatementCache<Arc<Prepared>>,
 }
 
 impl MySession {
     pub(super) fn new(conn: Connection, login: Arc<Login>, tables: Arc<Vec<SqlTable>>) -> Self {
-        let (timeout, max_packet) = (login.request_timeout, conn.max_packet());
-        MySession { conn, login, cut_off: false, timeout, max_packet, statements: StatementCache::new(&MYSQL, tables) }
+        MySession { conn, login, cut_off: false, statements: StatementCache::new(&MYSQL, tables) }
     }
 
     /// The error of a failed request; a timeout or connection error marks the connection
     /// as cut off.
     fn error(&mut self, e: WireError) -> OpError {
-        let error = op_error(e, self.timeout);
+        let error = op_error(e, self.login.request_timeout);
         if matches!(error.class, ErrorClass::Timeout | ErrorClass::Connection) {
             self.cut_off = true;
         }
@@ -177,8 +172,7 @@ impl MySession {
             return Ok(());
         }
         let mut conn = Connection::open(&self.login).map_err(|e| OpError::new(ErrorClass::Connection, e.to_string()))?;
-        conn.set_timeout(self.timeout).map_err(|e| OpError::new(ErrorClass::Connection, e.to_string()))?;
-        self.max_packet = conn.max_packet();
+        conn.set_timeout(self.login.request_timeout).map_err(|e| OpError::new(ErrorClass::Connection, e.to_string()))?;
         self.conn = conn;
         self.statements.take_all();
         self.cut_off = false;
@@ -208,7 +202,7 @@ impl MySession {
             self.prepared(statement)?;
         }
         // Set up: requests time out after the run's `--timeout` from here on.
-        let timeout = self.timeout;
+        let timeout = self.login.request_timeout;
         self.conn.set_timeout(timeout).map_err(|e| self.error(e))
     }
 
@@ -302,7 +296,7 @@ impl MySession {
         let start = group.ok_or_else(|| OpError::client(format!("no placeholder in {text}")))?;
         let end = if matches!(one, Statement::Insert { .. }) { text[start..].find(')').map(|i| start + i + 1) } else { Some(start + 1) };
         let end = end.ok_or_else(|| OpError::client(format!("no placeholder group in {text}")))?;
-        Ok(Some(literal::statements(&text[..start], &text[end..], items, self.max_packet)))
+        Ok(Some(literal::statements(&text[..start], &text[end..], items, self.conn.max_packet())))
     }
 
     /// Sends literal statements over the text protocol: the rows returned, else the

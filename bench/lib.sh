@@ -173,6 +173,55 @@ wait_for() {
     return 1
 }
 
+# wait_quiet PID: wait until the server process PID and its descendants use at most 10 % of
+# a core over 1 s (dbsweep's own rule for the servers it spawns), at most 60 s; prints
+# "quiet after X s" or "still busy after 60 s". Run before each tool's turn, so that
+# neither measures the server's background work after the other's load or cleanup (InnoDB
+# flushing and purging a dropped table, autovacuum).
+wait_quiet() {
+    python3 - "$1" <<'PY'
+import os, sys, time
+root = int(sys.argv[1])
+hz = os.sysconf("SC_CLK_TCK")
+def tree(pid):
+    pids = [pid]
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                for child in f.read().split():
+                    pids += tree(int(child))
+    except OSError:
+        pass
+    return pids
+def ticks():
+    total = 0
+    for pid in tree(root):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+        except OSError:
+            pass
+    return total
+start = time.monotonic()
+samples = [(start, ticks())]
+while True:
+    time.sleep(0.25)
+    now = time.monotonic()
+    samples.append((now, ticks()))
+    old = [s for s in samples if now - s[0] >= 1.0]
+    if old:
+        t0, c0 = old[-1]
+        share = (samples[-1][1] - c0) / hz / (now - t0)
+        if share <= 0.10:
+            print(f"quiet after {now - start:.1f} s")
+            break
+    if now - start >= 60:
+        print("still busy after 60 s")
+        break
+PY
+}
+
 # --- throwaway PostgreSQL (bench/postgres, bench/tpch-load) -----------------------------
 # start_postgres: initdb (trust auth, user postgres) in BENCH_TMP/pg and a postgres on a
 # free loopback port, stopped at exit by the pid this script started; exports PGHOST,

@@ -1,16 +1,18 @@
 //! Side-by-side comparison of saved runs (`dbsweep compare A B [C...]`): per experiment,
 //! target and point, each run's median throughput, p50 and p99, their ratios to the first
-//! run, and whether a throughput difference is significant — Welch's t interval on the
-//! logarithms of the measured runs' throughputs (few runs, unequal spreads), plus a minimum
-//! effect size so that run-to-run drift on a busy machine is not called a difference.
-//! Also says where the runs are not comparable (plans, versions, hosts, data).
+//! run, and whether a throughput difference is significant: the interval of the ratio of
+//! the runs' geometric means from `uncertainty`'s model (each point's run-to-run variance
+//! moderated across all points of its report), widened by the drift the two reports'
+//! common points show (they ran minutes or days apart), plus a minimum effect size so that
+//! a small drift is not called a difference. Also says where the runs are not comparable
+//! (plans, versions, hosts, data).
 //! Renders text, markdown, CSV or JSON from saved reports only; must not run anything.
 
 use super::console::{micros, point_label, rate, write_table};
 use super::model::{PointResult, Report};
+use super::uncertainty::{Call, LogEstimate, Model, RatioInterval, VariancePart, median, run_throughputs};
 use crate::base::measurement::RunMeasurement;
 use serde::Serialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::fmt::Write as _;
 
 /// Confidence of the interval on each ratio. `compare` tests every point of two runs at
@@ -46,9 +48,11 @@ pub enum Verdict {
     /// The interval excludes 1 and the ratio is at least the minimum effect above 1.
     Faster,
     Slower,
-    /// The interval includes 1, or the ratio is within the minimum effect.
+    /// The interval includes 1 and is narrow, or the ratio is within the minimum effect.
     NoDifference,
-    /// One side has a single measured run: no spread, no test.
+    /// The interval includes 1 and is too wide to tell: more or longer runs would.
+    TooFewSamples,
+    /// One side has a single measured run and no other point lends it a spread: no test.
     TooFewRuns,
     /// One side has no throughput (errors, missing rows, not measured).
     NoThroughput,
@@ -62,6 +66,7 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::NoDifference => "~",
+            Verdict::TooFewSamples => "?",
             Verdict::TooFewRuns => "1 run",
             Verdict::NoThroughput => "void",
             Verdict::Missing => "missing",
@@ -88,9 +93,9 @@ pub struct Cell {
     pub verdict: Option<Verdict>,
     /// Why the point has no throughput, when it has none.
     pub note: Option<String>,
-    /// The runs' log difference to the baseline, tested once every point is known.
+    /// This point's and the baseline's estimates, tested once every point is known.
     #[serde(skip)]
-    log_difference: Option<LogDifference>,
+    estimates: Option<(LogEstimate, LogEstimate)>,
 }
 
 /// One point across the runs, baseline first.
@@ -136,33 +141,36 @@ impl Comparison {
                 keys.push(key);
             }
         }
+        let models: Vec<Model> = reports.iter().map(|r| Model::throughput(&r.points)).collect();
         let mut rows: Vec<Row> = keys
             .iter()
             .map(|key| {
                 let found: Vec<Option<&PointResult>> = reports.iter().map(|r| r.points.iter().find(|p| PointKey::of(p) == *key)).collect();
                 let any = found.iter().flatten().next().expect("every key comes from a point");
+                let base = found[0].map(|p| (p, &models[0]));
                 Row {
                     experiment: key.experiment.clone(),
                     target: key.target.clone(),
                     point: point_label(any),
-                    cells: found.iter().enumerate().map(|(i, p)| cell(found[0], *p, i == 0)).collect(),
+                    cells: found.iter().zip(&models).enumerate().map(|(i, (p, model))| cell(base, p.map(|p| (p, model)), i == 0)).collect(),
                 }
             })
             .collect();
         for run in 1..reports.len() {
-            let differences: Vec<LogDifference> = rows.iter().filter_map(|r| r.cells[run].log_difference).collect();
-            let common = common_variance(&differences);
-            for c in rows.iter_mut().map(|r| &mut r.cells[run]).filter(|c| c.log_difference.is_some()) {
-                let interval = c.log_difference.expect("filtered").interval(common, CONFIDENCE);
+            let pairs: Vec<(LogEstimate, LogEstimate)> = rows.iter().filter_map(|r| r.cells[run].estimates).collect();
+            let drift = drift(&pairs, models[0].drift() + models[run].drift());
+            for c in rows.iter_mut().map(|r| &mut r.cells[run]) {
+                let Some((base, this)) = c.estimates else { continue };
+                let interval = RatioInterval::of(this.mean - base.mean, &[base.into(), this.into(), drift], CONFIDENCE);
                 c.ratio_low = Some(interval.low);
                 c.ratio_high = Some(interval.high);
-                c.verdict = Some(interval.verdict(min_effect));
+                c.verdict = Some(verdict(interval, min_effect));
             }
         }
         Comparison {
             runs,
             method: format!(
-                "Welch's t interval ({:.0} %) on the logarithms of the measured runs' throughputs, widened by the spread all points of the two runs share (random effects; from {MIN_POINTS_FOR_COMMON_SPREAD} points on: the variance of their log ratios around the median); a difference is significant when the interval excludes 1 and the ratio differs from 1 by at least {}",
+                "{:.0} % interval of the ratio of the runs' geometric means: each point's run-to-run variance moderated across all points of its report (empirical Bayes, Smyth 2004), floored by the runs' own batch-means noise, plus the drift the two reports' common points show (robust: the spread of their log ratios around the median, less their own variance; with fewer than {MIN_POINTS_FOR_DRIFT} common points, one typical run's variance per report); a difference is significant when the interval excludes 1 and the ratio differs from 1 by at least {}; '?' when the interval is too wide to tell",
                 CONFIDENCE * 100.0,
                 percent(min_effect)
             ),
@@ -319,30 +327,12 @@ impl PointKey {
     }
 }
 
-/// The measured runs' ok throughputs; empty when the point is void.
-pub(crate) fn run_throughputs(p: &PointResult) -> Vec<f64> {
-    if p.is_void() {
-        return Vec::new();
-    }
-    p.measured_runs().iter().filter(|r| r.seconds > 0.0 && r.ok_ops > 0).map(|r| r.ok_ops as f64 / r.seconds).collect()
-}
-
 fn run_latencies(p: &PointResult, pick: fn(&RunMeasurement, &PointResult) -> Option<f64>) -> Vec<f64> {
     p.measured_runs().iter().filter_map(|r| pick(r, p)).collect()
 }
 
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
-}
-
-fn cell(base: Option<&PointResult>, this: Option<&PointResult>, is_baseline: bool) -> Cell {
-    let Some(p) = this else {
+fn cell(base: Option<(&PointResult, &Model)>, this: Option<(&PointResult, &Model)>, is_baseline: bool) -> Cell {
+    let Some((p, model)) = this else {
         return Cell {
             ops_per_sec: None,
             measured_runs: 0,
@@ -355,7 +345,7 @@ fn cell(base: Option<&PointResult>, this: Option<&PointResult>, is_baseline: boo
             p99_ratio: None,
             verdict: (!is_baseline).then_some(Verdict::Missing),
             note: Some("not in this run".into()),
-            log_difference: None,
+            estimates: None,
         };
     };
     let throughputs = run_throughputs(p);
@@ -380,12 +370,12 @@ fn cell(base: Option<&PointResult>, this: Option<&PointResult>, is_baseline: boo
         p99_ratio: None,
         verdict: None,
         note,
-        log_difference: None,
+        estimates: None,
     };
     if is_baseline {
         return c;
     }
-    let Some(base) = base else {
+    let Some((base, base_model)) = base else {
         c.verdict = Some(Verdict::Missing);
         return c;
     };
@@ -400,119 +390,49 @@ fn cell(base: Option<&PointResult>, this: Option<&PointResult>, is_baseline: boo
     if c.ratio.is_none() {
         c.verdict = Some(Verdict::NoThroughput);
     } else {
-        c.log_difference = welch(&base_throughputs, &throughputs);
-        c.verdict = c.log_difference.is_none().then_some(Verdict::TooFewRuns);
+        c.estimates = base_model.throughput_of(base).zip(model.throughput_of(p));
+        c.verdict = c.estimates.is_none().then_some(Verdict::TooFewRuns);
     }
     c
 }
 
-/// An interval for the ratio of two samples' geometric means.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct RatioInterval {
-    pub estimate: f64,
-    pub low: f64,
-    pub high: f64,
-}
-
-/// The ratio of `b`'s geometric mean to `a`'s with its Welch interval at `confidence`;
-/// `None` unless both have at least two positive values.
-pub(crate) fn ratio_interval(a: &[f64], b: &[f64], confidence: f64) -> Option<RatioInterval> {
-    welch(a, b).map(|d| d.interval(SharedVariance::NONE, confidence))
-}
-
-impl RatioInterval {
-    /// Significant when the interval excludes 1 and the estimate is at least `min_effect`
-    /// away from 1 (either way, on the ratio's own scale).
-    fn verdict(self, min_effect: f64) -> Verdict {
-        let excludes_one = self.low > 1.0 || self.high < 1.0;
-        if excludes_one && self.estimate >= 1.0 + min_effect {
-            Verdict::Faster
-        } else if excludes_one && self.estimate <= 1.0 / (1.0 + min_effect) {
-            Verdict::Slower
-        } else {
-            Verdict::NoDifference
-        }
+/// Significant when the interval excludes 1 and the estimate is at least `min_effect` away
+/// from 1 (either way, on the ratio's own scale); an interval that includes 1 is too few
+/// samples when it is wide (`uncertainty::TIED_WITHIN`).
+fn verdict(interval: RatioInterval, min_effect: f64) -> Verdict {
+    match interval.call() {
+        Call::Different if interval.estimate >= 1.0 + min_effect => Verdict::Faster,
+        Call::Different if interval.estimate <= 1.0 / (1.0 + min_effect) => Verdict::Slower,
+        Call::Different | Call::Tied => Verdict::NoDifference,
+        Call::TooFewSamples => Verdict::TooFewSamples,
     }
 }
 
-/// The difference of two samples' mean logarithms (b's less a's), with its Welch
-/// variance and degrees of freedom.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct LogDifference {
-    difference: f64,
-    variance: f64,
-    degrees_of_freedom: f64,
-}
+/// Fewest common points from which the drift between two reports is estimated.
+const MIN_POINTS_FOR_DRIFT: usize = 8;
+/// The efficiency of the median absolute deviation against the standard deviation for
+/// normal data (Rousseeuw and Croux 1993): a MAD from n values is worth about 0.37 n
+/// values' variance.
+const MAD_EFFICIENCY: f64 = 0.37;
 
-impl LogDifference {
-    /// The interval of the ratio b/a, its variance widened by the points' shared variance
-    /// (see `SharedVariance`); Student's t with the Welch-Satterthwaite degrees of freedom
-    /// of the sum (the shared part is estimated from many points, so it adds many).
-    fn interval(self, shared: SharedVariance, confidence: f64) -> RatioInterval {
-        let variance = self.variance + shared.variance;
-        let tails = self.variance.powi(2) / self.degrees_of_freedom + shared.variance.powi(2) / shared.degrees_of_freedom.max(1.0);
-        let degrees_of_freedom = if tails > 0.0 { variance.powi(2) / tails } else { self.degrees_of_freedom };
-        let half = match StudentsT::new(0.0, 1.0, degrees_of_freedom) {
-            Ok(t) if variance > 0.0 => t.inverse_cdf(0.5 + confidence / 2.0) * variance.sqrt(),
-            _ => 0.0,
-        };
-        let d = self.difference;
-        RatioInterval { estimate: d.exp(), low: (d - half).exp(), high: (d + half).exp() }
+/// The variance by which two reports' common points moved apart beyond their own noise (a
+/// random effect: the runs of one point follow each other within seconds, the two reports
+/// are minutes or days apart on a machine whose load and state drift). Robust, so that the
+/// points that really changed do not count as drift: (1.4826 x the median absolute
+/// deviation of the log ratios around their median)^2, less the points' median own
+/// variance. A uniform change (all points 2x) is not drift; more than half of the points
+/// changing differently would be. With fewer than `MIN_POINTS_FOR_DRIFT` common points:
+/// `fallback` (one typical run's variance per report).
+fn drift(pairs: &[(LogEstimate, LogEstimate)], fallback: f64) -> VariancePart {
+    if pairs.len() < MIN_POINTS_FOR_DRIFT {
+        return VariancePart { variance: fallback, degrees_of_freedom: 1e6 };
     }
-}
-
-/// The variance of the log ratios that the points of two runs share (see
-/// `common_variance`), with the degrees of freedom of its estimate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct SharedVariance {
-    variance: f64,
-    degrees_of_freedom: f64,
-}
-
-impl SharedVariance {
-    const NONE: SharedVariance = SharedVariance { variance: 0.0, degrees_of_freedom: 1.0 };
-}
-
-/// Welch's test quantities for the logarithms of `b` against those of `a`; `None` unless
-/// both have at least two positive values.
-fn welch(a: &[f64], b: &[f64]) -> Option<LogDifference> {
-    let logs = |v: &[f64]| -> Vec<f64> { v.iter().filter(|x| **x > 0.0 && x.is_finite()).map(|x| x.ln()).collect() };
-    let (a, b) = (logs(a), logs(b));
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let variance = |v: &[f64], m: f64| v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-    let (ma, mb) = (mean(&a), mean(&b));
-    let (sa, sb) = (variance(&a, ma) / a.len() as f64, variance(&b, mb) / b.len() as f64);
-    let tails = sa.powi(2) / (a.len() - 1) as f64 + sb.powi(2) / (b.len() - 1) as f64;
-    let degrees_of_freedom = if tails > 0.0 { (sa + sb).powi(2) / tails } else { (a.len() + b.len() - 2) as f64 };
-    Some(LogDifference { difference: mb - ma, variance: sa + sb, degrees_of_freedom })
-}
-
-/// Fewest tested points from which their shared spread is estimated.
-const MIN_POINTS_FOR_COMMON_SPREAD: usize = 8;
-
-/// The variance of the log ratios that the points of two runs share beyond their own runs'
-/// spread (a random effect): the runs of one point follow each other within seconds, the
-/// two runs being compared are minutes or days apart on a machine whose load and state
-/// drift. Estimated over all tested points around their median log ratio — the larger of
-/// the plain variance (it keeps the heavy tails that short runs have: an A/A comparison of
-/// two `--quick` runs on a quiet machine had points 2.6x apart among 85) and the robust
-/// (1.4826 x the median absolute deviation)^2 — less their median own variance. A uniform
-/// change (all points 2x) stays one; a few points that really changed stay visible, many
-/// widen the interval (conservative).
-fn common_variance(differences: &[LogDifference]) -> SharedVariance {
-    if differences.len() < MIN_POINTS_FOR_COMMON_SPREAD {
-        return SharedVariance::NONE;
-    }
-    let logs: Vec<f64> = differences.iter().map(|d| d.difference).collect();
+    let logs: Vec<f64> = pairs.iter().map(|(a, b)| b.mean - a.mean).collect();
     let center = median(&logs).unwrap_or(0.0);
     let deviations: Vec<f64> = logs.iter().map(|x| (x - center).abs()).collect();
     let robust = (1.4826 * median(&deviations).unwrap_or(0.0)).powi(2);
-    let plain = logs.iter().map(|x| (x - center).powi(2)).sum::<f64>() / (logs.len() - 1) as f64;
-    let own = median(&differences.iter().map(|d| d.variance).collect::<Vec<_>>()).unwrap_or(0.0);
-    SharedVariance { variance: (robust.max(plain) - own).max(0.0), degrees_of_freedom: (differences.len() - 1) as f64 }
+    let own = median(&pairs.iter().map(|(a, b)| a.variance + b.variance).collect::<Vec<_>>()).unwrap_or(0.0);
+    VariancePart { variance: (robust - own).max(0.0), degrees_of_freedom: (MAD_EFFICIENCY * (pairs.len() - 1) as f64).max(1.0) }
 }
 
 /// What makes the runs less comparable than an A/A test on one machine.
@@ -572,37 +492,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn identical_spreads_are_no_difference_and_a_clear_gap_is_one() {
-        let a = [100.0, 104.0, 98.0];
-        let same = welch(&a, &[101.0, 97.0, 103.0]).unwrap().interval(SharedVariance::NONE, 0.95);
-        assert!(same.low < 1.0 && same.high > 1.0, "{same:?}");
-        assert_eq!(same.verdict(0.05), Verdict::NoDifference);
-        let slower = welch(&a, &[50.0, 52.0, 49.0]).unwrap().interval(SharedVariance::NONE, 0.95);
-        assert!((slower.estimate - 0.5).abs() < 0.02, "{slower:?}");
-        assert_eq!(slower.verdict(0.05), Verdict::Slower);
-        assert_eq!(welch(&[50.0, 52.0, 49.0], &a).unwrap().interval(SharedVariance::NONE, 0.95).verdict(0.05), Verdict::Faster);
-        assert!(welch(&a, &[100.0]).is_none(), "one run has no spread");
-    }
-
-    #[test]
     fn a_small_but_certain_change_is_below_the_minimum_effect() {
-        // 2 % faster with almost no spread: the interval excludes 1, the effect is too small.
-        let i = welch(&[100.0, 100.1, 99.9], &[102.0, 102.1, 101.9]).unwrap().interval(SharedVariance::NONE, 0.95);
-        assert!(i.low > 1.0, "{i:?}");
-        assert_eq!(i.verdict(0.05), Verdict::NoDifference);
-        assert_eq!(i.verdict(0.01), Verdict::Faster);
-    }
-
-    #[test]
-    fn welch_matches_a_hand_computed_interval() {
-        // logs of e^0, e^0.2 (mean 0.1, var 0.02) vs e^1, e^1.2 (mean 1.1, var 0.02):
-        // se = sqrt(0.02/2 + 0.02/2) = sqrt(0.02); df = 2; t(0.975, 2) = 4.302653.
-        let e = std::f64::consts::E;
-        let i = welch(&[1.0, e.powf(0.2)], &[e, e.powf(1.2)]).unwrap().interval(SharedVariance::NONE, 0.95);
-        let half = 4.302_653 * 0.02f64.sqrt();
-        assert!((i.estimate.ln() - 1.0).abs() < 1e-9);
-        assert!((i.low.ln() - (1.0 - half)).abs() < 1e-4, "{i:?}");
-        assert!((i.high.ln() - (1.0 + half)).abs() < 1e-4, "{i:?}");
+        let certain = |ratio: f64| RatioInterval { estimate: ratio, low: ratio * 0.99, high: ratio * 1.01 };
+        assert_eq!(verdict(certain(1.02), 0.05), Verdict::NoDifference);
+        assert_eq!(verdict(certain(1.02), 0.01), Verdict::Faster);
+        assert_eq!(verdict(certain(0.5), 0.05), Verdict::Slower);
+        assert_eq!(verdict(RatioInterval { estimate: 1.3, low: 0.5, high: 3.0 }, 0.05), Verdict::TooFewSamples);
+        assert_eq!(verdict(RatioInterval { estimate: 1.01, low: 0.95, high: 1.07 }, 0.05), Verdict::NoDifference);
     }
 
     #[test]
@@ -630,57 +526,102 @@ mod tests {
         }
     }
 
-    /// `points` compared points of 3 runs each: within a run's repeats the spread is 1 %,
-    /// between the two runs each point drifts by a factor of sd 10 % (load, caches, CPU
-    /// frequency), and `changed(i)` multiplies point i's true throughput in the second run.
-    fn verdicts(points: usize, changed: impl Fn(usize) -> f64) -> Vec<Verdict> {
+    /// Two synthetic reports of `points` points with `runs` runs each. A point's runs
+    /// spread by a standard deviation between 3 % and 30 % (points differ, as short and
+    /// long runs do); each report puts every point in a time slot of its own that moves it
+    /// by a factor of sd 10 % (load, caches, CPU frequency: drift), and `changed(i)`
+    /// multiplies point i's true throughput in the second report. The intervals and
+    /// verdicts of the second against the first.
+    fn compared(points: usize, runs: usize, changed: impl Fn(usize) -> f64) -> Vec<(RatioInterval, Verdict)> {
+        compared_with(points, runs, changed).0
+    }
+
+    /// `compared`, and the width of the interval an oracle that knew every variance would
+    /// give the median point.
+    fn compared_with(points: usize, runs: usize, changed: impl Fn(usize) -> f64) -> (Vec<(RatioInterval, Verdict)>, f64) {
+        let spread = |i: usize| 0.03 * 10f64.powf((i % 5) as f64 / 4.0);
+        let oracle = (2.0 * 0.10f64.powi(2) + 2.0 * spread(2).powi(2) / runs as f64).sqrt();
+        let oracle_width = (2.0 * 2.576 * oracle).exp();
         let mut normal = Normals(7);
-        let differences: Vec<LogDifference> = (0..points)
-            .map(|i| {
-                let drift = normal.next(0.10);
-                let a: Vec<f64> = (0..3).map(|_| 1000.0 * normal.next(0.01).exp()).collect();
-                let b: Vec<f64> = (0..3).map(|_| 1000.0 * changed(i) * (drift + normal.next(0.01)).exp()).collect();
-                welch(&a, &b).unwrap()
+        let mut report = |factor: &dyn Fn(usize) -> f64| -> Vec<Vec<f64>> {
+            (0..points)
+                .map(|i| {
+                    let slot = normal.next(0.10);
+                    (0..runs).map(|_| 1000.0 * factor(i) * (slot + normal.next(spread(i))).exp()).collect()
+                })
+                .collect()
+        };
+        let (a, b) = (report(&|_| 1.0), report(&changed));
+        let (model_a, model_b) = (Model::fit(a.iter().map(Vec::as_slice)), Model::fit(b.iter().map(Vec::as_slice)));
+        let pairs: Vec<(LogEstimate, LogEstimate)> =
+            a.iter().zip(&b).map(|(a, b)| (model_a.estimate(a, 0.0).unwrap(), model_b.estimate(b, 0.0).unwrap())).collect();
+        let drift = drift(&pairs, model_a.drift() + model_b.drift());
+        let verdicts = pairs
+            .iter()
+            .map(|(a, b)| {
+                let interval = RatioInterval::of(b.mean - a.mean, &[(*a).into(), (*b).into(), drift], CONFIDENCE);
+                (interval, verdict(interval, 0.05))
             })
             .collect();
-        let common = common_variance(&differences);
-        differences.iter().map(|d| d.interval(common, CONFIDENCE).verdict(0.05)).collect()
+        (verdicts, oracle_width)
+    }
+
+    fn called(v: &[(RatioInterval, Verdict)]) -> usize {
+        v.iter().filter(|(_, v)| matches!(v, Verdict::Faster | Verdict::Slower)).count()
     }
 
     #[test]
-    fn drift_between_runs_is_not_a_difference() {
-        let flagged = |v: &[Verdict]| v.iter().filter(|v| **v != Verdict::NoDifference).count();
-        let aa = verdicts(60, |_| 1.0);
-        assert!(flagged(&aa) <= 3, "an A/A comparison flags at most 5 % of 60 points: {aa:?}");
-        // Without the shared variance the same data would flag most points.
-        let mut normal = Normals(7);
-        let naive = (0..60)
-            .filter(|_| {
-                let drift = normal.next(0.10);
-                let a: Vec<f64> = (0..3).map(|_| 1000.0 * normal.next(0.01).exp()).collect();
-                let b: Vec<f64> = (0..3).map(|_| 1000.0 * (drift + normal.next(0.01)).exp()).collect();
-                welch(&a, &b).unwrap().interval(SharedVariance::NONE, CONFIDENCE).verdict(0.05) != Verdict::NoDifference
-            })
-            .count();
-        assert!(naive > 20, "the drift is large enough to matter: {naive} of 60 flagged without it");
+    fn drift_between_reports_is_not_a_difference_and_intervals_stay_narrow() {
+        for runs in [2, 3] {
+            let (aa, oracle_width) = compared_with(100, runs, |_| 1.0);
+            assert!(called(&aa) <= 5, "{runs} runs: an A/A comparison calls at most 5 % of 100 points: {}", called(&aa));
+            let widths: Vec<f64> = aa.iter().map(|(i, _)| i.width()).collect();
+            let median_width = median(&widths).unwrap();
+            // Within a third of the oracle's interval on the log scale; Welch's t on each
+            // point's own 2 runs would be about 25 times as wide.
+            assert!(
+                median_width.ln() <= 1.34 * oracle_width.ln(),
+                "{runs} runs: median interval {median_width:.2}x wide, oracle {oracle_width:.2}x"
+            );
+        }
     }
 
     #[test]
     fn real_changes_stay_visible_beside_the_drift() {
-        // Two points 3x faster among unchanged ones: both flagged, as faster, nothing else.
-        let few = verdicts(40, |i| if i % 20 == 0 { 3.0 } else { 1.0 });
-        for (i, v) in few.iter().enumerate() {
-            assert_eq!(*v, if i % 20 == 0 { Verdict::Faster } else { Verdict::NoDifference }, "point {i}: {few:?}");
+        // A tenth of the points 4x faster, one in twenty 4x slower: each is called, as it went.
+        let changed = |i: usize| match i % 20 {
+            0 | 10 => 4.0,
+            5 => 0.25,
+            _ => 1.0,
+        };
+        for runs in [2, 3] {
+            let v = compared(100, runs, changed);
+            for (i, (interval, verdict)) in v.iter().enumerate() {
+                let expected = match changed(i) {
+                    r if r > 1.0 => Some(Verdict::Faster),
+                    r if r < 1.0 => Some(Verdict::Slower),
+                    _ => None,
+                };
+                if let Some(expected) = expected {
+                    assert_eq!(*verdict, expected, "{runs} runs, point {i}: {interval:?}");
+                }
+            }
+            assert!(called(&v) <= 15 + 5, "{runs} runs: few unchanged points called: {}", called(&v));
         }
-        // A tenth of the points 3x faster: the shared variance grows with them (it is
-        // conservative by design), yet most stay visible.
-        let tenth = verdicts(40, |i| if i % 10 == 0 { 3.0 } else { 1.0 });
-        let found = (0..40).step_by(10).filter(|i| tenth[*i] == Verdict::Faster).count();
-        assert!(found >= 3, "{tenth:?}");
-        // Every point 2x slower: the shared variance is about the spread around the common
-        // change, not the change itself, so every point stays slower.
-        let all = verdicts(40, |_| 0.5);
-        assert!(all.iter().all(|v| *v == Verdict::Slower), "{all:?}");
-        assert_eq!(common_variance(&[]), SharedVariance::NONE, "no points, no shared spread");
+        // Every point 4x slower: the drift is the spread around the common change, not the
+        // change itself, so every point stays slower.
+        let all = compared(60, 3, |_| 0.25);
+        assert!(all.iter().all(|(_, v)| *v == Verdict::Slower), "{all:?}");
+    }
+
+    #[test]
+    fn without_enough_common_points_the_drift_is_one_typical_run_per_report() {
+        let e = |mean: f64| LogEstimate { mean, variance: 0.001, degrees_of_freedom: 5.0, runs: 2 };
+        let few = drift(&[(e(0.0), e(0.1)); 3], 0.02);
+        assert_eq!(few.variance, 0.02);
+        let many: Vec<(LogEstimate, LogEstimate)> = (0..20).map(|i| (e(0.0), e(if i % 2 == 0 { 0.2 } else { -0.2 }))).collect();
+        let robust = drift(&many, 0.02);
+        // MAD 0.2 around a median of 0: (1.4826 * 0.2)^2 less the own 0.002.
+        assert!((robust.variance - ((1.4826f64 * 0.2).powi(2) - 0.002)).abs() < 1e-9, "{robust:?}");
     }
 }

@@ -14,6 +14,7 @@ pub mod exports;
 pub mod html;
 pub mod model;
 pub mod summary;
+pub mod uncertainty;
 
 use crate::error::{Error, Result};
 use model::Report;

@@ -1,15 +1,17 @@
 //! The findings of one report, computed once for the console and report.html: per
 //! experiment, the targets ranked by throughput at its headline point (by response time
 //! p99 at a fixed rate, where every target is asked the same throughput), each one's
-//! distance from the leader with a 95 % interval, and the flags that void or weaken a
-//! standing; then
+//! distance from the leader with a 95 % interval (`uncertainty`'s model: run-to-run
+//! variance moderated across the report's points, plus drift) and what that interval lets
+//! one say — behind, tied, or too few samples to rank, with the fix — and the flags that
+//! void or weaken a standing; then
 //! a relative-performance table across experiments (each target's time relative to the
 //! fastest, and their geometric mean), as ClickBench summarises a benchmark.
 //! Owns what is found, not how it is printed; must not read anything but a saved report.
 
-use super::compare::{RatioInterval, median, ratio_interval, run_throughputs};
 use super::console::{micros, point_label, rate};
 use super::model::{Flag, PointResult, Report};
+use super::uncertainty::{Call, LogEstimate, Model, RatioInterval, VariancePart, median, run_response_p99s, run_throughputs, too_few_hint};
 use crate::base::durability::{self, Durability};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -41,6 +43,15 @@ pub struct Standing {
     /// The leader's median throughput over this target's, or this target's response p99
     /// over the leader's (1 for the leader).
     pub behind_estimate: Option<f64>,
+    /// What the interval lets one say against the leader: `different` (behind), `tied`,
+    /// or `too_few_samples` (the data cannot rank them); `None` for the leader or without
+    /// an interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<Call>,
+    /// With `too_few_samples` (or without an interval): the runs it has and how to get
+    /// enough ("2 runs of 40 ms each; use --runs 5 or --duration 10s").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_few: Option<String>,
     /// What voids or weakens this standing, in words ("VOID: 3 failed requests").
     pub caveats: Vec<String>,
 }
@@ -54,11 +65,15 @@ impl Standing {
         }
     }
 
-    /// The standing's value in words: "8.4k/s (1.20x slower)", "response p99 5.42ms at
-    /// 2.0k/s (220x slower)", "no result".
+    /// The standing's value in words: "8.4k/s (1.20x slower)", "8.3k/s (tied)", "2.1k/s
+    /// (1.4x slower? too few samples)", "response p99 5.42ms at 2.0k/s (220x slower)", "no
+    /// result".
     pub fn value(&self) -> String {
-        let slower = match self.behind_estimate {
-            Some(r) if r > 1.0 => format!(" ({} slower)", times(r)),
+        let slower = match (self.behind_estimate, self.call) {
+            (Some(_), Some(Call::Tied)) => " (tied)".to_string(),
+            (Some(r), Some(Call::TooFewSamples)) if r > 1.0 => format!(" ({} slower? too few samples)", times(r)),
+            (Some(_), Some(Call::TooFewSamples)) => " (too few samples)".to_string(),
+            (Some(r), _) if r > 1.0 => format!(" ({} slower)", times(r)),
             _ => String::new(),
         };
         match (self.response_p99_us, self.ops_per_sec) {
@@ -104,28 +119,29 @@ impl ExperimentFinding {
             [] => "no target has a valid result".into(),
             [only] => format!("only {} has a valid result", only.target),
             // The medians' ratio, as in the standings; the interval is the runs' geometric means'.
-            [leader, second, ..] => match (&second.behind, second.behind_estimate) {
-                (Some(i), Some(r)) if i.low > 1.0 => format!(
-                    "{} {is} {} {faster} {} (95 % interval {}-{})",
-                    leader.target,
-                    times(r),
-                    second.target,
-                    times(i.low),
-                    times(i.high)
-                ),
-                (Some(i), Some(r)) => format!(
-                    "{} and {} are not distinguishable ({} apart, 95 % interval {}-{})",
-                    leader.target,
-                    second.target,
-                    times(r),
-                    times(i.low),
-                    times(i.high)
-                ),
-                (_, Some(r)) => {
-                    format!("{} {is} {} {faster} {} (one run each: no interval)", leader.target, times(r), second.target)
+            [leader, second, ..] => {
+                let (a, b) = (&leader.target, &second.target);
+                match (second.behind.filter(|_| second.call.is_some()), second.behind_estimate) {
+                    (Some(i), Some(r)) => match (second.call, i.text()) {
+                        (Some(Call::Different), Some(interval)) => {
+                            format!("{a} {is} {} {faster} {b} (95 % interval {interval})", times(r))
+                        }
+                        (Some(Call::Tied), Some(interval)) => {
+                            format!("{a} and {b} are tied ({} apart, 95 % interval {interval})", times(r))
+                        }
+                        (_, interval) => format!(
+                            "{a} and {b} cannot be ranked: {} apart{}, too few samples ({})",
+                            times(r),
+                            interval.map(|i| format!(", 95 % interval {i}")).unwrap_or_default(),
+                            second.too_few.as_deref().unwrap_or("more runs needed")
+                        ),
+                    },
+                    (None, Some(r)) => {
+                        format!("{a} {is} {} {faster} {b}, not tested: {}", times(r), second.too_few.as_deref().unwrap_or("no interval"))
+                    }
+                    (_, None) => format!("{a} leads"),
                 }
-                (_, None) => format!("{} leads", leader.target),
-            },
+            }
         }
     }
 }
@@ -174,11 +190,12 @@ impl Findings {
                 names.push(&p.experiment);
             }
         }
+        let models = Models::of(&report.points);
         let experiments: Vec<ExperimentFinding> = names
             .into_iter()
             .filter_map(|name| {
                 let points: Vec<&PointResult> = report.points.iter().filter(|p| p.experiment == name && p.system != NO_DATABASE).collect();
-                finding(name, &points)
+                finding(name, &points, &models)
             })
             .collect();
         let overall = targets.iter().map(|t| overall(t, &experiments)).collect();
@@ -208,7 +225,9 @@ impl Overall {
     /// "3.10x (2.90x-3.30x)", without the interval when there is none, "-" without a value.
     pub fn text(&self) -> String {
         match (self.geometric_mean, self.low, self.high) {
-            (Some(g), Some(lo), Some(hi)) if hi > lo => format!("{} ({}-{})", times(g), times(lo), times(hi)),
+            (Some(g), Some(lo), Some(hi)) if hi > lo && hi / lo <= super::uncertainty::WIDEST_SHOWN => {
+                format!("{} ({}-{})", times(g), times(lo), times(hi))
+            }
             (Some(g), _, _) => times(g),
             (None, _, _) => "-".into(),
         }
@@ -225,14 +244,15 @@ pub fn times(ratio: f64) -> String {
     format!("{ratio:.digits$}x")
 }
 
-/// The ranking of `points` (one experiment) at their headline point.
-fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFinding> {
+/// The ranking of `points` (one experiment) at their headline point; `models` hold the
+/// report's throughput and response-p99 variances.
+fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option<ExperimentFinding> {
     let headline = headline(points)?;
     let ranked_by = if headline.point.rate.is_some() { RankedBy::ResponseP99 } else { RankedBy::Throughput };
     let at: Vec<&PointResult> = points.iter().copied().filter(|p| same_point(p, headline)).collect();
     // Each standing with its score (higher is better: ops/s, or 1 / response p99) and the
-    // measured runs' scores, so one ratio and interval serve both rankings.
-    let mut standings: Vec<(Standing, Option<f64>, Vec<f64>)> = at
+    // estimate of its log score, so one ratio and interval serve both rankings.
+    let mut standings: Vec<(Standing, Option<f64>, Option<LogEstimate>, Option<f64>)> = at
         .iter()
         .map(|p| {
             let throughputs = run_throughputs(p);
@@ -248,27 +268,51 @@ fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFindin
                 response_p99_us,
                 behind: None,
                 behind_estimate: None,
+                call: None,
+                too_few: None,
                 caveats: caveats(p),
             };
-            let (score, runs) = match ranked_by {
-                RankedBy::Throughput => (standing.ops_per_sec, throughputs),
-                RankedBy::ResponseP99 => (response_p99_us.map(|us| 1.0 / us), run_response_p99s(p).iter().map(|us| 1.0 / us).collect()),
+            let (score, estimate) = match ranked_by {
+                RankedBy::Throughput => (standing.ops_per_sec, models.throughput.throughput_of(p)),
+                RankedBy::ResponseP99 => {
+                    let inverse: Vec<f64> = run_response_p99s(p).iter().map(|us| 1.0 / us).collect();
+                    (response_p99_us.map(|us| 1.0 / us), models.response_p99.estimate(&inverse, 0.0))
+                }
             };
-            (standing, score, runs)
+            let seconds = p.run_seconds().map(|s| s.median);
+            (standing, score, estimate, seconds)
         })
         .collect();
-    standings.sort_by(|(_, a, _), (_, b, _)| match (a, b) {
+    standings.sort_by(|(_, a, _, _), (_, b, _, _)| match (a, b) {
         (Some(a), Some(b)) => b.total_cmp(a),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let (leader_score, leader_runs) = (standings[0].1, standings[0].2.clone());
-    for (i, (s, score, runs)) in standings.iter_mut().enumerate() {
+    let drift = match ranked_by {
+        RankedBy::Throughput => models.throughput.drift(),
+        RankedBy::ResponseP99 => models.response_p99.drift(),
+    };
+    let (leader_score, leader_estimate) = (standings[0].1, standings[0].2);
+    for (i, (s, score, estimate, seconds)) in standings.iter_mut().enumerate() {
         let (Some(this), Some(leader)) = (*score, leader_score) else { continue };
         s.behind_estimate = Some(leader / this);
-        if i > 0 {
-            s.behind = ratio_interval(runs, &leader_runs, FINDINGS_CONFIDENCE);
+        if i == 0 {
+            continue;
+        }
+        match (*estimate, leader_estimate) {
+            (Some(this), Some(leader)) => {
+                // Each side's run-to-run noise and, for each, one typical run's drift: the
+                // two were measured at different times.
+                let parts = [this.into(), leader.into(), VariancePart { variance: 2.0 * drift, degrees_of_freedom: 1e6 }];
+                let interval = RatioInterval::of(leader.mean - this.mean, &parts, FINDINGS_CONFIDENCE);
+                s.behind = Some(interval);
+                s.call = Some(interval.call());
+                if interval.call() == Call::TooFewSamples {
+                    s.too_few = Some(too_few_hint(this.runs.min(leader.runs), *seconds));
+                }
+            }
+            (this, _) => s.too_few = Some(too_few_hint(this.map_or(1, |e| e.runs), *seconds)),
         }
     }
     Some(ExperimentFinding {
@@ -276,17 +320,22 @@ fn finding(experiment: &str, points: &[&PointResult]) -> Option<ExperimentFindin
         op: headline.op.name().to_string(),
         ranked_by,
         point: point_label(headline),
-        standings: standings.into_iter().map(|(s, _, _)| s).collect(),
+        standings: standings.into_iter().map(|(s, _, _, _)| s).collect(),
     })
 }
 
-/// The measured runs' response p99s (µs) of the point's op kind; empty when the point is
-/// void or has no response times (a closed loop).
-fn run_response_p99s(p: &PointResult) -> Vec<f64> {
-    if p.is_void() {
-        return Vec::new();
+/// The report's variance models: throughput, and the inverse response p99 that ranks
+/// fixed-rate points.
+struct Models {
+    throughput: Model,
+    response_p99: Model,
+}
+
+impl Models {
+    fn of(points: &[PointResult]) -> Models {
+        let inverse: Vec<Vec<f64>> = points.iter().map(|p| run_response_p99s(p).iter().map(|us| 1.0 / us).collect()).collect();
+        Models { throughput: Model::throughput(points), response_p99: Model::fit(inverse.iter().map(Vec::as_slice)) }
     }
-    p.measured_runs().iter().filter_map(|r| r.response.get(&p.op)).map(|l| l.p99_us).filter(|us| *us > 0.0).collect()
 }
 
 fn same_point(a: &PointResult, b: &PointResult) -> bool {

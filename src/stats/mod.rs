@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub mod intervals;
+pub mod moderated;
 pub mod precision;
 
 use intervals::IntervalRecorder;

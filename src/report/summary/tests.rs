@@ -53,21 +53,85 @@ fn the_headline_states_the_ratio_and_its_interval() {
 }
 
 #[test]
-fn equal_targets_are_not_distinguishable_and_void_ones_rank_last_unrated() {
+fn equal_targets_are_tied_and_void_ones_rank_last_unrated() {
     let mut r = golden();
-    set_throughputs(&mut r, "echo", "sqlite", &[1000.0, 900.0, 1100.0]);
-    set_throughputs(&mut r, "echo", "duckdb", &[1050.0, 950.0, 1000.0]);
+    set_throughputs(&mut r, "echo", "sqlite", &[1000.0, 1001.0, 999.0]);
+    set_throughputs(&mut r, "echo", "duckdb", &[1000.5, 999.5, 1000.0]);
     for p in r.points.iter_mut().filter(|p| p.experiment == "echo" && p.target == "redb") {
         p.flags.push(Flag::Errors { count: 3, failed_ops: 3 });
     }
     let f = Findings::of(&r);
     let echo = finding(&f, "echo");
-    assert!(echo.sentence().contains("are not distinguishable"), "{}", echo.sentence());
+    assert!(echo.sentence().starts_with("sqlite and duckdb are tied (1.00x apart, 95 % interval 0.9"), "{}", echo.sentence());
+    assert_eq!(echo.standings[1].call, Some(Call::Tied));
+    assert_eq!(echo.standings[1].value(), "1000/s (tied)");
     let last = echo.standings.last().unwrap();
     assert_eq!(last.target, "redb");
     assert_eq!((last.ops_per_sec, last.behind_estimate), (None, None));
     assert_eq!(last.caveats, ["VOID: 3 failed requests"]);
     assert_eq!(Findings::relative(echo, "redb"), None);
+}
+
+#[test]
+fn spread_runs_are_too_few_to_rank_and_say_how_to_get_enough() {
+    let mut r = golden();
+    // Every point's runs ±10 % apart (a busy machine); sqlite and duckdb 1.05x apart: the
+    // interval includes 1 and is wide.
+    let pairs: Vec<(String, String)> = r.points.iter().map(|p| (p.experiment.clone(), p.target.clone())).collect();
+    for (experiment, target) in &pairs {
+        set_throughputs(&mut r, experiment, target, &[1000.0, 1100.0, 900.0]);
+    }
+    set_throughputs(&mut r, "echo", "sqlite", &[1000.0, 900.0, 1100.0]);
+    set_throughputs(&mut r, "echo", "duckdb", &[1050.0, 950.0, 1000.0]);
+    set_throughputs(&mut r, "echo", "redb", &[10.0, 10.1, 9.9]);
+    let f = Findings::of(&r);
+    let echo = finding(&f, "echo");
+    let second = &echo.standings[1];
+    assert_eq!(second.call, Some(Call::TooFewSamples), "{second:?}");
+    let hint = second.too_few.as_deref().unwrap();
+    assert_eq!(hint, "2 runs of 1.0 s each; use --runs 5 or --duration 10s");
+    let sentence = echo.sentence();
+    assert!(sentence.starts_with("duckdb and sqlite cannot be ranked: 1.05x apart, 95 % interval 0.8"), "{sentence}");
+    assert!(sentence.ends_with("too few samples (2 runs of 1.0 s each; use --runs 5 or --duration 10s)"), "{sentence}");
+    assert_eq!(second.value(), "950/s (1.05x slower? too few samples)");
+    // Two clearly apart targets with the same spread are still ranked.
+    set_throughputs(&mut r, "echo", "duckdb", &[105.0, 95.0, 100.0]);
+    let f = Findings::of(&r);
+    assert_eq!(finding(&f, "echo").standings[1].call, Some(Call::Different));
+}
+
+#[test]
+fn a_single_run_is_not_tested_and_no_interval_is_ever_wider_than_100x() {
+    let mut r = golden();
+    for p in r.points.iter_mut() {
+        let mut measured = 0;
+        p.runs.retain(|run| {
+            run.warmup || {
+                measured += 1;
+                measured == 1
+            }
+        });
+    }
+    let f = Findings::of(&r);
+    for e in &f.experiments {
+        assert!(e.standings.iter().all(|s| s.behind.is_none()), "{e:?}");
+        let sentence = e.sentence();
+        assert!(sentence.contains("not tested: 1 run"), "{sentence}");
+    }
+    // Two runs, one of them 1,000x off: the interval is too wide to print.
+    let mut r = golden();
+    set_throughputs(&mut r, "echo", "sqlite", &[1000.0, 1.0]);
+    set_throughputs(&mut r, "echo", "duckdb", &[900.0, 850.0]);
+    set_throughputs(&mut r, "echo", "redb", &[10.0, 10.1]);
+    let f = Findings::of(&r);
+    let sentence = finding(&f, "echo").sentence();
+    assert!(!sentence.contains("interval"), "{sentence}");
+    for o in &f.overall {
+        let text = o.text();
+        if let (Some(lo), Some(hi)) = (o.low, o.high) {
+            assert!(hi / lo <= 100.0 || !text.contains('('), "{text}");
+        }
+    }
 }
 
 #[test]

@@ -104,9 +104,8 @@ fn every_run_lasts_the_duration_and_its_ops_are_what_the_server_counted() {
     let json = report(&out);
     assert_eq!(json["plan"]["duration_secs"], 2.0);
     assert!(json["plan"]["experiments"].as_array().unwrap().iter().all(|e| e["duration_secs"] == 2.0));
-    // (A spread warning says the box was busy, not that the run left or refused anything.)
     let warnings: Vec<&str> = json["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
-    assert!(warnings.iter().all(|w| w.contains("too wide to rank")), "no leftovers, no refusals: {warnings:?}");
+    assert!(warnings.is_empty(), "no leftovers, no refusals: {warnings:?}");
     for target in ["redis", "sqlite"] {
         for experiment in ["get", "insert"] {
             let runs = runs_of(&json, experiment, target);

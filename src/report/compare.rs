@@ -158,10 +158,8 @@ impl Comparison {
             .collect();
         for run in 1..reports.len() {
             let pairs: Vec<(LogEstimate, LogEstimate)> = rows.iter().filter_map(|r| r.cells[run].estimates).collect();
-            let drift = drift(&pairs, models[0].drift() + models[run].drift());
-            for c in rows.iter_mut().map(|r| &mut r.cells[run]) {
-                let Some((base, this)) = c.estimates else { continue };
-                let interval = RatioInterval::of(this.mean - base.mean, &[base.into(), this.into(), drift], CONFIDENCE);
+            let intervals = intervals(&pairs, models[0].drift() + models[run].drift());
+            for (c, interval) in rows.iter_mut().map(|r| &mut r.cells[run]).filter(|c| c.estimates.is_some()).zip(intervals) {
                 c.ratio_low = Some(interval.low);
                 c.ratio_high = Some(interval.high);
                 c.verdict = Some(verdict(interval, min_effect));
@@ -170,7 +168,7 @@ impl Comparison {
         Comparison {
             runs,
             method: format!(
-                "{:.0} % interval of the ratio of the runs' geometric means: each point's run-to-run variance moderated across all points of its report (empirical Bayes, Smyth 2004), floored by the runs' own batch-means noise, plus the drift the two reports' common points show (robust: the spread of their log ratios around the median, less their own variance; with fewer than {MIN_POINTS_FOR_DRIFT} common points, one typical run's variance per report); a difference is significant when the interval excludes 1 and the ratio differs from 1 by at least {}; '?' when the interval is too wide to tell",
+                "{:.0} % interval of the ratio of the runs' geometric means: each point's run-to-run variance moderated across all points of its report (empirical Bayes, Smyth 2004), floored by the runs' own batch-means noise, plus the drift the two reports' common points show (robust: the spread of their log ratios around the median, less their own variance), the whole scaled so that the common points' central standardized differences spread as a standard normal (Efron's empirical null; with fewer than {MIN_POINTS_FOR_DRIFT} common points: one typical run's variance per report for the drift, no scaling); a difference is significant when the interval excludes 1 and the ratio differs from 1 by at least {}; '?' when the interval is too wide to tell",
                 CONFIDENCE * 100.0,
                 percent(min_effect)
             ),
@@ -408,6 +406,34 @@ fn verdict(interval: RatioInterval, min_effect: f64) -> Verdict {
     }
 }
 
+/// The interval of each pair's ratio (this report's estimate over the baseline's). Each
+/// pair's variance is its two estimates' plus the drift the pairs share (`drift`). With
+/// enough pairs the variances are then calibrated by Efron's empirical null ("Large-Scale
+/// Simultaneous Hypothesis Testing: The Choice of a Null Hypothesis", JASA 99, 2004): the
+/// pairs' standardized differences around their median should spread as a standard normal;
+/// the robust scale of their spread (1.4826 x MAD) multiplies every standard error, which
+/// corrects a model whose variances are too small or too large for these two reports, with
+/// the degrees of freedom of that scale (many points) instead of each point's few runs.
+fn intervals(pairs: &[(LogEstimate, LogEstimate)], fallback_drift: f64) -> Vec<RatioInterval> {
+    let drift = drift(pairs, fallback_drift);
+    let parts = |(a, b): &(LogEstimate, LogEstimate)| [VariancePart::from(*a), VariancePart::from(*b), drift];
+    if pairs.len() < MIN_POINTS_FOR_DRIFT {
+        return pairs.iter().map(|p| RatioInterval::of(p.1.mean - p.0.mean, &parts(p), CONFIDENCE)).collect();
+    }
+    let variance = |p: &(LogEstimate, LogEstimate)| parts(p).iter().map(|v| v.variance).sum::<f64>();
+    let differences: Vec<f64> = pairs.iter().map(|(a, b)| b.mean - a.mean).collect();
+    let center = median(&differences).unwrap_or(0.0);
+    let standardized: Vec<f64> =
+        pairs.iter().zip(&differences).filter(|(p, _)| variance(p) > 0.0).map(|(p, d)| ((d - center) / variance(p).sqrt()).abs()).collect();
+    let scale = median(&standardized).map_or(1.0, |mad| 1.4826 * mad).max(f64::MIN_POSITIVE);
+    let degrees_of_freedom = (MAD_EFFICIENCY * (pairs.len() - 1) as f64).max(1.0);
+    pairs
+        .iter()
+        .zip(&differences)
+        .map(|(p, d)| RatioInterval::of(*d, &[VariancePart { variance: scale.powi(2) * variance(p), degrees_of_freedom }], CONFIDENCE))
+        .collect()
+}
+
 /// Fewest common points from which the drift between two reports is estimated.
 const MIN_POINTS_FOR_DRIFT: usize = 8;
 /// The efficiency of the median absolute deviation against the standard deviation for
@@ -555,14 +581,7 @@ mod tests {
         let (model_a, model_b) = (Model::fit(a.iter().map(Vec::as_slice)), Model::fit(b.iter().map(Vec::as_slice)));
         let pairs: Vec<(LogEstimate, LogEstimate)> =
             a.iter().zip(&b).map(|(a, b)| (model_a.estimate(a, 0.0).unwrap(), model_b.estimate(b, 0.0).unwrap())).collect();
-        let drift = drift(&pairs, model_a.drift() + model_b.drift());
-        let verdicts = pairs
-            .iter()
-            .map(|(a, b)| {
-                let interval = RatioInterval::of(b.mean - a.mean, &[(*a).into(), (*b).into(), drift], CONFIDENCE);
-                (interval, verdict(interval, 0.05))
-            })
-            .collect();
+        let verdicts = intervals(&pairs, model_a.drift() + model_b.drift()).into_iter().map(|i| (i, verdict(i, 0.05))).collect();
         (verdicts, oracle_width)
     }
 

@@ -471,9 +471,10 @@ pub enum Flag {
     /// under 95 % of the rate asked.
     /// Not void: its response times (from each op's intended start) say how far behind it
     /// fell. Replaces the client-bound test, which means nothing at a fixed rate.
-    /// The runs' throughputs spread too widely to order this target against others at the
-    /// same point: its min-max range is wider than ±`WIDE_SPREAD` of its median and
-    /// overlaps theirs. Not void; the findings' intervals say how uncertain the ranking is.
+    /// Older reports only (dbsweep no longer writes it): the runs' throughputs spread too
+    /// widely to order this target against others at the same point (min-max range wider
+    /// than ±10 % of the median, overlapping theirs). The findings now say, from every
+    /// point of the report, where targets cannot be ranked. Not void.
     WideSpread {
         /// Half the min-max range of the measured runs' ops/s, relative to their median.
         spread: f64,

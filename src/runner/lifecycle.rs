@@ -12,7 +12,7 @@ use super::client::{self, RunJob};
 use super::memory;
 use super::progress::Progress;
 use super::resume::{Expected, Resume};
-use super::summary::{flag_point, spread_warnings, summarize_and_flag};
+use super::summary::{flag_point, summarize_and_flag};
 use crate::adapter::Target;
 use crate::base::measurement::{HostLoad, RunMeasurement};
 use crate::error::Result;
@@ -122,7 +122,6 @@ pub(super) async fn run(
         for mut phase_results in results {
             flag_point(&mut phase_results);
             exported &= super::writing::export(shared.out_dir, &mut phase_results, &shared.ctx.cancel);
-            report.warnings.extend(spread_warnings(&phase_results, report.environment.cores));
             report.points.extend(phase_results);
         }
         if !super::writing::save(shared.out_dir, report, &shared.ctx.cancel) || !exported {

@@ -7,7 +7,7 @@
 //! Owns the checks that parts belong together (plan hash, shard count, no point twice)
 //! and the order of the merged points. Must not write files or print; `app` does.
 
-use super::summary::{DIFFER_FROM, TOO_WIDE_TO_RANK, flag_client_bound, flag_differing_answers, flag_wide_spread, spread_warnings};
+use super::summary::{DIFFER_FROM, flag_client_bound, flag_differing_answers};
 use crate::base::shard::Shard;
 use crate::data::DataSpec;
 use crate::error::{Error, Result};
@@ -15,6 +15,9 @@ use crate::report::model::{Flag, MergedPart, PointResult, Report};
 use crate::workload::experiment::Experiment;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+
+/// How an older dbsweep's warning of runs too widely spread to rank ended.
+const OLD_SPREAD_WARNING: &str = "too wide to rank against ";
 
 /// Joins `parts` (run directories and their reports) into one report whose command is
 /// `command`. Bad input (parts of different plans, a shard or a point twice) is a usage
@@ -57,8 +60,9 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Repo
         }
         // A warning every part has (the plan's) once; the others with their shard.
         let label = part.shard.map(|s| format!("shard {s}")).unwrap_or_else(|| dir.display().to_string());
-        // Spread warnings compare targets: recomputed below over every part's points.
-        for w in part.warnings.iter().filter(|w| !w.contains(TOO_WIDE_TO_RANK)) {
+        // Older dbsweeps warned of runs too widely spread to rank against the targets of
+        // their own shard only; the findings now judge that over every part's points.
+        for w in part.warnings.iter().filter(|w| !w.contains(OLD_SPREAD_WARNING)) {
             let everywhere = parts.iter().all(|(_, r)| r.warnings.contains(w));
             let line = if everywhere { w.clone() } else { format!("{label}: {w}") };
             if !merged.warnings.contains(&line) {
@@ -100,8 +104,6 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Repo
     }
     order_points(&mut merged, &experiments, data.as_ref());
     reflag(&mut merged.points);
-    let cores = merged.environment.cores;
-    merged.warnings.extend(spread_warnings(&merged.points, cores));
 
     let mut missing_reasons = Vec::new();
     if let Some(count) = parts[0].1.shard.map(|s| s.count) {
@@ -216,7 +218,6 @@ fn reflag(points: &mut [PointResult]) {
             }
         }
         flag_client_bound(group);
-        flag_wide_spread(group);
         flag_differing_answers(group);
         start = end;
     }

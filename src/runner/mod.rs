@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
-use summary::{References, convergence_flag, flag_against_reference, flag_point, spread_warnings, summarize_and_flag};
+use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
 use targets::{prepare_and_load, release_targets, reload};
 use writing::{export, finish, new_report, out_path, save};
 
@@ -355,7 +355,6 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
         }
     }
     flag_point(&mut results);
-    sweep.report.warnings.extend(spread_warnings(&results, sweep.report.environment.cores));
     if let Some(q) = unit.experiment.op.query()
         && let Some(reference) = sweep.references.answer(&shared.plan.data, q)
     {

@@ -177,12 +177,12 @@ pub(super) fn retry_flag(runs: &[RunMeasurement]) -> Option<Flag> {
     (count > 0).then_some(Flag::Retried { count })
 }
 
-/// Cross-target flags for one point: the share of the NO-DB ceiling, spreads too wide to
-/// rank, and answers that disagree with the other systems' (or change between runs of
-/// the same system).
+/// Cross-target flags for one point: the share of the NO-DB ceiling, and answers that
+/// disagree with the other systems' (or change between runs of the same system). Whether
+/// targets can be ranked is the findings' (`report::uncertainty`), which see every point
+/// of the report at once.
 pub(super) fn flag_point(results: &mut [PointResult]) {
     flag_client_bound(results);
-    flag_wide_spread(results);
     for r in results.iter_mut() {
         let seen = observed_answers(r);
         if seen.windows(2).any(|w| !w[0].agrees(&w[1])) {
@@ -210,75 +210,6 @@ pub(super) fn flag_client_bound(results: &mut [PointResult]) {
             }
         }
     }
-}
-
-/// A point's runs spread too widely to rank it when half their min-max range exceeds this
-/// share of the median (and the range overlaps another target's).
-pub const WIDE_SPREAD: f64 = 0.10;
-
-/// Flags each database target whose runs' throughputs spread over ±`WIDE_SPREAD` of their
-/// median and whose min-max range overlaps another database target's at the same point:
-/// their order is not established by the runs. NO-DB (the ceiling) and the echo floor
-/// rank nothing.
-pub(super) fn flag_wide_spread(results: &mut [PointResult]) {
-    let ranges: Vec<Option<(f64, f64, f64)>> = results.iter().map(throughput_range).collect();
-    for i in 0..results.len() {
-        let Some((min, median, max)) = ranges[i] else { continue };
-        let spread = (max - min) / 2.0 / median;
-        if spread <= WIDE_SPREAD {
-            continue;
-        }
-        let overlaps: Vec<String> = ranges
-            .iter()
-            .enumerate()
-            .filter(|&(j, other)| j != i && other.is_some_and(|(lo, _, hi)| lo <= max && min <= hi))
-            .map(|(j, _)| results[j].target.clone())
-            .collect();
-        if !overlaps.is_empty() {
-            results[i].flags.push(Flag::WideSpread { spread, overlaps });
-        }
-    }
-}
-
-/// (min, median, max) ops/s of a valid database result with two measured runs or more
-/// (not of the echo floor, which ranks nothing: it measures each target's bare round trip).
-fn throughput_range(r: &PointResult) -> Option<(f64, f64, f64)> {
-    if r.system == "nodb" || r.is_void() || r.experiment == crate::plan::FLOOR_EXPERIMENT {
-        return None;
-    }
-    let s = r.summary.as_ref().filter(|s| s.measured_runs >= 2)?;
-    let median = s.median_ops_per_sec.filter(|m| *m > 0.0)?;
-    Some((s.min_ops_per_sec?, median, s.max_ops_per_sec?))
-}
-
-/// How the warning of a spread too wide to rank ends (`merge` recomputes these lines).
-pub(super) const TOO_WIDE_TO_RANK: &str = "too wide to rank against ";
-
-/// One warning per point flagged `WideSpread`, with the host's load around its runs:
-/// "get c=8 b=1 / duckdb: runs spread ±178 % around the median (load average 0.4-3.9 on
-/// 2 cores); too wide to rank against sqlite: rerun on a quieter machine or with more
-/// --runs".
-pub(super) fn spread_warnings(points: &[PointResult], cores: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for p in points {
-        for f in &p.flags {
-            let Flag::WideSpread { spread, overlaps } = f else { continue };
-            let loads: Vec<f64> = p.runs.iter().filter_map(|r| r.load).flat_map(|l| [l.before, l.after]).collect();
-            let load = match (loads.iter().copied().reduce(f64::min), loads.iter().copied().reduce(f64::max)) {
-                (Some(lo), Some(hi)) => format!(" (load average {lo:.1}-{hi:.1} on {cores} cores)"),
-                _ => String::new(),
-            };
-            out.push(format!(
-                "{} {} / {}: runs spread ±{:.0} % around the median{load}; {TOO_WIDE_TO_RANK}{}: rerun on a quieter machine or with more --runs",
-                p.experiment,
-                crate::report::console::point_label(p),
-                p.target,
-                spread * 100.0,
-                overlaps.join(", ")
-            ));
-        }
-    }
-    out
 }
 
 /// How a mismatch across targets is described (`merge` recomputes exactly these).
@@ -416,46 +347,6 @@ mod tests {
 
     fn flags(r: &PointResult) -> Vec<&'static str> {
         r.flags.iter().map(|f| f.short()).collect()
-    }
-
-    /// A result whose measured runs did `throughputs` ops/s (one second each).
-    fn with_runs(target: &str, throughputs: &[f64]) -> PointResult {
-        let mut r = result(target, target, 1.0, &vec![""; throughputs.len()]);
-        for (m, t) in r.runs.iter_mut().zip(throughputs) {
-            (m.ops, m.ok_ops, m.requests) = (*t as u64, *t as u64, *t as u64);
-            m.load = Some(crate::base::measurement::HostLoad { before: 0.5, after: 3.25 });
-        }
-        r.summary = summarize(&r);
-        r
-    }
-
-    #[test]
-    fn a_wide_spread_that_overlaps_another_target_is_flagged_and_warned() {
-        // a: 1000 ±50 % overlaps b (1400-1600); b is tight (±6.7 %); c is far above both.
-        let mut results =
-            vec![with_runs("a", &[500.0, 1000.0, 1500.0]), with_runs("b", &[1400.0, 1500.0, 1600.0]), with_runs("c", &[9000.0, 9100.0])];
-        results.push(result("nodb", "nodb", 20000.0, &["", ""]));
-        flag_wide_spread(&mut results);
-        assert_eq!(results[0].flags, vec![Flag::WideSpread { spread: 0.5, overlaps: vec!["b".into()] }]);
-        assert!(results[1].flags.is_empty() && results[2].flags.is_empty() && results[3].flags.is_empty());
-        let warnings = spread_warnings(&results, 2);
-        assert_eq!(
-            warnings,
-            vec!["e c=1 / a: runs spread ±50 % around the median (load average 0.5-3.2 on 2 cores); too wide to rank against b: rerun on a quieter machine or with more --runs".to_string()]
-        );
-        // Wide but alone (nothing overlaps): the ranking stands.
-        let mut alone = vec![with_runs("a", &[500.0, 1000.0, 1500.0]), with_runs("c", &[9000.0, 9100.0])];
-        flag_wide_spread(&mut alone);
-        assert!(alone[0].flags.is_empty());
-        // The echo floor ranks nothing.
-        let mut floor = vec![with_runs("a", &[500.0, 1000.0, 1500.0]), with_runs("b", &[1400.0, 1500.0, 1600.0])];
-        floor.iter_mut().for_each(|r| r.experiment = crate::plan::FLOOR_EXPERIMENT.into());
-        flag_wide_spread(&mut floor);
-        assert!(floor.iter().all(|r| r.flags.is_empty()));
-        // One measured run has no spread to judge.
-        let mut single = vec![with_runs("a", &[500.0]), with_runs("b", &[510.0])];
-        flag_wide_spread(&mut single);
-        assert!(single.iter().all(|r| r.flags.is_empty()));
     }
 
     #[test]

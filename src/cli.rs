@@ -95,7 +95,9 @@ pub const RUN_EXAMPLES: &str = "\
 Examples:
   dbsweep run                                  the embedded study: in-process engines, no server
   dbsweep run -q                               a smoke run in seconds
-  dbsweep run kv-vs-relational -S all -q       also start throwaway PostgreSQL, MariaDB, Redis, ...
+  dbsweep run -S postgres,redis -q             the study on throwaway PostgreSQL and Redis (and NO-DB)
+  dbsweep run -S redis --with-study-targets    Redis beside the study's own in-process engines
+  dbsweep run kv-vs-relational -S all -q       the paper's systems as throwaway servers
   dbsweep run -t pg=postgres://bench@127.0.0.1:5432/bench -t sqlite -c 1,4,16 -n 50000
   dbsweep run ycsb -S redis -R 2000            YCSB A-F, open loop at 2,000 ops/s
   dbsweep run -e get,insert -r 5 -w 1 -o out   two experiments, 5 measured runs, into ./out

@@ -198,8 +198,11 @@ fn man_page(root: &clap::Command, command: &clap::Command) -> Result<String> {
                 Some(long) => format!("--{long}"),
                 None => format!("the {} argument", arg.get_id().as_str().to_uppercase()),
             };
-            let of = c.get_display_name().unwrap_or(c.get_name());
-            variables.push((var, format!("Sets {given_as} of {of} (see its OPTIONS); given on the command line, the argument wins.")));
+            let of = match is_root {
+                true => format!(" of {}(1)", c.get_display_name().unwrap_or(c.get_name())),
+                false => " (see OPTIONS)".to_string(),
+            };
+            variables.push((var, format!("Sets {given_as}{of}; given on the command line, the argument wins.")));
         }
         if is_root {
             commands.extend(c.get_subcommands());

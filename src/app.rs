@@ -83,7 +83,7 @@ fn say(text: &str) -> Result<()> {
 /// `raw_args`: the arguments after the program name, as given (local workers get them).
 fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     match command {
-        Command::Run(args) => run(args, command_line, raw_args),
+        Command::Run(args) => run(*args, command_line, raw_args),
         Command::Studies { format } => studies(format),
         Command::Targets { format } => targets(format),
         Command::Gen(GenCommand::Keys { n, seed, value_bytes, out }) => {
@@ -344,7 +344,7 @@ fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
             args.out = None;
             args.resume = given.resume.clone();
             args.no_progress = given.no_progress;
-            Ok(args)
+            Ok(*args)
         }
         _ => Err(Error::usage(format!("{shown} does not hold a `dbsweep run` command: give the run's arguments again with --resume"))),
     }

@@ -18,7 +18,7 @@ pub enum Command {
     // Negative numbers reach the value parsers, which say what is expected, instead of
     // being taken for unknown flags.
     #[command(allow_negative_numbers = true, after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the built-in studies: what each measures, its paper, its own targets and the
     /// servers `--spawn all` starts for it.
     Studies {

@@ -284,8 +284,7 @@ fn completions_offer_studies_servers_and_durability_levels() {
     // The words offered after `--spawn` / `--durability`, not file names.
     let offered = |flag: &str| {
         let at = script.find(&format!("\n                {flag})")).unwrap_or_else(|| panic!("no case for {flag}"));
-        let line = script[at..].lines().nth(2).unwrap().trim().to_string();
-        line
+        script[at..].lines().nth(2).unwrap().trim().to_string()
     };
     let servers: Vec<&str> = dbsweep::servers::ServerKind::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(offered("--spawn"), format!("COMPREPLY=($(compgen -W \"{} all\" -- \"${{cur}}\"))", servers.join(" ")));

@@ -319,7 +319,7 @@ fn hlog_interval(opts: &RunOptions) -> Result<Option<std::time::Duration>> {
 /// The per-op timeout in seconds (`--timeout`, default 60).
 fn op_timeout(opts: &RunOptions) -> Result<f64> {
     let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
-    if !(timeout_secs > 0.0) {
+    if timeout_secs.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
     Ok(timeout_secs)

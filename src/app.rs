@@ -657,7 +657,7 @@ fn budget_text(plan: &plan::Plan) -> String {
 
 /// What a run says before any work starts (after its leases are taken) and what
 /// `--dry-run` adds: the estimated duration per target and in total, what `--budget`
-/// chose, how to add servers when the kv-vs-relational study has none, and (on a terminal)
+/// chose, how to name servers when the kv-vs-relational study has none, and (on a terminal)
 /// how to shorten a run estimated above 10 minutes. Asks nothing.
 fn announcement(plan: &plan::Plan) -> String {
     use plan::estimate;
@@ -670,7 +670,7 @@ fn announcement(plan: &plan::Plan) -> String {
     let no_servers = plan.spawn.is_empty() && plan.targets.iter().all(|t| t.url.host().is_none());
     if plan.study == "kv-vs-relational" && no_servers {
         lines.push_str(
-            "no server targets: this runs kv-vs-relational on the in-process engines only; add servers with --spawn all (or --target NAME=URL), or try --quick first\n",
+            "no server targets: this runs kv-vs-relational on the in-process engines only; run it on servers instead with --spawn all (or --target NAME=URL; --with-study-targets keeps the engines beside them), or try --quick first\n",
         );
     }
     if estimate.total() > estimate::LONG_RUN_SECS && std::io::stdout().is_terminal() {

@@ -95,7 +95,7 @@ pub const RUN_EXAMPLES: &str = "\
 Examples:
   dbsweep run                                  the embedded study: in-process engines, no server
   dbsweep run -q                               a smoke run in seconds
-  dbsweep run -S postgres,redis -q             the study on throwaway PostgreSQL and Redis (and NO-DB)
+  dbsweep run -S postgres,redis -q             the study on throwaway PostgreSQL, Redis
   dbsweep run -S redis --with-study-targets    Redis beside the study's own in-process engines
   dbsweep run kv-vs-relational -S all -q       the paper's systems as throwaway servers
   dbsweep run -t pg=postgres://bench@127.0.0.1:5432/bench -t sqlite -c 1,4,16 -n 50000
@@ -150,7 +150,7 @@ pub struct RunArgs {
     /// A target as NAME=URL (repeatable), e.g. pg=postgres://user@127.0.0.1:5432/db. With
     /// --target or --spawn the run measures exactly the systems named, beside the NO-DB
     /// ceiling (nodb), on the study's experiments; the study's own targets run only with
-    /// --with-study-targets. Without both flags the study's targets run.
+    /// --with-study-targets. Without either flag the study's targets run.
     // A URL may hold a password: the variable's value is never shown in help.
     #[arg(short = 't', long = "target", value_name = "NAME=URL", env = "DBSWEEP_TARGET", hide_env_values = true)]
     pub targets: Vec<String>,

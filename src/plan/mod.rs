@@ -368,7 +368,7 @@ pub struct Plan {
     pub durability: Option<Durability>,
     /// Systems of the study that cannot run here, with the reason.
     pub unavailable: Vec<(String, String)>,
-    /// Servers to start for this run; their targets are added when they are up.
+    /// Servers to start for this run; their targets join `targets` when they are up.
     pub spawn: Vec<ServerKind>,
     /// Where spawned servers keep their data; each server runs once per root. Empty: the
     /// system's temporary directory.

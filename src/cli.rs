@@ -19,8 +19,8 @@ pub enum Command {
     // being taken for unknown flags.
     #[command(allow_negative_numbers = true, after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
-    /// List the built-in studies: what each measures, its paper, its own targets and the
-    /// servers `--spawn all` starts for it.
+    /// List the built-in studies and what each measures (as JSON also its paper, its own
+    /// targets, the servers `--spawn all` starts for it and its experiments).
     Studies {
         /// Output format (json: the same facts for scripts).
         #[arg(short = 'f', long, value_enum, default_value_t = StudiesFormat::Text)]

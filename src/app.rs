@@ -3,7 +3,7 @@
 
 use crate::adapter::lease::Holder;
 use crate::adapter::probe;
-use crate::cli::{Cli, Command, GenCommand, RunArgs};
+use crate::cli::{Cli, Command, GenCommand, RunArgs, StudiesFormat};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
@@ -14,6 +14,7 @@ use crate::servers;
 use clap::{FromArgMatches, Parser};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -23,7 +24,8 @@ mod command_line;
 /// code. Errors are printed as one line on stderr.
 pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
-    let parsed = command_line::command().try_get_matches_from(&args).and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let command = command_line::command();
+    let parsed = command.clone().try_get_matches_from(&args).and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
     let (cli, matches) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
@@ -33,7 +35,7 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 let _ = e.print();
                 return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
             }
-            eprintln!("dbsweep: {}", one_line_usage_error(&e.to_string()));
+            eprintln!("dbsweep: {}", command_line::one_line_error(&e, &command, &args));
             return 2;
         }
     };
@@ -67,32 +69,22 @@ pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     }
 }
 
-/// clap's error as one line: its first line, with the possible values and its tip ("a
-/// similar argument exists: '--clients'") when it gives them, and where to read more.
-fn one_line_usage_error(clap_text: &str) -> String {
-    let lines: Vec<&str> = clap_text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let first = lines.first().copied().unwrap_or("bad arguments").trim_start_matches("error: ");
-    let first = match lines.iter().find(|l| l.starts_with("[possible values: ")) {
-        Some(values) => format!("{first} {values}"),
-        None => first.to_string(),
-    };
-    match lines.iter().find_map(|l| l.strip_prefix("tip: ")) {
-        Some(tip) => format!("{first} ({tip}; see dbsweep --help)"),
-        None => format!("{first} (see dbsweep --help)"),
+/// Writes `text` to stdout. A closed stdout (`dbsweep targets | head -1`) is no error: its
+/// reader wants no more, and the command ends as it would have, quietly.
+fn say(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::runtime(format!("cannot write to stdout: {e}"))),
+        _ => Ok(()),
     }
 }
 
 /// `raw_args`: the arguments after the program name, as given (local workers get them).
 fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     match command {
-        Command::Run(args) => run(args, command_line, raw_args),
-        Command::Studies => {
-            for (name, _) in plan::BUILT_IN {
-                let study = plan::load_study(name)?;
-                println!("{name:<18} {}", study.description);
-            }
-            Ok(())
-        }
+        Command::Run(args) => run(*args, command_line, raw_args),
+        Command::Studies { format } => studies(format),
         Command::Targets { format } => targets(format),
         Command::Gen(GenCommand::Keys { n, seed, value_bytes, out }) => {
             if n == 0 {
@@ -109,10 +101,7 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
                     let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
                     report::write_atomic(&path, text.as_bytes())
                 }
-                None => {
-                    print!("{text}");
-                    Ok(())
-                }
+                None => say(&text),
             }
         }
         Command::Gen(GenCommand::Tpch { scale }) => {
@@ -130,15 +119,13 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             }
             let cache = crate::data::tpch_cache::TpchCache::open(&root, scale)
                 .ok_or_else(|| Error::runtime(format!("the TPC-H cache in {} is incomplete", root.display())))?;
-            println!("{}", cache.dir().display());
-            Ok(())
+            say(&format!("{}\n", cache.dir().display()))
         }
         Command::Compare { dirs, format, min_effect } => {
             let min_effect = plan::stopping::parse_fraction("--min-effect", &min_effect)?;
             let reports = dirs.iter().map(|d| report::load(d)).collect::<Result<Vec<_>>>()?;
             let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-            print!("{}", report::compare::Comparison::new(&names, &reports, min_effect).render(format));
-            Ok(())
+            say(&report::compare::Comparison::new(&names, &reports, min_effect).render(format))
         }
         Command::Merge { dirs, out } => merge(dirs, out, command_line),
         Command::Completions { shell } => command_line::print_completions(shell),
@@ -147,9 +134,14 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             let mut report = report::load(&dir)?;
             report::exports::write_all(&dir, &mut report)?;
             report::write_all(&dir, &report)?;
-            print!("{}", report::console::render(&report));
-            println!("\nre-rendered {} and {} in {} from {}", report::RESULTS_CSV, report::REPORT_HTML, dir.display(), report::REPORT_JSON);
-            Ok(())
+            say(&format!(
+                "{}\nre-rendered {} and {} in {} from {}\n",
+                report::console::render(&report),
+                report::RESULTS_CSV,
+                report::REPORT_HTML,
+                dir.display(),
+                report::REPORT_JSON
+            ))
         }
     }
 }
@@ -184,6 +176,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         rate: args.rate,
         durability: args.durability,
         spawn: args.spawn,
+        with_study_targets: args.with_study_targets,
         data_roots: args.data_roots,
         namespace: args.namespace,
         ycsb_files: args.ycsb_files,
@@ -210,9 +203,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     // the run once its leases are taken: a refused run stays a one-line refusal.
     let announcement = announcement(&plan);
     if args.dry_run {
-        print_budget(&plan);
-        print!("{announcement}");
-        return Ok(());
+        return say(&format!("{}{announcement}", budget_text(&plan)));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -246,7 +237,12 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         server_pids: BTreeMap::new(),
         holder: Holder::this_process(),
         workers: None,
-        on_leases_taken: Some(Box::new(move || print!("{announcement}"))),
+        // A failed write of these lines (stdout is a file on a full disk) must not stop the run.
+        on_leases_taken: Some(Box::new(move || {
+            if let Err(e) = say(&announcement) {
+                tracing::warn!("{e}");
+            }
+        })),
     };
     let watched = runtime.block_on(async {
         let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
@@ -262,8 +258,14 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     // Embedded clients or loads still blocked in a call after a stop are not waited for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     let (report, dir) = watched?;
-    print!("{}", report::console::render(&report));
-    println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
+    say(&format!(
+        "{}\nresults: {}/{{{},{},{}}}\n",
+        report::console::render(&report),
+        dir.display(),
+        report::REPORT_JSON,
+        report::RESULTS_CSV,
+        report::REPORT_HTML
+    ))?;
     finish(&report)
 }
 
@@ -342,7 +344,7 @@ fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
             args.out = None;
             args.resume = given.resume.clone();
             args.no_progress = given.no_progress;
-            Ok(args)
+            Ok(*args)
         }
         _ => Err(Error::usage(format!("{shown} does not hold a `dbsweep run` command: give the run's arguments again with --resume"))),
     }
@@ -362,15 +364,15 @@ fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) ->
     report::exports::write_all(dir.path(), &mut merged)?;
     report::write_all(dir.path(), &merged)?;
     dir.keep();
-    print!("{}", report::console::render(&merged));
-    println!(
-        "\nmerged {} run directories: {}/{{{},{},{}}}",
+    say(&format!(
+        "{}\nmerged {} run directories: {}/{{{},{},{}}}\n",
+        report::console::render(&merged),
         merged.merged_from.len(),
         out.display(),
         report::REPORT_JSON,
         report::RESULTS_CSV,
         report::REPORT_HTML
-    );
+    ))?;
     finish(&merged)
 }
 
@@ -605,51 +607,57 @@ fn spawned_in_shard(plan: &plan::Plan, names: &[String], kind: servers::ServerKi
 }
 
 /// `--dry-run`: the plan's size, per experiment and in total, without running anything.
-fn print_budget(plan: &plan::Plan) {
+fn budget_text(plan: &plan::Plan) -> String {
+    let mut out = String::new();
     let names: Vec<String> = plan.target_names().into_iter().filter(|n| plan.shard.as_ref().is_none_or(|w| w.has_target(n))).collect();
     let targets = names.len();
-    println!(
+    let _ = writeln!(
+        out,
         "study {} ({}), seed {}, data {}",
         plan.study,
         plan.description,
         plan.seed,
         serde_json::to_string(&plan.data).unwrap_or_default()
     );
-    println!("targets ({targets}): {}", names.join(", "));
+    let _ = writeln!(out, "targets ({targets}): {}", names.join(", "));
     if let Some(work) = &plan.shard {
-        println!("shard {}: {} of the plan's {} work units (plan {})", work.shard, work.len(), plan.work_units().len(), plan.hash);
+        let _ =
+            writeln!(out, "shard {}: {} of the plan's {} work units (plan {})", work.shard, work.len(), plan.work_units().len(), plan.hash);
     }
     let budget = plan.budget();
     if let Some(secs) = plan.duration_secs() {
         // Time-based runs: their ops are whatever the clients send in the time.
-        println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "time per target");
+        let _ = writeln!(out, "{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "time per target");
         let runs: Vec<u64> = budget.iter().map(|b| b.points as u64 * u64::from(b.runs)).collect();
         for (b, runs) in budget.iter().zip(&runs) {
-            println!("{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, plan::estimate::human(*runs as f64 * secs));
+            let _ = writeln!(out, "{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, plan::estimate::human(*runs as f64 * secs));
         }
         let per_target = runs.iter().sum::<u64>() as f64 * secs;
-        println!(
+        let _ = writeln!(
+            out,
             "total: {} runs of {} per target, {} over {targets} targets (plus loading the data into each)",
             runs.iter().sum::<u64>(),
             report::console::run_length(secs),
             plan::estimate::human(per_target * targets as f64)
         );
-        return;
+        return out;
     }
-    println!("{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "ops per target");
+    let _ = writeln!(out, "{:<28} {:>6} {:>5} {:>16}", "experiment", "points", "runs", "ops per target");
     for b in &budget {
-        println!("{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, b.ops);
+        let _ = writeln!(out, "{:<28} {:>6} {:>5} {:>16}", b.name, b.points, b.runs, b.ops);
     }
     let per_target: u64 = budget.iter().map(|b| b.ops).sum();
-    println!(
+    let _ = writeln!(
+        out,
         "total: {per_target} ops per target, {} ops over {targets} targets (plus loading the data into each)",
         per_target * targets as u64
     );
+    out
 }
 
 /// What a run says before any work starts (after its leases are taken) and what
 /// `--dry-run` adds: the estimated duration per target and in total, what `--budget`
-/// chose, how to add servers when the kv-vs-relational study has none, and (on a terminal)
+/// chose, how to name servers when the kv-vs-relational study has none, and (on a terminal)
 /// how to shorten a run estimated above 10 minutes. Asks nothing.
 fn announcement(plan: &plan::Plan) -> String {
     use plan::estimate;
@@ -662,13 +670,42 @@ fn announcement(plan: &plan::Plan) -> String {
     let no_servers = plan.spawn.is_empty() && plan.targets.iter().all(|t| t.url.host().is_none());
     if plan.study == "kv-vs-relational" && no_servers {
         lines.push_str(
-            "no server targets: this runs kv-vs-relational on the in-process engines only; add servers with --spawn all (or --target NAME=URL), or try --quick first\n",
+            "no server targets: this runs kv-vs-relational on the in-process engines only; run it on servers instead with --spawn all (or --target NAME=URL; --with-study-targets keeps the engines beside them), or try --quick first\n",
         );
     }
     if estimate.total() > estimate::LONG_RUN_SECS && std::io::stdout().is_terminal() {
         lines.push_str(&format!("this run is long; {}\n", estimate::shorten_hint(plan)));
     }
     lines
+}
+
+/// `dbsweep studies`: each built-in study's name and description, or as JSON also its
+/// paper (the `[method]` lines), its own targets, the servers `--spawn all` starts and the
+/// systems it names that cannot run here.
+fn studies(format: StudiesFormat) -> Result<()> {
+    let mut out = String::new();
+    let mut listed = Vec::new();
+    for (name, _) in plan::BUILT_IN {
+        let study = plan::load_study(name)?;
+        let _ = writeln!(out, "{name:<18} {}", study.description);
+        listed.push(serde_json::json!({
+            "name": name,
+            "description": study.description,
+            "paper": study.method.as_ref().map(|m| &m.paper),
+            "targets": study.targets.iter().map(|t| &t.name).collect::<Vec<_>>(),
+            "spawn_all": plan::spawn_all(&study)?.iter().map(|k| k.name()).collect::<Vec<_>>(),
+            "unavailable": plan::unavailable_systems(&study)?
+                .into_iter()
+                .map(|(system, reason)| serde_json::json!({ "system": system, "reason": reason }))
+                .collect::<Vec<_>>(),
+            "experiments": study.experiments.iter().map(|e| &e.name).collect::<Vec<_>>(),
+        }));
+    }
+    if format == StudiesFormat::Json {
+        let json = serde_json::json!({ "studies": listed });
+        out = serde_json::to_string_pretty(&json).map_err(|e| Error::runtime(format!("cannot write the JSON: {e}")))? + "\n";
+    }
+    say(&out)
 }
 
 /// `dbsweep targets`: what `probe::probe_all` found, as text or JSON.
@@ -681,32 +718,36 @@ fn targets(format: probe::Format) -> Result<()> {
     let systems = runtime.block_on(probe::probe_all())?;
     if format == probe::Format::Json {
         let json = serde_json::json!({ "systems": systems });
-        println!("{}", serde_json::to_string_pretty(&json).map_err(|e| Error::runtime(format!("cannot write the JSON: {e}")))?);
-        return Ok(());
+        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::runtime(format!("cannot write the JSON: {e}")))?;
+        return say(&format!("{text}\n"));
     }
+    let mut out = String::new();
     let indent = " ".repeat(26 + 1 + 11 + 1 + 13 + 1);
-    println!("{:<26} {:<11} {:<13} version / why not", "URL", "system", "status");
+    let _ = writeln!(out, "{:<26} {:<11} {:<13} version / why not", "URL", "system", "status");
     for s in &systems {
         let detail = s.version.as_deref().or(s.reason.as_deref()).unwrap_or_default();
-        println!("{:<26} {:<11} {:<13} {detail}", s.scheme, s.system, s.status.word());
+        let _ = writeln!(out, "{:<26} {:<11} {:<13} {detail}", s.scheme, s.system, s.status.word());
         if !s.files.is_empty() {
             let files: Vec<String> = s.files.iter().map(|f| f.display().to_string()).collect();
-            println!("{indent}found: {}", files.join(", "));
+            let _ = writeln!(out, "{indent}found: {}", files.join(", "));
         }
-        println!("{indent}{}", s.description);
+        let _ = writeln!(out, "{indent}{}", s.description);
         if let Some(caps) = &s.capabilities {
             let ops: Vec<&str> = caps.ops.iter().map(|k| k.name()).collect();
             let queries: Vec<String> = caps.queries.iter().map(|q| format!("{q:?}")).collect();
-            println!("{indent}ops: {}{}", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
+            let _ = writeln!(out, "{indent}ops: {}{}", ops.join(" "), if caps.native_batch { "; native batches" } else { "" });
             if !queries.is_empty() {
-                println!("{indent}queries: {}", queries.join(" "));
+                let _ = writeln!(out, "{indent}queries: {}", queries.join(" "));
             }
         }
     }
     if systems.iter().any(|s| s.status == probe::Status::NotInstalled && s.spawn.is_some()) {
-        println!("\nnot installed: --spawn cannot start that server here; one you run yourself can still be named with --target NAME=URL");
+        let _ = writeln!(
+            out,
+            "\nnot installed: --spawn cannot start that server here; one you run yourself can still be named with --target NAME=URL"
+        );
     }
-    Ok(())
+    say(&out)
 }
 
 #[cfg(test)]

@@ -18,9 +18,14 @@ pub enum Command {
     // Negative numbers reach the value parsers, which say what is expected, instead of
     // being taken for unknown flags.
     #[command(allow_negative_numbers = true, after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
-    /// List the built-in studies.
-    Studies,
+    Run(Box<RunArgs>),
+    /// List the built-in studies and what each measures (as JSON also its paper, its own
+    /// targets, the servers `--spawn all` starts for it and its experiments).
+    Studies {
+        /// Output format (json: the same facts for scripts).
+        #[arg(short = 'f', long, value_enum, default_value_t = StudiesFormat::Text)]
+        format: StudiesFormat,
+    },
     /// List the systems dbsweep can benchmark: whether each is ready here (its server,
     /// client or library found, with its version) or what to install, and its capabilities.
     Targets {
@@ -35,7 +40,7 @@ pub enum Command {
     /// whether each throughput difference is significant (Welch's t interval on the runs).
     Compare {
         /// Two or more run directories written by `dbsweep run`; the first is the baseline.
-        #[arg(required = true, num_args = 2..)]
+        #[arg(required = true, num_args = 2.., value_name = "RUN_DIR")]
         dirs: Vec<PathBuf>,
         /// Output format.
         #[arg(short = 'f', long, value_enum, default_value_t = crate::report::compare::Format::Text)]
@@ -76,12 +81,23 @@ pub enum Command {
     },
 }
 
-/// Shown at the end of `run --help`.
-const RUN_EXAMPLES: &str = "\
+/// How `dbsweep studies` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StudiesFormat {
+    /// A line per study: its name and description.
+    Text,
+    /// `{"studies": [...]}`: name, description, paper, targets and servers, for scripts.
+    Json,
+}
+
+/// Shown at the end of `run --help`, and as EXAMPLES in the man pages.
+pub const RUN_EXAMPLES: &str = "\
 Examples:
   dbsweep run                                  the embedded study: in-process engines, no server
   dbsweep run -q                               a smoke run in seconds
-  dbsweep run kv-vs-relational -S all -q       also start throwaway PostgreSQL, MariaDB, Redis, ...
+  dbsweep run -S postgres,redis -q             the study on throwaway PostgreSQL, Redis
+  dbsweep run -S redis --with-study-targets    Redis beside the study's own in-process engines
+  dbsweep run kv-vs-relational -S all -q       the paper's systems as throwaway servers
   dbsweep run -t pg=postgres://bench@127.0.0.1:5432/bench -t sqlite -c 1,4,16 -n 50000
   dbsweep run ycsb -S redis -R 2000            YCSB A-F, open loop at 2,000 ops/s
   dbsweep run -e get,insert -r 5 -w 1 -o out   two experiments, 5 measured runs, into ./out
@@ -93,11 +109,13 @@ pub enum GenCommand {
     /// Keys 1..=N shuffled by Fisher-Yates from a seed, with their values, as CSV
     /// `key,value`: the rows the insert-find study stores (integer values).
     Keys {
+        /// How many keys.
+        #[arg(value_parser = count::<u64>)]
         n: u64,
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = whole::<u64>)]
         seed: u64,
         /// Text values of this many bytes instead of integers (the in-memory study's kind).
-        #[arg(long, value_name = "BYTES")]
+        #[arg(long, value_name = "BYTES", value_parser = whole::<usize>)]
         value_bytes: Option<usize>,
         /// Write to this file (atomically) instead of stdout.
         #[arg(short = 'o', long, value_name = "FILE")]
@@ -110,7 +128,7 @@ pub enum GenCommand {
     #[command(allow_negative_numbers = true)]
     Tpch {
         /// Scale factor (1 = about 1.1 GB of files).
-        #[arg(short = 's', long, value_name = "SF", default_value_t = 1.0)]
+        #[arg(short = 's', long, value_name = "SF", default_value_t = 1.0, value_parser = scale_factor)]
         scale: f64,
     },
 }
@@ -129,7 +147,10 @@ pub struct RunArgs {
     /// recordcount=5000. Properties dbsweep does not honour are listed as warnings.
     #[arg(short = 'p', value_name = "KEY=VALUE")]
     pub ycsb_properties: Vec<String>,
-    /// A target as NAME=URL (repeatable), e.g. pg=postgres://user@127.0.0.1:5432/db; replaces the study's targets.
+    /// A target as NAME=URL (repeatable), e.g. pg=postgres://user@127.0.0.1:5432/db. With
+    /// --target or --spawn the run measures exactly the systems named, beside the NO-DB
+    /// ceiling (nodb), on the study's experiments; the study's own targets run only with
+    /// --with-study-targets. Without either flag the study's targets run.
     // A URL may hold a password: the variable's value is never shown in help.
     #[arg(short = 't', long = "target", value_name = "NAME=URL", env = "DBSWEEP_TARGET", hide_env_values = true)]
     pub targets: Vec<String>,
@@ -143,7 +164,7 @@ pub struct RunArgs {
     #[arg(short = 'b', long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>, env = "DBSWEEP_BATCH")]
     pub batch: Option<Vec<usize>>,
     /// Range widths for range experiments, e.g. 1,10,100,1000.
-    #[arg(long, value_delimiter = ',', value_name = "LIST", env = "DBSWEEP_WIDTHS")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = count::<u64>, env = "DBSWEEP_WIDTHS")]
     pub widths: Option<Vec<u64>>,
     /// Data sizes for the insert-find sweeps: a list and/or start:end:step ranges, e.g.
     /// 100,1000 or 100:100000:100 (the study's full sweep).
@@ -174,7 +195,7 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>, env = "DBSWEEP_ROWS")]
     pub rows: Option<Vec<u64>>,
     /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
-    #[arg(short = 's', long, value_name = "SF", env = "DBSWEEP_SCALE")]
+    #[arg(short = 's', long, value_name = "SF", value_parser = scale_factor, env = "DBSWEEP_SCALE")]
     pub scale: Option<f64>,
     /// Seed for data and operations.
     #[arg(long, value_name = "N", value_parser = whole::<u64>, env = "DBSWEEP_SEED")]
@@ -185,10 +206,16 @@ pub struct RunArgs {
     /// A quick smoke run: fewer ops, rows and points (the study's [quick] values).
     #[arg(short = 'q', long, env = "DBSWEEP_QUICK", value_parser = BoolishValueParser::new())]
     pub quick: bool,
-    /// Start throwaway local servers and benchmark them too: postgres, mariadb, redis,
-    /// memcached, hyper, h2, cassandra, or all (comma-separated). They are stopped and removed afterwards.
+    /// Start throwaway local servers and benchmark them (comma-separated), or all (the
+    /// servers of the study's paper, else every one but the clusters); they are stopped and
+    /// removed afterwards. Like --target, this names what the run measures beside the
+    /// NO-DB ceiling: the study's own targets run only with --with-study-targets.
     #[arg(short = 'S', long, value_delimiter = ',', value_name = "SERVERS", env = "DBSWEEP_SPAWN")]
     pub spawn: Vec<String>,
+    /// With --target or --spawn: also run the study's own targets (the embedded study's
+    /// SQLite, DuckDB, MonetDB and redb, ...) beside the systems named.
+    #[arg(long, env = "DBSWEEP_WITH_STUDY_TARGETS", value_parser = BoolishValueParser::new())]
+    pub with_study_targets: bool,
     /// Directory for spawned servers' data (e.g. a tmpfs versus a disk). Several
     /// (comma-separated, each DIR or LABEL=DIR) make storage a sweep axis: every spawned
     /// server runs once per directory, as a target named SERVER-LABEL.
@@ -198,7 +225,7 @@ pub struct RunArgs {
     /// from each op's intended start. Several (comma-separated) make the rate a sweep axis:
     /// every point runs at each rate, and the report draws latency against throughput.
     /// Default: closed loop at maximum throughput.
-    #[arg(short = 'R', long, value_delimiter = ',', value_name = "OPS_PER_SEC", env = "DBSWEEP_RATE")]
+    #[arg(short = 'R', long, value_delimiter = ',', value_name = "OPS_PER_SEC", value_parser = rate, env = "DBSWEEP_RATE")]
     pub rate: Option<Vec<f64>>,
     /// Durability of every target that has a setting for it: none (nothing forced to
     /// disk), periodic (flushed about every second), commit (fsync at every commit).
@@ -208,11 +235,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LEVEL", env = "DBSWEEP_DURABILITY")]
     pub durability: Option<String>,
     /// Per-op timeout in seconds for network targets [default: 60].
-    #[arg(long, value_name = "SECONDS", env = "DBSWEEP_TIMEOUT")]
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "DBSWEEP_TIMEOUT")]
     pub timeout: Option<f64>,
     /// Latency over time: the interval of the HdrHistogram interval logs (`.hlog`) written
     /// for every measured run, in seconds; 0 writes none [default: 1].
-    #[arg(long, value_name = "SECONDS", env = "DBSWEEP_HLOG_INTERVAL")]
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "DBSWEEP_HLOG_INTERVAL")]
     pub hlog_interval: Option<f64>,
     /// Work in the namespace dbsweep_NAME (schema, database, keyspace, key prefix
     /// `dbsweep_NAME:`) instead of dbsweep, to run side by side with another dbsweep on
@@ -241,11 +268,13 @@ pub struct RunArgs {
     /// Under --precision: the longest a run lasts, e.g. 90s, 5m [default: 120s].
     #[arg(long, value_name = "DURATION", env = "DBSWEEP_MAX_TIME")]
     pub max_time: Option<String>,
-    /// Send every run's ops from N worker processes together (0 <= index < N): each
-    /// connects its share of the clients, all start at the coordinator's word (worker 0,
-    /// which loads the data, cleans up and writes the one report: histograms added,
-    /// throughput over the union of the workers' windows). Without a worker index this
-    /// process is worker 0 and starts workers 1..N on this machine.
+    /// Send every run's ops from N worker processes together, each with its share of the
+    /// clients, all starting at the coordinator's word. Worker 0, the coordinator, loads
+    /// the data, cleans up and writes the one report (histograms added, throughput over the
+    /// union of the workers' windows). Without a worker index (--worker, DBSWEEP_WORKER,
+    /// SLURM_PROCID, JOB_COMPLETION_INDEX) this process is worker 0 and starts the other
+    /// N-1 (indices 1 to N-1) on this machine as copies of itself with the same
+    /// arguments; --workers 1 starts none.
     #[arg(short = 'j', long, value_name = "N", value_parser = count::<usize>, env = "DBSWEEP_WORKERS")]
     pub workers: Option<usize>,
     /// This process's worker index (0: the coordinator); default from DBSWEEP_WORKER,
@@ -273,15 +302,35 @@ pub struct RunArgs {
 }
 
 /// A count of at least 1 (clients, batch sizes), with a message that says so for `-1`,
-/// `0` or `two`.
+/// `0` or `two`. Value parsers' messages name the value; `app` puts the flag before them.
 fn count<T: std::str::FromStr + PartialOrd + From<u8>>(text: &str) -> Result<T, String> {
     match text.trim().parse::<T>() {
         Ok(n) if n >= T::from(1) => Ok(n),
-        _ => Err("expected a whole number of at least 1, e.g. 4".into()),
+        _ => Err(format!("'{text}' is not a whole number of at least 1; use e.g. 4")),
     }
 }
 
 /// A whole number that may be 0 (warm-up runs, a seed, a worker index).
 fn whole<T: std::str::FromStr>(text: &str) -> Result<T, String> {
-    text.trim().parse::<T>().map_err(|_| "expected a whole number (0 or more), e.g. 3".into())
+    text.trim().parse::<T>().map_err(|_| format!("'{text}' is not a whole number (0 or more); use e.g. 3"))
+}
+
+/// A number (its syntax; the plan checks its range): `what` it is not, and `example`.
+fn number(text: &str, what: &str, example: &str) -> Result<f64, String> {
+    text.trim().parse::<f64>().map_err(|_| format!("'{text}' is not {what}; use {example}"))
+}
+
+/// `--rate`: ops per second (one of a comma-separated list).
+fn rate(text: &str) -> Result<f64, String> {
+    number(text, "a rate", "ops per second, e.g. --rate 1000 or --rate 1000,4000")
+}
+
+/// `--timeout`, `--hlog-interval`: seconds.
+fn seconds(text: &str) -> Result<f64, String> {
+    number(text, "a number of seconds", "e.g. 60 or 0.5")
+}
+
+/// `--scale`: a TPC-H scale factor.
+fn scale_factor(text: &str) -> Result<f64, String> {
+    number(text, "a scale factor", "e.g. 0.01 or 1")
 }

@@ -1,11 +1,10 @@
 //! The `dbsweep` binary: hands the arguments to the library and exits with its code.
+//!
+//! SIGPIPE stays ignored, as Rust sets it: a closed stdout (`dbsweep targets | head -1`)
+//! is a write error the commands treat as the reader wanting no more (they end quietly),
+//! and a peer closing a socket mid-write is an error of that connection, not the end of
+//! the run and its cleanup.
 
 fn main() {
-    // Die quietly when stdout is a closed pipe (`dbsweep targets | head`), like other Unix
-    // tools, instead of panicking on the failed write.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     std::process::exit(dbsweep::main(std::env::args_os()));
 }

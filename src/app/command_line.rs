@@ -2,50 +2,228 @@
 //! default study's values added to `run --help`, and the arguments of a run as recorded in
 //! its report (flags taken from `DBSWEEP_*` variables written out). Must not run anything.
 
+use crate::base::durability::Durability;
 use crate::cli::Cli;
 use crate::error::{Error, Result};
 use crate::plan;
+use crate::servers::ServerKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
 use std::ffi::OsString;
+use std::path::Path;
 
 /// dbsweep's clap command: `Cli` with, on `run`'s options whose default comes from the
-/// study, the value the default study gives them.
+/// study, the value the default study gives them; the servers `--spawn` starts listed
+/// from `ServerKind::ALL`; and the built-in studies, servers and durability levels
+/// offered to shell completion.
 pub fn command() -> clap::Command {
     // The built-in study always loads (a unit test says so); without it help only lacks
     // the values.
     let defaults = plan::defaults(plan::DEFAULT_STUDY).unwrap_or_default();
+    let studies: Vec<&'static str> = plan::BUILT_IN.iter().map(|(name, _)| *name).collect();
+    let servers: Vec<&'static str> = ServerKind::ALL.iter().map(|k| k.name()).collect();
+    let levels: Vec<&'static str> = Durability::ALL.iter().map(|d| d.name()).collect();
+    let spawnable = [servers.clone(), vec!["all"]].concat();
     Cli::command().mut_subcommand("run", |run| {
-        let run = run.mut_arg("study", |arg| with_note(arg, &format!("[default: {}]", plan::DEFAULT_STUDY)));
+        let run = run
+            .mut_arg("study", |arg| {
+                with_note(arg, &format!("[default: {}]", plan::DEFAULT_STUDY)).value_parser(Offered(studies)).hide_possible_values(true)
+            })
+            .mut_arg("spawn", |arg| {
+                with_note(arg, &format!("[servers: {}]", servers.join(", "))).value_parser(Offered(spawnable)).hide_possible_values(true)
+            })
+            .mut_arg("durability", |arg| arg.value_parser(Offered(levels)).hide_possible_values(true));
         defaults.iter().fold(run, |run, (id, value)| {
             run.mut_arg(*id, |arg| with_note(arg, &format!("[default: the study's; {}: {value}]", plan::DEFAULT_STUDY)))
         })
     })
 }
 
+/// A value parser that takes any text, as a plain string parser does (the plan checks it
+/// and says what is wrong: a study may also be a file, a list may hold `all`), and offers
+/// these values to shell completion.
+#[derive(Clone)]
+struct Offered(Vec<&'static str>);
+
+impl clap::builder::TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(&self, command: &clap::Command, arg: Option<&clap::Arg>, value: &std::ffi::OsStr) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(self.0.iter().map(|v| clap::builder::PossibleValue::new(*v))))
+    }
+}
+
+/// clap's error as one line: a bad value as `--flag: what is wrong`, missing arguments named
+/// with what they are, else clap's first line with the possible values and its tip ("a
+/// similar argument exists: '--clients'") when it gives them; then the usage when
+/// arguments are missing, and the help of the subcommand the user ran (in `args`, the
+/// program name first).
+pub fn one_line_error(e: &clap::Error, command: &clap::Command, args: &[OsString]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = e.to_string();
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let (subcommand, path) = subcommand_of(command, args);
+    let help = format!("see {} --help", path.join(" "));
+    let first = lines.first().copied().unwrap_or("bad arguments").trim_start_matches("error: ");
+    let source = std::error::Error::source(e).map(ToString::to_string);
+    let message = match (e.kind(), e.get(ContextKind::InvalidArg), source) {
+        (ErrorKind::ValueValidation, Some(ContextValue::String(arg)), Some(why)) => {
+            // "--rate <OPS_PER_SEC>" -> "--rate", "<N>" -> "N"; the parser's message names the value.
+            format!("{}: {why}", arg.split_whitespace().next().unwrap_or(arg).trim_start_matches('<').trim_end_matches('>'))
+        }
+        (ErrorKind::MissingRequiredArgument, Some(ContextValue::Strings(missing)), _) => {
+            let missing: Vec<String> = missing.iter().map(|a| format!("{a}{}", what_argument_is(subcommand, a))).collect();
+            let usage = lines.iter().find_map(|l| l.strip_prefix("Usage: ")).unwrap_or_default();
+            return format!("missing {} (usage: {usage}; {help})", missing.join(", "));
+        }
+        _ => first.to_string(),
+    };
+    let message = match lines.iter().find(|l| l.starts_with("[possible values: ")) {
+        Some(values) => format!("{message} {values}"),
+        None => message,
+    };
+    match lines.iter().find_map(|l| l.strip_prefix("tip: ")) {
+        Some(tip) => format!("{message} ({tip}; {help})"),
+        None => format!("{message} ({help})"),
+    }
+}
+
+/// The subcommand `args` name (the deepest, e.g. `gen keys`) and its path from the program
+/// name: `(run, ["dbsweep", "run"])`; the program itself when they name none.
+fn subcommand_of<'a>(command: &'a clap::Command, args: &[OsString]) -> (&'a clap::Command, Vec<&'a str>) {
+    let mut current = command;
+    let mut path = vec![command.get_name()];
+    for arg in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if let Some(sub) = current.find_subcommand(arg) {
+            current = sub;
+            path.push(sub.get_name());
+        }
+    }
+    (current, path)
+}
+
+/// ": two or more run directories written by `dbsweep run`": the first clause of the help
+/// of `command`'s argument shown as `shown` ("<RUN_DIR> <RUN_DIR>..."), or nothing.
+fn what_argument_is(command: &clap::Command, shown: &str) -> String {
+    let value_name = shown.trim_start_matches(['<', '[', '-']).split(['>', ']', ' ']).next().unwrap_or_default();
+    let help = command
+        .get_arguments()
+        .find(|a| a.get_value_names().is_some_and(|names| names.iter().any(|n| n.as_str() == value_name)) || a.get_id() == value_name)
+        .and_then(|a| a.get_help())
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    let clause = help.split(['.', ';']).next().unwrap_or_default().trim();
+    let mut chars = clause.chars();
+    match chars.next() {
+        Some(c) => format!(": {}{}", c.to_lowercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
+
 /// `dbsweep completions SHELL`: the shell's completion script on stdout.
 pub fn print_completions(shell: clap_complete::Shell) -> Result<()> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command(), "dbsweep", &mut script);
-    write_stdout(&script)
+    super::say(&String::from_utf8_lossy(&script))
 }
 
 /// `dbsweep man`: the man page (roff) on stdout, or every page (dbsweep.1 and one per
-/// subcommand) written into `dir`.
-pub fn man_pages(dir: Option<&std::path::Path>) -> Result<()> {
+/// subcommand, dbsweep-run.1, ...) written into `dir`.
+pub fn man_pages(dir: Option<&Path>) -> Result<()> {
+    let mut root = command().disable_help_subcommand(true);
+    root.build();
     let Some(dir) = dir else {
-        let mut page = Vec::new();
-        clap_mangen::Man::new(command()).render(&mut page).map_err(|e| Error::runtime(format!("cannot render the man page: {e}")))?;
-        return write_stdout(&page);
+        return super::say(&man_page(&root, &root)?);
     };
-    std::fs::create_dir_all(dir)
-        .and_then(|()| clap_mangen::generate_to(command(), dir))
-        .map_err(|e| Error::usage(format!("cannot write the man pages into {}: {e}; give a writable --dir", dir.display())))
+    let cannot = |e: std::io::Error| Error::usage(format!("cannot write the man pages into {}: {e}; give a writable --dir", dir.display()));
+    std::fs::create_dir_all(dir).map_err(cannot)?;
+    write_man_pages(&root, &root, dir).map_err(|e| match e {
+        PageError::Io(e) => cannot(e),
+        PageError::Render(e) => e,
+    })
 }
 
-fn write_stdout(bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    std::io::stdout().write_all(bytes).map_err(|e| Error::runtime(format!("cannot write to stdout: {e}")))
+/// A man page that could not be written: the directory's fault or the renderer's.
+enum PageError {
+    Io(std::io::Error),
+    Render(Error),
+}
+
+/// The pages of `command` and, before it, of each of its subcommands, into `dir`.
+fn write_man_pages(root: &clap::Command, command: &clap::Command, dir: &Path) -> Result<(), PageError> {
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_man_pages(root, sub, dir)?;
+    }
+    let name = command.get_display_name().unwrap_or(command.get_name());
+    let page = man_page(root, command).map_err(PageError::Render)?;
+    std::fs::write(dir.join(format!("{name}.1")), page).map_err(PageError::Io)
+}
+
+/// One man page: clap_mangen's sections (name, synopsis, description, options,
+/// subcommands, version) without its EXTRA section, then EXAMPLES (`run --help`'s
+/// examples, on `run`'s page and the main one), EXIT STATUS (`error::EXIT_CODES`) and
+/// ENVIRONMENT (the variables of the page's options; on the main page, every command's).
+fn man_page(root: &clap::Command, command: &clap::Command) -> Result<String> {
+    let is_root = std::ptr::eq(root, command);
+    let mut page = Vec::new();
+    let without_extra = command.clone().after_help(None::<&str>).after_long_help(None::<&str>);
+    clap_mangen::Man::new(without_extra).render(&mut page).map_err(|e| Error::runtime(format!("cannot render the man page: {e}")))?;
+    let mut page = String::from_utf8_lossy(&page).into_owned();
+    let run = root.find_subcommand("run");
+    if is_root || command.get_name() == "run" {
+        let examples = run.and_then(|r| r.get_after_help()).map(|h| h.to_string()).unwrap_or_default();
+        page.push_str(".SH EXAMPLES\n.nf\n");
+        for line in examples.lines().filter(|l| !l.trim().is_empty() && !l.ends_with("Examples:")) {
+            page.push_str(&roff_line(line.trim_start()));
+        }
+        page.push_str(".fi\n");
+    }
+    page.push_str(".SH \"EXIT STATUS\"\n");
+    for (code, meaning) in crate::error::EXIT_CODES {
+        page.push_str(&format!(".TP\n.B {code}\n{}", roff_line(meaning)));
+    }
+    let mut variables: Vec<(String, String)> = Vec::new();
+    let mut commands = vec![command];
+    while let Some(c) = commands.pop() {
+        for arg in c.get_arguments() {
+            let Some(var) = arg.get_env().map(|v| v.to_string_lossy().into_owned()) else { continue };
+            if variables.iter().any(|(v, _)| *v == var) {
+                continue;
+            }
+            let given_as = match arg.get_long() {
+                Some(long) => format!("--{long}"),
+                None => format!("the {} argument", arg.get_id().as_str().to_uppercase()),
+            };
+            let of = match is_root {
+                true => format!(" of {}(1)", c.get_display_name().unwrap_or(c.get_name())),
+                false => " (see OPTIONS)".to_string(),
+            };
+            variables.push((var, format!("Sets {given_as}{of}; given on the command line, the argument wins.")));
+        }
+        if is_root {
+            commands.extend(c.get_subcommands());
+        }
+    }
+    if !variables.is_empty() {
+        variables.sort();
+        page.push_str(".SH ENVIRONMENT\n");
+        for (var, meaning) in variables {
+            page.push_str(&format!(".TP\n.B {var}\n{}", roff_line(&meaning)));
+        }
+    }
+    Ok(page)
+}
+
+/// `text` as one roff text line: backslashes and hyphens escaped, a leading control
+/// character neutralised.
+fn roff_line(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    let guarded = if escaped.starts_with(['.', '\'']) { format!("\\&{escaped}") } else { escaped };
+    format!("{guarded}\n")
 }
 
 /// `arg` with `note` after its help (and its long help, when it has one).
@@ -96,6 +274,20 @@ pub fn with_env_flags(args: &[OsString], matches: &ArgMatches) -> Vec<OsString> 
     line
 }
 
+/// A run continues in its `--resume` directory: `DBSWEEP_OUT` does not apply to it.
+pub fn overridden_by_resume(run: &ArgMatches, id: &str) -> bool {
+    id == "out" && run.contains_id("resume")
+}
+
+/// `--resume DIR` continues in DIR: an `--out` given with it names a second directory.
+pub fn check_resume_without_out(matches: &ArgMatches) -> Result<(), String> {
+    let Some(("run", run)) = matches.subcommand() else { return Ok(()) };
+    if run.contains_id("resume") && run.value_source("out") == Some(ValueSource::CommandLine) {
+        return Err("--resume DIR continues the run in DIR: drop --out".into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,18 +305,4 @@ mod tests {
         assert!(help.contains("[env: DBSWEEP_CLIENTS"), "{help}");
         assert!(help.contains("-c, --clients"), "{help}");
     }
-}
-
-/// A run continues in its `--resume` directory: `DBSWEEP_OUT` does not apply to it.
-pub fn overridden_by_resume(run: &ArgMatches, id: &str) -> bool {
-    id == "out" && run.contains_id("resume")
-}
-
-/// `--resume DIR` continues in DIR: an `--out` given with it names a second directory.
-pub fn check_resume_without_out(matches: &ArgMatches) -> Result<(), String> {
-    let Some(("run", run)) = matches.subcommand() else { return Ok(()) };
-    if run.contains_id("resume") && run.value_source("out") == Some(ValueSource::CommandLine) {
-        return Err("--resume DIR continues the run in DIR: drop --out".into());
-    }
-    Ok(())
 }

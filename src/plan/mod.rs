@@ -23,13 +23,14 @@ use std::path::PathBuf;
 mod duration;
 pub mod estimate;
 mod experiments;
+pub mod method;
 mod resolve;
 pub mod shard;
 pub mod stopping;
 pub mod ycsb;
 pub mod ycsb_properties;
 
-pub use resolve::{defaults, resolve};
+pub use resolve::{defaults, resolve, spawn_all, unavailable_systems};
 
 /// One round of spawned servers: a label for their targets' names (`None` when only one
 /// data root is used) and where they keep their data.
@@ -128,7 +129,9 @@ pub struct StudyFile {
 pub struct StudyMethod {
     /// What the paper measured, and how.
     pub paper: String,
-    /// How dbsweep measures, where it differs from the paper.
+    /// How dbsweep measures, where it differs from the paper. `{runs}` (in either line)
+    /// becomes the runs the plan does, e.g. "3 runs after a warm-up" (`method::runs_clause`):
+    /// write "median and min-max of {runs}" rather than a count `--quick` or `--runs` changes.
     pub dbsweep: String,
 }
 
@@ -274,7 +277,8 @@ pub struct QuickOverrides {
 pub struct RunOptions {
     /// A built-in study name or a path to a TOML file.
     pub study: Option<String>,
-    /// `NAME=URL` (or a bare URL/scheme, named after its scheme).
+    /// `NAME=URL` (or a bare URL/scheme, named after its scheme): with `spawn`, the
+    /// systems the run measures (beside the NO-DB ceiling) instead of the study's.
     pub targets: Vec<String>,
     pub experiments: Option<Vec<String>>,
     pub clients: Option<Vec<usize>>,
@@ -307,8 +311,12 @@ pub struct RunOptions {
     pub rate: Option<Vec<f64>>,
     /// `--durability none|periodic|commit`, over the study's.
     pub durability: Option<String>,
-    /// Throwaway servers to start (`postgres,redis` or `all`); their targets are added.
+    /// Throwaway servers to start (`postgres,redis` or `all`): with `targets`, the systems
+    /// the run measures (beside the NO-DB ceiling) instead of the study's.
     pub spawn: Vec<String>,
+    /// `--with-study-targets`: keep the study's own targets beside those named with
+    /// `--target`/`--spawn`.
+    pub with_study_targets: bool,
     /// Where spawned servers keep their data (e.g. a tmpfs or a disk): `DIR` or
     /// `LABEL=DIR`; several make storage a sweep axis (each server runs once per root).
     pub data_roots: Vec<String>,
@@ -360,7 +368,7 @@ pub struct Plan {
     pub durability: Option<Durability>,
     /// Systems of the study that cannot run here, with the reason.
     pub unavailable: Vec<(String, String)>,
-    /// Servers to start for this run; their targets are added when they are up.
+    /// Servers to start for this run; their targets join `targets` when they are up.
     pub spawn: Vec<ServerKind>,
     /// Where spawned servers keep their data; each server runs once per root. Empty: the
     /// system's temporary directory.
@@ -659,6 +667,7 @@ mod tests {
         let opts = |shard: Option<&str>, out: Option<&str>, seed: u64| RunOptions {
             study: Some("in-memory".into()),
             spawn: vec!["redis".into(), "postgres".into()],
+            with_study_targets: true,
             shard: shard.map(str::to_string),
             out: out.map(PathBuf::from),
             seed: Some(seed),

@@ -8,11 +8,12 @@
 //! study and YCSB workload files.
 
 use super::experiments::{self, ExperimentScope};
+use super::method::and_list;
 use super::{
     DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
     stopping, ycsb,
 };
-use super::{duration, estimate};
+use super::{duration, estimate, method};
 use crate::adapter::lease::Namespace;
 use crate::base::durability::Durability;
 use crate::data::{DataSpec, RecordCounts};
@@ -42,6 +43,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let rows = opts.rows.clone().or(from_ycsb.records.clone());
     let mut data = sized_data(opts, &study, &quick, rows.as_deref())?;
     let targets = plan_targets(opts, &study)?;
+    let description = run_description(opts, &study, &spawn, &data_roots)?;
     let scope = ExperimentScope {
         study: &study,
         only: opts.experiments.as_deref(),
@@ -74,7 +76,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
 
     let mut plan = Plan {
         study: study.name,
-        description: study.description,
+        description,
         seed: settings.seed,
         runs: settings.runs,
         warmup: settings.warmup,
@@ -105,6 +107,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         let secs = stopping::parse_duration("--budget", budget)?;
         plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
     }
+    // After --budget, which may shorten the runs the method lines state.
+    plan.method = method::fill(plan.method.take(), &plan.experiments, plan.precision);
     plan.hash = shard::plan_hash(&plan.to_json());
     if let Some(text) = &opts.shard {
         plan.shard = Some(shard::select(&plan.work_units(), shard::parse(text)?));
@@ -315,7 +319,7 @@ fn hlog_interval(opts: &RunOptions) -> Result<Option<std::time::Duration>> {
 /// The per-op timeout in seconds (`--timeout`, default 60).
 fn op_timeout(opts: &RunOptions) -> Result<f64> {
     let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
-    if !(timeout_secs > 0.0) {
+    if timeout_secs.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return Err(Error::usage("--timeout must be a positive number of seconds"));
     }
     Ok(timeout_secs)
@@ -326,14 +330,7 @@ fn spawned_servers(opts: &RunOptions, study: &StudyFile) -> Result<Vec<ServerKin
     for name in study.spawn_target_options.keys() {
         name.parse::<ServerKind>().map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
     }
-    let all_kinds: Vec<ServerKind> = match &study.spawn_all {
-        // A cluster is one more deployment of a system, of several processes: named on its own.
-        None => ServerKind::ALL.into_iter().filter(|k| !k.is_cluster()).collect(),
-        Some(names) => names
-            .iter()
-            .map(|n| n.parse().map_err(|e: Error| Error::usage(format!("study '{}': spawn_all: {e}", study.name))))
-            .collect::<Result<_>>()?,
-    };
+    let all_kinds = spawn_all(study)?;
     let mut spawn: Vec<ServerKind> = Vec::new();
     for name in &opts.spawn {
         let kinds: Vec<ServerKind> = if name.trim() == "all" { all_kinds.clone() } else { vec![name.parse()?] };
@@ -344,6 +341,18 @@ fn spawned_servers(opts: &RunOptions, study: &StudyFile) -> Result<Vec<ServerKin
         }
     }
     Ok(spawn)
+}
+
+/// The servers `--spawn all` starts for `study`: its `spawn_all` (its paper's systems),
+/// else every kind but the clusters.
+pub fn spawn_all(study: &StudyFile) -> Result<Vec<ServerKind>> {
+    match &study.spawn_all {
+        // A cluster is one more deployment of a system, of several processes: named on its own.
+        None => Ok(ServerKind::ALL.into_iter().filter(|k| !k.is_cluster()).collect()),
+        Some(names) => {
+            names.iter().map(|n| n.parse().map_err(|e: Error| Error::usage(format!("study '{}': spawn_all: {e}", study.name)))).collect()
+        }
+    }
 }
 
 /// `--data-root` directories, each with a label of its own; only for spawned servers.
@@ -460,14 +469,25 @@ fn sized_data(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, rows
     Ok(data)
 }
 
-/// The `--target`s (else the study's), with the NO-DB ceiling first unless one is given;
-/// names are unique.
+/// Whether the user named the systems to run (`--target`, `--spawn`): then the run
+/// measures those, and the study's own targets only with `--with-study-targets`.
+fn names_targets(opts: &RunOptions) -> bool {
+    !opts.targets.is_empty() || !opts.spawn.is_empty()
+}
+
+/// The plan's targets before spawned servers join: the study's unless the user named
+/// systems (`--target`/`--spawn`; `--with-study-targets` keeps the study's too), then the
+/// `--target`s, with the NO-DB ceiling first unless one is given; names are unique.
 fn plan_targets(opts: &RunOptions, study: &StudyFile) -> Result<Vec<TargetSpec>> {
-    let mut targets: Vec<TargetSpec> = if opts.targets.is_empty() {
-        study.targets.iter().map(|t| parse_target(&format!("{}={}", t.name, t.url))).collect::<Result<_>>()?
-    } else {
-        opts.targets.iter().map(|t| parse_target(t)).collect::<Result<_>>()?
-    };
+    let mut targets: Vec<TargetSpec> = Vec::new();
+    if !names_targets(opts) || opts.with_study_targets {
+        for t in &study.targets {
+            targets.push(parse_target(&format!("{}={}", t.name, t.url))?);
+        }
+    }
+    for t in &opts.targets {
+        targets.push(parse_target(t)?);
+    }
     // The NO-DB ceiling is measured in every run, with the same settings.
     if !targets.iter().any(|t| t.url.scheme() == "nodb") {
         targets.insert(0, parse_target("nodb=nodb:")?);
@@ -480,8 +500,49 @@ fn plan_targets(opts: &RunOptions, study: &StudyFile) -> Result<Vec<TargetSpec>>
     Ok(targets)
 }
 
+/// What the run measures, for the report's title and the console: the study's description
+/// when it runs the study's targets, else the study's experiments on the systems the user
+/// named (`--target` names, `--spawn` servers, in that order) and, with
+/// `--with-study-targets`, its own.
+fn run_description(opts: &RunOptions, study: &StudyFile, spawn: &[ServerKind], data_roots: &[DataRoot]) -> Result<String> {
+    if !names_targets(opts) {
+        return Ok(study.description.clone());
+    }
+    let is_ceiling = |t: &TargetSpec| t.url.scheme() == "nodb";
+    let mut named: Vec<String> = Vec::new();
+    for t in &opts.targets {
+        let t = parse_target(t)?;
+        if !is_ceiling(&t) {
+            named.push(t.name);
+        }
+    }
+    let roots: Vec<&str> = data_roots.iter().map(|r| r.label.as_str()).collect();
+    for kind in spawn {
+        named.push(match roots.len() {
+            0 | 1 => kind.name().to_string(),
+            _ => format!("{} (on {})", kind.name(), and_list(&roots)),
+        });
+    }
+    let mut own: Vec<String> = Vec::new();
+    if opts.with_study_targets {
+        for t in &study.targets {
+            let t = parse_target(&format!("{}={}", t.name, t.url))?;
+            if !is_ceiling(&t) {
+                own.push(t.name);
+            }
+        }
+    }
+    let systems = match (named.as_slice(), own.as_slice()) {
+        ([], []) => return Ok(format!("The {} study's experiments on the NO-DB ceiling alone", study.name)),
+        (named, []) => and_list(named),
+        ([], own) => format!("its own {}", and_list(own)),
+        (named, own) => format!("{}, and on its own {}", and_list(named), and_list(own)),
+    };
+    Ok(format!("The {} study's experiments on {systems}, with the NO-DB ceiling", study.name))
+}
+
 /// The study's systems that cannot run here, each with the registry's reason.
-fn unavailable_systems(study: &StudyFile) -> Result<Vec<(String, String)>> {
+pub fn unavailable_systems(study: &StudyFile) -> Result<Vec<(String, String)>> {
     let mut unavailable = Vec::new();
     for system in &study.unavailable {
         let entry = crate::adapter::registry::SYSTEMS.iter().find(|s| s.system == system.as_str());
@@ -549,6 +610,93 @@ mod tests {
             assert!(!plan.experiments.is_empty());
             assert_eq!(plan.targets[0].name, "nodb");
         }
+    }
+
+    /// The targets a run of `study` measures with these `--target`s, `--spawn`s and
+    /// `--with-study-targets`, in order (spawned servers' targets as they will be named).
+    fn targets_of(study: &str, targets: &[&str], spawn: &[&str], with_study_targets: bool) -> Vec<String> {
+        let opts = RunOptions {
+            study: Some(study.into()),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            spawn: spawn.iter().map(|s| s.to_string()).collect(),
+            with_study_targets,
+            ..Default::default()
+        };
+        resolve(&opts).unwrap().target_names()
+    }
+
+    #[test]
+    fn a_run_measures_the_systems_named_beside_the_no_db_ceiling() {
+        let embedded = ["nodb", "sqlite", "duckdb", "monetdb", "redb"];
+        assert_eq!(targets_of("embedded", &[], &[], false), embedded, "no flags: the study's targets");
+        assert_eq!(targets_of("embedded", &[], &[], true), embedded, "nothing named: --with-study-targets changes nothing");
+        assert_eq!(
+            targets_of("embedded", &[], &["postgres", "redis", "mariadb"], false),
+            ["nodb", "pg-row", "pg-hstore", "pg-jsonb", "redis", "mariadb"],
+            "--spawn only"
+        );
+        assert_eq!(targets_of("embedded", &["lite=sqlite:", "duck=duckdb:"], &[], false), ["nodb", "lite", "duck"], "--target only");
+        assert_eq!(targets_of("ycsb", &["lite=sqlite:"], &["redis", "ledisdb"], false), ["nodb", "lite", "redis", "ledisdb"], "both");
+        assert_eq!(
+            targets_of("ycsb", &["lite=sqlite:"], &["redis"], true),
+            ["nodb", "sqlite", "duckdb", "redb", "lite", "redis"],
+            "--with-study-targets: the study's, then those named"
+        );
+        assert_eq!(
+            targets_of("embedded", &["ceiling=nodb:", "lite=sqlite:"], &[], false),
+            ["ceiling", "lite"],
+            "a NO-DB target given is the ceiling"
+        );
+        // A paper study's `--spawn all`: the servers its paper compares (`spawn_all`), none of its engines.
+        assert_eq!(
+            targets_of("in-memory", &[], &["all"], false),
+            ["nodb", "pg-row", "pg-hstore", "pg-jsonb", "mariadb", "redis", "memcached", "hyper", "h2", "cassandra", "ferretdb"]
+        );
+        assert_eq!(
+            targets_of("insert-find", &[], &["all"], false),
+            [
+                "nodb",
+                "pg-row",
+                "pg-hstore",
+                "pg-jsonb",
+                "mariadb",
+                "mariadb-cli",
+                "redis",
+                "redis-cli",
+                "memcached",
+                "hyper",
+                "h2",
+                "cassandra",
+                "ledisdb"
+            ],
+            "with the study's command-line clients of the servers named"
+        );
+        let e =
+            resolve(&RunOptions { targets: vec!["sqlite=sqlite:".into()], with_study_targets: true, ..Default::default() }).unwrap_err();
+        assert_eq!(e.to_string(), "target name 'sqlite' is used twice; name targets with --target NAME=URL");
+    }
+
+    #[test]
+    fn the_description_says_what_ran() {
+        let plan = |targets: &[&str], spawn: &[&str], with_study_targets: bool| {
+            let opts = RunOptions {
+                targets: targets.iter().map(|t| t.to_string()).collect(),
+                spawn: spawn.iter().map(|s| s.to_string()).collect(),
+                with_study_targets,
+                ..Default::default()
+            };
+            resolve(&opts).unwrap()
+        };
+        let study = load_study(DEFAULT_STUDY).unwrap();
+        assert_eq!(plan(&[], &[], false).description, study.description, "the study's targets: the study's own words");
+        let servers = plan(&[], &["postgres", "redis", "mariadb"], false);
+        assert_eq!(servers.description, "The embedded study's experiments on postgres, redis and mariadb, with the NO-DB ceiling");
+        assert_eq!(servers.to_json()["description"], servers.description.as_str(), "saved in the report's plan");
+        assert_eq!(
+            plan(&["lite=sqlite:"], &["redis"], true).description,
+            "The embedded study's experiments on lite and redis, and on its own sqlite, duckdb, monetdb and redb, with the NO-DB ceiling"
+        );
+        assert_eq!(plan(&["nodb"], &[], false).description, "The embedded study's experiments on the NO-DB ceiling alone");
     }
 
     #[test]

@@ -332,7 +332,7 @@ mod tests {
         let (study, files) = study_and_files(Some(file.to_str().unwrap()), &[], false);
         assert_eq!(study.as_deref(), Some("ycsb"));
         assert_eq!(files, vec![file.clone()]);
-        let (study, files) = study_and_files(None, &[file.clone()], false);
+        let (study, files) = study_and_files(None, std::slice::from_ref(&file), false);
         assert_eq!((study.as_deref(), files.len()), (Some("ycsb"), 1));
         assert_eq!(study_and_files(None, &[], true).0.as_deref(), Some("ycsb"));
         assert_eq!(study_and_files(Some("embedded"), &[], false).0.as_deref(), Some("embedded"));

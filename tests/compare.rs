@@ -95,7 +95,12 @@ fn an_a_a_pair_calls_almost_nothing_and_an_a_b_pair_calls_the_real_change() {
     let rows = tested(&ab);
     let (hit, missed): (Vec<_>, Vec<_>) = rows.iter().filter(|r| touched(&r.0, &r.1)).partition(|r| r.2 == "faster");
     assert!(hit.len() >= 6, "redb's inserts and deletes are tested: {rows:?}");
-    assert!(hit.len() * 10 >= (hit.len() + missed.len()) * 9, "A/B: the change is called on {} of {}: {missed:?}", hit.len(), hit.len() + missed.len());
+    assert!(
+        hit.len() * 10 >= (hit.len() + missed.len()) * 9,
+        "A/B: the change is called on {} of {}: {missed:?}",
+        hit.len(),
+        hit.len() + missed.len()
+    );
 }
 
 /// The A/A pair's median interval (high / low) at most: see bench/README.md for the

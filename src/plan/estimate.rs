@@ -245,7 +245,7 @@ mod tests {
             spawn: vec!["all".into()],
             ..Default::default()
         }));
-        assert!(full.total() > 24.0 * 3600.0, "{}", human(full.total()));
+        assert!(full.total() > 12.0 * 3600.0, "{}", human(full.total()));
         // Every spawned target has an estimate, named as the run will name it.
         assert!(full.per_target.iter().any(|(n, _)| n == "pg-jsonb"));
     }

@@ -92,8 +92,9 @@ pub struct StudyFile {
     /// Systems the study compares that cannot run here; reported with the reason.
     #[serde(default)]
     pub unavailable: Vec<String>,
-    /// The servers `--spawn all` starts for this study (names as for `--spawn`); absent =
-    /// every kind dbsweep can start.
+    /// The servers `--spawn all` starts for this study (names as for `--spawn`): a paper
+    /// study's are the paper's systems (with its targets marked `paper`); absent = every
+    /// kind dbsweep can start.
     #[serde(default)]
     pub spawn_all: Option<Vec<String>>,
     /// A lifecycle study: for each size N, every run starts from an empty table and runs
@@ -209,6 +210,10 @@ pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
 pub struct TargetEntry {
     pub name: String,
     pub url: String,
+    /// One of the paper's systems (a paper study's embedded engine, e.g. MonetDB in
+    /// kv-vs-relational): it runs with `--spawn all` (the paper's systems) too.
+    #[serde(default)]
+    pub paper: bool,
 }
 
 /// Which sweep a point belongs to.

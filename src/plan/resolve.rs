@@ -476,12 +476,14 @@ fn names_targets(opts: &RunOptions) -> bool {
 }
 
 /// The plan's targets before spawned servers join: the study's unless the user named
-/// systems (`--target`/`--spawn`; `--with-study-targets` keeps the study's too), then the
+/// systems (`--target`/`--spawn`; `--with-study-targets` keeps the study's too, `--spawn
+/// all` the study's targets that are the paper's systems), then the
 /// `--target`s, with the NO-DB ceiling first unless one is given; names are unique.
 fn plan_targets(opts: &RunOptions, study: &StudyFile) -> Result<Vec<TargetSpec>> {
     let mut targets: Vec<TargetSpec> = Vec::new();
-    if !names_targets(opts) || opts.with_study_targets {
-        for t in &study.targets {
+    let spawn_all = opts.spawn.iter().any(|s| s == "all");
+    for t in &study.targets {
+        if !names_targets(opts) || opts.with_study_targets || (spawn_all && t.paper) {
             targets.push(parse_target(&format!("{}={}", t.name, t.url))?);
         }
     }
@@ -647,29 +649,17 @@ mod tests {
             ["ceiling", "lite"],
             "a NO-DB target given is the ceiling"
         );
-        // A paper study's `--spawn all`: the servers its paper compares (`spawn_all`), none of its engines.
-        assert_eq!(
-            targets_of("in-memory", &[], &["all"], false),
-            ["nodb", "pg-row", "pg-hstore", "pg-jsonb", "mariadb", "redis", "memcached", "hyper", "h2", "cassandra", "ferretdb"]
-        );
+        // A paper study's `--spawn all`: the systems its paper compares (`spawn_all`, and
+        // its engines marked `paper`), none of its other engines.
+        assert_eq!(targets_of("in-memory", &[], &["all"], false), ["nodb", "redis", "memcached", "ferretdb", "cassandra", "h2"]);
         assert_eq!(
             targets_of("insert-find", &[], &["all"], false),
-            [
-                "nodb",
-                "pg-row",
-                "pg-hstore",
-                "pg-jsonb",
-                "mariadb",
-                "mariadb-cli",
-                "redis",
-                "redis-cli",
-                "memcached",
-                "hyper",
-                "h2",
-                "cassandra",
-                "ledisdb"
-            ],
+            ["nodb", "mariadb", "mariadb-cli", "redis", "redis-cli"],
             "with the study's command-line clients of the servers named"
+        );
+        assert_eq!(
+            targets_of("kv-vs-relational", &[], &["all"], false),
+            ["nodb", "monetdb", "pg-row", "pg-hstore", "pg-jsonb", "redis", "hyper"]
         );
         let e =
             resolve(&RunOptions { targets: vec!["sqlite=sqlite:".into()], with_study_targets: true, ..Default::default() }).unwrap_err();
@@ -705,12 +695,19 @@ mod tests {
             let opts = RunOptions { study: Some(study.into()), spawn: vec!["all".into()], ..Default::default() };
             resolve(&opts).unwrap().spawn
         };
-        let ycsb = spawned("ycsb");
-        assert!(ycsb.contains(&ServerKind::Redis) && ycsb.contains(&ServerKind::LedisDb), "{ycsb:?}");
-        assert!(spawned("insert-find").contains(&ServerKind::LedisDb));
-        assert!(spawned("in-memory").contains(&ServerKind::FerretDb));
-        let kv = spawned("kv-vs-relational");
-        assert!(kv.contains(&ServerKind::Redis) && !kv.contains(&ServerKind::LedisDb) && !kv.contains(&ServerKind::FerretDb), "{kv:?}");
+        // A paper study's `all` is the paper's systems (stand-ins where they cannot run here).
+        use ServerKind::*;
+        assert_eq!(spawned("ycsb"), [Redis, LedisDb]);
+        assert_eq!(spawned("insert-find"), [Mariadb, Redis]);
+        assert_eq!(spawned("in-memory"), [Redis, Memcached, FerretDb, Cassandra, H2]);
+        assert_eq!(spawned("kv-vs-relational"), [Postgres, Redis, Hyper]);
+        // ... with the paper's embedded engine, and none of the study's other engines.
+        let opts = RunOptions { study: Some("kv-vs-relational".into()), spawn: vec!["all".into()], ..Default::default() };
+        let names: Vec<String> = resolve(&opts).unwrap().targets.iter().map(|t| t.name.clone()).collect();
+        assert_eq!(names, ["nodb", "monetdb"]);
+        let opts = RunOptions { study: Some("kv-vs-relational".into()), spawn: vec!["redis".into()], ..Default::default() };
+        let names: Vec<String> = resolve(&opts).unwrap().targets.iter().map(|t| t.name.clone()).collect();
+        assert_eq!(names, ["nodb"], "a named server alone is what the user named");
         let opts = RunOptions { study: Some("ycsb".into()), spawn: vec!["ledisdb".into()], ..Default::default() };
         assert_eq!(resolve(&opts).unwrap().spawn, vec![ServerKind::LedisDb]);
     }

@@ -148,7 +148,9 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             report::exports::write_all(&dir, &mut report)?;
             report::write_all(&dir, &report)?;
             print!("{}", report::console::render(&report));
-            println!("\nre-rendered {} and {} in {} from {}", report::RESULTS_CSV, report::REPORT_HTML, dir.display(), report::REPORT_JSON);
+            let (csv, ops, html) = (report::RESULTS_CSV, report::RESULTS_OPS_CSV, report::REPORT_HTML);
+            let line = format!("\nre-rendered {csv}, {ops} and {html} in {} from {}\n", dir.display(), report::REPORT_JSON);
+            print!("{}", report::console::fit(&line, report::console::width()));
             Ok(())
         }
     }
@@ -196,7 +198,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     };
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
-        eprintln!("dbsweep: warning: {w}");
+        eprint!("{}", report::console::fit(&format!("dbsweep: warning: {w}\n"), report::console::width()));
     }
     let role = Role::resolve(args.workers, args.worker, args.coordinator.clone(), |k| std::env::var(k).ok())?;
     if role.is_some() {
@@ -246,7 +248,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         server_pids: BTreeMap::new(),
         holder: Holder::this_process(),
         workers: None,
-        on_leases_taken: Some(Box::new(move || print!("{announcement}"))),
+        on_leases_taken: Some(Box::new(move || print!("{}", report::console::fit(&announcement, report::console::width())))),
     };
     let watched = runtime.block_on(async {
         let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
@@ -263,7 +265,8 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     let (report, dir) = watched?;
     print!("{}", report::console::render(&report));
-    println!("\nresults: {}/{{{},{},{}}}", dir.display(), report::REPORT_JSON, report::RESULTS_CSV, report::REPORT_HTML);
+    let files = [report::REPORT_JSON, report::RESULTS_CSV, report::RESULTS_OPS_CSV, report::REPORT_HTML].join(",");
+    print!("{}", report::console::fit(&format!("\nresults: {}/{{{files}}}\n", dir.display()), report::console::width()));
     finish(&report)
 }
 

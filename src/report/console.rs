@@ -94,8 +94,8 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     lines
 }
 
-/// Every line of `text` wrapped to `width`, each continuation indented two spaces more
-/// than its line; a trailing newline is kept.
+/// Every line of `text` longer than `width` wrapped, each continuation indented two
+/// spaces more than its line; a trailing newline is kept.
 pub fn fit(text: &str, width: usize) -> String {
     let mut out = String::new();
     for line in text.lines() {
@@ -109,6 +109,12 @@ pub fn fit(text: &str, width: usize) -> String {
 
 /// Appends `line` wrapped to `width`, its continuations indented two spaces more than it.
 fn push_wrapped(out: &mut String, line: &str, width: usize) {
+    if columns_of(line) <= width {
+        // As it is, its spacing kept.
+        out.push_str(line.trim_end());
+        out.push('\n');
+        return;
+    }
     let body = line.trim_start_matches(' ');
     let indent = &line[..line.len() - body.len()];
     for l in wrap(body, width, indent, &format!("{indent}  ")) {
@@ -382,21 +388,35 @@ pub fn point_line(p: &PointResult, lifecycle: bool) -> String {
 }
 
 /// The headings of a table by targets: of its labels' column when targets are columns,
-/// and of the labels' and the values' columns when each target is a row.
+/// of the targets' column when the labels are columns, and of the labels' and the values'
+/// columns when each label and target is a row.
 struct Headings<'a> {
     corner: &'a str,
+    by_target: &'a str,
     labels: &'a str,
     values: &'a str,
 }
 
 /// Appends a table of `rows` (a label and one cell per target, empty where the target
-/// has none) by `targets`: targets as columns when that fits `width`, else one row per
-/// label and target.
+/// has none) by `targets`, the first of these that fits `width`: targets as columns; targets
+/// as rows and labels as columns; one row per label and target, wrapped to fit.
 fn write_grid(out: &mut String, width: usize, headings: Headings, rows: &[(String, Vec<String>)], targets: &[String]) {
     let mut wide: Vec<Vec<String>> = vec![std::iter::once(headings.corner.to_string()).chain(targets.iter().cloned()).collect()];
     wide.extend(rows.iter().map(|(label, cells)| std::iter::once(label.clone()).chain(cells.iter().cloned()).collect()));
     if table_width(&wide) <= width {
         write_table(out, &wide);
+        return;
+    }
+    let mut turned: Vec<Vec<String>> =
+        vec![std::iter::once(headings.by_target.to_string()).chain(rows.iter().map(|(label, _)| label.clone())).collect()];
+    turned.extend(
+        targets
+            .iter()
+            .enumerate()
+            .map(|(t, target)| std::iter::once(target.clone()).chain(rows.iter().map(|(_, cells)| cells[t].clone())).collect()),
+    );
+    if table_width(&turned) <= width {
+        write_table(out, &turned);
         return;
     }
     let mut long: Vec<Vec<String>> = vec![vec![headings.labels.to_string(), "target".to_string(), headings.values.to_string()]];
@@ -505,7 +525,7 @@ pub fn render_width(report: &Report, width: usize) -> String {
             .iter()
             .map(|label| (label.clone(), targets.iter().map(|t| at(t, label).map(|p| cell(p, lifecycle)).unwrap_or_default()).collect()))
             .collect();
-        write_grid(&mut out, width, Headings { corner: "point", labels: "point", values: "result" }, &rows, &targets);
+        write_grid(&mut out, width, Headings { corner: "point", by_target: "target", labels: "point", values: "result" }, &rows, &targets);
         answers(&mut out, report, &points, width);
         if exp == crate::plan::FLOOR_EXPERIMENT {
             for line in ECHO_FLOOR_MEANING {
@@ -536,7 +556,7 @@ pub fn render_width(report: &Report, width: usize) -> String {
                     rows.push((format!("{label} {}", kind.name()), cells));
                 }
             }
-            let headings = Headings { corner: "point", labels: "point", values: "ops/s of the type, p99" };
+            let headings = Headings { corner: "point", by_target: "target", labels: "point", values: "ops/s of the type, p99" };
             write_grid(&mut out, width, headings, &rows, &targets);
         }
         if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some())) {
@@ -552,7 +572,8 @@ pub fn render_width(report: &Report, width: usize) -> String {
                 "  memory change over the operation (median of the measured runs): client (the paper's metric) / server process (PSS) / engine-reported; <noise: within one page or half the runs' spread, or runs disagree in sign",
                 width,
             );
-            let headings = Headings { corner: "memory Δ", labels: "point", values: "memory Δ client / server / engine" };
+            let headings =
+                Headings { corner: "memory Δ", by_target: "memory Δ", labels: "point", values: "memory Δ client / server / engine" };
             write_grid(&mut out, width, headings, &rows, &targets);
         }
     }
@@ -608,7 +629,15 @@ fn findings(out: &mut String, findings: &Findings, width: usize) {
                 text
             })
             .collect();
-        push_wrapped(out, &format!("    {}", standings.join(" · ")), width);
+        // On one line when it fits, else one standing a line, in their order.
+        let line = format!("    {}", standings.join(" · "));
+        if columns_of(&line) <= width {
+            push_wrapped(out, &line, width);
+        } else {
+            for (rank, standing) in standings.iter().enumerate() {
+                push_wrapped(out, &format!("    {}. {standing}", rank + 1), width);
+            }
+        }
     }
     let mut rows: Vec<(String, Vec<String>)> = findings
         .experiments
@@ -616,7 +645,7 @@ fn findings(out: &mut String, findings: &Findings, width: usize) {
         .map(|e| (e.experiment.clone(), findings.targets.iter().map(|t| Findings::relative_text(e, t)).collect()))
         .collect();
     rows.push(("geometric mean".to_string(), findings.overall.iter().map(|o| o.text()).collect()));
-    let headings = Headings { corner: "time vs fastest", labels: "experiment", values: "time vs fastest" };
+    let headings = Headings { corner: "time vs fastest", by_target: "time vs fastest", labels: "experiment", values: "time vs fastest" };
     write_grid(out, width, headings, &rows, &findings.targets);
     if let Some(note) = &findings.durability_note {
         push_wrapped(out, &format!("  {note}"), width);
@@ -818,13 +847,22 @@ mod tests {
     #[test]
     fn targets_are_columns_when_they_fit_and_rows_when_not() {
         let report = golden();
+        // The table header under an experiment's title, as words.
+        let header = |text: &str, experiment: &str| -> Vec<String> {
+            let at = text.find(&format!("\n{experiment} (")).unwrap();
+            text[at..].lines().nth(2).unwrap().split_whitespace().map(String::from).collect()
+        };
         let wide = render_width(&report, WIDE);
-        let header = wide.lines().find(|l| l.starts_with("  point ")).unwrap();
-        assert!(["nodb", "sqlite", "duckdb", "redb"].iter().all(|t| header.contains(t)), "{header}");
+        assert_eq!(header(&wide, "insert"), ["point", "nodb", "sqlite", "duckdb", "redb"]);
         let narrow = render_width(&report, 100);
-        let header = narrow.lines().find(|l| l.starts_with("  point ")).unwrap();
-        assert_eq!(header.split_whitespace().collect::<Vec<_>>(), ["point", "target", "result"]);
-        // One row per point and target, each with its result.
+        // Two points fit as columns, with the targets as rows.
+        assert_eq!(header(&narrow, "echo"), ["target", "c=1", "c=2"]);
+        let echo = &narrow[narrow.find("\necho (").unwrap()..];
+        let turned = echo.lines().find(|l| l.starts_with("  duckdb ")).unwrap();
+        let duckdb_echo = report.points.iter().find(|p| p.experiment == "echo" && p.target == "duckdb").unwrap();
+        assert!(turned.contains(&format!("{}/s", rate(duckdb_echo.summary.as_ref().unwrap().median_ops_per_sec.unwrap()))));
+        // Five points do not: one row per point and target, each with its result.
+        assert_eq!(header(&narrow, "insert"), ["point", "target", "result"]);
         let p = report.points.iter().find(|p| p.experiment == "insert" && !p.is_void() && p.summary.is_some()).unwrap();
         let label = point_label(p);
         let row: Vec<&str> = label.split(' ').chain([p.target.as_str()]).collect();

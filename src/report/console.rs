@@ -362,9 +362,11 @@ fn result(p: &PointResult, with_p50: bool) -> String {
     }
 }
 
-/// A point's cell in its experiment's table.
-fn cell(p: &PointResult, lifecycle: bool) -> String {
-    if lifecycle && p.point.param.is_some() { lifecycle_cell(p) } else { result(p, false) }
+/// What a point measured, as its cell in its experiment's table or (`with_p50`) in its
+/// line as it lands: the phases of a lifecycle study (`lifecycle`) as times, others as
+/// rates.
+fn measured(p: &PointResult, lifecycle: bool, with_p50: bool) -> String {
+    if lifecycle && p.point.param.is_some() { lifecycle_cell(p) } else { result(p, with_p50) }
 }
 
 /// The line a run prints as a point lands on a target, as pgbench `-P` prints its
@@ -377,12 +379,9 @@ pub fn point_line(p: &PointResult, lifecycle: bool) -> String {
             let _ = write!(text, "n/a ({reason})");
         }
         PointStatus::Incomplete { reason } => {
-            let shown = if lifecycle && p.point.param.is_some() { lifecycle_cell(p) } else { result(p, true) };
-            let _ = write!(text, "{shown} ({reason})");
+            let _ = write!(text, "{} ({reason})", measured(p, lifecycle, true));
         }
-        PointStatus::Measured => {
-            text.push_str(&if lifecycle && p.point.param.is_some() { lifecycle_cell(p) } else { result(p, true) });
-        }
+        PointStatus::Measured => text.push_str(&measured(p, lifecycle, true)),
     }
     text
 }
@@ -523,7 +522,9 @@ pub fn render_width(report: &Report, width: usize) -> String {
         push_wrapped(&mut out, &title, width);
         let rows: Vec<(String, Vec<String>)> = labels
             .iter()
-            .map(|label| (label.clone(), targets.iter().map(|t| at(t, label).map(|p| cell(p, lifecycle)).unwrap_or_default()).collect()))
+            .map(|label| {
+                (label.clone(), targets.iter().map(|t| at(t, label).map(|p| measured(p, lifecycle, false)).unwrap_or_default()).collect())
+            })
             .collect();
         write_grid(&mut out, width, Headings { corner: "point", by_target: "target", labels: "point", values: "result" }, &rows, &targets);
         answers(&mut out, report, &points, width);

@@ -72,6 +72,11 @@ impl Forecast {
         self.planned.iter().map(|p| p.estimate_secs).sum()
     }
 
+    /// The counter's work of `points`.
+    pub fn work_of(&self, points: &[PointOnTarget]) -> u64 {
+        self.indices(points).into_iter().map(|i| self.planned[i].work).sum()
+    }
+
     fn indices(&self, points: &[PointOnTarget]) -> Vec<usize> {
         points.iter().filter_map(|at| self.planned.iter().position(|p| &p.at == at)).collect()
     }
@@ -190,6 +195,7 @@ mod tests {
         assert_eq!(f.up_front_secs(), 8.0);
         assert!(!f.measured());
         assert_eq!(f.total_work(), 800);
+        assert_eq!(f.work_of(&[at("a", 0, 0), at("b", 1, 1)]), 200);
     }
 
     #[test]

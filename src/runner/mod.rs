@@ -207,9 +207,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     finish(report, stop_reason, ctx, &out_dir)
 }
 
-/// Every point on every target this process runs, with its
-/// up-front estimate and its work in the progress counter's unit (ops, or milliseconds
-/// of time-based runs), warm-up runs included.
+/// Every point on every target this process runs, with its up-front estimate and its work
+/// in the progress counter's unit (ops, or milliseconds of time-based runs), warm-up runs
+/// included.
 fn forecast(shared: &Shared<'_>, streams: &[Arc<OpStream>]) -> Forecast {
     let plan = shared.plan;
     let per_run_ms = plan.duration_secs().map_or(0, |secs| progress::per_run_ms(Duration::from_secs_f64(secs)));

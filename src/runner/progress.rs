@@ -262,9 +262,13 @@ impl Progress {
         self.live.update(|f, now, _| f.skip(points, now));
     }
 
-    /// `points` were kept from the resumed run: not measured, and counted as landed.
+    /// `points` were kept from the resumed run: not measured, and counted as landed and
+    /// as work done.
     pub fn kept(&self, points: &[PointOnTarget]) {
-        self.skipped(points);
+        self.live.update(|f, now, _| {
+            self.live.done.fetch_add(f.work_of(points), Ordering::Relaxed);
+            f.skip(points, now);
+        });
         self.live.landed.fetch_add(points.len(), Ordering::Relaxed);
     }
 
@@ -525,6 +529,7 @@ mod tests {
         progress.start(forecast());
         let p = landed_point();
         progress.kept(&[at("sqlite", 0)]);
+        assert_eq!(progress.live.status().work_done, 1000, "kept points count as work done");
         progress.landed(std::slice::from_ref(&p), false);
         progress.finish();
         let lines = lines.lock().unwrap().clone();

@@ -134,14 +134,9 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             let mut report = report::load(&dir)?;
             report::exports::write_all(&dir, &mut report)?;
             report::write_all(&dir, &report)?;
-            say(&format!(
-                "{}\nre-rendered {} and {} in {} from {}\n",
-                report::console::render(&report),
-                report::RESULTS_CSV,
-                report::REPORT_HTML,
-                dir.display(),
-                report::REPORT_JSON
-            ))
+            let (csv, ops, html) = (report::RESULTS_CSV, report::RESULTS_OPS_CSV, report::REPORT_HTML);
+            let line = format!("\nre-rendered {csv}, {ops} and {html} in {} from {}\n", dir.display(), report::REPORT_JSON);
+            say(&format!("{}{}", report::console::render(&report), report::console::fit(&line, report::console::width())))
         }
     }
 }
@@ -189,7 +184,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     };
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
-        eprintln!("dbsweep: warning: {w}");
+        eprint!("{}", report::console::fit(&format!("dbsweep: warning: {w}\n"), report::console::width()));
     }
     let role = Role::resolve(args.workers, args.worker, args.coordinator.clone(), |k| std::env::var(k).ok())?;
     if role.is_some() {
@@ -239,7 +234,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         workers: None,
         // A failed write of these lines (stdout is a file on a full disk) must not stop the run.
         on_leases_taken: Some(Box::new(move || {
-            if let Err(e) = say(&announcement) {
+            if let Err(e) = say(&report::console::fit(&announcement, report::console::width())) {
                 tracing::warn!("{e}");
             }
         })),
@@ -258,14 +253,9 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     // Embedded clients or loads still blocked in a call after a stop are not waited for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     let (report, dir) = watched?;
-    say(&format!(
-        "{}\nresults: {}/{{{},{},{}}}\n",
-        report::console::render(&report),
-        dir.display(),
-        report::REPORT_JSON,
-        report::RESULTS_CSV,
-        report::REPORT_HTML
-    ))?;
+    let files = [report::REPORT_JSON, report::RESULTS_CSV, report::RESULTS_OPS_CSV, report::REPORT_HTML].join(",");
+    let paths = report::console::fit(&format!("\nresults: {}/{{{files}}}\n", dir.display()), report::console::width());
+    say(&format!("{}{paths}", report::console::render(&report)))?;
     finish(&report)
 }
 

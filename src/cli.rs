@@ -74,7 +74,8 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
-    /// Re-render results.csv and the console table from a run directory's report.json.
+    /// Re-render results.csv, results_ops.csv, report.html and the console tables from a run
+    /// directory's report.json.
     Report {
         /// A run directory written by `dbsweep run`.
         dir: PathBuf,
@@ -249,7 +250,8 @@ pub struct RunArgs {
     /// Keep dbsweep's tables and keys after the run instead of removing them.
     #[arg(long, env = "DBSWEEP_KEEP_DATA", value_parser = BoolishValueParser::new())]
     pub keep_data: bool,
-    /// Do not show the progress bar.
+    /// Show no progress: no bar, no line per point as it lands, no periodic progress line
+    /// (without a terminal); the final tables still print.
     #[arg(long, env = "DBSWEEP_NO_PROGRESS", value_parser = BoolishValueParser::new())]
     pub no_progress: bool,
     /// Run only shard I of N (0 <= I < N) of the study: a deterministic share of its

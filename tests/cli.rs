@@ -474,7 +474,7 @@ fn fixed_rate_runs_follow_the_schedule_and_record_response_time() {
         assert!(r["seconds"].parse::<f64>().unwrap() >= 0.1995, "{r:?}");
         assert!(r["ops_per_sec"].parse::<f64>().unwrap() <= 2010.0, "{r:?}");
         assert_eq!(r["rate"], "2000");
-        assert!(!r["resp_p99_us"].is_empty());
+        assert!(!r["resp_p99_ns"].is_empty());
     }
     let json = report(&out);
     let p = json["points"].as_array().unwrap().iter().find(|p| p["target"] == "m" && p["experiment"] == "get").unwrap();
@@ -524,8 +524,8 @@ fn a_rate_sweep_runs_each_point_at_each_rate_and_shows_where_the_target_falls_be
     let fast = &rows[2];
     assert!(fast["ops_per_sec"].parse::<f64>().unwrap() < 1200.0, "1 ms per request caps one client near 1000/s: {fast:?}");
     assert!(fast["flags"].contains("missed_rate"), "{fast:?}");
-    let (resp, service) = (fast["resp_p99_us"].parse::<f64>().unwrap(), fast["p99_us"].parse::<f64>().unwrap());
-    assert!(resp > 3.0 * service, "behind the schedule, requests queue: response p99 {resp} µs, service p99 {service} µs");
+    let (resp, service) = (fast["resp_p99_ns"].parse::<f64>().unwrap(), fast["p99_ns"].parse::<f64>().unwrap());
+    assert!(resp > 3.0 * service, "behind the schedule, requests queue: response p99 {resp} ns, service p99 {service} ns");
 
     let json = report(&out);
     assert_eq!(json["plan"]["rate"], serde_json::json!([20.0, 50.0, 2000.0]));

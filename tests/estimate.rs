@@ -6,8 +6,12 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+/// A console width that wraps none of the lines checked here (the console fits its
+/// lines to `COLUMNS`).
+const UNWRAPPED: &str = "1000";
+
 fn dbsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).env("COLUMNS", UNWRAPPED).output().unwrap()
 }
 
 const NO_SERVERS: &str = "no server targets: this runs kv-vs-relational on the in-process engines only";
@@ -18,6 +22,7 @@ fn kv_vs_relational_without_servers_prints_its_estimate_and_the_hint_before_any_
     let out = dir.path().join("run");
     let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
         .args(["run", "kv-vs-relational", "--no-progress", "--out", out.to_str().unwrap()])
+        .env("COLUMNS", UNWRAPPED)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

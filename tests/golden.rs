@@ -73,7 +73,7 @@ fn report_dir_rerenders_the_same_files() {
     let out = Command::new(env!("CARGO_BIN_EXE_dbsweep")).arg("report").arg(dir.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("re-rendered results.csv and report.html"), "{stdout}");
+    assert!(stdout.contains("re-rendered results.csv, results_ops.csv and report.html"), "{stdout}");
     let read = |p: &str| std::fs::read_to_string(p).unwrap();
     assert_eq!(read(dir.path().join("report.json").to_str().unwrap()), read(root().join("tests/golden/report.json").to_str().unwrap()));
     assert_eq!(read(dir.path().join("results.csv").to_str().unwrap()), report::csv::render(&fixture()));

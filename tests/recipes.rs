@@ -183,7 +183,7 @@ fn slurm_workers_script_runs_one_study_as_three_workers_under_sbatch() {
     assert_eq!(workers.iter().map(|w| w["index"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2], "{log}");
     assert!(workers.iter().all(|w| w["ops"].as_u64().unwrap() > 0), "each task ran one client: {workers:?}");
     let rows = csv_rows(&results);
-    let c: Vec<_> = rows.iter().filter(|r| r["experiment"] == "workload-c" && r["target"] == "redis" && r["op"] == "OVERALL").collect();
+    let c: Vec<_> = rows.iter().filter(|r| r["experiment"] == "workload-c" && r["target"] == "redis" && r["op"] == "mixed").collect();
     assert!(!c.is_empty() && c.iter().all(|r| r["ops"] == "600" && r["ok_ops"] == "600"), "{c:?}");
 }
 

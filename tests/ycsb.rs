@@ -6,7 +6,7 @@
 mod support;
 
 use dbsweep::servers::ServerKind;
-use support::{csv_rows, dbsweep, report};
+use support::{csv_rows, dbsweep, op_type_rows, report};
 
 /// YCSB's `workloads/workloada` and `workloadc`, as shipped with YCSB.
 const WORKLOADA: &str = include_str!("fixtures/ycsb/workloada");
@@ -84,7 +84,7 @@ fn p_workloada_with_recordcount_5000_loads_5000_records_into_redis_and_sends_ope
     let info = redis_info(&url, "commandstats");
     assert_eq!(calls(&info, "hgetall") + calls(&info, "evalsha"), 3 * 700, "{info}");
     let rows = csv_rows(&out);
-    let overall: Vec<_> = rows.iter().filter(|r| r["target"] == "redis" && r["op"] == "OVERALL").collect();
+    let overall: Vec<_> = rows.iter().filter(|r| r["target"] == "redis" && r["op"] == "mixed").collect();
     assert_eq!(overall.len(), 2, "one point (2 threads) x 2 measured runs");
     for r in &overall {
         assert_eq!((r["experiment"].as_str(), r["clients"].as_str(), r["param"].as_str()), ("workloada", "2", "5000"));
@@ -94,10 +94,10 @@ fn p_workloada_with_recordcount_5000_loads_5000_records_into_redis_and_sends_ope
             "every read and update found its record"
         );
     }
-    let by_op: u64 = rows
+    let by_op: u64 = op_type_rows(&out)
         .iter()
-        .filter(|r| r["target"] == "redis" && (r["op"] == "READ" || r["op"] == "UPDATE"))
-        .map(|r| r["ops"].parse::<u64>().unwrap())
+        .filter(|r| r["target"] == "redis" && (r["op"] == "get" || r["op"] == "update"))
+        .map(|r| r["ok_ops"].parse::<u64>().unwrap())
         .sum();
     assert_eq!(by_op, 2 * 700);
     // The properties dbsweep does not honour are listed in report.json.
@@ -137,7 +137,7 @@ fn a_workload_file_runs_as_the_ycsb_study_and_record_counts_sweep_in_one_run() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
-    let overall: Vec<_> = rows.iter().filter(|r| r["target"] == "lite" && r["op"] == "OVERALL").collect();
+    let overall: Vec<_> = rows.iter().filter(|r| r["target"] == "lite" && r["op"] == "mixed").collect();
     let points: Vec<(&str, &str)> = overall.iter().map(|r| (r["clients"].as_str(), r["param"].as_str())).collect();
     assert_eq!(points, [("1", "1000"), ("2", "1000"), ("1", "3000"), ("2", "3000")]);
     for r in &overall {
@@ -145,7 +145,8 @@ fn a_workload_file_runs_as_the_ycsb_study_and_record_counts_sweep_in_one_run() {
         // Zipfian reads over 3,000 records find every one: each count was loaded whole.
         assert_eq!((r["ops"].as_str(), r["rows"].as_str(), r["errors"].as_str()), ("400", "400", "0"), "{r:?}");
     }
-    assert!(rows.iter().filter(|r| r["experiment"] == "workloadc").all(|r| ["OVERALL", "READ"].contains(&r["op"].as_str())));
+    assert!(rows.iter().filter(|r| r["experiment"] == "workloadc").all(|r| r["op"] == "mixed"));
+    assert!(op_type_rows(&out).iter().filter(|r| r["experiment"] == "workloadc").all(|r| r["op"] == "get"), "workload C only reads");
     let json = report(&out);
     assert_eq!(json["plan"]["data"]["recordcount"], serde_json::json!([1000, 3000]));
     assert!(json["warnings"].as_array().unwrap().is_empty(), "{}", json["warnings"]);
@@ -237,21 +238,24 @@ sweep = ["clients"]
     let o = dbsweep(&["run", study.to_str().unwrap(), "--no-progress", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
+    let types = op_type_rows(&out);
+    // A type's ops from results_ops.csv; `mixed`, the whole runs', from results.csv.
     let count = |exp: &str, op: &str| -> f64 {
+        let (rows, ops) = if op == "mixed" { (&rows, "ops") } else { (&types, "ok_ops") };
         rows.iter()
             .filter(|r| r["target"] == "ref" && r["experiment"] == exp && r["op"] == op)
-            .map(|r| r["ops"].parse::<f64>().unwrap())
+            .map(|r| r[ops].parse::<f64>().unwrap())
             .sum()
     };
-    // Within 4 standard deviations of the binomial expectation over 4,000 ops; the CSV
-    // names operation types as YCSB does, with YCSB's OVERALL row for the whole run.
+    // Within 4 standard deviations of the binomial expectation over 4,000 ops; the CSVs
+    // name operation types by dbsweep's names (YCSB's READ is get), the whole run mixed.
     let near_of = |n: f64| move |got: f64, p: f64| (got - n * p).abs() <= 4.0 * (n * p * (1.0 - p)).sqrt();
     let near = near_of(4000.0);
-    assert!(near(count("a", "READ"), 0.5) && near(count("a", "UPDATE"), 0.5), "A: {} / {}", count("a", "READ"), count("a", "UPDATE"));
+    assert!(near(count("a", "get"), 0.5) && near(count("a", "update"), 0.5), "A: {} / {}", count("a", "get"), count("a", "update"));
     // The workload file's own recordcount and operationcount (1000 each) are honoured.
     let near_file = near_of(1000.0);
-    assert!(near_file(count("b-file", "READ"), 0.95) && near_file(count("b-file", "UPDATE"), 0.05));
-    assert_eq!(count("b-file", "OVERALL"), 1000.0);
+    assert!(near_file(count("b-file", "get"), 0.95) && near_file(count("b-file", "update"), 0.05));
+    assert_eq!(count("b-file", "mixed"), 1000.0);
     let params = |exp: &str| -> Vec<String> {
         let mut v: Vec<String> = rows.iter().filter(|r| r["experiment"] == exp).map(|r| r["param"].clone()).collect();
         v.dedup();
@@ -261,12 +265,16 @@ sweep = ["clients"]
         (params("a"), params("b-file"), params("d")),
         (vec!["2000".to_string()], vec!["1000".to_string()], vec!["2000".to_string()])
     );
-    assert!(near(count("d", "READ"), 0.95) && near(count("d", "INSERT"), 0.05));
-    assert_eq!(count("a", "READ") + count("a", "UPDATE"), 4000.0);
-    assert_eq!(count("a", "OVERALL"), 4000.0);
-    assert_eq!(count("a", "get") + count("a", "mixed"), 0.0, "no dbsweep-internal names in YCSB rows");
+    assert!(near(count("d", "get"), 0.95) && near(count("d", "insert"), 0.05));
+    assert_eq!(count("a", "get") + count("a", "update"), 4000.0);
+    assert_eq!(count("a", "mixed"), 4000.0);
+    let names = |rows: &[std::collections::HashMap<String, String>]| {
+        rows.iter().map(|r| r["op"].clone()).collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(names(&rows), ["echo", "mixed"].map(String::from).into(), "the echo floor's runs and the workloads' runs");
+    assert_eq!(names(&types), ["get", "insert", "update"].map(String::from).into(), "dbsweep's names, lower case");
     // The reference store found every key YCSB read, and every insert was new.
-    for r in rows.iter().filter(|r| r["target"] == "ref" && r["op"] == "OVERALL") {
+    for r in rows.iter().filter(|r| r["target"] == "ref") {
         assert_eq!(r["errors"], "0", "{r:?}");
     }
     let json = report(&out);
@@ -306,7 +314,7 @@ fn maxexecutiontime_ends_a_run_early_and_the_run_still_counts() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
-    let overall = rows.iter().find(|r| r["op"] == "OVERALL").unwrap();
+    let overall = rows.iter().find(|r| r["op"] == "mixed").unwrap();
     let ops: u64 = overall["ops"].parse().unwrap();
     assert!(ops > 0 && ops < 1_000_000_000, "{ops}");
     assert_eq!(overall["complete"], "true");
@@ -338,9 +346,13 @@ fn each_workload_starts_from_exactly_the_loaded_records() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out);
-    let inserts: u64 = rows.iter().filter(|r| r["target"] == "lite" && r["op"] == "INSERT").map(|r| r["ops"].parse::<u64>().unwrap()).sum();
+    let inserts: u64 = op_type_rows(&out)
+        .iter()
+        .filter(|r| r["target"] == "lite" && r["op"] == "insert")
+        .map(|r| r["ok_ops"].parse::<u64>().unwrap())
+        .sum();
     assert!(inserts > 0, "D and E insert records");
-    for r in rows.iter().filter(|r| r["target"] == "lite" && r["op"] == "OVERALL") {
+    for r in rows.iter().filter(|r| r["target"] == "lite") {
         assert_eq!(r["errors"], "0", "no insert collided with an earlier workload's: {r:?}");
     }
     assert!(report(&out)["warnings"].as_array().unwrap().is_empty());
@@ -384,21 +396,22 @@ fn ledisdb_runs_beside_redis_in_the_papers_per_operation_type_figures() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rows = csv_rows(&out);
-    let types = [("workload-a", ["READ", "UPDATE"]), ("workload-f", ["READ", "READ-MODIFY-WRITE"])];
+    let (rows, type_rows) = (csv_rows(&out), op_type_rows(&out));
+    let types = [("workload-a", ["get", "update"]), ("workload-f", ["get", "read_modify_write"])];
     for target in ["redis", "ledisdb"] {
         for (experiment, ops) in types {
             for clients in ["1", "2"] {
-                let at = |op: &str| {
+                let at = |rows: &[std::collections::HashMap<String, String>], op: &str| {
                     rows.iter()
                         .find(|r| r["target"] == target && r["experiment"] == experiment && r["clients"] == clients && r["op"] == op)
                         .unwrap_or_else(|| panic!("no {op} row for {target} {experiment} c={clients}"))
+                        .clone()
                 };
-                let overall = at("OVERALL");
-                // Every op found its record (the run's counters are on its OVERALL row).
+                let overall = at(&rows, "mixed");
+                // Every op found its record (the run's counters are on its row in results.csv).
                 let counters = ["param", "ops", "rows", "errors"].map(|c| overall[c].as_str());
                 assert_eq!(counters, ["1000", "300", "300", "0"], "{overall:?}");
-                let sum: u64 = ops.iter().map(|op| at(op)["ops"].parse::<u64>().unwrap()).sum();
+                let sum: u64 = ops.iter().map(|op| at(&type_rows, op)["ok_ops"].parse::<u64>().unwrap()).sum();
                 assert_eq!(sum, 300, "{target} {experiment} c={clients}: the types add up to operationcount");
             }
         }
@@ -420,7 +433,8 @@ fn ledisdb_runs_beside_redis_in_the_papers_per_operation_type_figures() {
         let figure = &html[start..];
         let figure = &figure[..figure[id.len()..].find("data-figure=").map_or(figure.len(), |end| end + id.len())];
         for target in ["redis", "ledisdb"] {
-            for op in ops {
+            // The figures keep YCSB's names of the types, as the paper's do.
+            for op in ops.map(|op| op.replace('_', "-").to_uppercase().replace("GET", "READ")) {
                 assert!(figure.contains(&format!("{target} {op}")), "{id}: no line '{target} {op}'");
             }
         }

@@ -109,14 +109,30 @@ fn run_secs(family: &str, experiment: &Experiment, point: &Point, ops: u64, scal
     ops as f64 * per_op / parallel / 1e6
 }
 
-/// The plan's expected duration per target; under `--precision` each capped run counts
-/// at most its `--max-time`.
-pub fn estimate(plan: &Plan) -> Estimate {
-    let dataset = Dataset::new(&plan.data, plan.seed);
+/// Seconds of one run of `point` of `experiment` (whose op stream is `stream`) on a
+/// system of `family` (a target URL's scheme or a spawned server's kind): its `--duration`,
+/// or its ops at the family's typical cost (at least their time at a fixed rate); under
+/// `--precision` at most its `--max-time`. The progress display starts from these and
+/// corrects them with the time the finished points took.
+pub fn one_run_secs(plan: &Plan, family: &str, experiment: &Experiment, stream: &OpStream, point: &Point) -> f64 {
     let scale = match &plan.data {
         crate::data::DataSpec::Tpch { scale } => *scale,
         _ => 0.0,
     };
+    let ops = stream.ops_at(point);
+    // A fixed rate paces the run: it lasts at least its ops at that rate.
+    let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
+    let one = experiment.duration_secs.unwrap_or_else(|| run_secs(family, experiment, point, ops, scale).max(paced));
+    match plan.precision_of(experiment) {
+        Some(p) => one.min(p.max_time_secs),
+        None => one,
+    }
+}
+
+/// The plan's expected duration per target; under `--precision` each capped run counts
+/// at most its `--max-time`.
+pub fn estimate(plan: &Plan) -> Estimate {
+    let dataset = Dataset::new(&plan.data, plan.seed);
     let rows: u64 = (0..dataset.tables.len()).map(|t| dataset.initial_rows(t)).sum();
     let streams: Vec<OpStream> =
         plan.experiments.iter().enumerate().map(|(i, e)| OpStream::new(e, i, &dataset, plan.seed, e.warmup + e.runs)).collect();
@@ -126,22 +142,15 @@ pub fn estimate(plan: &Plan) -> Estimate {
         let mut secs = load;
         estimate.uncapped_secs += load;
         for (_, (e, stream)) in plan.experiments.iter().zip(&streams).enumerate().filter(|(i, _)| plan.runs_unit(&name, *i)) {
-            let cap = plan.precision_of(e).map(|p| p.max_time_secs);
+            let capped = plan.precision_of(e).is_some();
             for point in &e.points {
                 let runs = (e.warmup + e.runs) as u64;
-                let ops = stream.ops_at(point);
-                // A fixed rate paces the run: it lasts at least its ops at that rate.
-                let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
-                let one = e.duration_secs.unwrap_or_else(|| run_secs(&family, e, point, ops, scale).max(paced));
-                match cap {
-                    Some(max) => {
-                        secs += runs as f64 * one.min(max);
-                        estimate.capped_runs += runs;
-                    }
-                    None => {
-                        secs += runs as f64 * one;
-                        estimate.uncapped_secs += runs as f64 * one;
-                    }
+                let all_runs = runs as f64 * one_run_secs(plan, &family, e, stream, point);
+                secs += all_runs;
+                if capped {
+                    estimate.capped_runs += runs;
+                } else {
+                    estimate.uncapped_secs += all_runs;
                 }
             }
         }

@@ -1,5 +1,8 @@
-//! The console exporter: one compact table per experiment, targets side by side, with the
-//! median throughput, its spread over the measured runs, p99 latency and flag marks.
+//! The console exporter: one compact table per experiment with each target's median
+//! throughput, its spread over the measured runs, p99 latency and flag marks; the
+//! findings; the warnings grouped by kind; and the line a run prints as each point lands.
+//! Everything it writes fits the console's width (`width`): targets side by side when
+//! they fit, else one row per point and target; prose wrapped at word boundaries.
 //! Must not compute statistics; it formats the model.
 
 use super::answers::{self, ShownAnswer};
@@ -16,6 +19,110 @@ pub const ECHO_FLOOR_MEANING: [&str; 3] = [
     "one client cannot exceed the floor's ops/s without batching, so a target close to its floor is bound by the round trip, not by its engine.",
 ];
 
+/// The width without `COLUMNS` and without a terminal (logs, pipes).
+pub const DEFAULT_WIDTH: usize = 100;
+/// The narrowest width the console lays out for; a smaller `COLUMNS` counts as this.
+const MIN_WIDTH: usize = 30;
+/// The narrowest a table column is squeezed to (its words are cut below their length).
+const MIN_COLUMN: usize = 6;
+/// How many of a warning group's cases are named.
+const WORST_NAMED: usize = 3;
+
+/// The console's width in characters: `COLUMNS` when set to a number, else the width of
+/// the terminal that stdout (or else stderr) is, else `DEFAULT_WIDTH`.
+pub fn width() -> usize {
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|c| *c > 0);
+    columns
+        .or_else(|| terminal_columns(libc::STDOUT_FILENO))
+        .or_else(|| terminal_columns(libc::STDERR_FILENO))
+        .unwrap_or(DEFAULT_WIDTH)
+        .max(MIN_WIDTH)
+}
+
+/// The columns of the terminal `fd` is, if it is one.
+fn terminal_columns(fd: libc::c_int) -> Option<usize> {
+    // SAFETY: TIOCGWINSZ writes a `winsize` into the struct it is given and nothing else;
+    // on a descriptor that is not a terminal it fails and the struct stays zeroed.
+    let size = unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        (libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) == 0).then_some(size)
+    };
+    size.map(|s| usize::from(s.ws_col)).filter(|c| *c > 0)
+}
+
+/// Characters of `text`, as the console counts columns.
+fn columns_of(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// `text` broken at spaces into lines of at most `width` characters, the first line
+/// starting with `first` and the others with `rest`; a word longer than a line is cut.
+/// Empty text gives one empty line (the indent trimmed).
+pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = first.to_string();
+    let mut has_words = false;
+    for mut word in text.split(' ').filter(|w| !w.is_empty()) {
+        loop {
+            let room = width.saturating_sub(columns_of(&line) + usize::from(has_words));
+            if columns_of(word) <= room {
+                if has_words {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                has_words = true;
+                break;
+            }
+            if has_words {
+                lines.push(std::mem::replace(&mut line, rest.to_string()));
+                has_words = false;
+                continue;
+            }
+            // Longer than a whole line: cut, at least one character per line.
+            let cut = word.char_indices().nth(room.max(1)).map_or(word.len(), |(i, _)| i);
+            line.push_str(&word[..cut]);
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            word = &word[cut..];
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if has_words || lines.is_empty() {
+        lines.push(line.trim_end().to_string());
+    }
+    lines
+}
+
+/// Every line of `text` longer than `width` wrapped, each continuation indented two
+/// spaces more than its line; a trailing newline is kept.
+pub fn fit(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        push_wrapped(&mut out, line, width);
+    }
+    if !text.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+/// Appends `line` wrapped to `width`, its continuations indented two spaces more than it.
+fn push_wrapped(out: &mut String, line: &str, width: usize) {
+    if columns_of(line) <= width {
+        // As it is, its spacing kept.
+        out.push_str(line.trim_end());
+        out.push('\n');
+        return;
+    }
+    let body = line.trim_start_matches(' ');
+    let indent = &line[..line.len() - body.len()];
+    for l in wrap(body, width, indent, &format!("{indent}  ")) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+}
+
 /// Each target's median-latency floor: "sqlite 40.0ns, redis 31.2µs" (void points left out).
 pub fn floor_latencies(points: &[&PointResult]) -> String {
     points
@@ -28,14 +135,14 @@ pub fn floor_latencies(points: &[&PointResult]) -> String {
 
 /// A query experiment's answers under its table: each target's (first measured run's) answer
 /// and whether it matches the TPC-H reference, as report.html shows them.
-fn answers(out: &mut String, report: &Report, points: &[&PointResult]) {
+fn answers(out: &mut String, report: &Report, points: &[&PointResult], width: usize) {
     let shown: Vec<(&str, ShownAnswer)> = points.iter().filter_map(|p| Some((p.target.as_str(), answers::of(report, p)?))).collect();
     if shown.is_empty() {
         return;
     }
-    let _ = writeln!(out, "  answers (first measured run):");
+    push_wrapped(out, "  answers (first measured run):", width);
     for (target, a) in shown {
-        let _ = writeln!(out, "    {target}: {} — {}", a.compact, a.verdict.text());
+        push_wrapped(out, &format!("    {target}: {} — {}", a.compact, a.verdict.text()), width);
     }
 }
 
@@ -198,7 +305,30 @@ pub fn missed_rate(flag: &Flag) -> Option<String> {
     Some(format!("could not keep the rate: {late:.0} % of ops late, {done} of {}/s", rate(*asked)))
 }
 
-fn cell(p: &PointResult) -> String {
+/// The marks of the flags that qualify a point's numbers: " [client-bound] [3 retries]".
+fn flag_marks(p: &PointResult) -> String {
+    let mut text = String::new();
+    for f in &p.flags {
+        match f {
+            Flag::ClientBound { .. } => text.push_str(" [client-bound]"),
+            Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
+            Flag::Incomplete => text.push_str(" [incomplete]"),
+            Flag::Retried { count } => retried(&mut text, *count),
+            Flag::NotConverged { asked, reached } => not_converged(&mut text, *asked, *reached),
+            Flag::MissedRate { .. } => {
+                let _ = write!(text, " [{}]", missed_rate(f).unwrap_or_default());
+            }
+            Flag::WideSpread { .. } => text.push_str(" [spread too wide to rank]"),
+            Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
+        }
+    }
+    text
+}
+
+/// What a point measured: median throughput ± half the runs' spread, latency and flag
+/// marks (analytic queries: the median time per query). `with_p50`: the latency as
+/// "p50 … p99 …" (the line of a point as it lands), else only p99 (a table cell).
+fn result(p: &PointResult, with_p50: bool) -> String {
     match (&p.status, &p.summary) {
         (PointStatus::NotSupported { .. }, _) => "n/a".into(),
         _ if p.is_void() => void_cell(p),
@@ -215,6 +345,9 @@ fn cell(p: &PointResult) -> String {
                 _ => format!("{}/s ±{spread:.0}%", rate(median)),
             };
             if let (false, Some(l)) = (p.op == OpKind::Query, &s.latency) {
+                if with_p50 {
+                    let _ = write!(text, " p50 {}", micros(l.p50_us));
+                }
                 let _ = write!(text, " p99 {}", micros(l.p99_us));
             }
             // At a fixed rate what a user waits is the response time, from each op's
@@ -222,38 +355,147 @@ fn cell(p: &PointResult) -> String {
             if let (Some(_), Some(l)) = (p.point.rate, &s.response_latency) {
                 let _ = write!(text, " response p99 {}", micros(l.p99_us));
             }
-            for f in &p.flags {
-                match f {
-                    Flag::ClientBound { .. } => text.push_str(" [client-bound]"),
-                    Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
-                    Flag::Incomplete => text.push_str(" [incomplete]"),
-                    Flag::Retried { count } => retried(&mut text, *count),
-                    Flag::NotConverged { asked, reached } => not_converged(&mut text, *asked, *reached),
-                    Flag::MissedRate { .. } => {
-                        let _ = write!(text, " [{}]", missed_rate(f).unwrap_or_default());
-                    }
-                    Flag::WideSpread { .. } => text.push_str(" [spread too wide to rank]"),
-                    Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
-                }
-            }
+            text.push_str(&flag_marks(p));
             text
         }
         _ => "incomplete".into(),
     }
 }
 
+/// What a point measured, as its cell in its experiment's table or (`with_p50`) in its
+/// line as it lands: the phases of a lifecycle study (`lifecycle`) as times, others as
+/// rates.
+fn measured(p: &PointResult, lifecycle: bool, with_p50: bool) -> String {
+    if lifecycle && p.point.param.is_some() { lifecycle_cell(p) } else { result(p, with_p50) }
+}
+
+/// The line a run prints as a point lands on a target, as pgbench `-P` prints its
+/// progress: "sqlite · get · c=4 b=1: 12.3k/s ±2% p50 80.0µs p99 310µs [client-bound]".
+/// `lifecycle`: the run is a lifecycle study (its points read as times).
+pub fn point_line(p: &PointResult, lifecycle: bool) -> String {
+    let mut text = format!("{} · {} · {}: ", p.target, p.experiment, point_label(p));
+    match &p.status {
+        PointStatus::NotSupported { reason } => {
+            let _ = write!(text, "n/a ({reason})");
+        }
+        PointStatus::Incomplete { reason } => {
+            let _ = write!(text, "{} ({reason})", measured(p, lifecycle, true));
+        }
+        PointStatus::Measured => text.push_str(&measured(p, lifecycle, true)),
+    }
+    text
+}
+
+/// The headings of a table by targets: of its labels' column when targets are columns,
+/// of the targets' column when the labels are columns, and of the labels' and the values'
+/// columns when each label and target is a row.
+struct Headings<'a> {
+    corner: &'a str,
+    by_target: &'a str,
+    labels: &'a str,
+    values: &'a str,
+}
+
+/// Appends a table of `rows` (a label and one cell per target, empty where the target
+/// has none) by `targets`, the first of these that fits `width`: targets as columns; targets
+/// as rows and labels as columns; one row per label and target, wrapped to fit.
+fn write_grid(out: &mut String, width: usize, headings: Headings, rows: &[(String, Vec<String>)], targets: &[String]) {
+    let mut wide: Vec<Vec<String>> = vec![std::iter::once(headings.corner.to_string()).chain(targets.iter().cloned()).collect()];
+    wide.extend(rows.iter().map(|(label, cells)| std::iter::once(label.clone()).chain(cells.iter().cloned()).collect()));
+    if table_width(&wide) <= width {
+        write_table(out, &wide);
+        return;
+    }
+    let mut turned: Vec<Vec<String>> =
+        vec![std::iter::once(headings.by_target.to_string()).chain(rows.iter().map(|(label, _)| label.clone())).collect()];
+    turned.extend(
+        targets
+            .iter()
+            .enumerate()
+            .map(|(t, target)| std::iter::once(target.clone()).chain(rows.iter().map(|(_, cells)| cells[t].clone())).collect()),
+    );
+    if table_width(&turned) <= width {
+        write_table(out, &turned);
+        return;
+    }
+    let mut long: Vec<Vec<String>> = vec![vec![headings.labels.to_string(), "target".to_string(), headings.values.to_string()]];
+    for (label, cells) in rows {
+        for (target, cell) in targets.iter().zip(cells).filter(|(_, c)| !c.is_empty()) {
+            long.push(vec![label.clone(), target.clone(), cell.clone()]);
+        }
+    }
+    write_fitted_table(out, &long, width);
+}
+
+/// The indent of table rows.
+const TABLE_INDENT: &str = "  ";
+/// The gap between table columns.
+const COLUMN_GAP: &str = "  ";
+
+/// The widest line `write_table` writes for `rows`.
+fn table_width(rows: &[Vec<String>]) -> usize {
+    let columns = rows[0].len();
+    let widths = (0..columns).map(|c| rows.iter().map(|r| columns_of(&r[c])).max().unwrap_or(0));
+    TABLE_INDENT.len() + widths.sum::<usize>() + COLUMN_GAP.len() * columns.saturating_sub(1)
+}
+
 /// Rows as left-aligned columns, indented by two spaces.
 pub fn write_table(out: &mut String, rows: &[Vec<String>]) {
-    let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| columns_of(&r[c])).max().unwrap_or(0)).collect();
     for row in rows {
         let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+        let _ = writeln!(out, "{TABLE_INDENT}{}", line.join(COLUMN_GAP).trim_end());
     }
 }
 
+/// `write_table` within `width`: the widest columns are narrowed, first down to their
+/// longest word, then further (cutting words), and their cells wrapped at spaces.
+fn write_fitted_table(out: &mut String, rows: &[Vec<String>], width: usize) {
+    let columns = rows[0].len();
+    let natural: Vec<usize> = (0..columns).map(|c| rows.iter().map(|r| columns_of(&r[c])).max().unwrap_or(0)).collect();
+    let longest_word: Vec<usize> =
+        (0..columns).map(|c| rows.iter().flat_map(|r| r[c].split(' ')).map(columns_of).max().unwrap_or(0).max(MIN_COLUMN)).collect();
+    let room = width.saturating_sub(TABLE_INDENT.len() + COLUMN_GAP.len() * columns.saturating_sub(1));
+    let mut widths = natural.clone();
+    for floor in [longest_word, vec![MIN_COLUMN; columns]] {
+        while widths.iter().sum::<usize>() > room {
+            let Some(widest) = (0..columns).filter(|&c| widths[c] > floor[c]).max_by_key(|&c| widths[c]) else { break };
+            widths[widest] -= 1;
+        }
+    }
+    for row in rows {
+        let cells: Vec<Vec<String>> = row.iter().zip(&widths).map(|(c, w)| wrap(c, *w, "", "")).collect();
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+        for i in 0..height {
+            let line: Vec<String> =
+                cells.iter().zip(&widths).map(|(c, w)| format!("{:<w$}", c.get(i).map_or("", String::as_str))).collect();
+            let _ = writeln!(out, "{TABLE_INDENT}{}", line.join(COLUMN_GAP).trim_end());
+        }
+    }
+}
+
+/// Every point label of `points`, in their order, once.
+fn labels_of(points: &[&PointResult]) -> Vec<String> {
+    let mut labels: Vec<String> = Vec::new();
+    for p in points {
+        let l = point_label(p);
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    labels
+}
+
 pub fn render(report: &Report) -> String {
+    render_width(report, width())
+}
+
+/// The console text of a report, every line at most `width` characters (from
+/// `MIN_WIDTH` up).
+pub fn render_width(report: &Report, width: usize) -> String {
+    let width = width.max(MIN_WIDTH);
     let mut out = String::new();
-    let targets: Vec<&str> = report.targets.iter().map(|t| t.name.as_str()).collect();
+    let targets: Vec<String> = report.targets.iter().map(|t| t.name.clone()).collect();
     let lifecycle = report.plan.get("lifecycle").and_then(|v| v.as_bool()).unwrap_or(false);
     let mut experiments: Vec<&str> = Vec::new();
     for p in &report.points {
@@ -263,127 +505,120 @@ pub fn render(report: &Report) -> String {
     }
     for exp in experiments {
         let points: Vec<&PointResult> = report.points.iter().filter(|p| p.experiment == exp).collect();
-        let mut labels: Vec<String> = Vec::new();
-        for p in &points {
-            let l = point_label(p);
-            if !labels.contains(&l) {
-                labels.push(l);
-            }
-        }
-        let mut rows: Vec<Vec<String>> = vec![std::iter::once("point".to_string()).chain(targets.iter().map(|t| t.to_string())).collect()];
-        for label in &labels {
-            let mut row = vec![label.clone()];
-            for t in &targets {
-                let point = points.iter().find(|p| p.target == *t && point_label(p) == *label);
-                let lifecycle_point = lifecycle && point.is_some_and(|p| p.point.param.is_some());
-                row.push(point.map(|p| if lifecycle_point { lifecycle_cell(p) } else { cell(p) }).unwrap_or_default());
-            }
-            rows.push(row);
-        }
+        let labels = labels_of(&points);
+        let at = |t: &str, label: &str| points.iter().copied().find(|p| p.target == t && point_label(p) == label);
         let op = points.first().map(|p| p.op.name()).unwrap_or_default();
         let lifecycle_exp = lifecycle && points.iter().any(|p| p.point.param.is_some());
-        if lifecycle_exp {
-            let _ = writeln!(out, "\n{exp} ({op}; median wall time of the measured runs, and per op)");
+        let title = if lifecycle_exp {
+            format!("{exp} ({op}; median wall time of the measured runs, and per op)")
         } else {
             let runs = match time_based_runs(&report.plan) {
                 Some(length) => format!("measured runs of {}", length.trim_end_matches(" per run")),
                 None => "measured runs".to_string(),
             };
-            let _ = writeln!(out, "\n{exp} ({op}; median of {runs}, ± half the min-max spread)");
-        }
-        write_table(&mut out, &rows);
-        answers(&mut out, report, &points);
+            format!("{exp} ({op}; median of {runs}, ± half the min-max spread)")
+        };
+        out.push('\n');
+        push_wrapped(&mut out, &title, width);
+        let rows: Vec<(String, Vec<String>)> = labels
+            .iter()
+            .map(|label| {
+                (label.clone(), targets.iter().map(|t| at(t, label).map(|p| measured(p, lifecycle, false)).unwrap_or_default()).collect())
+            })
+            .collect();
+        write_grid(&mut out, width, Headings { corner: "point", by_target: "target", labels: "point", values: "result" }, &rows, &targets);
+        answers(&mut out, report, &points, width);
         if exp == crate::plan::FLOOR_EXPERIMENT {
             for line in ECHO_FLOOR_MEANING {
-                let _ = writeln!(out, "  {line}");
+                push_wrapped(&mut out, &format!("  {line}"), width);
             }
-            let _ = writeln!(out, "  floor (p50 per request): {}", floor_latencies(&points));
+            push_wrapped(&mut out, &format!("  floor (p50 per request): {}", floor_latencies(&points)), width);
         }
         if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| !s.by_kind.is_empty())) {
-            let _ = writeln!(out, "  per operation type (YCSB's names): ops/s of the type, p99");
-            let mut rows: Vec<Vec<String>> =
-                vec![std::iter::once("point".to_string()).chain(targets.iter().map(|t| t.to_string())).collect()];
+            push_wrapped(&mut out, "  per operation type: ops/s of the type, p99", width);
+            let mut rows: Vec<(String, Vec<String>)> = Vec::new();
             for label in &labels {
                 for kind in OpKind::YCSB {
-                    let at = |t: &&str| {
-                        let p = points.iter().find(|p| p.target == *t && point_label(p) == *label)?;
-                        p.summary.as_ref()?.by_kind.get(&kind)
-                    };
-                    if !targets.iter().any(|t| at(t).is_some()) {
+                    let of = |t: &String| at(t, label)?.summary.as_ref()?.by_kind.get(&kind);
+                    if !targets.iter().any(|t| of(t).is_some()) {
                         continue;
                     }
-                    let mut row = vec![format!("{label} {}", kind.ycsb_name().unwrap_or(kind.name()))];
-                    row.extend(targets.iter().map(|t| {
-                        at(t)
-                            .map(|k| match k.median_ops_per_sec {
-                                Some(v) => format!("{}/s p99 {}", rate(v), micros(k.latency.p99_us)),
-                                None => "VOID".into(),
-                            })
-                            .unwrap_or_default()
-                    }));
-                    rows.push(row);
+                    let cells = targets
+                        .iter()
+                        .map(|t| {
+                            of(t)
+                                .map(|k| match k.median_ops_per_sec {
+                                    Some(v) => format!("{}/s p99 {}", rate(v), micros(k.latency.p99_us)),
+                                    None => "VOID".into(),
+                                })
+                                .unwrap_or_default()
+                        })
+                        .collect();
+                    rows.push((format!("{label} {}", kind.name()), cells));
                 }
             }
-            write_table(&mut out, &rows);
+            let headings = Headings { corner: "point", by_target: "target", labels: "point", values: "ops/s of the type, p99" };
+            write_grid(&mut out, width, headings, &rows, &targets);
         }
         if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some())) {
-            let mut rows: Vec<Vec<String>> =
-                vec![std::iter::once("memory Δ".to_string()).chain(targets.iter().map(|t| t.to_string())).collect()];
-            for label in &labels {
-                let mut row = vec![label.clone()];
-                for t in &targets {
-                    let memory = points
-                        .iter()
-                        .find(|p| p.target == *t && point_label(p) == *label)
-                        .and_then(|p| p.summary.as_ref())
-                        .and_then(|s| s.memory.as_ref());
-                    row.push(memory.map(memory_cell).unwrap_or_default());
-                }
-                rows.push(row);
-            }
-            let _ = writeln!(
-                out,
-                "  memory change over the operation (median of the measured runs): client (the paper's metric) / server process (PSS) / engine-reported; <noise: within one page or half the runs' spread, or runs disagree in sign"
+            let rows: Vec<(String, Vec<String>)> = labels
+                .iter()
+                .map(|label| {
+                    let memory = |t: &String| at(t, label)?.summary.as_ref()?.memory.as_ref().map(memory_cell);
+                    (label.clone(), targets.iter().map(|t| memory(t).unwrap_or_default()).collect())
+                })
+                .collect();
+            push_wrapped(
+                &mut out,
+                "  memory change over the operation (median of the measured runs): client (the paper's metric) / server process (PSS) / engine-reported; <noise: within one page or half the runs' spread, or runs disagree in sign",
+                width,
             );
-            write_table(&mut out, &rows);
+            let headings =
+                Headings { corner: "memory Δ", by_target: "memory Δ", labels: "point", values: "memory Δ client / server / engine" };
+            write_grid(&mut out, width, headings, &rows, &targets);
         }
     }
-    findings(&mut out, &Findings::of(report));
+    findings(&mut out, &Findings::of(report), width);
     if !report.unavailable.is_empty() {
-        let _ = writeln!(out, "\nnot available here:");
+        out.push_str("\nnot available here:\n");
         for u in &report.unavailable {
-            let _ = writeln!(out, "  {}: {}", u.system, u.reason);
+            push_wrapped(&mut out, &format!("  {}: {}", u.system, u.reason), width);
         }
     }
-    for w in &report.warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
+    warnings(&mut out, report, width);
     let voided = report.points.iter().filter(|p| p.is_void()).count();
     if voided > 0 {
-        let _ = writeln!(
-            out,
-            "\nVOID: {voided} point{} had failed requests or missing rows; their timings are void and no throughput is published",
-            if voided == 1 { "" } else { "s" }
+        out.push('\n');
+        push_wrapped(
+            &mut out,
+            &format!(
+                "VOID: {voided} point{} had failed requests or missing rows; their timings are void and no throughput is published",
+                if voided == 1 { "" } else { "s" }
+            ),
+            width,
         );
     }
     for line in resumptions(report) {
-        let _ = writeln!(out, "\n{line}");
+        out.push('\n');
+        push_wrapped(&mut out, &line, width);
     }
     if !report.complete {
-        let _ = writeln!(out, "\nINCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early"));
+        out.push('\n');
+        push_wrapped(&mut out, &format!("INCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early")), width);
     }
     out
 }
 
 /// The findings, after the tables: each experiment's headline and standings, then each
 /// target's time relative to the fastest and its geometric mean across experiments.
-fn findings(out: &mut String, findings: &Findings) {
+fn findings(out: &mut String, findings: &Findings, width: usize) {
     if findings.experiments.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nfindings (each experiment at the point most targets measured; 95 % intervals):");
+    out.push('\n');
+    push_wrapped(out, "findings (each experiment at the point most targets measured; 95 % intervals):", width);
     for e in &findings.experiments {
-        let _ = writeln!(out, "  {} ({}): {}", e.experiment, e.point, e.sentence());
+        push_wrapped(out, &format!("  {} ({}): {}", e.experiment, e.point, e.sentence()), width);
         let standings: Vec<String> = e
             .standings
             .iter()
@@ -395,20 +630,163 @@ fn findings(out: &mut String, findings: &Findings) {
                 text
             })
             .collect();
-        let _ = writeln!(out, "    {}", standings.join(" · "));
+        // On one line when it fits, else one standing a line, in their order.
+        let line = format!("    {}", standings.join(" · "));
+        if columns_of(&line) <= width {
+            push_wrapped(out, &line, width);
+        } else {
+            for (rank, standing) in standings.iter().enumerate() {
+                push_wrapped(out, &format!("    {}. {standing}", rank + 1), width);
+            }
+        }
     }
-    let mut rows = vec![std::iter::once("time vs fastest".to_string()).chain(findings.targets.iter().cloned()).collect::<Vec<_>>()];
-    for e in &findings.experiments {
-        let mut row = vec![e.experiment.clone()];
-        row.extend(findings.targets.iter().map(|t| Findings::relative_text(e, t)));
-        rows.push(row);
-    }
-    let mut overall = vec!["geometric mean".to_string()];
-    overall.extend(findings.overall.iter().map(|o| o.text()));
-    rows.push(overall);
-    write_table(out, &rows);
+    let mut rows: Vec<(String, Vec<String>)> = findings
+        .experiments
+        .iter()
+        .map(|e| (e.experiment.clone(), findings.targets.iter().map(|t| Findings::relative_text(e, t)).collect()))
+        .collect();
+    rows.push(("geometric mean".to_string(), findings.overall.iter().map(|o| o.text()).collect()));
+    let headings = Headings { corner: "time vs fastest", by_target: "time vs fastest", labels: "experiment", values: "time vs fastest" };
+    write_grid(out, width, headings, &rows, &findings.targets);
     if let Some(note) = &findings.durability_note {
-        let _ = writeln!(out, "  {note}");
+        push_wrapped(out, &format!("  {note}"), width);
+    }
+}
+
+/// One kind of warning and the points it concerns, worst first: how bad each case is
+/// (for ordering) and how it reads ("92 % of NO-DB").
+struct FlagGroup<'a> {
+    kind: &'static str,
+    cases: Vec<(f64, &'a PointResult, String)>,
+}
+
+/// "sqlite get c=4": where a warning's case is.
+fn case_label(p: &PointResult) -> String {
+    format!("{} {} {}", p.target, p.experiment, point_label(p))
+}
+
+/// The flags that qualify results without voiding them, one group per kind with its
+/// cases worst first.
+fn flag_groups(report: &Report) -> Vec<FlagGroup<'_>> {
+    let mut groups: Vec<FlagGroup> = [
+        "client-bound (near the NO-DB ceiling: the client may be the limit)",
+        "spread too wide to rank (runs' min-max range over ±10 % of the median, overlapping another target's)",
+        "not converged (a run hit its cap before the precision asked)",
+        "could not keep the rate",
+        "retried after conflicts (latency includes the retries)",
+    ]
+    .into_iter()
+    .map(|kind| FlagGroup { kind, cases: Vec::new() })
+    .collect();
+    for p in &report.points {
+        for f in &p.flags {
+            let (group, badness, text) = match f {
+                Flag::ClientBound { share } => (0, *share, format!("{:.0} % of NO-DB", share * 100.0)),
+                Flag::WideSpread { spread, .. } => (1, *spread, format!("±{:.0} %", spread * 100.0)),
+                Flag::NotConverged { asked, reached } => {
+                    let reached_text = reached.map_or("unknown".to_string(), |r| format!("±{:.1} %", r * 100.0));
+                    (2, reached.unwrap_or(f64::INFINITY), format!("{reached_text} of ±{:.1} %", asked * 100.0))
+                }
+                Flag::MissedRate { late_ops, ops, .. } => {
+                    let late = *late_ops as f64 / (*ops).max(1) as f64;
+                    (3, late, format!("{:.0} % of ops late", late * 100.0))
+                }
+                Flag::Retried { count } => (4, *count as f64, format!("{count} retr{}", if *count == 1 { "y" } else { "ies" })),
+                _ => continue,
+            };
+            groups[group].cases.push((badness, p, text));
+        }
+    }
+    groups.retain(|g| !g.cases.is_empty());
+    for g in &mut groups {
+        g.cases.sort_by(|a, b| b.0.total_cmp(&a.0));
+    }
+    groups
+}
+
+/// The host's load average around the runs of `points`: " (load average 0.4-3.9 on 2
+/// cores)", or nothing when it was not read.
+fn load_range(points: &[&PointResult], cores: usize) -> String {
+    let loads: Vec<f64> = points.iter().flat_map(|p| &p.runs).filter_map(|r| r.load).flat_map(|l| [l.before, l.after]).collect();
+    match (loads.iter().copied().reduce(f64::min), loads.iter().copied().reduce(f64::max)) {
+        (Some(lo), Some(hi)) => format!("; load average {lo:.1}-{hi:.1} on {cores} cores"),
+        _ => String::new(),
+    }
+}
+
+/// A saved warning's subject and message: "get c=8 / duckdb" (or "duckdb") and what
+/// happened, when it names one ("SUBJECT / TARGET: message", "TARGET: message"); else no
+/// subject.
+fn subject_and_message(warning: &str) -> (Option<&str>, &str) {
+    match warning.split_once(": ") {
+        Some((subject, message)) if subject.contains(" / ") || !subject.contains(' ') => (Some(subject), message),
+        _ => (None, warning),
+    }
+}
+
+/// A warning's kind: its message with every number made `#`, so the same warning about
+/// other points, targets or counts groups together.
+fn warning_kind(message: &str) -> String {
+    let mut kind = String::new();
+    for c in message.chars() {
+        if c.is_ascii_digit() {
+            if !kind.ends_with('#') {
+                kind.push('#');
+            }
+        } else if !(c == '.' && kind.ends_with('#')) {
+            kind.push(c);
+        }
+    }
+    kind
+}
+
+/// The warnings, grouped by kind with their counts and worst cases: the flags that
+/// qualify results (client-bound, wide spread, ...) and the run's own warnings (a saved
+/// warning per point or target becomes one line per kind, the first in full).
+fn warnings(out: &mut String, report: &Report, width: usize) {
+    let groups = flag_groups(report);
+    // The wide-spread flags' own warnings are the flag group's cases.
+    let spread_warning = |w: &str| {
+        report.points.iter().any(|p| {
+            p.flags.iter().any(|f| matches!(f, Flag::WideSpread { .. }))
+                && w.starts_with(&format!("{} {} / {}: runs spread ", p.experiment, point_label(p), p.target))
+        })
+    };
+    let mut kinds: Vec<(String, Vec<&str>)> = Vec::new();
+    for w in report.warnings.iter().filter(|w| !spread_warning(w)) {
+        let kind = warning_kind(subject_and_message(w).1);
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, all)) => all.push(w),
+            None => kinds.push((kind, vec![w])),
+        }
+    }
+    if groups.is_empty() && kinds.is_empty() {
+        return;
+    }
+    out.push_str("\nwarnings:\n");
+    for g in &groups {
+        let points: Vec<&PointResult> = g.cases.iter().map(|(_, p, _)| *p).collect();
+        let worst: Vec<String> = g.cases.iter().take(WORST_NAMED).map(|(_, p, text)| format!("{} ({text})", case_label(p))).collect();
+        let count = g.cases.len();
+        let mut line = format!("  {}: {count} point{}", g.kind, if count == 1 { "" } else { "s" });
+        let _ = write!(line, ", {} {}", if count == 1 { "at" } else { "worst" }, worst.join(", "));
+        if g.kind.starts_with("spread") {
+            let _ = write!(line, "{}; rerun on a quieter machine or with more --runs", load_range(&points, report.environment.cores));
+        }
+        push_wrapped(out, &line, width);
+    }
+    for (_, all) in &kinds {
+        let mut line = format!("  {}", all[0]);
+        if all.len() > 1 {
+            let others: Vec<&str> = all[1..].iter().map(|w| subject_and_message(w).0.unwrap_or(w)).collect();
+            let named = others.len().min(WORST_NAMED);
+            let _ = write!(line, " (and {} more like it: {}", others.len(), others[..named].join(", "));
+            if others.len() > named {
+                let _ = write!(line, ", …");
+            }
+            line.push(')');
+        }
+        push_wrapped(out, &line, width);
     }
 }
 
@@ -429,6 +807,154 @@ pub fn resumptions(report: &Report) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A width every line of the fixtures fits unwrapped.
+    const WIDE: usize = 1000;
+
+    fn golden() -> Report {
+        serde_json::from_str(include_str!("../../tests/golden/report.json")).unwrap()
+    }
+
+    /// The golden report with its targets copied under other names up to `count` targets
+    /// (NO-DB and the golden run's four, then copies of sqlite named `t5`, `t6`, ...).
+    fn with_targets(count: usize) -> Report {
+        let mut report = golden();
+        let model = report.targets.iter().find(|t| t.name == "sqlite").unwrap().clone();
+        let points: Vec<PointResult> = report.points.iter().filter(|p| p.target == "sqlite").cloned().collect();
+        for i in report.targets.len()..count {
+            let name = format!("t{i}");
+            report.targets.push(crate::adapter::TargetInfo { name: name.clone(), ..model.clone() });
+            report.points.extend(points.iter().cloned().map(|p| PointResult { target: name.clone(), ..p }));
+        }
+        report
+    }
+
+    fn widest(text: &str) -> usize {
+        text.lines().map(columns_of).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn prose_wraps_at_word_boundaries_and_cuts_only_words_longer_than_a_line() {
+        assert_eq!(wrap("the quick brown fox", 10, "", ""), ["the quick", "brown fox"]);
+        assert_eq!(wrap("the quick brown fox", 12, "  ", "    "), ["  the quick", "    brown", "    fox"]);
+        assert_eq!(wrap("/a/very/long/path/name and more", 10, "", ""), ["/a/very/lo", "ng/path/na", "me and", "more"]);
+        assert_eq!(wrap("", 10, "  ", ""), [""]);
+        assert_eq!(
+            fit("results: here and there\n  indented words go on\n", 12),
+            "results:\n  here and\n  there\n  indented\n    words go\n    on\n"
+        );
+    }
+
+    #[test]
+    fn targets_are_columns_when_they_fit_and_rows_when_not() {
+        let report = golden();
+        // The table header under an experiment's title, as words.
+        let header = |text: &str, experiment: &str| -> Vec<String> {
+            let at = text.find(&format!("\n{experiment} (")).unwrap();
+            text[at..].lines().nth(2).unwrap().split_whitespace().map(String::from).collect()
+        };
+        let wide = render_width(&report, WIDE);
+        assert_eq!(header(&wide, "insert"), ["point", "nodb", "sqlite", "duckdb", "redb"]);
+        let narrow = render_width(&report, 100);
+        // Two points fit as columns, with the targets as rows.
+        assert_eq!(header(&narrow, "echo"), ["target", "c=1", "c=2"]);
+        let echo = &narrow[narrow.find("\necho (").unwrap()..];
+        let turned = echo.lines().find(|l| l.starts_with("  duckdb ")).unwrap();
+        let duckdb_echo = report.points.iter().find(|p| p.experiment == "echo" && p.target == "duckdb").unwrap();
+        assert!(turned.contains(&format!("{}/s", rate(duckdb_echo.summary.as_ref().unwrap().median_ops_per_sec.unwrap()))));
+        // Five points do not: one row per point and target, each with its result.
+        assert_eq!(header(&narrow, "insert"), ["point", "target", "result"]);
+        let p = report.points.iter().find(|p| p.experiment == "insert" && !p.is_void() && p.summary.is_some()).unwrap();
+        let label = point_label(p);
+        let row: Vec<&str> = label.split(' ').chain([p.target.as_str()]).collect();
+        let value = format!("{}/s", rate(p.summary.as_ref().unwrap().median_ops_per_sec.unwrap()));
+        let found = narrow
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .any(|words| words.starts_with(&row) && words.contains(&value.as_str()));
+        assert!(found, "{row:?} {value}: {narrow}");
+    }
+
+    #[test]
+    fn every_line_fits_the_width_with_ten_targets() {
+        let report = with_targets(10);
+        assert_eq!(report.targets.len(), 10);
+        // Before: one column per target.
+        assert!(widest(&render_width(&report, WIDE)) > 300);
+        for width in [60, 80, 100, 120] {
+            let text = render_width(&report, width);
+            assert!(widest(&text) <= width, "{width}: {}", text.lines().find(|l| columns_of(l) > width).unwrap());
+            // Every target's every point is still there.
+            for p in &report.points {
+                assert!(text.contains(&format!("  {}", p.target)), "{width}: {} missing", p.target);
+            }
+        }
+        assert!(widest(&render_width(&report, 10)) <= MIN_WIDTH);
+    }
+
+    #[test]
+    fn a_point_line_says_target_experiment_point_throughput_latencies_and_flags() {
+        let report = golden();
+        let p = report
+            .points
+            .iter()
+            .find(|p| p.flags.iter().any(|f| matches!(f, Flag::ClientBound { .. })) && p.experiment != "echo-floor")
+            .unwrap();
+        let s = p.summary.as_ref().unwrap();
+        let l = s.latency.as_ref().unwrap();
+        let line = point_line(p, false);
+        let expected = format!("{} · {} · {}: {}/s ±", p.target, p.experiment, point_label(p), rate(s.median_ops_per_sec.unwrap()));
+        assert!(line.starts_with(&expected), "{line}");
+        assert!(line.contains(&format!(" p50 {} p99 {} [client-bound]", micros(l.p50_us), micros(l.p99_us))), "{line}");
+        let mut missing = p.clone();
+        missing.status = PointStatus::NotSupported { reason: "redb has no SQL".into() };
+        assert!(point_line(&missing, false).ends_with(": n/a (redb has no SQL)"));
+    }
+
+    #[test]
+    fn warnings_are_grouped_by_kind_with_counts_and_worst_cases() {
+        let mut report = with_targets(10);
+        let mut spread = 0.2;
+        for p in report.points.iter_mut().filter(|p| p.target.starts_with('t') && p.experiment == "insert") {
+            spread += 0.1;
+            p.flags.push(Flag::WideSpread { spread, overlaps: vec!["sqlite".into()] });
+            for r in &mut p.runs {
+                r.load = Some(crate::base::measurement::HostLoad { before: 0.5, after: 3.2 });
+            }
+            report.warnings.push(format!(
+                "{} {} / {}: runs spread ±{:.0} % around the median (load average 0.5-3.2 on 2 cores); too wide to rank against sqlite: rerun on a quieter machine or with more --runs",
+                p.experiment,
+                point_label(p),
+                p.target,
+                spread * 100.0
+            ));
+        }
+        for t in ["t5", "t6", "t7"] {
+            report.warnings.push(format!("ycsb-a / {t}: records the workload inserted were left in place: connection reset"));
+        }
+        let flagged = report.points.iter().filter(|p| p.flags.iter().any(|f| matches!(f, Flag::WideSpread { .. }))).count();
+        let client_bound: Vec<(f64, String)> = report
+            .points
+            .iter()
+            .filter_map(|p| {
+                p.flags.iter().find_map(|f| if let Flag::ClientBound { share } = f { Some((*share, case_label(p))) } else { None })
+            })
+            .collect();
+        assert!(flagged > 10 && client_bound.len() > 3, "{flagged} {}", client_bound.len());
+        let text = render_width(&report, 120);
+        let section = &text[text.find("\nwarnings:\n").expect("a warnings section")..];
+        let lines: Vec<&str> = section.lines().skip(2).filter(|l| l.starts_with("  ") && !l.starts_with("    ")).collect();
+        assert_eq!(lines.len(), 3, "one line per kind: {section}");
+        let (worst_share, worst) = client_bound.iter().max_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
+        let joined = section.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            joined.contains(&format!("{} points, worst {worst} ({:.0} % of NO-DB)", client_bound.len(), worst_share * 100.0)),
+            "{section}"
+        );
+        assert!(joined.contains(&format!("{flagged} points, worst ")) && joined.contains("load average 0.5-3.2 on"), "{section}");
+        assert!(joined.contains("ycsb-a / t5: records the workload inserted were left in place: connection reset (and 2 more like it: ycsb-a / t6, ycsb-a / t7)"), "{section}");
+        assert!(!section.contains("around the median"), "the spread warnings are folded into their group: {section}");
+    }
 
     #[test]
     fn run_lengths_read_in_their_unit() {
@@ -459,7 +985,7 @@ mod tests {
     #[test]
     fn query_answers_are_listed_with_the_reference_verdict() {
         let r = crate::report::html::tests::tpch_fixture();
-        let text = render(&r);
+        let text = render_width(&r, WIDE);
         let at = text.find("  answers (first measured run):").expect("the answers under the table");
         let lines: Vec<&str> = text[at..].lines().skip(1).take(r.points.len()).collect();
         assert_eq!(lines.len(), r.points.len());
@@ -472,8 +998,8 @@ mod tests {
 
     #[test]
     fn the_echo_floor_is_explained_with_each_targets_floor() {
-        let report: Report = serde_json::from_str(include_str!("../../tests/golden/report.json")).unwrap();
-        let text = render(&report);
+        let report = golden();
+        let text = render_width(&report, WIDE);
         let at = text.find("\necho-floor (").expect("the echo-floor table");
         let section = &text[at..text[at + 1..].find("\n\n").map_or(text.len(), |e| at + 1 + e)];
         for line in ECHO_FLOOR_MEANING {

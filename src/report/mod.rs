@@ -1,7 +1,8 @@
 //! Results: the saved model (`model`), its exporters (`csv`, `console`, `html`), what they
 //! show of it (`summary`, `answers`) and the one place that writes files, atomically.
 //!
-//! Owns the run directory layout: `report.json`, `results.csv`, `report.html`, the latency
+//! Owns the run directory layout: `report.json`, `results.csv`, `results_ops.csv`,
+//! `report.html`, the latency
 //! files under `exports/` (`exports`), and the
 //! claim on it while a run writes it (`RunDir`). Must not run benchmarks.
 
@@ -22,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 pub const REPORT_JSON: &str = "report.json";
 pub const RESULTS_CSV: &str = "results.csv";
+/// The operation types of YCSB workloads' runs, beside results.csv (`csv::render_op_types`).
+pub const RESULTS_OPS_CSV: &str = "results_ops.csv";
 pub const REPORT_HTML: &str = "report.html";
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename, so a
@@ -176,6 +179,7 @@ pub fn write_all(dir: &Path, report: &Report) -> Result<()> {
     let json = serde_json::to_vec_pretty(report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
     write_atomic(&dir.join(REPORT_JSON), &json)?;
     write_atomic(&dir.join(RESULTS_CSV), csv::render(report).as_bytes())?;
+    write_atomic(&dir.join(RESULTS_OPS_CSV), csv::render_op_types(report).as_bytes())?;
     write_atomic(&dir.join(REPORT_HTML), html::render(report).as_bytes())?;
     Ok(())
 }

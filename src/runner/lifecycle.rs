@@ -9,6 +9,7 @@
 
 use super::Shared;
 use super::client::{self, RunJob};
+use super::forecast::PointOnTarget;
 use super::memory;
 use super::progress::Progress;
 use super::resume::{Expected, Resume};
@@ -24,6 +25,8 @@ use std::time::Duration;
 
 /// One phase: its experiment and op stream.
 pub(super) struct Phase<'a> {
+    /// Its experiment's index in the plan.
+    pub index: usize,
     pub experiment: &'a Experiment,
     pub stream: Arc<OpStream>,
 }
@@ -44,6 +47,10 @@ pub(super) async fn run(
     let targets: Vec<&Arc<dyn Target>> = shared.targets.iter().filter(in_shard).collect();
     for (pi, point) in first.experiment.points.iter().enumerate() {
         let records = point.param.unwrap_or(0);
+        // Every phase at this record count on `target`, as the progress forecast counts them.
+        let on = |target: &Arc<dyn Target>| -> Vec<PointOnTarget> {
+            phases.iter().map(|p| PointOnTarget { target: target.info().name.clone(), experiment: p.index, point: pi }).collect()
+        };
         if let Some(resume) = resume {
             // Saved in phase order, each phase on every target.
             let expected: Vec<Expected> = phases
@@ -57,6 +64,7 @@ pub(super) async fn run(
                 })
                 .collect();
             if resume.keeps(&expected, &format!("lifecycle · N {records}"), report) {
+                progress.kept(&targets.iter().flat_map(|t| on(t)).collect::<Vec<_>>());
                 continue;
             }
         }
@@ -80,6 +88,7 @@ pub(super) async fn run(
                 })
                 .collect();
             if let Some(why) = failed_targets.get(&info.name) {
+                progress.skipped(&on(target));
                 for (slot, base) in results.iter_mut().zip(bases) {
                     slot.push(PointResult {
                         status: PointStatus::Incomplete { reason: format!("skipped: {why}") },
@@ -89,7 +98,9 @@ pub(super) async fn run(
                 }
                 continue;
             }
+            progress.began(&on(target));
             let outcome = run_target(shared, phases, target, pi, records, total_runs, progress).await;
+            progress.ended(&on(target));
             for ((slot, mut base), phase) in results.iter_mut().zip(bases).zip(&outcome.phases) {
                 base.runs = phase.runs.clone();
                 if !phase.supported {
@@ -121,6 +132,7 @@ pub(super) async fn run(
         let mut exported = true;
         for mut phase_results in results {
             flag_point(&mut phase_results);
+            progress.landed(&phase_results, true);
             exported &= super::writing::export(shared.out_dir, &mut phase_results, &shared.ctx.cancel);
             report.points.extend(phase_results);
         }

@@ -10,6 +10,7 @@ pub mod cancel;
 mod cleanup;
 pub mod client;
 mod connections;
+mod forecast;
 mod lifecycle;
 pub mod memory;
 pub mod merge;
@@ -38,6 +39,7 @@ use crate::workload::experiment::{Experiment, ExperimentOp, OpStream, Point, Rat
 pub use cancel::{Cancel, StopCause};
 use cleanup::{remove_leftovers, remove_workload_inserts};
 use client::RunJob;
+use forecast::{Forecast, Planned, PointOnTarget};
 use progress::Progress;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -130,7 +132,6 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     // before the leases: nothing on it is touched, and the claimed directory goes again.
     connections::check_connection_room(plan, &targets).await?;
     let dataset = Dataset::new(&plan.data, plan.seed);
-    let mut progress = Progress::new(ctx.show_progress);
 
     // One run at a time per namespace: the leases come before anything is touched, and a
     // run that finds one held refuses here.
@@ -142,6 +143,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     if let Some(announce) = &ctx.on_leases_taken {
         announce();
     }
+    // Made after the announcement, so that nothing prints over its spinner.
+    let mut progress = Progress::new(ctx.show_progress);
 
     // Prepare and load every target before writing anything: bad input and unreachable
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
@@ -180,8 +183,8 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     let streams: Vec<Arc<OpStream>> =
         crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
     match plan.duration_secs() {
-        Some(secs) => progress.start_timed(total_runs(&shared), Duration::from_secs_f64(secs)),
-        None => progress.start(total_ops(&shared, &streams)),
+        Some(secs) => progress.start_timed(Duration::from_secs_f64(secs), forecast(&shared, &streams)),
+        None => progress.start(forecast(&shared, &streams)),
     }
     let mut sweep = Sweep { report, progress, failed_targets: BTreeMap::new(), references: References::default(), resume };
     if stop_reason.is_none() {
@@ -204,31 +207,28 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     finish(report, stop_reason, ctx, &out_dir)
 }
 
-/// The ops every target this process runs will do, warm-up runs included (for progress).
-fn total_ops(shared: &Shared<'_>, streams: &[Arc<OpStream>]) -> u64 {
+/// Every point on every target this process runs, with its up-front estimate and its work
+/// in the progress counter's unit (ops, or milliseconds of time-based runs), warm-up runs
+/// included.
+fn forecast(shared: &Shared<'_>, streams: &[Arc<OpStream>]) -> Forecast {
     let plan = shared.plan;
-    plan.experiments
-        .iter()
-        .zip(streams)
-        .enumerate()
-        .map(|(ei, (e, stream))| {
-            let per_run: u64 = e.points.iter().map(|p| stream.ops_at(p)).sum();
-            let targets = shared.targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)).count();
-            per_run * (e.warmup + e.runs) as u64 * targets as u64
-        })
-        .sum()
-}
-
-/// The runs every target this process runs will do, warm-up runs included (for the
-/// progress of time-based runs).
-fn total_runs(shared: &Shared<'_>) -> u64 {
-    let plan = shared.plan;
-    (plan.experiments.iter().enumerate())
-        .map(|(ei, e)| {
-            let targets = shared.targets.iter().filter(|t| plan.runs_unit(&t.info().name, ei)).count();
-            e.points.len() as u64 * u64::from(e.warmup + e.runs) * targets as u64
-        })
-        .sum()
+    let per_run_ms = plan.duration_secs().map_or(0, |secs| progress::per_run_ms(Duration::from_secs_f64(secs)));
+    let mut planned = Vec::new();
+    for (ei, (e, stream)) in plan.experiments.iter().zip(streams).enumerate() {
+        let runs = u64::from(e.warmup + e.runs);
+        for (pi, point) in e.points.iter().enumerate() {
+            for target in shared.targets.iter().map(|t| t.info().name.clone()).filter(|name| plan.runs_unit(name, ei)) {
+                let family = plan.targets.iter().find(|t| t.name == target).map_or("", |t| t.url.scheme());
+                let per_run_work = if stream.time_based() { per_run_ms } else { stream.ops_at(point) };
+                planned.push(Planned {
+                    estimate_secs: runs as f64 * crate::plan::estimate::one_run_secs(plan, family, e, stream, point),
+                    work: per_run_work * runs,
+                    at: PointOnTarget { target, experiment: ei, point: pi },
+                });
+            }
+        }
+    }
+    Forecast::new(planned)
 }
 
 /// The YCSB record counts a run loads one after the other; a single `None` when the data
@@ -334,6 +334,13 @@ struct PointUnit<'a> {
     point_index: usize,
 }
 
+impl PointUnit<'_> {
+    /// This point on `target`, as the progress forecast counts it.
+    fn on(&self, target: &Arc<dyn Target>) -> PointOnTarget {
+        PointOnTarget { target: target.info().name.clone(), experiment: self.experiment_index, point: self.point_index }
+    }
+}
+
 /// Runs one point on every target of this process, flags the results against each other
 /// and the reference answer, and saves the report. Returns the reason to stop the whole
 /// run, if any.
@@ -360,6 +367,7 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
     {
         flag_against_reference(&mut results, reference);
     }
+    sweep.progress.landed(&results, false);
     if !export(shared.out_dir, &mut results, &shared.ctx.cancel) {
         stop_reason = Some(shared.ctx.cancel.reason());
     }
@@ -385,12 +393,8 @@ fn kept_from_resumed_run(unit: &PointUnit<'_>, targets: &[&Arc<dyn Target>], swe
     if !resume.keeps(&expected, &label, &mut sweep.report) {
         return false;
     }
-    let runs = u64::from(experiment.warmup + experiment.runs) * targets.len() as u64;
-    if unit.stream.time_based() {
-        sweep.progress.skip_runs(runs);
-    } else {
-        sweep.progress.counter().fetch_add(unit.stream.ops_at(&unit.point) * runs, std::sync::atomic::Ordering::Relaxed);
-    }
+    let kept: Vec<PointOnTarget> = targets.iter().map(|t| unit.on(t)).collect();
+    sweep.progress.kept(&kept);
     true
 }
 
@@ -411,7 +415,9 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
         flags: Vec::new(),
         exports: None,
     };
+    let at = [unit.on(target)];
     if let Some(why) = sweep.failed_targets.get(&info.name) {
+        sweep.progress.skipped(&at);
         let skipped =
             PointResult { status: PointStatus::Incomplete { reason: format!("skipped: {why}") }, flags: vec![Flag::Incomplete], ..base };
         return (skipped, None);
@@ -422,10 +428,13 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
             None => experiment.op.kind().to_string(),
         };
         let reason = format!("{} does not support {what}", info.system);
+        sweep.progress.skipped(&at);
         return (PointResult { status: PointStatus::NotSupported { reason }, flags: vec![Flag::NotSupported], ..base }, None);
     }
     step(&sweep.progress, ctx, format!("measuring {} · {} · c={} b={}", experiment.name, info.name, unit.point.clients, unit.point.batch));
+    sweep.progress.began(&at);
     let (runs, failure) = measure_runs(unit, target, sweep).await;
+    sweep.progress.ended(&at);
     let mut result = PointResult { runs, ..base };
     let mut stop_reason = None;
     if let Some(reason) = failure {
@@ -554,8 +563,9 @@ async fn run_lifecycle_phases(shared: &Shared<'_>, streams: &[Arc<OpStream>], sw
         .experiments
         .iter()
         .zip(streams)
-        .filter(|(e, _)| e.lifecycle)
-        .map(|(experiment, stream)| lifecycle::Phase { experiment, stream: stream.clone() })
+        .enumerate()
+        .filter(|(_, (e, _))| e.lifecycle)
+        .map(|(index, (experiment, stream))| lifecycle::Phase { index, experiment, stream: stream.clone() })
         .collect();
     lifecycle::run(shared, &phases, &mut sweep.report, &mut sweep.progress, &mut sweep.failed_targets, &mut sweep.resume).await
 }

@@ -100,14 +100,16 @@ pub(super) fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunC
         (None, false) => None,
     };
     if let Err(e) = report::write_all(out_dir, &report) {
-        // Most likely a full disk: make room by removing the two files that are rendered
-        // from report.json, and finish report.json itself.
+        // Most likely a full disk: make room by removing the files that are rendered from
+        // report.json, and finish report.json itself.
         let _ = std::fs::remove_file(out_dir.join(report::RESULTS_CSV));
+        let _ = std::fs::remove_file(out_dir.join(report::RESULTS_OPS_CSV));
         let _ = std::fs::remove_file(out_dir.join(report::REPORT_HTML));
         let reason = report.incomplete_reason.take().unwrap_or_else(|| "finished".into());
         report.incomplete_reason = Some(format!(
-            "{reason}; then {e}: {} and {} were removed to make room (`dbsweep report {}` renders them again)",
+            "{reason}; then {e}: {}, {} and {} were removed to make room (`dbsweep report {}` renders them again)",
             report::RESULTS_CSV,
+            report::RESULTS_OPS_CSV,
             report::REPORT_HTML,
             out_dir.display()
         ));

@@ -48,7 +48,18 @@ pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 /// The rows of a run directory's results.csv, by column name.
 pub fn csv_rows(dir: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    rows_of(&dir.join("results.csv"))
+}
+
+/// The rows of a run directory's results_ops.csv (each operation type of YCSB workloads'
+/// runs), by column name.
+#[allow(dead_code)]
+pub fn op_type_rows(dir: &Path) -> Vec<HashMap<String, String>> {
+    rows_of(&dir.join("results_ops.csv"))
+}
+
+fn rows_of(path: &Path) -> Vec<HashMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
     lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()

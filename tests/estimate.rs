@@ -54,7 +54,7 @@ fn kv_vs_relational_without_servers_prints_its_estimate_and_the_hint_before_any_
     // SF 1 on the embedded engines is hours: the total says so.
     assert!(said[0].contains('h'), "{text}");
     let hint = said.last().unwrap();
-    assert!(hint.contains("add servers with --spawn all") && hint.contains("--quick"), "{hint}");
+    assert!(hint.contains("on servers instead with --spawn all") && hint.contains("--quick"), "{hint}");
     assert!(!report_before_stop, "the estimate comes before any point is loaded or measured");
     assert_eq!(ended.status.code(), Some(130), "stopped by Ctrl-C: {stderr}");
 }

@@ -168,7 +168,7 @@ impl Comparison {
         Comparison {
             runs,
             method: format!(
-                "{:.0} % interval of the ratio of the runs' geometric means: each point's run-to-run variance moderated across all points of its report (empirical Bayes, Smyth 2004), floored by the runs' own batch-means noise, plus the drift the two reports' common points show (robust: the spread of their log ratios around the median, less their own variance), the whole scaled so that the common points' central standardized differences spread as a standard normal (Efron's empirical null; with fewer than {MIN_POINTS_FOR_DRIFT} common points: one typical run's variance per report for the drift, no scaling); a difference is significant when the interval excludes 1 and the ratio differs from 1 by at least {}; '?' when the interval is too wide to tell",
+                "{:.0} % interval of the ratio of the runs' geometric means: each point's run-to-run variance moderated across all points of its report (empirical Bayes, Smyth 2004), floored by the runs' own batch-means noise, or, when larger, the drift the two reports' common points show at that run length (robust: the median absolute deviation of their log ratios, a Theil-Sen line over the log run length), scaled so that the common points' standardized differences spread at least as a standard normal at their centre, with Student's t at {NULL_TAIL_DF} degrees of freedom for benchmark noise's heavy tails (Efron's empirical null; with fewer than {MIN_POINTS_FOR_DRIFT} common points: own variances plus one typical run's per report); a difference is significant when the interval excludes 1 and the ratio differs from 1 by at least {}; '?' when the interval is too wide to tell",
                 CONFIDENCE * 100.0,
                 percent(min_effect)
             ),
@@ -406,32 +406,97 @@ fn verdict(interval: RatioInterval, min_effect: f64) -> Verdict {
     }
 }
 
-/// The interval of each pair's ratio (this report's estimate over the baseline's). Each
-/// pair's variance is its two estimates' plus the drift the pairs share (`drift`). With
-/// enough pairs the variances are then calibrated by Efron's empirical null ("Large-Scale
-/// Simultaneous Hypothesis Testing: The Choice of a Null Hypothesis", JASA 99, 2004): the
-/// pairs' standardized differences around their median should spread as a standard normal;
-/// the robust scale of their spread (1.4826 x MAD) multiplies every standard error, which
-/// corrects a model whose variances are too small or too large for these two reports, with
-/// the degrees of freedom of that scale (many points) instead of each point's few runs.
+/// The interval of each pair's ratio (this report's estimate over the baseline's).
+///
+/// With enough pairs (`MIN_POINTS_FOR_DRIFT`), in the manner of Efron's empirical null
+/// ("Large-Scale Simultaneous Hypothesis Testing: The Choice of a Null Hypothesis", JASA
+/// 99, 2004), the pairs themselves say how far an unchanged point moves between the two
+/// reports: each pair's variance is the larger of its two estimates' own and the drift
+/// its run length shows (`drift_trend`: runs of 50 µs moved 0.30 in log between two
+/// quick runs on a quiet 2-core machine, runs of 10 ms and more 0.06); the standardized
+/// differences around their median are then scaled to spread as a standard normal at
+/// their centre (1.4826 x MAD; never narrowed), and the interval is Student's t with `NULL_TAIL_DF`
+/// degrees of freedom: benchmark noise has heavier tails than a normal's.
+/// With fewer pairs: each side's own variance plus one typical run's per report, and the
+/// Welch-Satterthwaite degrees of freedom.
 fn intervals(pairs: &[(LogEstimate, LogEstimate)], fallback_drift: f64) -> Vec<RatioInterval> {
-    let drift = drift(pairs, fallback_drift);
-    let parts = |(a, b): &(LogEstimate, LogEstimate)| [VariancePart::from(*a), VariancePart::from(*b), drift];
-    if pairs.len() < MIN_POINTS_FOR_DRIFT {
-        return pairs.iter().map(|p| RatioInterval::of(p.1.mean - p.0.mean, &parts(p), CONFIDENCE)).collect();
-    }
-    let variance = |p: &(LogEstimate, LogEstimate)| parts(p).iter().map(|v| v.variance).sum::<f64>();
     let differences: Vec<f64> = pairs.iter().map(|(a, b)| b.mean - a.mean).collect();
+    if pairs.len() < MIN_POINTS_FOR_DRIFT {
+        let drift = VariancePart { variance: fallback_drift, degrees_of_freedom: 1e6 };
+        return pairs
+            .iter()
+            .zip(&differences)
+            .map(|((a, b), d)| RatioInterval::of(*d, &[(*a).into(), (*b).into(), drift], CONFIDENCE))
+            .collect();
+    }
     let center = median(&differences).unwrap_or(0.0);
+    let log_seconds: Vec<Option<f64>> = pairs.iter().map(|(a, b)| run_seconds(a, b).map(f64::ln)).collect();
+    let drift = drift_trend(&differences, &log_seconds, center);
+    let variances: Vec<f64> = pairs.iter().zip(&log_seconds).map(|((a, b), s)| (a.variance + b.variance).max(drift(*s))).collect();
     let standardized: Vec<f64> =
-        pairs.iter().zip(&differences).filter(|(p, _)| variance(p) > 0.0).map(|(p, d)| ((d - center) / variance(p).sqrt()).abs()).collect();
-    let scale = median(&standardized).map_or(1.0, |mad| 1.4826 * mad).max(f64::MIN_POSITIVE);
-    let degrees_of_freedom = (MAD_EFFICIENCY * (pairs.len() - 1) as f64).max(1.0);
-    pairs
+        differences.iter().zip(&variances).filter(|(_, v)| **v > 0.0).map(|(d, v)| ((d - center) / v.sqrt()).abs()).collect();
+    // Only ever widened: a model whose variances look too large for these two reports keeps them.
+    let scale = median(&standardized).map_or(1.0, |mad| 1.4826 * mad).max(1.0);
+    let degrees_of_freedom = NULL_TAIL_DF.min((MAD_EFFICIENCY * (pairs.len() - 2) as f64).max(1.0));
+    differences
         .iter()
-        .zip(&differences)
-        .map(|(p, d)| RatioInterval::of(*d, &[VariancePart { variance: scale.powi(2) * variance(p), degrees_of_freedom }], CONFIDENCE))
+        .zip(&variances)
+        .map(|(d, v)| RatioInterval::of(*d, &[VariancePart { variance: scale.powi(2) * v, degrees_of_freedom }], CONFIDENCE))
         .collect()
+}
+
+/// The degrees of freedom of the Student's t that compared points' standardized
+/// differences follow when nothing changed. Measured: over 6 A/A pairs of `--quick` runs on
+/// a quiet 2-core machine (510 points), 6.1 % of them lay beyond 2.576 (a normal's 1 %),
+/// 4.3 % beyond 3 and 2.2 % beyond 4 — tails near a t with 3-5 degrees of freedom, from
+/// runs of tens of microseconds that a scheduler tick moves. At 7 the same pairs called
+/// 2.4 % of their points at 99 % (at most 4.7 % in one pair) and every point of a real 10x
+/// change (A/B).
+const NULL_TAIL_DF: f64 = 7.0;
+
+/// The run length both points of a pair were measured with (the longer median).
+fn run_seconds(a: &LogEstimate, b: &LogEstimate) -> Option<f64> {
+    match (a.run_seconds, b.run_seconds) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// How far an unchanged point moves between two reports, as a variance, by the log of its
+/// run length: the median absolute deviation of the differences from their `center`,
+/// (robustly) log-linear in the log run length. The pairs are cut into up to ten bins of
+/// equal count by run length; each bin's median log length and median log deviation make
+/// one point of a Theil-Sen line (the median of the slopes between bins), so points that
+/// really changed, and the few run lengths they share, do not bend it. Without run
+/// lengths, or all alike: one deviation for all.
+fn drift_trend(differences: &[f64], log_seconds: &[Option<f64>], center: f64) -> impl Fn(Option<f64>) -> f64 + use<> {
+    let log_deviation = |d: f64| (d - center).abs().max(1e-9).ln();
+    let overall = median(&differences.iter().map(|d| log_deviation(*d)).collect::<Vec<_>>()).unwrap_or(f64::NEG_INFINITY);
+    let mut known: Vec<(f64, f64)> = differences.iter().zip(log_seconds).filter_map(|(d, s)| s.map(|s| (s, log_deviation(*d)))).collect();
+    known.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let count = (known.len() / MIN_POINTS_FOR_DRIFT).clamp(1, 10);
+    let bins: Vec<(f64, f64)> = (0..count)
+        .filter_map(|i| {
+            let bin = &known[i * known.len() / count..(i + 1) * known.len() / count];
+            Some((median(&bin.iter().map(|p| p.0).collect::<Vec<_>>())?, median(&bin.iter().map(|p| p.1).collect::<Vec<_>>())?))
+        })
+        .collect();
+    let slopes: Vec<f64> = bins
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| bins[i + 1..].iter().filter(|b| b.0 > a.0).map(move |b| (b.1 - a.1) / (b.0 - a.0)))
+        .collect();
+    let line = median(&slopes).map(|slope| {
+        let intercept = median(&bins.iter().map(|b| b.1 - slope * b.0).collect::<Vec<_>>()).unwrap_or(overall);
+        (slope, intercept)
+    });
+    move |log_seconds: Option<f64>| {
+        let log_deviation = match (line, log_seconds) {
+            (Some((slope, intercept)), Some(s)) => intercept + slope * s,
+            _ => overall,
+        };
+        (1.4826 * log_deviation.exp()).powi(2)
+    }
 }
 
 /// Fewest common points from which the drift between two reports is estimated.
@@ -440,26 +505,6 @@ const MIN_POINTS_FOR_DRIFT: usize = 8;
 /// normal data (Rousseeuw and Croux 1993): a MAD from n values is worth about 0.37 n
 /// values' variance.
 const MAD_EFFICIENCY: f64 = 0.37;
-
-/// The variance by which two reports' common points moved apart beyond their own noise (a
-/// random effect: the runs of one point follow each other within seconds, the two reports
-/// are minutes or days apart on a machine whose load and state drift). Robust, so that the
-/// points that really changed do not count as drift: (1.4826 x the median absolute
-/// deviation of the log ratios around their median)^2, less the points' median own
-/// variance. A uniform change (all points 2x) is not drift; more than half of the points
-/// changing differently would be. With fewer than `MIN_POINTS_FOR_DRIFT` common points:
-/// `fallback` (one typical run's variance per report).
-fn drift(pairs: &[(LogEstimate, LogEstimate)], fallback: f64) -> VariancePart {
-    if pairs.len() < MIN_POINTS_FOR_DRIFT {
-        return VariancePart { variance: fallback, degrees_of_freedom: 1e6 };
-    }
-    let logs: Vec<f64> = pairs.iter().map(|(a, b)| b.mean - a.mean).collect();
-    let center = median(&logs).unwrap_or(0.0);
-    let deviations: Vec<f64> = logs.iter().map(|x| (x - center).abs()).collect();
-    let robust = (1.4826 * median(&deviations).unwrap_or(0.0)).powi(2);
-    let own = median(&pairs.iter().map(|(a, b)| a.variance + b.variance).collect::<Vec<_>>()).unwrap_or(0.0);
-    VariancePart { variance: (robust - own).max(0.0), degrees_of_freedom: (MAD_EFFICIENCY * (pairs.len() - 1) as f64).max(1.0) }
-}
 
 /// What makes the runs less comparable than an A/A test on one machine.
 fn warnings(names: &[String], reports: &[Report]) -> Vec<String> {
@@ -634,13 +679,29 @@ mod tests {
     }
 
     #[test]
-    fn without_enough_common_points_the_drift_is_one_typical_run_per_report() {
-        let e = |mean: f64| LogEstimate { mean, variance: 0.001, degrees_of_freedom: 5.0, runs: 2 };
-        let few = drift(&[(e(0.0), e(0.1)); 3], 0.02);
-        assert_eq!(few.variance, 0.02);
-        let many: Vec<(LogEstimate, LogEstimate)> = (0..20).map(|i| (e(0.0), e(if i % 2 == 0 { 0.2 } else { -0.2 }))).collect();
-        let robust = drift(&many, 0.02);
-        // MAD 0.2 around a median of 0: (1.4826 * 0.2)^2 less the own 0.002.
-        assert!((robust.variance - ((1.4826f64 * 0.2).powi(2) - 0.002)).abs() < 1e-9, "{robust:?}");
+    fn short_runs_are_allowed_to_drift_more_than_long_ones() {
+        // Deviations 0.4 at 100 µs, 0.1 at 100 ms: a line in the log run length.
+        let (mut differences, mut seconds) = (Vec::new(), Vec::new());
+        for i in 0..40 {
+            let (deviation, s) = if i % 2 == 0 { (0.4, 1e-4) } else { (0.1, 1e-1) };
+            differences.push(if i % 4 < 2 { deviation } else { -deviation });
+            seconds.push(Some(f64::ln(s)));
+        }
+        let drift = drift_trend(&differences, &seconds, 0.0);
+        let sd = |s: f64| drift(Some(s.ln())).sqrt() / 1.4826;
+        assert!((sd(1e-4) - 0.4).abs() < 1e-9 && (sd(1e-1) - 0.1).abs() < 1e-9, "{} {}", sd(1e-4), sd(1e-1));
+        assert!(sd(1e-2) < sd(1e-3) && sd(1e-3) < sd(1e-4), "in between, in order");
+        // Without run lengths: one deviation for all.
+        let flat = drift_trend(&differences, &vec![None; 40], 0.0);
+        assert_eq!(flat(None), flat(Some(0.0)));
+    }
+
+    #[test]
+    fn with_few_common_points_each_side_keeps_its_own_variance_and_one_run_of_drift() {
+        let e = |mean: f64| LogEstimate { mean, variance: 0.001, degrees_of_freedom: 5.0, runs: 2, run_seconds: None };
+        let few = intervals(&[(e(0.0), e(0.1)); 3], 0.02);
+        let by_hand =
+            RatioInterval::of(0.1, &[e(0.0).into(), e(0.1).into(), VariancePart { variance: 0.02, degrees_of_freedom: 1e6 }], CONFIDENCE);
+        assert_eq!(few[0], by_hand);
     }
 }

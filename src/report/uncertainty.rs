@@ -14,7 +14,8 @@
 //!   shared machine moves them together and their spread cannot show it. Two points of
 //!   one report (findings) are charged, each, one typical run's variance (the prior's
 //!   scale) for it; two reports (`compare`) estimate it from how far all their common
-//!   points moved, robustly (`compare`).
+//!   points moved, robustly, as a trend over the runs' length (short runs drift more),
+//!   and calibrate it by an empirical null (`compare`).
 //!
 //! A difference is "called" only when its interval excludes 1; where it does not and the
 //! interval is wide, the words say that the data are too few and name the fix.
@@ -73,6 +74,9 @@ pub struct LogEstimate {
     pub variance: f64,
     pub degrees_of_freedom: f64,
     pub runs: usize,
+    /// The median length of the measured runs, in seconds, where known: how far a point
+    /// drifts between two reports depends on it (`compare`).
+    pub run_seconds: Option<f64>,
 }
 
 /// One quantity's model over the points of one report: the prior of its run-to-run
@@ -123,12 +127,14 @@ impl Model {
             variance: moderated.variance.max(floor) / n,
             degrees_of_freedom: moderated.degrees_of_freedom,
             runs: logs.len(),
+            run_seconds: None,
         })
     }
 
     /// A point's throughput estimate, floored by its runs' own batch-means precision.
     pub fn throughput_of(&self, p: &PointResult) -> Option<LogEstimate> {
-        self.estimate(&run_throughputs(p), run_noise_floor(p))
+        let estimate = self.estimate(&run_throughputs(p), run_noise_floor(p))?;
+        Some(LogEstimate { run_seconds: p.run_seconds().map(|s| s.median).filter(|s| *s > 0.0), ..estimate })
     }
 }
 

@@ -449,10 +449,11 @@ fn intervals(pairs: &[(LogEstimate, LogEstimate)], fallback_drift: f64) -> Vec<R
 /// differences follow when nothing changed. Measured: over 6 A/A pairs of `--quick` runs on
 /// a quiet 2-core machine (510 points), 6.1 % of them lay beyond 2.576 (a normal's 1 %),
 /// 4.3 % beyond 3 and 2.2 % beyond 4 — tails near a t with 3-5 degrees of freedom, from
-/// runs of tens of microseconds that a scheduler tick moves. At 7 the same pairs called
-/// 2.4 % of their points at 99 % (at most 4.7 % in one pair) and every point of a real 10x
-/// change (A/B).
-const NULL_TAIL_DF: f64 = 7.0;
+/// runs of tens of microseconds that a scheduler tick moves. At 5 the same pairs called
+/// 1.4 % of their points at 99 % (at most 3.5 % in one pair; 0.9 % of 1,275 points of 15
+/// debug-build pairs on a loaded machine) and every point of a real 10x change (A/B), with
+/// median intervals 3.3x wide on the quiet machine.
+const NULL_TAIL_DF: f64 = 5.0;
 
 /// The run length both points of a pair were measured with (the longer median).
 fn run_seconds(a: &LogEstimate, b: &LogEstimate) -> Option<f64> {

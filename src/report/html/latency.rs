@@ -9,7 +9,10 @@
 
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{FigureSpec, point_label, points_of};
-use super::{Colors, chart_or_error, css, esc, flags_html, legend, point_desc, save_link, table_open, targets_of, void_cells};
+use super::{
+    Colors, chart_or_error, css, esc, flags_html, legend, point_desc, save_link, small_multiples, table_close, table_open, targets_of,
+    void_cells,
+};
 use crate::base::measurement::LatencySummary;
 use crate::report::console::micros;
 use crate::report::model::{PointResult, Report};
@@ -107,22 +110,22 @@ pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &Fig
     match charts.as_slice() {
         [(_, series)] => chart_or_error(out, chart::curves(&x_axis, &y_axis, "percentile", &y_desc, series)),
         _ => {
-            out.push_str("<div class=\"multiples\">\n");
+            let mut cells = Vec::new();
             for (a, series) in &charts {
                 let rate = a.rate.map(|r| crate::report::console::rate_text(r.ops_per_sec()));
                 let name = format!("{}-c{}{}", f.id, a.clients, rate.as_ref().map(|r| format!("-r{r}")).unwrap_or_default());
-                let _ = write!(
-                    out,
+                let mut cell = format!(
                     "<div class=\"multiple\" data-clients=\"{}\"{}><div class=\"multiple-head\">{}{}</div>\n",
                     a.clients,
                     rate.map(|r| format!(" data-rate=\"{r}\"")).unwrap_or_default(),
                     save_link(&f.id, &name),
                     esc(&point_label(a, op))
                 );
-                chart_or_error(out, chart::small_curves(&x_axis, &y_axis, "percentile", &y_desc, series));
-                out.push_str("</div>\n");
+                chart_or_error(&mut cell, chart::small_curves(&x_axis, &y_axis, "percentile", &y_desc, series));
+                cell.push_str("</div>\n");
+                cells.push(cell);
             }
-            out.push_str("</div>\n");
+            small_multiples(out, &cells);
         }
     }
     let labels: Vec<String> = at.iter().map(|a| point_label(a, op)).collect();
@@ -155,7 +158,7 @@ fn latency_table(out: &mut String, colors: &Colors, points: &[&PointResult], at:
     for p in sorted {
         let _ = write!(
             out,
-            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td>",
+            "<tr><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"point\">{}</td><td>{}</td>",
             css(colors.of(&p.target)),
             esc(&p.target),
             esc(&point_desc(p)),
@@ -173,5 +176,5 @@ fn latency_table(out: &mut String, colors: &Colors, points: &[&PointResult], at:
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }

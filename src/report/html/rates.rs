@@ -8,7 +8,9 @@
 
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{FigureSpec, point_label, points_of};
-use super::{Colors, chart_or_error, css, esc, flags_html, legend, save_link, table_open, targets_of, void_cells};
+use super::{
+    Colors, chart_or_error, css, esc, flags_html, legend, save_link, small_multiples, table_close, table_open, targets_of, void_cells,
+};
 use crate::base::op::OpKind;
 use crate::report::console::{micros, rate, rate_text};
 use crate::report::model::{Flag, PointResult, Report};
@@ -83,19 +85,21 @@ pub(super) fn latency_vs_throughput(out: &mut String, r: &Report, colors: &Color
     match charts.as_slice() {
         [(_, series)] => chart_or_error(out, chart::lines(&x_axis, &y_axis, x_desc, y_desc, series)),
         _ => {
-            out.push_str("<div class=\"multiples\">\n");
-            for (g, series) in &charts {
-                let _ = writeln!(
-                    out,
-                    "<div class=\"multiple\" data-clients=\"{}\"><div class=\"multiple-head\">{}{}</div>",
-                    g.clients,
-                    save_link(&f.id, &format!("{}-c{}-b{}", f.id, g.clients, g.batch)),
-                    esc(&point_label(g, op))
-                );
-                chart_or_error(out, chart::small_lines(&x_axis, &y_axis, x_desc, y_desc, series));
-                out.push_str("</div>\n");
-            }
-            out.push_str("</div>\n");
+            let cells: Vec<String> = charts
+                .iter()
+                .map(|(g, series)| {
+                    let mut cell = format!(
+                        "<div class=\"multiple\" data-clients=\"{}\"><div class=\"multiple-head\">{}{}</div>\n",
+                        g.clients,
+                        save_link(&f.id, &format!("{}-c{}-b{}", f.id, g.clients, g.batch)),
+                        esc(&point_label(g, op))
+                    );
+                    chart_or_error(&mut cell, chart::small_lines(&x_axis, &y_axis, x_desc, y_desc, series));
+                    cell.push_str("</div>\n");
+                    cell
+                })
+                .collect();
+            small_multiples(out, &cells);
         }
     }
     let _ = writeln!(
@@ -117,7 +121,7 @@ fn rate_table(out: &mut String, colors: &Colors, grouped: &[(Point, Vec<&PointRe
         for p in sorted {
             let _ = write!(
                 out,
-                "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>",
+                "<tr><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"point\">{}</td><td>{}</td><td class=\"num\">{}</td>",
                 css(colors.of(&p.target)),
                 esc(&p.target),
                 esc(&point_label(&Point { rate: None, ..p.point }, op)),
@@ -144,5 +148,5 @@ fn rate_table(out: &mut String, colors: &Colors, grouped: &[(Point, Vec<&PointRe
             out.push_str("</tr>\n");
         }
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }

@@ -40,7 +40,9 @@ fn flags_are_rendered_next_to_their_numbers() {
     // In the point's data-table row, after its numbers, and loudly in the header.
     let fig = html.find("<figure id=\"fig-insert-batch\"").expect("the batch figure");
     let row_start = fig
-        + html[fig..].find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
+        + html[fig..]
+            .find(&format!(">{}</td><td class=\"point\">{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i]))))
+            .expect("the point's row");
     let row = &html[row_start..row_start + html[row_start..].find("</tr>").unwrap()];
     assert!(row.contains("ANSWER MISMATCH") && row.contains("client-bound"), "{row}");
     assert!(html.contains("ANSWER MISMATCH</span> at 1 point"));
@@ -95,16 +97,6 @@ fn the_command_is_shell_quoted() {
 }
 
 #[test]
-fn ten_targets_get_ten_distinct_colours() {
-    let mut r = fixture();
-    let base = r.targets[0].clone();
-    r.targets = (0..12).map(|i| crate::adapter::TargetInfo { name: format!("t{i}"), ..base.clone() }).collect();
-    let colors = Colors::new(&r);
-    let set: BTreeSet<String> = colors.0.iter().take(12).map(|(_, c)| css(*c)).collect();
-    assert_eq!(set.len(), 12);
-}
-
-#[test]
 fn void_points_show_their_flags_loudly_and_are_not_plotted() {
     let mut r = fixture();
     let i = r.points.iter().position(|p| p.experiment == "insert" && p.point.batched && p.point.batch > 1 && p.summary.is_some()).unwrap();
@@ -124,8 +116,9 @@ fn void_points_show_their_flags_loudly_and_are_not_plotted() {
     let html = render(&r);
     assert!(html.contains("VOID</span> at 1 point:"), "the header names the void point count");
     let fig = figure_of(&html);
-    let row_start =
-        fig.find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
+    let row_start = fig
+        .find(&format!(">{}</td><td class=\"point\">{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i]))))
+        .expect("the point's row");
     let row = &fig[row_start..row_start + fig[row_start..].find("</tr>").unwrap()];
     assert!(row.contains("VOID: no timing") && row.contains("MISSING ROWS: 7"), "{row}");
     assert!(!row.contains(&chart::short(median)), "the void point's old throughput is not shown: {row}");
@@ -268,7 +261,7 @@ fn latency_percentiles_are_drawn_and_tabled_at_every_client_count() {
     assert_eq!(fig.matches("class=\"save\"").count(), clients.len(), "a save link per small chart");
     for p in unbatched {
         let l = p.summary.as_ref().unwrap().latency.as_ref().unwrap();
-        let row = format!(">{}</td><td>{}</td>", esc(&p.target), esc(&point_desc(p)));
+        let row = format!(">{}</td><td class=\"point\">{}</td>", esc(&p.target), esc(&point_desc(p)));
         let start = fig.find(&row).unwrap_or_else(|| panic!("no latency row {row}"));
         let row = &fig[start..start + fig[start..].find("</tr>").unwrap()];
         for us in [l.p50_us, l.p99_us, l.max_us] {

@@ -10,8 +10,8 @@
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{FigureSpec, point_label, points_of};
 use super::{
-    Colors, chart_or_error, css, esc, flags_html, legend, point_desc, save_link, small_multiples, table_close, table_open, targets_of,
-    void_cells,
+    Colors, Guides, chart_or_error, css, esc, flags_html, legend, point_desc, save_link, small_multiples, table_close, table_open,
+    targets_of, void_cells,
 };
 use crate::base::measurement::LatencySummary;
 use crate::report::console::micros;
@@ -97,7 +97,18 @@ fn point_series(colors: &Colors, points: &[&PointResult], at: &Point, timing: Ti
 }
 
 /// The figure: one chart, or one small chart per point with shared axes, then the table.
-pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, at: &[Point], timing: Timing) {
+/// How to read response times, once per page.
+const RESPONSE_GUIDE: &str = "Response time counts the time an op spent waiting behind the schedule, so a system that falls behind shows it here (coordinated omission does not hide it); service time, from sending a request to its answer, does not.";
+
+pub(super) fn percentiles(
+    out: &mut String,
+    r: &Report,
+    colors: &Colors,
+    f: &FigureSpec,
+    at: &[Point],
+    timing: Timing,
+    guides: &mut Guides,
+) {
     let points: Vec<&PointResult> = points_of(r, &f.experiments[0]).into_iter().filter(|p| at.contains(&p.point)).collect();
     let charts: Vec<(Point, Vec<Series>)> = at.iter().map(|a| (*a, point_series(colors, &points, a, timing))).collect();
     let y_desc = format!("{} (µs)", timing.name());
@@ -136,15 +147,16 @@ pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &Fig
     };
     let what = match timing {
         Timing::Service => "Service time per request (from sending it to its answer)",
-        Timing::Response => {
-            "Response time per request, from the op's intended start in the fixed-rate schedule to its answer (time spent behind the schedule counts, so coordinated omission does not hide it),"
-        }
+        Timing::Response => "Response time per request (from the op's intended start in the fixed-rate schedule to its answer)",
     };
     let _ = writeln!(
         out,
         "<p class=\"note\">{what} at {} (merged HDR histogram of the measured runs){each}; logarithmic y axis; the x axis counts nines.</p>",
         esc(&labels.join("; "))
     );
+    if timing == Timing::Response {
+        guides.write(out, RESPONSE_GUIDE);
+    }
     latency_table(out, colors, &points, at, timing);
 }
 

@@ -224,7 +224,7 @@ const CSS: &str = r#"
 :root { color-scheme: light; }
 *, *::before, *::after { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto; max-width: 1400px; padding: 12px 24px 48px; color: #222; background: #fff; line-height: 1.4; }
-h1 { font-size: 1.5em; margin: 0.1em 0; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 3px; margin: 1.4em 0 0.5em; font-size: 1.25em; } h3 { margin: 0.6em 0 0.2em; font-size: 1.05em; }
+h1 { font-size: 1.5em; margin: 0.1em 0; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 3px; margin: 1.1em 0 0.5em; font-size: 1.25em; } h3 { margin: 0.6em 0 0.2em; font-size: 1.05em; }
 .lede { margin: 0.1em 0 0.6em; color: #444; font-size: 0.92em; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
 pre { background: #f5f5f5; padding: 8px 12px; overflow-x: auto; border-radius: 4px; }
@@ -270,7 +270,7 @@ td.settings { min-width: 420px; }
 .warnings li { color: #7a5b00; }
 .method { border-left: 3px solid #8aa; padding: 0.1em 0.8em; margin: 0.6em 0; background: #f5f8f8; font-size: 0.9em; }
 .method p { margin: 0.3em 0; }
-details.data { margin: 4px 0; } details.data summary { cursor: pointer; color: #355; font-size: 0.88em; }
+details.data, details.guide { margin: 4px 0; } details.data summary, details.guide summary { cursor: pointer; color: #355; font-size: 0.84em; }
 .multiples { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 8px; }
 .multiple { min-width: 0; } .multiple svg { width: 100%; } .multiple-head { font-size: 0.86em; font-weight: 600; }
 .multiple-head a.save { float: right; font-weight: 400; color: #355; }
@@ -309,6 +309,7 @@ pub fn render(report: &Report) -> String {
     findings::section(&mut out, &crate::report::summary::Findings::of(report), &colors);
     void_notes(&mut out, report);
     let sections = figures::plan(report);
+    let mut guides = Guides::default();
     if sections.len() > 1 {
         out.push_str("<nav><b>Contents:</b> <ul>");
         for s in &sections {
@@ -320,7 +321,7 @@ pub fn render(report: &Report) -> String {
         let _ = write!(out, "<section id=\"{}\">\n<h2>{}</h2>\n", esc(&s.id), esc(&s.title));
         out.push_str("<div class=\"figs\">\n");
         for f in &s.figures {
-            figure(&mut out, report, &colors, f);
+            figure(&mut out, report, &colors, f, &mut guides);
         }
         out.push_str("</div>\n");
         if s.title == crate::plan::FLOOR_EXPERIMENT {
@@ -469,7 +470,7 @@ fn about(out: &mut String, r: &Report, colors: &Colors) {
     } else {
         format!("<span class=\"status-bad\">incomplete</span>: {}", esc(r.incomplete_reason.as_deref().unwrap_or("reason not recorded")))
     };
-    out.push_str("<div class=\"scroll\"><table class=\"facts\" id=\"run-facts\">\n");
+    out.push_str("<details class=\"data\"><summary>the run: command, seed, times, status, host, versions</summary>\n<div class=\"scroll\"><table class=\"facts\" id=\"run-facts\">\n");
     let mut rows: Vec<(&str, String)> = vec![
         ("study", esc(&r.study)),
         ("command", format!("<code>{}</code>", esc(&command_line(r)))),
@@ -516,7 +517,7 @@ fn about(out: &mut String, r: &Report, colors: &Colors) {
             esc(hash)
         );
     }
-    out.push_str("</table></div>\n");
+    out.push_str("</table></div></details>\n");
     merged_parts(out, r);
     targets_table(out, r, colors);
     if !r.unavailable.is_empty() {
@@ -697,7 +698,27 @@ fn chart_or_error(out: &mut String, svg: Result<String, String>) {
     out.push('\n');
 }
 
-fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
+/// Long reading guides that figures of one kind share: in full the first time on the page,
+/// folded under a one-line summary after that.
+#[derive(Default)]
+struct Guides(Vec<&'static str>);
+
+impl Guides {
+    fn write(&mut self, out: &mut String, guide: &'static str) {
+        if self.0.contains(&guide) {
+            let _ = writeln!(
+                out,
+                "<details class=\"guide\"><summary>how to read this chart</summary><p class=\"note\">{}</p></details>",
+                esc(guide)
+            );
+        } else {
+            self.0.push(guide);
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(guide));
+        }
+    }
+}
+
+fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, guides: &mut Guides) {
     open_figure(out, f);
     match &f.kind {
         FigureKind::Throughput { x, log_x } => throughput(out, r, colors, &f.experiments[0], *x, *log_x, None),
@@ -708,9 +729,9 @@ fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
         FigureKind::YcsbWorkloads { clients, records } => ycsb::workloads(out, r, colors, &f.experiments, *clients, *records),
         FigureKind::YcsbOpThroughput { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Throughput),
         FigureKind::YcsbOpLatency { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Latency),
-        FigureKind::Percentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Service),
-        FigureKind::ResponsePercentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Response),
-        FigureKind::LatencyVsThroughput { groups } => rates::latency_vs_throughput(out, r, colors, f, groups),
+        FigureKind::Percentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Service, guides),
+        FigureKind::ResponsePercentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Response, guides),
+        FigureKind::LatencyVsThroughput { groups } => rates::latency_vs_throughput(out, r, colors, f, groups, guides),
         FigureKind::LifecycleTime => lifecycle_time(out, r, colors, &f.experiments[0]),
         FigureKind::MemoryPerRecord => memory_per_record(out, r, colors, &f.experiments[0]),
     }

@@ -9,7 +9,8 @@
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{FigureSpec, point_label, points_of};
 use super::{
-    Colors, chart_or_error, css, esc, flags_html, legend, save_link, small_multiples, table_close, table_open, targets_of, void_cells,
+    Colors, Guides, chart_or_error, css, esc, flags_html, legend, save_link, small_multiples, table_close, table_open, targets_of,
+    void_cells,
 };
 use crate::base::op::OpKind;
 use crate::report::console::{micros, rate, rate_text};
@@ -69,7 +70,10 @@ fn group_series(colors: &Colors, targets: &[String], points: &[&PointResult], op
 
 /// The figure: one chart per group (small multiples on shared axes when several), the
 /// reading guide, then the table.
-pub(super) fn latency_vs_throughput(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, groups: &[Point]) {
+/// How to read the hockey stick, once per page.
+const HOCKEY_STICK_GUIDE: &str = "Each point is one fixed rate: its x is the median throughput the target achieved, its y the response time from each op's intended start (solid p99, dashed p50; logarithmic). While a target keeps up, the line runs flat and to the right; where it bends up (the hockey stick) the target falls behind the schedule and requests queue. A red ring marks a rate the target could not keep; a red × on the x axis a rate with no valid timing.";
+
+pub(super) fn latency_vs_throughput(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, groups: &[Point], guides: &mut Guides) {
     let all = points_of(r, &f.experiments[0]);
     let op = all.first().map(|p| p.op).unwrap_or(OpKind::Echo);
     let grouped: Vec<(Point, Vec<&PointResult>)> = groups.iter().map(|g| (*g, in_group(&all, g))).collect();
@@ -102,10 +106,7 @@ pub(super) fn latency_vs_throughput(out: &mut String, r: &Report, colors: &Color
             small_multiples(out, &cells);
         }
     }
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">Each point is one fixed rate: its x is the median throughput the target achieved, its y the response time from each op's intended start (solid p99, dashed p50; logarithmic). While a target keeps up, the line runs flat and to the right; where it bends up (the hockey stick) the target falls behind the schedule and requests queue. A red ring marks a rate the target could not keep; a red × on the x axis a rate with no valid timing.</p>"
-    );
+    guides.write(out, HOCKEY_STICK_GUIDE);
     rate_table(out, colors, &grouped, op);
 }
 

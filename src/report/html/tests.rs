@@ -327,3 +327,81 @@ fn query_answers_are_shown_with_a_positive_reference_mark_or_the_mismatch() {
         }
     }
 }
+
+#[test]
+fn findings_are_one_table_ranked_by_geometric_mean_with_one_mark_per_flagged_cell_and_a_legend() {
+    use crate::report::summary::Findings;
+    let mut r = fixture();
+    // Every insert point: runs too spread to rank against each of the other targets.
+    let names: Vec<String> = r.targets.iter().filter(|t| t.system != "nodb").map(|t| t.name.clone()).collect();
+    for p in r.points.iter_mut().filter(|p| p.experiment == "insert" && p.system != "nodb" && !p.is_void()) {
+        let others = names.iter().filter(|n| **n != p.target).cloned().collect();
+        p.flags.push(Flag::WideSpread { spread: 0.4, overlaps: others });
+    }
+    let findings = Findings::of(&r);
+    let html = render(&r);
+    let section = &html[html.find("<section id=\"findings\"").expect("the findings")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    let table = &section[section.find("<table id=\"relative-table\"").expect("the table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+
+    // A row per target, the lowest geometric mean first.
+    let rows: Vec<&str> = table.split("<tr data-target=\"").skip(1).collect();
+    let shown: Vec<&str> = rows.iter().map(|row| &row[..row.find('"').unwrap()]).collect();
+    let mut ranked: Vec<&crate::report::summary::Overall> = findings.overall.iter().collect();
+    ranked.sort_by(|a, b| a.geometric_mean.unwrap_or(f64::INFINITY).total_cmp(&b.geometric_mean.unwrap_or(f64::INFINITY)));
+    assert_eq!(shown, ranked.iter().map(|o| o.target.as_str()).collect::<Vec<_>>());
+    assert!(shown.len() >= 3 && !shown.contains(&"nodb"), "{shown:?}");
+    // In each row: the overall text, then each experiment's relative time, in column order.
+    for (row, o) in rows.iter().zip(&ranked) {
+        let cells: Vec<&str> =
+            row.split("<td class=\"num").skip(1).map(|c| &c[c.find('>').unwrap() + 1..c.find("</td>").unwrap()]).collect();
+        assert!(cells[0].starts_with(&esc(&o.text())), "{}: {}", o.target, cells[0]);
+        for (cell, e) in cells[1..].iter().zip(&findings.experiments) {
+            assert!(cell.starts_with(&Findings::relative_text(e, &o.target)), "{} in {}: {cell}", o.target, e.experiment);
+        }
+        assert_eq!(cells.len(), 1 + findings.experiments.len());
+    }
+    // One mark per flagged cell (not a badge per pair of targets), explained once.
+    let insert = findings.experiments.iter().find(|e| e.experiment == "insert").unwrap();
+    let flagged = insert.standings.iter().filter(|s| s.caveats.iter().any(|c| c.starts_with("runs spread"))).count();
+    assert!(flagged >= 2, "{:?}", insert.standings);
+    assert_eq!(table.matches(">s</sup>").count(), flagged, "{table}");
+    assert!(!section.contains("class=\"flag"), "no badges in the findings: {section}");
+    let legend = &section[section.find("id=\"findings-marks\"").expect("the legend")..];
+    let legend = &legend[..legend.find("</p>").unwrap()];
+    assert_eq!(legend.matches("too wide to rank").count(), 1, "{legend}");
+    assert!(legend.contains(&format!("({flagged} cells)")), "{legend}");
+    // The headlines in words, one per experiment.
+    for e in &findings.experiments {
+        assert!(section.contains(&format!("<li data-experiment=\"{}\"><b>", esc(&e.experiment))), "{}", e.experiment);
+        assert!(section.contains(&esc(&e.sentence())), "{}", e.sentence());
+    }
+}
+
+#[test]
+fn data_tables_and_settings_are_folded_below_the_charts_and_scroll_in_their_card() {
+    let r = fixture();
+    let html = render(&r);
+    let first_chart = html.find("<figure").expect("a chart");
+    assert!(html.find("id=\"findings\"").unwrap() < first_chart);
+    for id in ["id=\"targets-table\"", "id=\"run-facts\"", "id=\"study-method\""] {
+        if let Some(at) = html.find(id) {
+            assert!(at > first_chart, "{id} comes after the first chart");
+        }
+    }
+    // Every table but the findings' sits in a scrolling container inside a folded <details>.
+    let tables = html.matches("<table").count();
+    assert!(tables > 10, "{tables}");
+    assert_eq!(html.matches("<div class=\"scroll\"><table").count(), tables, "every table scrolls in its card");
+    assert_eq!(html.matches("<details class=\"data").count(), html.matches("<details").count(), "every fold is one of data");
+    assert!(!html.contains("<details class=\"data\" open"), "nothing folded is open");
+    // Numbers and target names never wrap.
+    for rule in [
+        "td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }",
+        "td.target, td.point { white-space: nowrap; }",
+    ] {
+        assert!(html.contains(rule), "{rule}");
+    }
+    assert!(!html.contains("overflow-wrap: anywhere") && !html.contains("white-space: normal"));
+}

@@ -396,5 +396,5 @@ fn a_rate_sweep_report_is_a_few_screens_and_fits_the_window() {
     args.extend(["--rate", "1000,4000"]);
     let layout = Layout::of(&quick_run(dir.path(), "rates", &args), port);
     layout.assert_reads_at_a_glance("a rate sweep's report");
-    assert!(layout.height <= 12.0 * 900.0, "a quick rate sweep's report is {} px tall: more than 12 screens", layout.height);
+    assert!(layout.height <= 8.0 * 900.0, "a quick rate sweep's report is {} px tall: more than 8 screens of 900 px", layout.height);
 }

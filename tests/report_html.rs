@@ -1,12 +1,20 @@
-//! report.html in a real browser: a real run of the embedded study (few experiments,
-//! `--quick`) through the binary, rendered by headless Chromium (`scripts/setup-browser`
-//! installs it; DBSWEEP_CHROMIUM overrides /usr/bin/chromium). Checks the screenshot is a
-//! real picture, the page loaded without script errors, every planned figure has its SVG
-//! with point tooltips (latency at every client count), the findings are on the first screen and rank every experiment, no
-//! table overflows its container, and the page made no network request: every request is
-//! routed to a local proxy that records the host asked for; apart from Chromium's own
-//! service hosts (updater, account and time checks that headless Chromium makes for itself
-//! whatever the page), there must be none. A control page with one external image proves the proxy sees page requests.
+//! report.html in a real browser: real `--quick` runs through the binary, rendered by
+//! headless Chromium (`scripts/setup-browser` installs it; DBSWEEP_CHROMIUM overrides
+//! /usr/bin/chromium).
+//!
+//! The embedded study (few experiments): the screenshot is a real picture, the page loaded
+//! without script errors, every planned figure has its SVG with point tooltips (latency at
+//! every client count), the findings rank every experiment, and the page made no network
+//! request: every request is routed to a local proxy that records the host asked for; apart
+//! from Chromium's own service hosts (updater, account and time checks that headless
+//! Chromium makes for itself whatever the page), there must be none. A control page with one
+//! external image proves the proxy sees page requests.
+//!
+//! The layout as a user sees it at 1400 x 900, measured in the page (`MEASURE`) for a
+//! 2-target report, a 12-target report and a rate sweep: the page is no wider than the
+//! window (folded or unfolded), no numeric cell or target name wraps, the findings and the
+//! first chart start within the first 1,500 px, each system keeps its colour from one
+//! report to the next, and a quick rate sweep is a few screens tall.
 
 use dbsweep::report::{self, html::figures};
 use std::collections::BTreeMap;

@@ -1,11 +1,15 @@
 //! The HTML exporter: `report.html`, one self-contained page rendered from a saved
-//! `Report` only — a header (what ran, where, with which versions and settings, how to
-//! reproduce it), then the figures of each experiment (chosen in `figures`, drawn as inline
-//! SVG in `chart`) with a data table under each, flags next to the numbers they qualify.
+//! `Report` only. First screen: a one-line header, the findings as one ranked table
+//! (`findings`) and the first chart; then the figures of each experiment (chosen in
+//! `figures`, drawn as inline SVG in `chart`, one colour per system from `colors`) with
+//! their data tables folded under each, flags next to the numbers they qualify; last, what
+//! ran where, with which versions and settings (folded), and how to reproduce it.
 //!
-//! No network: inline CSS, system fonts, inline SVG, and one small inline script that only
-//! records load errors in a DOM attribute (for the browser test). Must not measure anything
-//! or read anything but the model.
+//! Laid out to read at 1400 px whatever the number of targets and points: numbers and
+//! target names never wrap, wide tables scroll inside their card, not the page, and small
+//! multiples past eight fold away. No network: inline CSS, system fonts, inline SVG, and one
+//! small inline script (save a chart, open folds for printing, record load errors for the
+//! browser test). Must not measure anything or read anything but the model.
 
 pub mod chart;
 mod colors;

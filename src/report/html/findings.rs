@@ -244,15 +244,41 @@ fn headlines(out: &mut String, findings: &Findings) {
             esc(&e.experiment),
             esc(&e.op),
             esc(&e.point),
-            esc(&e.sentence())
+            unbroken_numbers(&e.sentence())
         );
     }
     out.push_str("</ol>\n");
 }
 
+/// Escapes prose so that no number breaks across lines: each word with a digit in it
+/// ("5.13x-7.42x)", "c=8") is kept whole, and a lone "%" stays with its number.
+pub(super) fn unbroken_numbers(text: &str) -> String {
+    let mut out = String::new();
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push_str(if word == "%" { "&nbsp;" } else { " " });
+        }
+        if word.chars().any(|c| c.is_ascii_digit()) {
+            let _ = write!(out, "<span class=\"nw\">{}</span>", esc(word));
+        } else {
+            out.push_str(&esc(word));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_in_headlines_do_not_break() {
+        assert_eq!(
+            unbroken_numbers("a is 5.1x faster than b (95 % interval 2.74x-687x)"),
+            "a is <span class=\"nw\">5.1x</span> faster than b <span class=\"nw\">(95</span>&nbsp;% interval <span class=\"nw\">2.74x-687x)</span>"
+        );
+        assert_eq!(unbroken_numbers("<b> & c"), "&lt;b&gt; &amp; c");
+    }
 
     #[test]
     fn caveats_fold_into_one_mark_per_kind_whatever_their_numbers_and_pairs() {

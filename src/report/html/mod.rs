@@ -250,7 +250,7 @@ sup.mk.loud { background: #b3261e; color: #fff; border-color: #7a1a14; }
 .findings-body { display: flex; flex-wrap: wrap; gap: 0 28px; align-items: flex-start; }
 .findings-body > .ranking { flex: 0 1 auto; width: min-content; min-width: 0; max-width: 100%; }
 ol.headlines { flex: 1 1 440px; margin: 4px 0; padding-left: 1.4em; font-size: 0.88em; columns: 2 440px; column-gap: 32px; } ol.headlines li { margin: 0 0 3px; break-inside: avoid; }
-.at, .ci { color: #666; font-size: 0.88em; font-weight: 400; }
+.at, .ci { color: #666; font-size: 0.88em; font-weight: 400; } .nw { white-space: nowrap; }
 td.best { font-weight: 700; color: #1a7f37; }
 nav { margin: 10px 0 0; font-size: 0.9em; } nav ul { display: inline; padding: 0; margin: 0; } nav li { display: inline; margin-right: 14px; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 14px; }

@@ -9,7 +9,10 @@
 
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{FigureSpec, point_label, points_of};
-use super::{Colors, chart_or_error, css, esc, flags_html, legend, point_desc, save_link, table_open, targets_of, void_cells};
+use super::{
+    Colors, Guides, chart_or_error, css, esc, flags_html, legend, point_desc, save_link, small_multiples, table_close, table_open,
+    targets_of, void_cells,
+};
 use crate::base::measurement::LatencySummary;
 use crate::report::console::micros;
 use crate::report::model::{PointResult, Report};
@@ -94,7 +97,18 @@ fn point_series(colors: &Colors, points: &[&PointResult], at: &Point, timing: Ti
 }
 
 /// The figure: one chart, or one small chart per point with shared axes, then the table.
-pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, at: &[Point], timing: Timing) {
+/// How to read response times, once per page.
+const RESPONSE_GUIDE: &str = "Response time counts the time an op spent waiting behind the schedule, so a system that falls behind shows it here (coordinated omission does not hide it); service time, from sending a request to its answer, does not.";
+
+pub(super) fn percentiles(
+    out: &mut String,
+    r: &Report,
+    colors: &Colors,
+    f: &FigureSpec,
+    at: &[Point],
+    timing: Timing,
+    guides: &mut Guides,
+) {
     let points: Vec<&PointResult> = points_of(r, &f.experiments[0]).into_iter().filter(|p| at.contains(&p.point)).collect();
     let charts: Vec<(Point, Vec<Series>)> = at.iter().map(|a| (*a, point_series(colors, &points, a, timing))).collect();
     let y_desc = format!("{} (µs)", timing.name());
@@ -107,22 +121,22 @@ pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &Fig
     match charts.as_slice() {
         [(_, series)] => chart_or_error(out, chart::curves(&x_axis, &y_axis, "percentile", &y_desc, series)),
         _ => {
-            out.push_str("<div class=\"multiples\">\n");
+            let mut cells = Vec::new();
             for (a, series) in &charts {
                 let rate = a.rate.map(|r| crate::report::console::rate_text(r.ops_per_sec()));
                 let name = format!("{}-c{}{}", f.id, a.clients, rate.as_ref().map(|r| format!("-r{r}")).unwrap_or_default());
-                let _ = write!(
-                    out,
+                let mut cell = format!(
                     "<div class=\"multiple\" data-clients=\"{}\"{}><div class=\"multiple-head\">{}{}</div>\n",
                     a.clients,
                     rate.map(|r| format!(" data-rate=\"{r}\"")).unwrap_or_default(),
                     save_link(&f.id, &name),
                     esc(&point_label(a, op))
                 );
-                chart_or_error(out, chart::small_curves(&x_axis, &y_axis, "percentile", &y_desc, series));
-                out.push_str("</div>\n");
+                chart_or_error(&mut cell, chart::small_curves(&x_axis, &y_axis, "percentile", &y_desc, series));
+                cell.push_str("</div>\n");
+                cells.push(cell);
             }
-            out.push_str("</div>\n");
+            small_multiples(out, &cells);
         }
     }
     let labels: Vec<String> = at.iter().map(|a| point_label(a, op)).collect();
@@ -133,15 +147,16 @@ pub(super) fn percentiles(out: &mut String, r: &Report, colors: &Colors, f: &Fig
     };
     let what = match timing {
         Timing::Service => "Service time per request (from sending it to its answer)",
-        Timing::Response => {
-            "Response time per request, from the op's intended start in the fixed-rate schedule to its answer (time spent behind the schedule counts, so coordinated omission does not hide it),"
-        }
+        Timing::Response => "Response time per request (from the op's intended start in the fixed-rate schedule to its answer)",
     };
     let _ = writeln!(
         out,
         "<p class=\"note\">{what} at {} (merged HDR histogram of the measured runs){each}; logarithmic y axis; the x axis counts nines.</p>",
         esc(&labels.join("; "))
     );
+    if timing == Timing::Response {
+        guides.write(out, RESPONSE_GUIDE);
+    }
     latency_table(out, colors, &points, at, timing);
 }
 
@@ -155,7 +170,7 @@ fn latency_table(out: &mut String, colors: &Colors, points: &[&PointResult], at:
     for p in sorted {
         let _ = write!(
             out,
-            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td>",
+            "<tr><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"point\">{}</td><td>{}</td>",
             css(colors.of(&p.target)),
             esc(&p.target),
             esc(&point_desc(p)),
@@ -173,5 +188,5 @@ fn latency_table(out: &mut String, colors: &Colors, points: &[&PointResult], at:
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }

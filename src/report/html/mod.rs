@@ -1,13 +1,18 @@
 //! The HTML exporter: `report.html`, one self-contained page rendered from a saved
-//! `Report` only — a header (what ran, where, with which versions and settings, how to
-//! reproduce it), then the figures of each experiment (chosen in `figures`, drawn as inline
-//! SVG in `chart`) with a data table under each, flags next to the numbers they qualify.
+//! `Report` only. First screen: a one-line header, the findings as one ranked table
+//! (`findings`) and the first chart; then the figures of each experiment (chosen in
+//! `figures`, drawn as inline SVG in `chart`, one colour per system from `colors`) with
+//! their data tables folded under each, flags next to the numbers they qualify; last, what
+//! ran where, with which versions and settings (folded), and how to reproduce it.
 //!
-//! No network: inline CSS, system fonts, inline SVG, and one small inline script that only
-//! records load errors in a DOM attribute (for the browser test). Must not measure anything
-//! or read anything but the model.
+//! Laid out to read at 1400 px whatever the number of targets and points: numbers and
+//! target names never wrap, wide tables scroll inside their card, not the page, and small
+//! multiples past eight fold away. No network: inline CSS, system fonts, inline SVG, and one
+//! small inline script (save a chart, open folds for printing, record load errors for the
+//! browser test). Must not measure anything or read anything but the model.
 
 pub mod chart;
+mod colors;
 pub mod figures;
 mod findings;
 mod latency;
@@ -19,8 +24,8 @@ use crate::base::measurement::RunMeasurement;
 use crate::base::op::OpKind;
 use crate::report::console::micros;
 use chart::{Axis, BarSeries, Pt, Scale, Series};
+use colors::{Colors, css};
 use figures::{FigureKind, FigureSpec, XAxis, points_of};
-use plotters::style::RGBColor;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -38,74 +43,6 @@ pub fn esc(s: &str) -> String {
         }
     }
     out
-}
-
-/// Tableau 10: distinguishable, colour-blind-friendlier than the defaults.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(78, 121, 167),
-    RGBColor(242, 142, 43),
-    RGBColor(225, 87, 89),
-    RGBColor(118, 183, 178),
-    RGBColor(89, 161, 79),
-    RGBColor(237, 201, 72),
-    RGBColor(176, 122, 161),
-    RGBColor(255, 157, 167),
-    RGBColor(156, 117, 95),
-    RGBColor(186, 176, 172),
-];
-
-/// Targets in report order, each with its colour for every figure of the page.
-struct Colors(Vec<(String, RGBColor)>);
-
-impl Colors {
-    fn new(report: &Report) -> Colors {
-        let mut names: Vec<String> = report.targets.iter().map(|t| t.name.clone()).collect();
-        for p in &report.points {
-            if !names.contains(&p.target) {
-                names.push(p.target.clone());
-            }
-        }
-        Colors(
-            names
-                .into_iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    let c = if i < PALETTE.len() {
-                        PALETTE[i]
-                    } else {
-                        // Golden-angle hues past ten targets.
-                        let h = (i as f64 * 137.508) % 360.0;
-                        hsl(h, 0.55, 0.45)
-                    };
-                    (n, c)
-                })
-                .collect(),
-        )
-    }
-
-    fn of(&self, target: &str) -> RGBColor {
-        self.0.iter().find(|(n, _)| n == target).map(|(_, c)| *c).unwrap_or(RGBColor(0, 0, 0))
-    }
-}
-
-fn hsl(h: f64, s: f64, l: f64) -> RGBColor {
-    let c = (1.0 - (2.0 * l - 1.0).abs()) * s;
-    let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
-    let m = l - c / 2.0;
-    let (r, g, b) = match (h / 60.0) as u32 {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        _ => (c, 0.0, x),
-    };
-    let u = |v: f64| ((v + m) * 255.0).round() as u8;
-    RGBColor(u(r), u(g), u(b))
-}
-
-fn css(c: RGBColor) -> String {
-    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
 /// A point's (median, min, max) of some quantity.
@@ -289,67 +226,71 @@ pub fn command_line(report: &Report) -> String {
 
 const CSS: &str = r#"
 :root { color-scheme: light; }
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto; max-width: 1400px; padding: 16px 24px 48px; color: #222; background: #fff; line-height: 1.4; }
-h1 { font-size: 1.6em; margin: 0.2em 0; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 4px; margin-top: 2em; } h3 { margin: 0.2em 0; font-size: 1.05em; }
+*, *::before, *::after { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto; max-width: 1400px; padding: 12px 24px 48px; color: #222; background: #fff; line-height: 1.4; }
+h1 { font-size: 1.5em; margin: 0.1em 0; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 3px; margin: 1.1em 0 0.5em; font-size: 1.25em; } h3 { margin: 0.6em 0 0.2em; font-size: 1.05em; }
+.lede { margin: 0.1em 0 0.6em; color: #444; font-size: 0.92em; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
 pre { background: #f5f5f5; padding: 8px 12px; overflow-x: auto; border-radius: 4px; }
-table { border-collapse: collapse; margin: 6px 0 12px; font-size: 0.88em; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.scroll { max-width: 100%; overflow-x: auto; }
+table { border-collapse: collapse; margin: 4px 0 8px; font-size: 0.86em; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #ddd; padding: 2px 7px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; font-weight: 600; }
+td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.target, td.point { white-space: nowrap; }
 .facts td:first-child { font-weight: 600; white-space: nowrap; }
 .status-ok { color: #1a7f37; font-weight: 600; } .status-bad { color: #b3261e; font-weight: 600; }
-.figs { display: flex; flex-wrap: wrap; gap: 16px; }
-figure { margin: 0; padding: 10px; border: 1px solid #e2e2e2; border-radius: 6px; flex: 1 1 620px; min-width: 0; }
-figure table { width: 100%; font-size: 0.8em; }
-figure td, figure th { overflow-wrap: anywhere; }
-figure td.num { white-space: normal; }
+.card { border: 1px solid #e2e2e2; border-radius: 6px; padding: 4px 14px 6px; }
+#findings h2 { margin-top: 0.2em; border: 0; }
+table.summary td, table.summary th { padding: 2px 9px; } table.summary th.num { vertical-align: bottom; }
+table.summary td.overall { font-weight: 600; background: #fafafa; }
+sup.mk { display: inline-block; min-width: 1.1em; margin-left: 2px; padding: 0 2px; border-radius: 3px; font-size: 0.72em; line-height: 1.2; text-align: center; background: #fff3cd; color: #7a5b00; border: 1px solid #e6cf7a; font-weight: 600; vertical-align: 0.35em; }
+sup.mk.loud { background: #b3261e; color: #fff; border-color: #7a1a14; }
+.marks { font-size: 0.85em; margin: 2px 0 6px; display: flex; flex-wrap: wrap; gap: 2px 16px; }
+.findings-body { display: flex; flex-wrap: wrap; gap: 0 28px; align-items: flex-start; }
+.findings-body > .ranking { flex: 0 1 auto; width: min-content; min-width: 0; max-width: 100%; }
+ol.headlines { flex: 1 1 440px; margin: 4px 0; padding-left: 1.4em; font-size: 0.88em; columns: 2 440px; column-gap: 32px; } ol.headlines li { margin: 0 0 3px; break-inside: avoid; }
+.at, .ci { color: #666; font-size: 0.88em; font-weight: 400; } .nw { white-space: nowrap; }
+td.best { font-weight: 700; color: #1a7f37; }
+nav { margin: 10px 0 0; font-size: 0.9em; } nav ul { display: inline; padding: 0; margin: 0; } nav li { display: inline; margin-right: 14px; }
+.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 14px; }
+figure { margin: 0; padding: 8px 10px; border: 1px solid #e2e2e2; border-radius: 6px; min-width: 0; }
+figure.wide { grid-column: 1 / -1; }
+figcaption { font-weight: 600; margin-bottom: 2px; }
 figcaption a.save { float: right; font-weight: 400; font-size: 0.85em; color: #355; }
-#findings { margin: 0.6em 0 1em; } #findings h2 { margin-top: 0.4em; }
-ul.findings { padding-left: 1.2em; margin: 0.4em 0; } ul.findings li { margin: 0.35em 0; }
-.standings { font-size: 0.9em; color: #333; } .at, .ci { color: #666; font-size: 0.9em; font-weight: 400; }
-td.best { font-weight: 700; color: #1a7f37; } tr.overall td { font-weight: 600; border-top: 2px solid #bbb; }
-@media print {
-  body { max-width: none; padding: 0; } nav, figcaption a.save { display: none; }
-  figure { flex-basis: 100%; break-inside: avoid; } table { break-inside: auto; }
-  details.data::details-content { content-visibility: visible; }
-}
 figure svg { max-width: 100%; height: auto; display: block; }
-figcaption { font-weight: 600; margin-bottom: 4px; }
-.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.88em; margin: 2px 0 6px; }
-.sw { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
-.note { color: #555; font-size: 0.85em; max-width: 640px; }
+.legend { display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 0.86em; margin: 2px 0 4px; } .legend > span { white-space: nowrap; }
+.sw { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
+.note { color: #555; font-size: 0.84em; margin: 4px 0; }
 .flag { display: inline-block; border-radius: 3px; padding: 0 5px; margin: 0 2px; font-size: 0.85em; white-space: nowrap; }
 .flag.warn { background: #fff3cd; color: #7a5b00; border: 1px solid #e6cf7a; }
 .flag.err { background: #fde2e1; color: #8c1d18; border: 1px solid #f0a8a4; }
 .flag.na { background: #eee; color: #555; border: 1px solid #ccc; }
 .flag.loud { background: #b3261e; color: #fff; font-weight: 700; border: 1px solid #7a1a14; }
-td.void { color: #b3261e; font-weight: 700; }
+td.void { color: #b3261e; font-weight: 700; white-space: nowrap; }
 td.url { min-width: 200px; max-width: 280px; word-break: break-all; }
-td.settings { min-width: 480px; }
+td.settings { min-width: 420px; }
 .settings code { display: inline-block; background: #f3f3f3; margin: 1px 2px; padding: 0 4px; border-radius: 3px; }
 .warnings li { color: #7a5b00; }
-.method { border-left: 3px solid #8aa; padding: 0.1em 0.8em; margin: 0.6em 0; background: #f5f8f8; }
+.method { border-left: 3px solid #8aa; padding: 0.1em 0.8em; margin: 0.6em 0; background: #f5f8f8; font-size: 0.9em; }
 .method p { margin: 0.3em 0; }
-details.data summary { cursor: pointer; color: #355; font-size: 0.9em; }
-.multiples { display: grid; grid-template-columns: repeat(auto-fill, minmax(290px, 1fr)); gap: 8px; }
-.multiple { min-width: 0; } .multiple-head { font-size: 0.88em; font-weight: 600; }
+details.data, details.guide { margin: 4px 0; } details.data summary, details.guide summary { cursor: pointer; color: #355; font-size: 0.84em; }
+.multiples { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 8px; }
+.multiple { min-width: 0; } .multiple svg { width: 100%; } .multiple-head { font-size: 0.86em; font-weight: 600; }
 .multiple-head a.save { float: right; font-weight: 400; color: #355; }
-@media print { .multiple-head a.save { display: none; } .multiples { grid-template-columns: repeat(2, 1fr); } }
+@media print {
+  body { max-width: none; padding: 0; } nav, figcaption a.save, .multiple-head a.save { display: none; }
+  .figs { display: block; } figure { margin-bottom: 12px; break-inside: avoid; } table { break-inside: auto; } .scroll { overflow: visible; }
+  .multiples { grid-template-columns: repeat(2, 1fr); }
+}
 "#;
 
 /// The page's only script: saves a chart as an SVG file ("save SVG"), opens folded data
-/// tables for printing, and records for the browser test, as attributes on <html>, script
-/// errors, load completion, the figures with a chart, the tables wider than their container
-/// and where the findings start. The page reads fine without it.
+/// tables for printing, and records, as attributes on <html> for the browser test, script
+/// errors, load completion and the figures with a chart. The page reads fine without it.
 const SCRIPT: &str = r#"(function(){var h=document.documentElement;h.setAttribute('data-errors','');
 window.addEventListener('error',function(e){h.setAttribute('data-errors',h.getAttribute('data-errors')+(e.message||'resource error')+';');},true);
-window.addEventListener('load',function(){h.setAttribute('data-loaded','1');h.setAttribute('data-svg-count',String(Array.prototype.filter.call(document.querySelectorAll('figure[data-figure]'),function(f){return f.querySelector('svg');}).length));
-document.querySelectorAll('details').forEach(function(d){d.dataset.wasOpen=d.open?'1':'';d.open=true;});
-var wide=[];document.querySelectorAll('table').forEach(function(t,i){var c=t.parentElement.closest('figure,section,header,body');
-if(t.scrollWidth>t.clientWidth+1||t.getBoundingClientRect().right>c.getBoundingClientRect().right+1){wide.push(t.id||t.closest('[id]').id||String(i));}});
-document.querySelectorAll('details').forEach(function(d){d.open=d.dataset.wasOpen==='1';});
-h.setAttribute('data-overflowing',wide.join(' '));var f=document.getElementById('findings');
-if(f){h.setAttribute('data-findings-top',String(Math.round(f.getBoundingClientRect().top+window.scrollY)));}});
+window.addEventListener('load',function(){h.setAttribute('data-loaded','1');h.setAttribute('data-svg-count',String(Array.prototype.filter.call(document.querySelectorAll('figure[data-figure]'),function(f){return f.querySelector('svg');}).length));});
 window.addEventListener('beforeprint',function(){document.querySelectorAll('details').forEach(function(d){d.open=true;});});
 document.addEventListener('click',function(e){var a=e.target.closest('a.save');if(!a){return;}e.preventDefault();
 var svg=(a.closest('.multiple')||a.closest('figure')).querySelector('svg');if(!svg){return;}var x=new XMLSerializer().serializeToString(svg);
@@ -357,7 +298,8 @@ if(x.indexOf('xmlns=')<0){x=x.replace('<svg','<svg xmlns="http://www.w3.org/2000
 var u=URL.createObjectURL(new Blob([x],{type:'image/svg+xml'}));var d=document.createElement('a');d.href=u;d.download=a.dataset.name;
 document.body.appendChild(d);d.click();d.remove();setTimeout(function(){URL.revokeObjectURL(u);},1000);});})();"#;
 
-/// Renders the whole page.
+/// Renders the whole page: the findings and the charts first, then what ran where and how
+/// (settings and data tables folded).
 pub fn render(report: &Report) -> String {
     let colors = Colors::new(report);
     let mut out = String::with_capacity(256 * 1024);
@@ -367,32 +309,37 @@ pub fn render(report: &Report) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{CSS}</style>\n<script>{SCRIPT}</script>\n</head>\n<body>\n",
         esc(&title)
     );
-    header(&mut out, report, &colors);
+    header(&mut out, report);
+    findings::section(&mut out, &crate::report::summary::Findings::of(report), &colors);
+    void_notes(&mut out, report);
     let sections = figures::plan(report);
-    if !sections.is_empty() {
-        out.push_str("<nav><h2>Contents</h2><ul>");
+    let mut guides = Guides::default();
+    if sections.len() > 1 {
+        out.push_str("<nav><b>Contents:</b> <ul>");
         for s in &sections {
             let _ = write!(out, "<li><a href=\"#{}\">{}</a></li>", esc(&s.id), esc(&s.title));
         }
-        out.push_str("</ul></nav>\n");
+        out.push_str("<li><a href=\"#about\">about this run</a></li></ul></nav>\n");
     }
     for s in &sections {
         let _ = write!(out, "<section id=\"{}\">\n<h2>{}</h2>\n", esc(&s.id), esc(&s.title));
-        if s.lifecycle_tables {
-            lifecycle_tables(&mut out, report, &colors);
+        out.push_str("<div class=\"figs\">\n");
+        for f in &s.figures {
+            figure(&mut out, report, &colors, f, &mut guides);
         }
+        out.push_str("</div>\n");
         if s.title == crate::plan::FLOOR_EXPERIMENT {
             echo_floor_meaning(&mut out, report);
         }
-        out.push_str("<div class=\"figs\">\n");
-        for f in &s.figures {
-            figure(&mut out, report, &colors, f);
+        if s.lifecycle_tables {
+            lifecycle_tables(&mut out, report, &colors);
         }
-        out.push_str("</div>\n</section>\n");
+        out.push_str("</section>\n");
     }
     if report.points.is_empty() {
         out.push_str("<p>No results yet.</p>\n");
     }
+    about(&mut out, report, &colors);
     latency_files(&mut out, report);
     let _ = write!(
         out,
@@ -412,7 +359,7 @@ fn latency_files(out: &mut String, r: &Report) {
     }
     let _ = write!(
         out,
-        "<section id=\"latency-files\">\n<h2>Latency files</h2>\n<p class=\"note\">For HdrHistogram's tools (HistogramLogProcessor, HistoView, the hdrhistogram packages): the percentile distribution of each point's service time (<code>.hgrm</code>, microseconds) and an interval log per measured run (<code>.hlog</code>, nanoseconds per request, one histogram per interval), in <code>exports/</code> beside this page.</p>\n<details class=\"data\"><summary>files of {} points</summary>\n<table id=\"latency-files-table\"><tr><th>experiment</th><th>target</th><th>point</th><th>percentiles</th><th>interval logs</th></tr>\n",
+        "<section id=\"latency-files\">\n<h2>Latency files</h2>\n<p class=\"note\">For HdrHistogram's tools (HistogramLogProcessor, HistoView, the hdrhistogram packages): the percentile distribution of each point's service time (<code>.hgrm</code>, microseconds) and an interval log per measured run (<code>.hlog</code>, nanoseconds per request, one histogram per interval), in <code>exports/</code> beside this page.</p>\n<details class=\"data\"><summary>files of {} points</summary>\n<div class=\"scroll\"><table id=\"latency-files-table\"><tr><th>experiment</th><th>target</th><th>point</th><th>percentiles</th><th>interval logs</th></tr>\n",
         points.len()
     );
     for (p, files) in points {
@@ -428,7 +375,7 @@ fn latency_files(out: &mut String, r: &Report) {
             logs.join(" · ")
         );
     }
-    out.push_str("</table>\n</details>\n</section>\n");
+    out.push_str("</table></div>\n</details>\n</section>\n");
 }
 
 /// What the echo floor measures, how to read the other results against it, and each
@@ -457,34 +404,77 @@ fn method(out: &mut String, r: &Report) {
     }
 }
 
-fn header(out: &mut String, r: &Report, colors: &Colors) {
-    let description = r.plan.get("description").and_then(|v| v.as_str()).unwrap_or("");
-    let _ = write!(out, "<header>\n<h1>dbsweep: {}</h1>\n", esc(&r.study));
-    if !description.is_empty() {
-        let _ = writeln!(out, "<p>{}</p>", esc(description));
-    }
-    findings::section(out, &crate::report::summary::Findings::of(r), colors);
-    method(out, r);
-    let status = if r.complete {
-        "<span class=\"status-ok\">complete</span>".to_string()
-    } else {
-        format!("<span class=\"status-bad\">incomplete</span>: {}", esc(r.incomplete_reason.as_deref().unwrap_or("reason not recorded")))
-    };
+/// "fixed rates, each point at 1k, 4k ops/s in total" or the closed loop.
+fn mode_text(r: &Report) -> String {
     // One number in reports before rates became a sweep axis, a list since.
     let rates: Vec<f64> = match r.plan.get("rate") {
         Some(serde_json::Value::Array(list)) => list.iter().filter_map(|v| v.as_f64()).collect(),
         Some(one) => one.as_f64().into_iter().collect(),
         None => Vec::new(),
     };
-    let rate = match rates.as_slice() {
-        [] => None,
-        [one] => Some(format!("fixed rate, {} ops/s in total", chart::short(*one))),
-        many => Some(format!(
-            "fixed rates, each point at {} ops/s in total",
-            many.iter().map(|v| chart::short(*v)).collect::<Vec<_>>().join(", ")
-        )),
+    match rates.as_slice() {
+        [] => "closed loop (maximum throughput)".into(),
+        [one] => format!("fixed rate, {} ops/s in total", chart::short(*one)),
+        many => {
+            format!("fixed rates, each point at {} ops/s in total", many.iter().map(|v| chart::short(*v)).collect::<Vec<_>>().join(", "))
+        }
+    }
+}
+
+/// The title and one line of what ran: the study's description, the targets, the mode,
+/// the status when incomplete, where and when.
+fn header(out: &mut String, r: &Report) {
+    let _ = write!(out, "<header>\n<h1>dbsweep: {}</h1>\n<p class=\"lede\">", esc(&r.study));
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(description) = r.plan.get("description").and_then(|v| v.as_str()).filter(|d| !d.is_empty()) {
+        parts.push(esc(description));
+    }
+    if !r.complete {
+        parts.push(format!(
+            "<span class=\"status-bad\">incomplete</span>: {}",
+            esc(r.incomplete_reason.as_deref().unwrap_or("reason not recorded"))
+        ));
+    }
+    let targets = r.targets.len();
+    parts.push(format!("{targets} target{}", if targets == 1 { "" } else { "s" }));
+    parts.push(esc(&mode_text(r)));
+    parts.push(format!("{} on {}", esc(&r.started_at), esc(&r.environment.hostname)));
+    out.push_str(&parts.join(" · "));
+    out.push_str(" · <a href=\"#about\">about this run</a></p>\n</header>\n");
+}
+
+/// Points whose answers differ or whose timing is void: said once, loudly, under the findings.
+fn void_notes(out: &mut String, r: &Report) {
+    let mismatches = r.points.iter().filter(|p| p.flags.iter().any(|f| matches!(f, Flag::AnswerMismatch { .. }))).count();
+    if mismatches > 0 {
+        let _ = writeln!(
+            out,
+            "<p><span class=\"flag loud\">ANSWER MISMATCH</span> at {mismatches} point{}: those timings are void (see the flagged rows).</p>",
+            if mismatches == 1 { "" } else { "s" }
+        );
+    }
+    let voided = r.points.iter().filter(|p| p.is_void()).count();
+    if voided > 0 {
+        let _ = writeln!(
+            out,
+            "<p id=\"voided\"><span class=\"flag loud\">VOID</span> at {voided} point{}: requests failed or rows were missing, so those timings are void; they are not plotted (a red × marks the gap) and have no throughput.</p>",
+            if voided == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// After the charts: the study's method, the run's facts, the targets and their settings
+/// (folded), what could not run, the warnings, how to reproduce it and how to read it.
+fn about(out: &mut String, r: &Report, colors: &Colors) {
+    out.push_str("<section id=\"about\">\n<h2>About this run</h2>\n");
+    method(out, r);
+    let _ = writeln!(out, "<p class=\"note\" id=\"reading-findings\"><b>Reading the findings.</b> {}</p>", esc(findings::READING));
+    let status = if r.complete {
+        "<span class=\"status-ok\">complete</span>".to_string()
+    } else {
+        format!("<span class=\"status-bad\">incomplete</span>: {}", esc(r.incomplete_reason.as_deref().unwrap_or("reason not recorded")))
     };
-    out.push_str("<table class=\"facts\" id=\"run-facts\">\n");
+    out.push_str("<details class=\"data\"><summary>the run: command, seed, times, status, host, versions</summary>\n<div class=\"scroll\"><table class=\"facts\" id=\"run-facts\">\n");
     let mut rows: Vec<(&str, String)> = vec![
         ("study", esc(&r.study)),
         ("command", format!("<code>{}</code>", esc(&command_line(r)))),
@@ -503,7 +493,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
                 }
             ),
         ),
-        ("mode", rate.unwrap_or_else(|| "closed loop (maximum throughput)".into())),
+        ("mode", esc(&mode_text(r))),
         (
             "dbsweep",
             format!("{}{}", esc(&r.dbsweep_version), r.git_revision.as_deref().map(|g| format!(" (git {})", esc(g))).unwrap_or_default()),
@@ -531,14 +521,47 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
             esc(hash)
         );
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div></details>\n");
     merged_parts(out, r);
-    out.push_str("<h2 id=\"targets\">Targets</h2>\n<table id=\"targets-table\"><tr><th>target</th><th>system</th><th>version</th><th>URL</th><th>execution</th><th>native batches</th><th>secondary indexes</th><th>settings</th></tr>\n");
+    targets_table(out, r, colors);
+    if !r.unavailable.is_empty() {
+        out.push_str("<h3>Not run here</h3>\n<ul id=\"unavailable\">");
+        for u in &r.unavailable {
+            let _ = write!(out, "<li><b>{}</b>: {}</li>", esc(&u.system), esc(&u.reason));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !r.warnings.is_empty() {
+        let _ = write!(
+            out,
+            "<details class=\"data\"{}><summary>warnings ({})</summary>\n<ul class=\"warnings\" id=\"warnings\">",
+            if r.warnings.len() <= 3 { " open" } else { "" },
+            r.warnings.len()
+        );
+        for w in &r.warnings {
+            let _ = write!(out, "<li>{}</li>", esc(w));
+        }
+        out.push_str("</ul></details>\n");
+    }
+    let _ = write!(
+        out,
+        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs (error bars widened to the 95% confidence interval where that is wider; ±95% CI: the widest relative half-width of a run's throughput interval, by batch means); latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag loud\">ERRORS</span> requests failed and <span class=\"flag loud\">MISSING ROWS</span> requests returned or affected fewer rows than the plan expects: the point is void, it has no throughput and is not plotted (a red × on the axis marks the gap), <span class=\"flag na\">not supported</span>; other flagged points have a red ring in the charts.</p>\n</section>\n",
+        esc(&command_line(r))
+    );
+}
+
+/// Every target with its system, version, URL, capabilities and settings, folded.
+fn targets_table(out: &mut String, r: &Report, colors: &Colors) {
+    let _ = write!(
+        out,
+        "<details class=\"data\" id=\"targets\"><summary>targets and their settings ({})</summary>\n<div class=\"scroll\"><table id=\"targets-table\"><tr><th>target</th><th>system</th><th>version</th><th>URL</th><th>execution</th><th>native batches</th><th>secondary indexes</th><th>settings</th></tr>\n",
+        r.targets.len()
+    );
     for t in &r.targets {
         let settings: Vec<String> = t.settings.iter().map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v))).collect();
         let _ = writeln!(
             out,
-            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td class=\"url\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"settings\">{}</td></tr>",
+            "<tr><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td class=\"url\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"settings\">{}</td></tr>",
             css(colors.of(&t.name)),
             esc(&t.name),
             esc(&t.system),
@@ -550,42 +573,7 @@ fn header(out: &mut String, r: &Report, colors: &Colors) {
             settings.join(" ")
         );
     }
-    out.push_str("</table>\n");
-    if !r.unavailable.is_empty() {
-        out.push_str("<h3>Not run here</h3>\n<ul id=\"unavailable\">");
-        for u in &r.unavailable {
-            let _ = write!(out, "<li><b>{}</b>: {}</li>", esc(&u.system), esc(&u.reason));
-        }
-        out.push_str("</ul>\n");
-    }
-    if !r.warnings.is_empty() {
-        out.push_str("<h3>Warnings</h3>\n<ul class=\"warnings\" id=\"warnings\">");
-        for w in &r.warnings {
-            let _ = write!(out, "<li>{}</li>", esc(w));
-        }
-        out.push_str("</ul>\n");
-    }
-    let mismatches = r.points.iter().filter(|p| p.flags.iter().any(|f| matches!(f, Flag::AnswerMismatch { .. }))).count();
-    if mismatches > 0 {
-        let _ = writeln!(
-            out,
-            "<p><span class=\"flag loud\">ANSWER MISMATCH</span> at {mismatches} point{}: those timings are void (see the flagged rows).</p>",
-            if mismatches == 1 { "" } else { "s" }
-        );
-    }
-    let voided = r.points.iter().filter(|p| p.is_void()).count();
-    if voided > 0 {
-        let _ = writeln!(
-            out,
-            "<p id=\"voided\"><span class=\"flag loud\">VOID</span> at {voided} point{}: requests failed or rows were missing, so those timings are void; they are not plotted (a red × marks the gap) and have no throughput.</p>",
-            if voided == 1 { "" } else { "s" }
-        );
-    }
-    let _ = write!(
-        out,
-        "<h3>Reproduce</h3>\n<pre id=\"reproduce\">{}</pre>\n<p class=\"note\">Same seed, same operations. Numbers are the median of the measured runs (warm-up excluded); error bars and ranges are the min and max of those runs (error bars widened to the 95% confidence interval where that is wider; ±95% CI: the widest relative half-width of a run's throughput interval, by batch means); latency percentiles come from the runs' merged HDR histograms. Flags: <span class=\"flag warn\">client-bound (N%)</span> throughput is N% of the NO-DB ceiling's, so the client may be the bottleneck, <span class=\"flag loud\">ANSWER MISMATCH</span> the timing is void, <span class=\"flag loud\">ERRORS</span> requests failed and <span class=\"flag loud\">MISSING ROWS</span> requests returned or affected fewer rows than the plan expects: the point is void, it has no throughput and is not plotted (a red × on the axis marks the gap), <span class=\"flag na\">not supported</span>; other flagged points have a red ring in the charts.</p>\n</header>\n",
-        esc(&command_line(r))
-    );
+    out.push_str("</table></div></details>\n");
 }
 
 /// The run directories `dbsweep merge` joined, with where and how each ran.
@@ -595,7 +583,7 @@ fn merged_parts(out: &mut String, r: &Report) {
     }
     let _ = writeln!(
         out,
-        "<h3>Merged from {} run directories (plan <code>{}</code>)</h3>\n<table id=\"merged-from\"><tr><th>directory</th><th>shard</th><th>host</th><th>started</th><th>finished</th><th>status</th><th>points</th><th>command</th></tr>",
+        "<h3>Merged from {} run directories (plan <code>{}</code>)</h3>\n<div class=\"scroll\"><table id=\"merged-from\"><tr><th>directory</th><th>shard</th><th>host</th><th>started</th><th>finished</th><th>status</th><th>points</th><th>command</th></tr>",
         r.merged_from.len(),
         esc(r.plan_hash.as_deref().unwrap_or("-"))
     );
@@ -619,7 +607,7 @@ fn merged_parts(out: &mut String, r: &Report) {
             esc(&command.join(" "))
         );
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
 }
 
 fn legend(out: &mut String, colors: &Colors, targets: &[String]) {
@@ -651,16 +639,19 @@ fn open_figure(out: &mut String, f: &FigureSpec) {
         FigureKind::LifecycleTime => "lifecycle-time",
         FigureKind::MemoryPerRecord => "memory-per-record",
     };
-    // Small multiples carry one save link per chart instead.
-    let save = match &f.kind {
-        FigureKind::Percentiles { points } | FigureKind::ResponsePercentiles { points } if points.len() > 1 => String::new(),
-        FigureKind::LatencyVsThroughput { groups } if groups.len() > 1 => String::new(),
-        _ => save_link(&f.id, &f.id),
+    // Small multiples carry one save link per chart instead; more than two span the page's
+    // width (more charts per row).
+    let multiples = match &f.kind {
+        FigureKind::Percentiles { points } | FigureKind::ResponsePercentiles { points } => points.len(),
+        FigureKind::LatencyVsThroughput { groups } => groups.len(),
+        _ => 1,
     };
+    let save = if multiples > 1 { String::new() } else { save_link(&f.id, &f.id) };
     let _ = write!(
         out,
-        "<figure id=\"{}\" data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption>{save}{}</figcaption>\n",
+        "<figure id=\"{}\"{} data-figure=\"{}\" data-kind=\"{kind}\">\n<figcaption>{save}{}</figcaption>\n",
         esc(&f.id),
+        if multiples > 2 { " class=\"wide\"" } else { "" },
         esc(&f.id),
         esc(&f.title)
     );
@@ -676,6 +667,31 @@ fn save_link(figure_id: &str, name: &str) -> String {
     )
 }
 
+/// Small multiples shown before the rest fold away (a sweep of many points stays a few
+/// screens tall).
+const SHOWN_MULTIPLES: usize = 8;
+
+/// A grid of small charts (each already a `.multiple`): the first `SHOWN_MULTIPLES`, the
+/// rest folded under them.
+fn small_multiples(out: &mut String, cells: &[String]) {
+    out.push_str("<div class=\"multiples\">\n");
+    for cell in cells.iter().take(SHOWN_MULTIPLES) {
+        out.push_str(cell);
+    }
+    out.push_str("</div>\n");
+    if cells.len() > SHOWN_MULTIPLES {
+        let _ = write!(
+            out,
+            "<details class=\"data more\"><summary>{} more charts</summary>\n<div class=\"multiples\">\n",
+            cells.len() - SHOWN_MULTIPLES
+        );
+        for cell in &cells[SHOWN_MULTIPLES..] {
+            out.push_str(cell);
+        }
+        out.push_str("</div></details>\n");
+    }
+}
+
 fn chart_or_error(out: &mut String, svg: Result<String, String>) {
     match svg {
         Ok(svg) => out.push_str(&svg),
@@ -686,7 +702,27 @@ fn chart_or_error(out: &mut String, svg: Result<String, String>) {
     out.push('\n');
 }
 
-fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
+/// Long reading guides that figures of one kind share: in full the first time on the page,
+/// folded under a one-line summary after that.
+#[derive(Default)]
+struct Guides(Vec<&'static str>);
+
+impl Guides {
+    fn write(&mut self, out: &mut String, guide: &'static str) {
+        if self.0.contains(&guide) {
+            let _ = writeln!(
+                out,
+                "<details class=\"guide\"><summary>how to read this chart</summary><p class=\"note\">{}</p></details>",
+                esc(guide)
+            );
+        } else {
+            self.0.push(guide);
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(guide));
+        }
+    }
+}
+
+fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, guides: &mut Guides) {
     open_figure(out, f);
     match &f.kind {
         FigureKind::Throughput { x, log_x } => throughput(out, r, colors, &f.experiments[0], *x, *log_x, None),
@@ -697,19 +733,28 @@ fn figure(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec) {
         FigureKind::YcsbWorkloads { clients, records } => ycsb::workloads(out, r, colors, &f.experiments, *clients, *records),
         FigureKind::YcsbOpThroughput { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Throughput),
         FigureKind::YcsbOpLatency { records } => ycsb::op_lines(out, r, colors, &f.experiments[0], *records, ycsb::Measure::Latency),
-        FigureKind::Percentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Service),
-        FigureKind::ResponsePercentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Response),
-        FigureKind::LatencyVsThroughput { groups } => rates::latency_vs_throughput(out, r, colors, f, groups),
+        FigureKind::Percentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Service, guides),
+        FigureKind::ResponsePercentiles { points } => latency::percentiles(out, r, colors, f, points, latency::Timing::Response, guides),
+        FigureKind::LatencyVsThroughput { groups } => rates::latency_vs_throughput(out, r, colors, f, groups, guides),
         FigureKind::LifecycleTime => lifecycle_time(out, r, colors, &f.experiments[0]),
         FigureKind::MemoryPerRecord => memory_per_record(out, r, colors, &f.experiments[0]),
     }
     out.push_str("</figure>\n");
 }
 
-/// Opens a figure's data table: shown, or folded when it has many rows (dense sweeps).
+/// Opens a figure's data table, folded under the chart: the chart says it at a glance,
+/// the table gives every number.
 fn table_open(out: &mut String, rows: usize) {
-    let _ =
-        write!(out, "<details class=\"data\"{}><summary>data ({rows} rows)</summary>\n<table>\n", if rows <= 40 { " open" } else { "" });
+    let _ = write!(
+        out,
+        "<details class=\"data\"><summary>data ({rows} row{})</summary>\n<div class=\"scroll\"><table>\n",
+        if rows == 1 { "" } else { "s" }
+    );
+}
+
+/// Closes what `table_open` opened.
+fn table_close(out: &mut String) {
+    out.push_str("</table></div></details>\n");
 }
 
 /// One line per target through its `points`: `value` (median, min, max) at `x`, drawn
@@ -800,7 +845,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
     for p in sorted {
         let _ = write!(
             out,
-            "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td>",
+            "<tr><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"point\">{}</td>",
             css(colors.of(&p.target)),
             esc(&p.target),
             esc(&point_desc(p))
@@ -847,7 +892,7 @@ fn throughput_table(out: &mut String, colors: &Colors, points: &[&PointResult]) 
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }
 
 fn point_desc(p: &PointResult) -> String {
@@ -895,7 +940,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
         for p in points.iter().filter(|p| &p.target == t) {
             let _ = write!(
                 out,
-                "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
+                "<tr><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
                 css(colors.of(t)),
                 esc(t),
                 p.point.param.unwrap_or(0)
@@ -923,7 +968,7 @@ fn time_vs_records(out: &mut String, r: &Report, colors: &Colors, experiment: &s
             out.push_str("</tr>\n");
         }
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }
 
 /// One group of bars per label, one bar per target; `value` gives a point's bar.
@@ -993,7 +1038,7 @@ fn value_table(
         for p in ps {
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                "<tr><td>{}</td><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
                 esc(g),
                 css(colors.of(&p.target)),
                 esc(&p.target)
@@ -1019,7 +1064,7 @@ fn value_table(
             out.push_str("</tr>\n");
         }
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }
 
 /// (median, min, max) ops/s; `None` for a void point (it has no throughput).
@@ -1067,7 +1112,13 @@ fn answers_table(out: &mut String, r: &Report, colors: &Colors, groups: &[(Strin
     if rows.is_empty() {
         return;
     }
-    out.push_str("<details class=\"data\" open><summary>answers</summary>\n<table id=\"answers\"><tr><th>query</th><th>target</th><th>answer (first measured run)</th><th>check</th></tr>\n");
+    let mismatches = rows.iter().filter(|(_, _, a)| matches!(a.verdict, crate::report::answers::Verdict::Mismatch(_))).count();
+    let _ = write!(
+        out,
+        "<details class=\"data\"><summary>answers ({} checked{})</summary>\n<div class=\"scroll\"><table id=\"answers\"><tr><th>query</th><th>target</th><th>answer (first measured run)</th><th>check</th></tr>\n",
+        rows.len(),
+        if mismatches > 0 { format!(", <span class=\"flag loud\">{mismatches} MISMATCH</span>") } else { String::new() }
+    );
     for (g, p, a) in rows {
         let check = match &a.verdict {
             crate::report::answers::Verdict::MatchesReference => format!("<span class=\"status-ok\">✓ {}</span>", esc(&a.verdict.text())),
@@ -1076,14 +1127,14 @@ fn answers_table(out: &mut String, r: &Report, colors: &Colors, groups: &[(Strin
         };
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td><code>{}</code></td><td>{check}</td></tr>",
+            "<tr><td>{}</td><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td><code>{}</code></td><td>{check}</td></tr>",
             esc(g),
             css(colors.of(&p.target)),
             esc(&p.target),
             esc(&a.compact)
         );
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }
 
 /// Record counts (params) of a lifecycle report, ascending.
@@ -1166,7 +1217,7 @@ fn lifecycle_rows(
         for t in targets_of(colors, &points) {
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
+                "<tr><td>{}</td><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
                 esc(e),
                 css(colors.of(&t)),
                 esc(&t)
@@ -1189,7 +1240,11 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
     let counts = record_counts(r);
     let experiments = figures::lifecycle_experiments(r);
     let head = |out: &mut String, id: &str, caption: &str| {
-        let _ = write!(out, "<h3>{}</h3>\n<table id=\"{id}\"><tr><th>operation</th><th>target</th>", esc(caption));
+        let _ = write!(
+            out,
+            "<details class=\"data\"><summary>{}</summary>\n<div class=\"scroll\"><table id=\"{id}\"><tr><th>operation</th><th>target</th>",
+            esc(caption)
+        );
         for n in &counts {
             let _ = write!(out, "<th>N = {n}</th>");
         }
@@ -1203,7 +1258,7 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
         }
         None => format!("<td>{}</td>", flags_html(p)),
     });
-    out.push_str("</table>\n");
+    table_close(out);
     head(out, "lifecycle-memory", "Memory per operation (MiB: change over the whole operation, median of the measured runs)");
     let mut sources = BTreeSet::new();
     lifecycle_rows(out, r, colors, &experiments, &counts, &mut |t, p| match p.summary.as_ref().and_then(|s| s.memory.as_ref()) {
@@ -1222,7 +1277,7 @@ fn lifecycle_tables(out: &mut String, r: &Report, colors: &Colors) {
             format!("<td>no reading {}</td>", flags_html(p))
         }
     });
-    out.push_str("</table>\n");
+    table_close(out);
     let _ = writeln!(
         out,
         "<p class=\"note\">client: dbsweep's own resident memory, the paper's metric (its Java client's heap change over each operation); for embedded engines it includes the engine. server: PSS of the spawned server's process group (/proc/PID/smaps_rollup). engine: memory as the engine reports it ({}). Each cell is after − before the whole operation, as the paper's tables, in MiB. &lt; noise: the change is not above the noise floor (one 4 KiB page, or half the min–max spread of the measured runs' changes if larger) or the runs disagree in sign, e.g. a garbage collection gave memory back during the operation.</p>",

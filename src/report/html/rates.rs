@@ -8,7 +8,10 @@
 
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{FigureSpec, point_label, points_of};
-use super::{Colors, chart_or_error, css, esc, flags_html, legend, save_link, table_open, targets_of, void_cells};
+use super::{
+    Colors, Guides, chart_or_error, css, esc, flags_html, legend, save_link, small_multiples, table_close, table_open, targets_of,
+    void_cells,
+};
 use crate::base::op::OpKind;
 use crate::report::console::{micros, rate, rate_text};
 use crate::report::model::{Flag, PointResult, Report};
@@ -67,7 +70,10 @@ fn group_series(colors: &Colors, targets: &[String], points: &[&PointResult], op
 
 /// The figure: one chart per group (small multiples on shared axes when several), the
 /// reading guide, then the table.
-pub(super) fn latency_vs_throughput(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, groups: &[Point]) {
+/// How to read the hockey stick, once per page.
+const HOCKEY_STICK_GUIDE: &str = "Each point is one fixed rate: its x is the median throughput the target achieved, its y the response time from each op's intended start (solid p99, dashed p50; logarithmic). While a target keeps up, the line runs flat and to the right; where it bends up (the hockey stick) the target falls behind the schedule and requests queue. A red ring marks a rate the target could not keep; a red × on the x axis a rate with no valid timing.";
+
+pub(super) fn latency_vs_throughput(out: &mut String, r: &Report, colors: &Colors, f: &FigureSpec, groups: &[Point], guides: &mut Guides) {
     let all = points_of(r, &f.experiments[0]);
     let op = all.first().map(|p| p.op).unwrap_or(OpKind::Echo);
     let grouped: Vec<(Point, Vec<&PointResult>)> = groups.iter().map(|g| (*g, in_group(&all, g))).collect();
@@ -83,25 +89,24 @@ pub(super) fn latency_vs_throughput(out: &mut String, r: &Report, colors: &Color
     match charts.as_slice() {
         [(_, series)] => chart_or_error(out, chart::lines(&x_axis, &y_axis, x_desc, y_desc, series)),
         _ => {
-            out.push_str("<div class=\"multiples\">\n");
-            for (g, series) in &charts {
-                let _ = writeln!(
-                    out,
-                    "<div class=\"multiple\" data-clients=\"{}\"><div class=\"multiple-head\">{}{}</div>",
-                    g.clients,
-                    save_link(&f.id, &format!("{}-c{}-b{}", f.id, g.clients, g.batch)),
-                    esc(&point_label(g, op))
-                );
-                chart_or_error(out, chart::small_lines(&x_axis, &y_axis, x_desc, y_desc, series));
-                out.push_str("</div>\n");
-            }
-            out.push_str("</div>\n");
+            let cells: Vec<String> = charts
+                .iter()
+                .map(|(g, series)| {
+                    let mut cell = format!(
+                        "<div class=\"multiple\" data-clients=\"{}\"><div class=\"multiple-head\">{}{}</div>\n",
+                        g.clients,
+                        save_link(&f.id, &format!("{}-c{}-b{}", f.id, g.clients, g.batch)),
+                        esc(&point_label(g, op))
+                    );
+                    chart_or_error(&mut cell, chart::small_lines(&x_axis, &y_axis, x_desc, y_desc, series));
+                    cell.push_str("</div>\n");
+                    cell
+                })
+                .collect();
+            small_multiples(out, &cells);
         }
     }
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">Each point is one fixed rate: its x is the median throughput the target achieved, its y the response time from each op's intended start (solid p99, dashed p50; logarithmic). While a target keeps up, the line runs flat and to the right; where it bends up (the hockey stick) the target falls behind the schedule and requests queue. A red ring marks a rate the target could not keep; a red × on the x axis a rate with no valid timing.</p>"
-    );
+    guides.write(out, HOCKEY_STICK_GUIDE);
     rate_table(out, colors, &grouped, op);
 }
 
@@ -117,7 +122,7 @@ fn rate_table(out: &mut String, colors: &Colors, grouped: &[(Point, Vec<&PointRe
         for p in sorted {
             let _ = write!(
                 out,
-                "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>",
+                "<tr><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"point\">{}</td><td>{}</td><td class=\"num\">{}</td>",
                 css(colors.of(&p.target)),
                 esc(&p.target),
                 esc(&point_label(&Point { rate: None, ..p.point }, op)),
@@ -144,5 +149,5 @@ fn rate_table(out: &mut String, colors: &Colors, grouped: &[(Point, Vec<&PointRe
             out.push_str("</tr>\n");
         }
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }

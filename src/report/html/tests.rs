@@ -40,7 +40,9 @@ fn flags_are_rendered_next_to_their_numbers() {
     // In the point's data-table row, after its numbers, and loudly in the header.
     let fig = html.find("<figure id=\"fig-insert-batch\"").expect("the batch figure");
     let row_start = fig
-        + html[fig..].find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
+        + html[fig..]
+            .find(&format!(">{}</td><td class=\"point\">{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i]))))
+            .expect("the point's row");
     let row = &html[row_start..row_start + html[row_start..].find("</tr>").unwrap()];
     assert!(row.contains("ANSWER MISMATCH") && row.contains("client-bound"), "{row}");
     assert!(html.contains("ANSWER MISMATCH</span> at 1 point"));
@@ -95,16 +97,6 @@ fn the_command_is_shell_quoted() {
 }
 
 #[test]
-fn ten_targets_get_ten_distinct_colours() {
-    let mut r = fixture();
-    let base = r.targets[0].clone();
-    r.targets = (0..12).map(|i| crate::adapter::TargetInfo { name: format!("t{i}"), ..base.clone() }).collect();
-    let colors = Colors::new(&r);
-    let set: BTreeSet<String> = colors.0.iter().take(12).map(|(_, c)| css(*c)).collect();
-    assert_eq!(set.len(), 12);
-}
-
-#[test]
 fn void_points_show_their_flags_loudly_and_are_not_plotted() {
     let mut r = fixture();
     let i = r.points.iter().position(|p| p.experiment == "insert" && p.point.batched && p.point.batch > 1 && p.summary.is_some()).unwrap();
@@ -124,8 +116,9 @@ fn void_points_show_their_flags_loudly_and_are_not_plotted() {
     let html = render(&r);
     assert!(html.contains("VOID</span> at 1 point:"), "the header names the void point count");
     let fig = figure_of(&html);
-    let row_start =
-        fig.find(&format!(">{}</td><td>{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i])))).expect("the point's row");
+    let row_start = fig
+        .find(&format!(">{}</td><td class=\"point\">{}", esc(&r.points[i].target), esc(&point_desc(&r.points[i]))))
+        .expect("the point's row");
     let row = &fig[row_start..row_start + fig[row_start..].find("</tr>").unwrap()];
     assert!(row.contains("VOID: no timing") && row.contains("MISSING ROWS: 7"), "{row}");
     assert!(!row.contains(&chart::short(median)), "the void point's old throughput is not shown: {row}");
@@ -268,7 +261,7 @@ fn latency_percentiles_are_drawn_and_tabled_at_every_client_count() {
     assert_eq!(fig.matches("class=\"save\"").count(), clients.len(), "a save link per small chart");
     for p in unbatched {
         let l = p.summary.as_ref().unwrap().latency.as_ref().unwrap();
-        let row = format!(">{}</td><td>{}</td>", esc(&p.target), esc(&point_desc(p)));
+        let row = format!(">{}</td><td class=\"point\">{}</td>", esc(&p.target), esc(&point_desc(p)));
         let start = fig.find(&row).unwrap_or_else(|| panic!("no latency row {row}"));
         let row = &fig[start..start + fig[start..].find("</tr>").unwrap()];
         for us in [l.p50_us, l.p99_us, l.max_us] {
@@ -333,4 +326,82 @@ fn query_answers_are_shown_with_a_positive_reference_mark_or_the_mismatch() {
             assert!(row.contains("✓ matches the TPC-H reference"), "{row}");
         }
     }
+}
+
+#[test]
+fn findings_are_one_table_ranked_by_geometric_mean_with_one_mark_per_flagged_cell_and_a_legend() {
+    use crate::report::summary::Findings;
+    let mut r = fixture();
+    // Every insert point: runs too spread to rank against each of the other targets.
+    let names: Vec<String> = r.targets.iter().filter(|t| t.system != "nodb").map(|t| t.name.clone()).collect();
+    for p in r.points.iter_mut().filter(|p| p.experiment == "insert" && p.system != "nodb" && !p.is_void()) {
+        let others = names.iter().filter(|n| **n != p.target).cloned().collect();
+        p.flags.push(Flag::WideSpread { spread: 0.4, overlaps: others });
+    }
+    let findings = Findings::of(&r);
+    let html = render(&r);
+    let section = &html[html.find("<section id=\"findings\"").expect("the findings")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    let table = &section[section.find("<table id=\"relative-table\"").expect("the table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+
+    // A row per target, the lowest geometric mean first.
+    let rows: Vec<&str> = table.split("<tr data-target=\"").skip(1).collect();
+    let shown: Vec<&str> = rows.iter().map(|row| &row[..row.find('"').unwrap()]).collect();
+    let mut ranked: Vec<&crate::report::summary::Overall> = findings.overall.iter().collect();
+    ranked.sort_by(|a, b| a.geometric_mean.unwrap_or(f64::INFINITY).total_cmp(&b.geometric_mean.unwrap_or(f64::INFINITY)));
+    assert_eq!(shown, ranked.iter().map(|o| o.target.as_str()).collect::<Vec<_>>());
+    assert!(shown.len() >= 3 && !shown.contains(&"nodb"), "{shown:?}");
+    // In each row: the overall text, then each experiment's relative time, in column order.
+    for (row, o) in rows.iter().zip(&ranked) {
+        let cells: Vec<&str> =
+            row.split("<td class=\"num").skip(1).map(|c| &c[c.find('>').unwrap() + 1..c.find("</td>").unwrap()]).collect();
+        assert!(cells[0].starts_with(&esc(&o.text())), "{}: {}", o.target, cells[0]);
+        for (cell, e) in cells[1..].iter().zip(&findings.experiments) {
+            assert!(cell.starts_with(&Findings::relative_text(e, &o.target)), "{} in {}: {cell}", o.target, e.experiment);
+        }
+        assert_eq!(cells.len(), 1 + findings.experiments.len());
+    }
+    // One mark per flagged cell (not a badge per pair of targets), explained once.
+    let insert = findings.experiments.iter().find(|e| e.experiment == "insert").unwrap();
+    let flagged = insert.standings.iter().filter(|s| s.caveats.iter().any(|c| c.starts_with("runs spread"))).count();
+    assert!(flagged >= 2, "{:?}", insert.standings);
+    assert_eq!(table.matches(">s</sup>").count(), flagged, "{table}");
+    assert!(!section.contains("class=\"flag"), "no badges in the findings: {section}");
+    let legend = &section[section.find("id=\"findings-marks\"").expect("the legend")..];
+    let legend = &legend[..legend.find("</p>").unwrap()];
+    assert_eq!(legend.matches("too wide to rank").count(), 1, "{legend}");
+    assert!(legend.contains(&format!("({flagged} cells)")), "{legend}");
+    // The headlines in words, one per experiment.
+    for e in &findings.experiments {
+        assert!(section.contains(&format!("<li data-experiment=\"{}\"><b>", esc(&e.experiment))), "{}", e.experiment);
+        assert!(section.contains(&findings::unbroken_numbers(&e.sentence())), "{}", e.sentence());
+    }
+}
+
+#[test]
+fn data_tables_and_settings_are_folded_below_the_charts_and_scroll_in_their_card() {
+    let r = fixture();
+    let html = render(&r);
+    let first_chart = html.find("<figure").expect("a chart");
+    assert!(html.find("id=\"findings\"").unwrap() < first_chart);
+    for id in ["id=\"targets-table\"", "id=\"run-facts\"", "id=\"study-method\""] {
+        if let Some(at) = html.find(id) {
+            assert!(at > first_chart, "{id} comes after the first chart");
+        }
+    }
+    // Every table but the findings' sits in a scrolling container inside a folded <details>.
+    let tables = html.matches("<table").count();
+    assert!(tables > 10, "{tables}");
+    assert_eq!(html.matches("<div class=\"scroll\"><table").count(), tables, "every table scrolls in its card");
+    assert_eq!(html.matches("<details class=\"data").count(), html.matches("<details").count(), "every fold is one of data");
+    assert!(!html.contains("<details class=\"data\" open"), "nothing folded is open");
+    // Numbers and target names never wrap.
+    for rule in [
+        "td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }",
+        "td.target, td.point { white-space: nowrap; }",
+    ] {
+        assert!(html.contains(rule), "{rule}");
+    }
+    assert!(!html.contains("overflow-wrap: anywhere") && !html.contains("white-space: normal"));
 }

@@ -9,8 +9,8 @@
 use super::chart::{self, Axis, Pt, Scale, Series};
 use super::figures::{self, points_of};
 use super::{
-    Colors, Tip, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_error_bar, ops_spread, ops_text, table_open,
-    targets_of, value_table,
+    Colors, Tip, chart_or_error, css, esc, flags_html, grouped_bars, is_flagged, ops_error_bar, ops_spread, ops_text, table_close,
+    table_open, targets_of, value_table,
 };
 use crate::base::measurement::LatencySummary;
 use crate::base::op::OpKind;
@@ -176,7 +176,7 @@ fn op_table(out: &mut String, colors: &Colors, stats: &[(&PointResult, Vec<KindA
             };
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{rate}</td><td class=\"num\">{spread}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                "<tr><td>{}</td><td class=\"target\"><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{rate}</td><td class=\"num\">{spread}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                 kind_name(kind),
                 css(colors.of(&p.target)),
                 esc(&p.target),
@@ -190,5 +190,5 @@ fn op_table(out: &mut String, colors: &Colors, stats: &[(&PointResult, Vec<KindA
             );
         }
     }
-    out.push_str("</table></details>\n");
+    table_close(out);
 }

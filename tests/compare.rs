@@ -95,7 +95,8 @@ fn a_a_pairs_call_almost_nothing_and_an_a_b_pair_calls_the_real_change() {
         // width within 1.5 times (in log) a 99 % interval of Student's t at 5 degrees of
         // freedom around the robust spread of the points' log ratios. Welch's t on each
         // point's two runs made them about 25x wide where this allows 7x.
-        let ratios: Vec<f64> = json["rows"].as_array().unwrap().iter().filter_map(|r| r["cells"][1]["ratio"].as_f64()).map(f64::ln).collect();
+        let ratios: Vec<f64> =
+            json["rows"].as_array().unwrap().iter().filter_map(|r| r["cells"][1]["ratio"].as_f64()).map(f64::ln).collect();
         let center = median(ratios.clone());
         let spread = 1.4826 * median(ratios.iter().map(|r| (r - center).abs()).collect());
         let allowed = (1.5 * 2.0 * 4.032 * spread).exp();
@@ -109,7 +110,12 @@ fn a_a_pairs_call_almost_nothing_and_an_a_b_pair_calls_the_real_change() {
     let rows = tested(&compare(&runs[0], &changed));
     let (hit, missed): (Vec<_>, Vec<_>) = rows.iter().filter(|r| touched(&r.0, &r.1)).partition(|r| r.2 == "faster");
     assert!(hit.len() >= 6, "redb's inserts and deletes are tested: {rows:?}");
-    assert!(hit.len() * 10 >= (hit.len() + missed.len()) * 9, "A/B: the change is called on {} of {}: {missed:?}", hit.len(), hit.len() + missed.len());
+    assert!(
+        hit.len() * 10 >= (hit.len() + missed.len()) * 9,
+        "A/B: the change is called on {} of {}: {missed:?}",
+        hit.len(),
+        hit.len() + missed.len()
+    );
 }
 
 #[test]

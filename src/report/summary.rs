@@ -23,6 +23,9 @@ const ECHO_FLOOR: &str = "echo-floor";
 /// every point as in `compare`).
 const FINDINGS_CONFIDENCE: f64 = 0.95;
 
+/// How a standing's caveat starts when the data cannot rank it against the leader.
+pub const TOO_FEW_SAMPLES: &str = "too few samples to rank";
+
 /// The system of the client-ceiling target.
 const NO_DATABASE: &str = "nodb";
 
@@ -66,13 +69,13 @@ impl Standing {
     }
 
     /// The standing's value in words: "8.4k/s (1.20x slower)", "8.3k/s (tied)", "2.1k/s
-    /// (1.4x slower? too few samples)", "response p99 5.42ms at 2.0k/s (220x slower)", "no
-    /// result".
+    /// (1.4x slower?)" (too few samples: its caveats say why), "response p99 5.42ms at
+    /// 2.0k/s (220x slower)", "no result".
     pub fn value(&self) -> String {
         let slower = match (self.behind_estimate, self.call) {
             (Some(_), Some(Call::Tied)) => " (tied)".to_string(),
-            (Some(r), Some(Call::TooFewSamples)) if r > 1.0 => format!(" ({} slower? too few samples)", times(r)),
-            (Some(_), Some(Call::TooFewSamples)) => " (too few samples)".to_string(),
+            (Some(r), Some(Call::TooFewSamples)) if r > 1.0 => format!(" ({} slower?)", times(r)),
+            (Some(_), Some(Call::TooFewSamples)) => " (?)".to_string(),
             (Some(r), _) if r > 1.0 => format!(" ({} slower)", times(r)),
             _ => String::new(),
         };
@@ -313,6 +316,12 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
                 }
             }
             (this, _) => s.too_few = Some(too_few_hint(this.map_or(1, |e| e.runs), *seconds)),
+        }
+    }
+    let leader = standings[0].0.target.clone();
+    for (s, ..) in standings.iter_mut().skip(1) {
+        if let Some(hint) = s.too_few.as_deref().filter(|_| s.behind_estimate.is_some()) {
+            s.caveats.push(format!("{TOO_FEW_SAMPLES} against {leader}: {hint}"));
         }
     }
     Some(ExperimentFinding {

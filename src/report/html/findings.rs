@@ -31,7 +31,13 @@ const KNOWN_KINDS: &[(&str, &str, &str, bool)] = &[
     ("VOID", "V", "void: requests failed or rows were missing, no valid timing", true),
     ("WRONG", "W", "wrong answer: the timing is void", true),
     ("client-bound", "c", "client-bound: near the client's own ceiling (NO-DB), so it may be faster", false),
-    ("runs spread", "s", "the runs spread too wide to rank it against some targets", false),
+    (
+        super::super::summary::TOO_FEW_SAMPLES,
+        "?",
+        "too few samples to rank it against the leader: the interval includes 1 and is wide; more or longer runs would tell",
+        false,
+    ),
+    ("runs spread", "s", "the runs spread too wide to rank it against some targets (older reports)", false),
     ("could not keep the rate", "m", "missed the rate: fell behind the fixed-rate schedule", false),
     ("not converged", "n", "not converged: a run hit its cap before the precision asked", false),
     ("incomplete", "i", "incomplete", false),
@@ -95,7 +101,9 @@ pub(super) const READING: &str = "Each experiment is ranked at its headline poin
      at a fixed rate every target is asked the same throughput, so there the ranking is by response time p99 (from each op's intended start) \
      and \"N x\" is how many times the leader's p99 a target's is. Overall: the geometric mean of a target's relative times over the experiments \
      it has a valid result in, with its 95 % interval from the runs' spreads. A headline's \"N x\" is how many times faster the leader is, \
-     with the 95 % Welch interval of the runs' geometric means.";
+     with the 95 % interval of the runs' geometric means: each point's run-to-run variance moderated across all points of the report \
+     (empirical Bayes), plus one typical run's variance per side for drift between the times they were measured. \
+     Where that interval includes 1 the two are tied (a narrow interval) or cannot be ranked (a wide one: too few samples, with the fix).";
 
 pub(super) fn section(out: &mut String, findings: &Findings, colors: &Colors) {
     if findings.experiments.is_empty() {

@@ -467,9 +467,9 @@ fn run_seconds(a: &LogEstimate, b: &LogEstimate) -> Option<f64> {
 /// run length: the median absolute deviation of the differences from their `center`,
 /// (robustly) log-linear in the log run length. The pairs are cut into up to ten bins of
 /// equal count by run length; each bin's median log length and median log deviation make
-/// one point of a Theil-Sen line (the median of the slopes between bins), so points that
-/// really changed, and the few run lengths they share, do not bend it. Without run
-/// lengths, or all alike: one deviation for all.
+/// one point of a Theil-Sen slope (the median of the slopes between bins, at most 0); the
+/// line goes through the median of all points. Without run lengths, or all alike: one
+/// deviation for all.
 fn drift_trend(differences: &[f64], log_seconds: &[Option<f64>], center: f64) -> impl Fn(Option<f64>) -> f64 + use<> {
     let log_deviation = |d: f64| (d - center).abs().max(1e-9).ln();
     let overall = median(&differences.iter().map(|d| log_deviation(*d)).collect::<Vec<_>>()).unwrap_or(f64::NEG_INFINITY);
@@ -487,8 +487,12 @@ fn drift_trend(differences: &[f64], log_seconds: &[Option<f64>], center: f64) ->
         .enumerate()
         .flat_map(|(i, a)| bins[i + 1..].iter().filter(|b| b.0 > a.0).map(move |b| (b.1 - a.1) / (b.0 - a.0)))
         .collect();
+    // Never rising with the run length (a longer run averages more of the machine's
+    // moods), and placed by every point, not by the bins: points that really changed
+    // share run lengths (a system's writes), and could fill a bin of their own.
     let line = median(&slopes).map(|slope| {
-        let intercept = median(&bins.iter().map(|b| b.1 - slope * b.0).collect::<Vec<_>>()).unwrap_or(overall);
+        let slope = slope.min(0.0);
+        let intercept = median(&known.iter().map(|(x, y)| y - slope * x).collect::<Vec<_>>()).unwrap_or(overall);
         (slope, intercept)
     });
     move |log_seconds: Option<f64>| {

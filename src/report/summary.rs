@@ -318,10 +318,11 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
             (this, _) => s.too_few = Some(too_few_hint(this.map_or(1, |e| e.runs), *seconds)),
         }
     }
+    // The fix is in the headline sentence and in `too_few`; the caveat only marks it.
     let leader = standings[0].0.target.clone();
     for (s, ..) in standings.iter_mut().skip(1) {
-        if let Some(hint) = s.too_few.as_deref().filter(|_| s.behind_estimate.is_some()) {
-            s.caveats.push(format!("{TOO_FEW_SAMPLES} against {leader}: {hint}"));
+        if s.too_few.is_some() && s.behind_estimate.is_some() {
+            s.caveats.push(format!("{TOO_FEW_SAMPLES} against {leader}"));
         }
     }
     Some(ExperimentFinding {

@@ -94,7 +94,7 @@ fn spread_runs_are_too_few_to_rank_and_say_how_to_get_enough() {
     assert!(sentence.starts_with("duckdb and sqlite cannot be ranked: 1.05x apart, 95 % interval 0.8"), "{sentence}");
     assert!(sentence.ends_with("too few samples (2 runs of 1.0 s each; use --runs 5 or --duration 10s)"), "{sentence}");
     assert_eq!(second.value(), "950/s (1.05x slower?)");
-    assert_eq!(second.caveats, ["too few samples to rank against duckdb: 2 runs of 1.0 s each; use --runs 5 or --duration 10s"]);
+    assert_eq!(second.caveats, ["too few samples to rank against duckdb"]);
     // Two clearly apart targets with the same spread are still ranked.
     set_throughputs(&mut r, "echo", "duckdb", &[105.0, 95.0, 100.0]);
     let f = Findings::of(&r);

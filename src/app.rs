@@ -627,7 +627,7 @@ fn budget_text(plan: &plan::Plan) -> String {
             out,
             "total: {} runs of {} per target, {} over {targets} targets (plus loading the data into each)",
             runs.iter().sum::<u64>(),
-            report::console::run_length(secs),
+            crate::base::span::words(secs),
             plan::estimate::human(per_target * targets as f64)
         );
         return out;

@@ -47,7 +47,7 @@ pub fn runs_clause(experiments: &[Experiment], precision: Option<Precision>) -> 
 /// "3 runs after a warm-up", with their length (`--duration`) or stopping rule (`--precision`).
 fn runs_of(e: &Experiment, precision: Option<Precision>) -> String {
     let runs = if e.runs == 1 { "1 run".to_string() } else { format!("{} runs", e.runs) };
-    let length = e.duration_secs.map(|secs| format!(" of {}", seconds(secs))).unwrap_or_default();
+    let length = e.duration_secs.map(|secs| format!(" of {}", crate::base::span::words(secs))).unwrap_or_default();
     let warmup = match e.warmup {
         0 => "without a warm-up".to_string(),
         1 => "after a warm-up".to_string(),
@@ -68,17 +68,6 @@ fn runs_of(e: &Experiment, precision: Option<Precision>) -> String {
 fn percent(fraction: f64) -> String {
     let text = format!("{:.2}", fraction * 100.0);
     format!("{} %", text.trim_end_matches('0').trim_end_matches('.'))
-}
-
-/// "500 ms", "30 s", "1.5 s", "2 min", "1 h".
-fn seconds(secs: f64) -> String {
-    let trimmed = |v: f64| format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string();
-    match secs {
-        s if s < 1.0 => format!("{} ms", trimmed(s * 1000.0)),
-        s if s >= 3600.0 && s % 3600.0 == 0.0 => format!("{} h", s / 3600.0),
-        s if s >= 60.0 && s % 60.0 == 0.0 => format!("{} min", s / 60.0),
-        s => format!("{} s", trimmed(s)),
-    }
 }
 
 /// "a", "a and b", "a, b and c".
@@ -158,9 +147,5 @@ mod tests {
         assert_eq!(and_list(&["a"]), "a");
         assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
         assert_eq!((percent(0.02), percent(0.005), percent(0.07)), ("2 %".into(), "0.5 %".into(), "7 %".into()));
-        assert_eq!(
-            (seconds(0.5), seconds(30.0), seconds(1.5), seconds(120.0)),
-            ("500 ms".into(), "30 s".into(), "1.5 s".into(), "2 min".into())
-        );
     }
 }

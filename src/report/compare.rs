@@ -307,7 +307,7 @@ fn percent(fraction: f64) -> String {
 }
 
 fn latency(us: Option<f64>) -> String {
-    us.map_or("-".into(), |us| micros(us))
+    us.map_or("-".into(), micros)
 }
 
 /// A point's identity across runs.

@@ -157,20 +157,9 @@ pub fn rate(v: f64) -> String {
     }
 }
 
-/// "30 s", "500 ms", "2 min": the length of a time-based run (`--duration`).
-pub fn run_length(secs: f64) -> String {
-    let trimmed = |v: f64| format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string();
-    match secs {
-        s if s < 1.0 => format!("{} ms", trimmed(s * 1000.0)),
-        s if s >= 3600.0 && s % 3600.0 == 0.0 => format!("{} h", s / 3600.0),
-        s if s >= 60.0 && s % 60.0 == 0.0 => format!("{} min", s / 60.0),
-        s => format!("{} s", trimmed(s)),
-    }
-}
-
 /// The run length of a saved plan ("30 s per run") when its runs lasted a duration.
 pub fn time_based_runs(plan: &serde_json::Value) -> Option<String> {
-    plan.get("duration_secs").and_then(|v| v.as_f64()).map(|secs| format!("{} per run", run_length(secs)))
+    plan.get("duration_secs").and_then(|v| v.as_f64()).map(|secs| format!("{} per run", crate::base::span::words(secs)))
 }
 
 /// Human-friendly microseconds with three significant digits at every scale: 850ns,
@@ -958,7 +947,7 @@ mod tests {
 
     #[test]
     fn run_lengths_read_in_their_unit() {
-        let lengths: Vec<String> = [0.5, 2.0, 2.5, 30.0, 90.0, 120.0, 7200.0].into_iter().map(run_length).collect();
+        let lengths: Vec<String> = [0.5, 2.0, 2.5, 30.0, 90.0, 120.0, 7200.0].into_iter().map(crate::base::span::words).collect();
         assert_eq!(lengths, ["500 ms", "2 s", "2.5 s", "30 s", "90 s", "2 min", "2 h"]);
         assert_eq!(time_based_runs(&serde_json::json!({"duration_secs": 30.0})).as_deref(), Some("30 s per run"));
         assert_eq!(time_based_runs(&serde_json::json!({"rate": null})), None);

@@ -255,7 +255,7 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
     let at: Vec<&PointResult> = points.iter().copied().filter(|p| same_point(p, headline)).collect();
     // Each standing with its score (higher is better: ops/s, or 1 / response p99) and the
     // estimate of its log score, so one ratio and interval serve both rankings.
-    let mut standings: Vec<(Standing, Option<f64>, Option<LogEstimate>, Option<f64>)> = at
+    let mut standings: Vec<Scored> = at
         .iter()
         .map(|p| {
             let throughputs = run_throughputs(p);
@@ -282,12 +282,11 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
                     (response_p99_us.map(|us| 1.0 / us), models.response_p99.estimate(&inverse, 0.0))
                 }
             };
-            let seconds = p.run_seconds().map(|s| s.median);
-            (standing, score, estimate, seconds)
+            Scored { standing, score, estimate, seconds: p.run_seconds().map(|s| s.median) }
         })
         .collect();
-    standings.sort_by(|(_, a, _, _), (_, b, _, _)| match (a, b) {
-        (Some(a), Some(b)) => b.total_cmp(a),
+    standings.sort_by(|a, b| match (a.score, b.score) {
+        (Some(a), Some(b)) => b.total_cmp(&a),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
@@ -296,8 +295,8 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
         RankedBy::Throughput => models.throughput.drift(),
         RankedBy::ResponseP99 => models.response_p99.drift(),
     };
-    let (leader_score, leader_estimate) = (standings[0].1, standings[0].2);
-    for (i, (s, score, estimate, seconds)) in standings.iter_mut().enumerate() {
+    let (leader_score, leader_estimate) = (standings[0].score, standings[0].estimate);
+    for (i, Scored { standing: s, score, estimate, seconds }) in standings.iter_mut().enumerate() {
         let (Some(this), Some(leader)) = (*score, leader_score) else { continue };
         s.behind_estimate = Some(leader / this);
         if i == 0 {
@@ -319,8 +318,8 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
         }
     }
     // The fix is in the headline sentence and in `too_few`; the caveat only marks it.
-    let leader = standings[0].0.target.clone();
-    for (s, ..) in standings.iter_mut().skip(1) {
+    let leader = standings[0].standing.target.clone();
+    for s in standings.iter_mut().skip(1).map(|s| &mut s.standing) {
         if s.too_few.is_some() && s.behind_estimate.is_some() {
             s.caveats.push(format!("{TOO_FEW_SAMPLES} against {leader}"));
         }
@@ -330,8 +329,17 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
         op: headline.op.name().to_string(),
         ranked_by,
         point: point_label(headline),
-        standings: standings.into_iter().map(|(s, _, _, _)| s).collect(),
+        standings: standings.into_iter().map(|s| s.standing).collect(),
     })
+}
+
+/// A standing while it is ranked: its score (higher is better), the estimate of its log
+/// score, and its runs' median length (for the hint when it cannot be ranked).
+struct Scored {
+    standing: Standing,
+    score: Option<f64>,
+    estimate: Option<LogEstimate>,
+    seconds: Option<f64>,
 }
 
 /// The report's variance models: throughput, and the inverse response p99 that ranks

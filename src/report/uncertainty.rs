@@ -61,7 +61,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
     }
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    Some(if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
+    Some(if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
 }
 
 /// What a point's runs say of its value on the log scale.
@@ -228,21 +228,10 @@ pub enum Call {
 /// How to get enough data, for a point measured with `runs` runs of `seconds` each
 /// (median): "2 runs of 40 ms each; use --runs 5 or --duration 10s".
 pub fn too_few_hint(runs: usize, seconds: Option<f64>) -> String {
-    let length = seconds.map(|s| format!(" of {}", duration(s))).unwrap_or_default();
+    let length = seconds.map(|s| format!(" of {}", crate::base::span::words(s))).unwrap_or_default();
     let each = if runs == 1 { "" } else { " each" };
     let more_runs = (runs + 3).max(5);
     format!("{runs} run{}{length}{each}; use --runs {more_runs} or --duration 10s", if runs == 1 { "" } else { "s" })
-}
-
-/// "40 ms", "1.2 s", "85 µs".
-fn duration(seconds: f64) -> String {
-    if seconds >= 1.0 {
-        format!("{seconds:.1} s")
-    } else if seconds >= 1e-3 {
-        format!("{:.0} ms", seconds * 1e3)
-    } else {
-        format!("{:.0} µs", seconds * 1e6)
-    }
 }
 
 #[cfg(test)]
@@ -287,6 +276,6 @@ mod tests {
     fn the_hint_names_the_runs_their_length_and_the_fix() {
         assert_eq!(too_few_hint(2, Some(0.04)), "2 runs of 40 ms each; use --runs 5 or --duration 10s");
         assert_eq!(too_few_hint(1, None), "1 run; use --runs 5 or --duration 10s");
-        assert_eq!(too_few_hint(5, Some(2.0)), "5 runs of 2.0 s each; use --runs 8 or --duration 10s");
+        assert_eq!(too_few_hint(5, Some(2.0)), "5 runs of 2 s each; use --runs 8 or --duration 10s");
     }
 }

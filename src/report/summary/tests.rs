@@ -89,10 +89,10 @@ fn spread_runs_are_too_few_to_rank_and_say_how_to_get_enough() {
     let second = &echo.standings[1];
     assert_eq!(second.call, Some(Call::TooFewSamples), "{second:?}");
     let hint = second.too_few.as_deref().unwrap();
-    assert_eq!(hint, "2 runs of 1.0 s each; use --runs 5 or --duration 10s");
+    assert_eq!(hint, "2 runs of 1 s each; use --runs 5 or --duration 10s");
     let sentence = echo.sentence();
     assert!(sentence.starts_with("duckdb and sqlite cannot be ranked: 1.05x apart, 95 % interval 0.8"), "{sentence}");
-    assert!(sentence.ends_with("too few samples (2 runs of 1.0 s each; use --runs 5 or --duration 10s)"), "{sentence}");
+    assert!(sentence.ends_with("too few samples (2 runs of 1 s each; use --runs 5 or --duration 10s)"), "{sentence}");
     assert_eq!(second.value(), "950/s (1.05x slower?)");
     assert_eq!(second.caveats, ["too few samples to rank against duckdb"]);
     // Two clearly apart targets with the same spread are still ranked.

@@ -485,7 +485,7 @@ fn about(out: &mut String, r: &Report, colors: &Colors) {
         (
             "files",
             format!(
-                "<a href=\"results.csv\">results.csv</a> · <a href=\"report.json\">report.json</a>{} (beside this page)",
+                "<a href=\"results.csv\">results.csv</a> · <a href=\"results_ops.csv\" title=\"one row per run and operation type (YCSB workloads' reads, updates, ...)\">results_ops.csv</a> · <a href=\"report.json\">report.json</a>{} (beside this page)",
                 if r.points.iter().any(|p| p.exports.is_some()) {
                     " · <a href=\"#latency-files\">latency files</a> (exports/)"
                 } else {

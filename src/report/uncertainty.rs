@@ -55,13 +55,8 @@ pub fn run_response_p99s(p: &PointResult) -> Vec<f64> {
 
 /// The median of the finite values; `None` without any.
 pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
+    let finite: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    (!finite.is_empty()).then(|| crate::stats::median(&finite))
 }
 
 /// What a point's runs say of its value on the log scale.

@@ -34,7 +34,9 @@
 //! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
 //! transaction goes in one pipeline, not atomically, and batches are pipelines; rows are
 //! written with HMSET and removed with HCLEAR; there is no engine memory figure. Every op
-//! kind still runs (its Lua scripts are gopher-lua's, run one at a time).
+//! kind still runs, but its measured ops send no Lua scripts (each leaks a slot of the
+//! server's shared Lua stack; see [`dialect`]): an update is `HLEN` and the write in one
+//! pipeline, and a range MAX reads the range's rows.
 //!
 //! Safety: only keys under the namespace's prefix (`dbsweep:`, or `dbsweep_NAME:` with
 //! `--namespace NAME`) in the URL's DB index are touched, and only once the marker key

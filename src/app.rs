@@ -3,6 +3,7 @@
 
 use crate::adapter::lease::Holder;
 use crate::adapter::probe;
+use crate::base::secret::Token;
 use crate::cli::{Cli, Command, GenCommand, RunArgs, StudiesFormat};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
@@ -232,6 +233,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         server_pids: BTreeMap::new(),
         holder: Holder::this_process(),
         workers: None,
+        report_token: Token::from_environment(|k| std::env::var(k).ok())?,
         // A failed write of these lines (stdout is a file on a full disk) must not stop the run.
         on_leases_taken: Some(Box::new(move || {
             if let Err(e) = say(&report::console::fit(&announcement, report::console::width())) {

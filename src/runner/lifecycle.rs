@@ -136,7 +136,7 @@ pub(super) async fn run(
             exported &= super::writing::export(shared.out_dir, &mut phase_results, &shared.ctx.cancel);
             report.points.extend(phase_results);
         }
-        if !super::writing::save(shared.out_dir, report, &shared.ctx.cancel) || !exported {
+        if !super::writing::save(shared.out_dir, report, shared.ctx) || !exported {
             return Ok(Some(shared.ctx.cancel.reason()));
         }
         if stop_reason.is_some() {

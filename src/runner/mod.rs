@@ -80,6 +80,9 @@ pub struct RunContext {
     /// Called once the leases are taken, before any target is prepared or loaded (the
     /// command line prints the duration estimate there; the runner prints nothing).
     pub on_leases_taken: Option<Box<dyn Fn() + Send + Sync>>,
+    /// The worker token from the environment, if any: the report is signed with it (an
+    /// HMAC seal) rather than digested (`report::seal`).
+    pub report_token: Option<crate::base::secret::Token>,
 }
 
 /// Everything the steps of a run share and none of them changes.
@@ -177,7 +180,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         return Err(e);
     }
     run_dir.keep();
-    let mut stop_reason: Option<String> = (!save(&out_dir, &report, &ctx.cancel)).then(|| ctx.cancel.reason());
+    let mut stop_reason: Option<String> = (!save(&out_dir, &mut report, ctx)).then(|| ctx.cancel.reason());
 
     let shared = Shared { plan, ctx, targets: &targets, dataset: &dataset, out_dir: &out_dir };
     let streams: Vec<Arc<OpStream>> =
@@ -376,7 +379,7 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
         sweep.report.warnings.extend(coordinator.take_warnings());
         sweep.report.workers = coordinator.records();
     }
-    if !save(shared.out_dir, &sweep.report, &shared.ctx.cancel) {
+    if !save(shared.out_dir, &mut sweep.report, shared.ctx) {
         stop_reason = Some(shared.ctx.cancel.reason());
     }
     stop_reason

@@ -346,7 +346,8 @@ fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
 /// merged tables and fails (exit 1) as `run` does when the result is incomplete or void.
 fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) -> Result<()> {
     let parts = dirs.into_iter().map(|d| report::load(&d).map(|r| (d, r))).collect::<Result<Vec<_>>>()?;
-    let mut merged = runner::merge::merge(parts, command_line)?;
+    let token = Token::from_environment(|k| std::env::var(k).ok())?;
+    let mut merged = runner::merge::merge(parts, command_line, token.as_ref())?;
     let out = out.unwrap_or_else(|| {
         let stamp = report::environment::stamp(std::time::SystemTime::now());
         PathBuf::from("dbsweep-runs").join(format!("{}-merged-{stamp}", merged.study))

@@ -243,6 +243,13 @@ fn record_count_rounds(plan: &Plan) -> Vec<Option<u64>> {
     }
 }
 
+/// Whether a run measures `point` of a measured (not lifecycle) experiment at all: with
+/// several record counts (`counts`) a point runs only at its own (`Round::includes`), and
+/// points without one at the first.
+pub(super) fn measured_in_some_round(point: &Point, counts: &[u64]) -> bool {
+    counts.len() <= 1 || point.param.is_none_or(|n| counts.contains(&n))
+}
+
 /// One record count's round of experiments.
 struct Round<'a> {
     index: usize,

@@ -23,7 +23,8 @@ pub fn seal(report: &mut Report, token: Option<&Token>) {
     });
 }
 
-/// Whether `report`'s seal matches its contents; `Err` says what is wrong and what to do.
+/// Whether `report`'s seal matches its contents; `Err` says what is wrong and what to do,
+/// as words that follow "report.json".
 /// With `token`, only an HMAC made with that token passes: a digest (which anyone can
 /// compute again) does not.
 pub fn check(report: &Report, token: Option<&Token>) -> Result<(), String> {
@@ -35,7 +36,7 @@ pub fn check(report: &Report, token: Option<&Token>) -> Result<(), String> {
         }
         (Some(Seal::HmacSha256 { tag }), Some(token)) if token.verify_hex(&parts, tag) => Ok(()),
         (Some(Seal::HmacSha256 { .. }), Some(_)) => {
-            Err("its HMAC does not match its contents under this worker token (edited after its run, or signed with another token)".into())
+            Err("does not match its HMAC under this worker token (edited after its run, or signed with another token)".into())
         }
         (Some(Seal::Sha256 { .. }), Some(_)) => {
             Err("is not signed with the worker token (its run had no DBSWEEP_WORKER_TOKEN): run the shard again with the token set".into())
@@ -44,7 +45,7 @@ pub fn check(report: &Report, token: Option<&Token>) -> Result<(), String> {
             Err("is signed with a worker token: set DBSWEEP_WORKER_TOKEN (or DBSWEEP_WORKER_TOKEN_FILE) to that token to merge it".into())
         }
         (Some(Seal::Sha256 { digest }), None) if *digest == digest_hex(&parts) => Ok(()),
-        (Some(Seal::Sha256 { .. }), None) => Err("its digest does not match its contents (report.json was edited after its run)".into()),
+        (Some(Seal::Sha256 { .. }), None) => Err("does not match its digest (edited after its run)".into()),
     }
 }
 
@@ -122,7 +123,7 @@ mod tests {
         let p = back.points.iter().position(|p| !p.runs.is_empty()).unwrap();
         let mut edited = back.clone();
         edited.points[p].runs[0].ops *= 1000;
-        assert!(check(&edited, None).unwrap_err().contains("digest does not match"));
+        assert!(check(&edited, None).unwrap_err().contains("does not match its digest"));
         let mut edited = back.clone();
         edited.points.remove(p);
         assert!(check(&edited, None).is_err(), "a deleted point");

@@ -10,13 +10,13 @@
 //! merged points. Must not write files or print; `app` does.
 
 use super::measured_in_some_round;
-use super::summary::{DIFFER_FROM, flag_client_bound, flag_differing_answers};
+use super::summary::{DIFFER_FROM, flag_client_bound, flag_differing_answers, summarize};
 use crate::base::secret::Token;
 use crate::base::shard::Shard;
 use crate::error::{Error, Result};
 use crate::plan::shard::{SavedPlan, plan_hash};
 use crate::plan::stopping::Precision;
-use crate::report::model::{Flag, MergedPart, PointResult, PointStatus, Report};
+use crate::report::model::{Flag, MergedPart, PointResult, PointStatus, PointSummary, Report};
 use crate::workload::experiment::{Experiment, Point};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -245,6 +245,9 @@ fn check_points(part: &Report, plan: &SavedPlan) -> std::result::Result<(), Stri
             return Err(format!("it holds {what}, which shard {} runs", Shard { index: owner, count: shard.count }));
         }
         check_runs(p, e, plan).map_err(|wrong| format!("{what}: {wrong}"))?;
+        if !summary_fits_runs(p) {
+            return Err(format!("{what}: its summary (throughput, latency) is not what its runs give"));
+        }
         present.insert((ei, &p.target, p.point));
     }
     if !part.complete {
@@ -297,6 +300,13 @@ fn check_runs(p: &PointResult, e: &Experiment, plan: &SavedPlan) -> std::result:
         }
     }
     Ok(())
+}
+
+/// Whether a point's summary is the one its runs give (`summary::summarize`), but for the
+/// share of the NO-DB ceiling, which compares it with other targets and is computed again.
+fn summary_fits_runs(p: &PointResult) -> bool {
+    let without_share = |s: Option<PointSummary>| s.map(|s| PointSummary { client_share: None, ..s });
+    without_share(summarize(p)) == without_share(p.summary.clone())
 }
 
 /// Puts the points in the order one process runs them: record-count rounds, experiments

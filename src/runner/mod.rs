@@ -48,7 +48,7 @@ use std::time::{Duration, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
 use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
 use targets::{prepare_and_load, release_targets, reload};
-use writing::{export, finish, new_report, out_path, save};
+use writing::{export, finish, new_report, out_path, save, save_before_cleanup};
 
 /// How the run is hosted: where it writes, how it is stopped, what it shows.
 pub struct RunContext {
@@ -170,9 +170,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     report.warnings.extend(leases.notes.iter().cloned());
     if ctx.cancel.is_stopped() {
         progress.finish();
+        run_dir.keep();
+        save_before_cleanup(&out_dir, &mut report, Some(&ctx.cancel.reason()), ctx);
         report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data, ctx).await);
         drop(scratch);
-        run_dir.keep();
         return finish(report, Some(ctx.cancel.reason()), ctx, &out_dir);
     }
     if let Err(e) = setup {
@@ -204,6 +205,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     let Sweep { mut report, mut progress, .. } = sweep;
     progress.finish();
 
+    if !save_before_cleanup(&out_dir, &mut report, stop_reason.as_deref(), ctx) && stop_reason.is_none() {
+        stop_reason = Some(ctx.cancel.reason());
+    }
     report.warnings.extend(release_targets(&targets, &leases, renewal, ctx.keep_data, ctx).await);
     // The scratch directory goes before the last write: on a full disk that frees room.
     drop(scratch);

@@ -129,6 +129,22 @@ pub(super) fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunC
     Ok((report, out_dir.to_path_buf()))
 }
 
+/// What report.json says while the run removes its data from the targets, so that a run
+/// stopped there (a second Ctrl-C, a kill) does not stay "running".
+pub const CLEANUP_INTERRUPTED: &str = "interrupted during cleanup";
+
+/// Saves the report as it stands before the cleanup, saying that the cleanup was under way
+/// (after `stop_reason`, why the run stopped, if it did); the last write replaces it once
+/// the cleanup ends. False when the write failed (the run then stops, as in `save`).
+pub(super) fn save_before_cleanup(out_dir: &Path, report: &mut Report, stop_reason: Option<&str>, ctx: &RunContext) -> bool {
+    report.complete = false;
+    report.incomplete_reason = Some(match stop_reason {
+        None => CLEANUP_INTERRUPTED.to_string(),
+        Some(why) => format!("{why}, then {CLEANUP_INTERRUPTED}"),
+    });
+    save(out_dir, report, ctx)
+}
+
 /// Seals and saves the report after a point; a failed write (a full disk) stops the run
 /// like a signal would, so it still ends with cleanup and a finished report where possible.
 pub(super) fn save(out_dir: &Path, report: &mut Report, ctx: &RunContext) -> bool {

@@ -201,6 +201,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     if args.dry_run {
         return say(&format!("{}{announcement}", budget_text(&plan)));
     }
+    sweep_leftovers(&plan);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -259,6 +260,19 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     let paths = report::console::fit(&format!("\nresults: {}/{{{files}}}\n", dir.display()), report::console::width());
     say(&format!("{}{paths}", report::console::render(&report)))?;
     finish(&report)
+}
+
+/// Removes the scratch, worker and spawned-server directories that dbsweep processes left
+/// behind when they died without cleaning up (kill -9), from the temporary directory and the
+/// plan's data roots (`base::scratch::sweep`: only marked directories of processes that are
+/// gone).
+fn sweep_leftovers(plan: &plan::Plan) {
+    let roots = std::iter::once(std::env::temp_dir()).chain(plan.data_roots.iter().map(|r| r.path.clone()));
+    for root in roots {
+        for dir in crate::base::scratch::sweep(&root) {
+            tracing::info!("removed {}, left behind by a dbsweep process that is gone", dir.display());
+        }
+    }
 }
 
 /// Worker 0 of a run with workers: listens (on `listen`'s port on every address, or a free

@@ -115,9 +115,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         None => report::RunDir::claim(&out_path(plan, ctx, started))?,
     };
     let out_dir = run_dir.path().to_path_buf();
-    let scratch = tempfile::Builder::new()
-        .prefix("dbsweep-scratch-")
-        .tempdir()
+    let scratch = crate::base::scratch::create(&std::env::temp_dir(), "dbsweep-scratch-")
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
     let holder = ctx.holder.clone();
     let open_ctx = OpenContext {

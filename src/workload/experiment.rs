@@ -199,6 +199,29 @@ pub fn lifecycle_deletes(ops: u64, records: u64) -> u64 {
     ops.min((records / LIFECYCLE_DELETE_SHARE).max(1)).min(records)
 }
 
+impl Experiment {
+    /// Ops per run at `point` (`OpStream::ops_at`): what a run that does all of its ops
+    /// does, without building the op stream.
+    pub fn ops_at(&self, point: &Point) -> u64 {
+        ops_per_run(self.op, self.ops, self.sized, self.lifecycle, point)
+    }
+}
+
+/// Ops per run at a point: its size for sized experiments, a lifecycle phase's count at
+/// its record count, else the experiment's `ops`.
+fn ops_per_run(op: ExperimentOp, ops: u64, sized: bool, lifecycle: bool, point: &Point) -> u64 {
+    match (lifecycle, sized, point.param) {
+        (true, _, Some(n)) => match op {
+            ExperimentOp::Insert => n,
+            ExperimentOp::Delete => lifecycle_deletes(ops, n),
+            ExperimentOp::FetchAll => 1,
+            _ => ops,
+        },
+        (false, true, Some(n)) => n,
+        _ => ops,
+    }
+}
+
 /// Lifecycle deletes: a delete phase of `ops` ops over `records` keys removes every
 /// `delete_step`-th key from 0, `lifecycle_deletes(ops, records)` of them.
 fn delete_step(ops: u64, records: u64) -> u64 {
@@ -322,16 +345,7 @@ impl OpStream {
 
     /// Ops per run at a point: its size for sized experiments, else the experiment's.
     pub fn ops_at(&self, point: &Point) -> u64 {
-        match (self.lifecycle, self.sized, point.param) {
-            (true, _, Some(n)) => match self.op {
-                ExperimentOp::Insert => n,
-                ExperimentOp::Delete => lifecycle_deletes(self.ops, n),
-                ExperimentOp::FetchAll => 1,
-                _ => self.ops,
-            },
-            (false, true, Some(n)) => n,
-            _ => self.ops,
-        }
+        ops_per_run(self.op, self.ops, self.sized, self.lifecycle, point)
     }
 
     /// The sequence numbers one run at `point` may use: its ops (`ops_at`), or in a

@@ -194,7 +194,7 @@ impl Dialect {
         conn: &mut (impl ConnectionLike + Send),
         space: KeySpace,
         prefix: &str,
-        keep: &str,
+        keep: &[&str],
         cursor: &str,
     ) -> RedisResult<(String, Vec<String>)> {
         let cmd = match space.ledis_type {
@@ -206,7 +206,7 @@ impl Dialect {
         };
         let (next, keys): (String, Vec<String>) = cmd.query_async(conn).await?;
         // The matching is the server's; keep the check exact anyway.
-        Ok((next, keys.into_iter().filter(|k| k.starts_with(prefix) && k != keep).collect()))
+        Ok((next, keys.into_iter().filter(|k| k.starts_with(prefix) && !keep.contains(&k.as_str())).collect()))
     }
 
     /// Where a listing starts, and the cursor that says it is done.
@@ -227,7 +227,7 @@ impl Dialect {
         prefix: &str,
         cursor: &str,
     ) -> RedisResult<(Option<String>, Vec<String>)> {
-        let (next, keys) = self.page(conn, self.spaces()[0], prefix, "", cursor).await?;
+        let (next, keys) = self.page(conn, self.spaces()[0], prefix, &[], cursor).await?;
         Ok(((next != self.first_cursor()).then_some(next), keys))
     }
 
@@ -236,7 +236,7 @@ impl Dialect {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();
             loop {
-                let (next, keys) = self.page(conn, space, prefix, keep, &cursor).await?;
+                let (next, keys) = self.page(conn, space, prefix, &[keep], &cursor).await?;
                 if let Some(key) = keys.into_iter().next() {
                     return Ok(Some(key));
                 }
@@ -249,15 +249,16 @@ impl Dialect {
         Ok(None)
     }
 
-    /// Deletes every key under `prefix` (of any type) but `keep`, page by page: listed on
-    /// `lister` (one server, or one master of a cluster) and deleted through `deleter` (the
-    /// same server, or the cluster, which splits a delete of several keys by slot).
+    /// Deletes every key under `prefix` (of any type) but those in `keep`, page by page:
+    /// listed on `lister` (one server, or one master of a cluster) and deleted through
+    /// `deleter` (the same server, or the cluster, which splits a delete of several keys by
+    /// slot).
     pub(super) async fn delete_all(
         self,
         lister: &mut (impl ConnectionLike + Send),
         deleter: &mut (impl ConnectionLike + Send),
         prefix: &str,
-        keep: &str,
+        keep: &[&str],
     ) -> RedisResult<()> {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();

@@ -1,21 +1,37 @@
 //! The study's method lines as the plan runs them: `{runs}` in a study's `[method]` texts
 //! becomes the runs each point actually does (how many, after how many warm-ups, how long
 //! or until what precision), so what `--quick`, `--runs`, `--warmup`, `--duration`,
-//! `--precision` and `--budget` chose is what the report's method box says.
+//! `--precision` and `--budget` chose is what the report's method box says; `{scale}`
+//! becomes the TPC-H scale factor the plan loads (`--quick`, `--scale`).
 //!
 //! Owns that clause's wording. Must not decide any runs: it reads the resolved experiments.
 
 use super::stopping::Precision;
 use super::{FLOOR_EXPERIMENT, StudyMethod, estimate};
+use crate::data::DataSpec;
 use crate::workload::experiment::Experiment;
 
 /// Where a study's `[method]` text states the runs: "median and min-max of {runs}".
 pub const RUNS_PLACEHOLDER: &str = "{runs}";
 
-/// `method` with `{runs}` replaced by the runs of `experiments` (see `runs_clause`).
-pub(super) fn fill(method: Option<StudyMethod>, experiments: &[Experiment], precision: Option<Precision>) -> Option<StudyMethod> {
+/// Where a study's `[method]` text states the TPC-H scale it loads: "SF {scale}".
+pub const SCALE_PLACEHOLDER: &str = "{scale}";
+
+/// `method` with `{runs}` replaced by the runs of `experiments` (see `runs_clause`) and
+/// `{scale}` by the scale factor of `data` (TPC-H plans).
+pub(super) fn fill(
+    method: Option<StudyMethod>,
+    experiments: &[Experiment],
+    precision: Option<Precision>,
+    data: &DataSpec,
+) -> Option<StudyMethod> {
     let clause = runs_clause(experiments, precision);
-    method.map(|m| StudyMethod { paper: m.paper.replace(RUNS_PLACEHOLDER, &clause), dbsweep: m.dbsweep.replace(RUNS_PLACEHOLDER, &clause) })
+    let scale = match data {
+        DataSpec::Tpch { scale } => format!("{scale}"),
+        _ => "(no TPC-H data)".to_string(),
+    };
+    let filled = |text: String| text.replace(RUNS_PLACEHOLDER, &clause).replace(SCALE_PLACEHOLDER, &scale);
+    method.map(|m| StudyMethod { paper: filled(m.paper), dbsweep: filled(m.dbsweep) })
 }
 
 /// The runs of the study's experiments (the echo floor, dbsweep's own, left out): those of
@@ -89,6 +105,18 @@ mod tests {
     fn dbsweep_line(name: &str, opts: RunOptions) -> String {
         let plan = resolve(&RunOptions { study: Some(name.into()), ..opts }).unwrap();
         plan.to_json()["method"]["dbsweep"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_tpch_study_states_the_scale_it_loads() {
+        let line = |opts: RunOptions| dbsweep_line("kv-vs-relational", opts);
+        assert!(
+            line(RunOptions { quick: true, ..Default::default() }).contains("SF 0.01 "),
+            "{}",
+            line(RunOptions { quick: true, ..Default::default() })
+        );
+        let scaled = line(RunOptions { quick: true, scale: Some(0.1), ..Default::default() });
+        assert!(scaled.contains("SF 0.1 ") && !scaled.contains("SF 0.01"), "{scaled}");
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
     }
     // After --budget, which may shorten the runs the method lines state.
-    plan.method = method::fill(plan.method.take(), &plan.experiments, plan.precision);
+    plan.method = method::fill(plan.method.take(), &plan.experiments, plan.precision, &plan.data);
     let hashed = plan.to_json();
     plan.hash = shard::plan_hash(&hashed);
     plan.planned_targets = hashed["targets"].clone();

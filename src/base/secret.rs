@@ -56,7 +56,10 @@ impl Token {
     /// The token in the first line of `path`.
     pub fn from_file(path: &Path) -> Result<Token> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::usage(format!("cannot read the worker token file {} ({e}); set {TOKEN_FILE_VARIABLE} to a readable file", path.display()))
+            Error::usage(format!(
+                "cannot read the worker token file {} ({e}); set {TOKEN_FILE_VARIABLE} to a readable file",
+                path.display()
+            ))
         })?;
         let first = text.lines().next().unwrap_or("");
         Token::from_text(first, &format!("the token file {}", path.display()))
@@ -72,7 +75,9 @@ impl Token {
             )));
         }
         if secret.len() > MAX_TOKEN_BYTES {
-            return Err(Error::usage(format!("the worker token from {origin} is over {MAX_TOKEN_BYTES} bytes; use one line such as `openssl rand -hex 32`")));
+            return Err(Error::usage(format!(
+                "the worker token from {origin} is over {MAX_TOKEN_BYTES} bytes; use one line such as `openssl rand -hex 32`"
+            )));
         }
         Ok(Token { secret })
     }

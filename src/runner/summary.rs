@@ -160,6 +160,10 @@ pub(super) fn void_flags(runs: &[RunMeasurement]) -> Vec<Flag> {
     if missing > 0 {
         flags.push(Flag::MissingRows { count: missing });
     }
+    let mismatches: Vec<&str> = runs.iter().filter_map(|r| r.share_mismatch.as_deref()).collect();
+    if !mismatches.is_empty() {
+        flags.push(Flag::WorkerShare { detail: mismatches.join("; ") });
+    }
     flags
 }
 
@@ -327,6 +331,7 @@ mod tests {
                 memory: None,
                 intervals: None,
                 load: None,
+                share_mismatch: None,
             })
             .collect();
         let mut r = PointResult {

@@ -408,7 +408,9 @@ mod tests {
     #[tokio::test]
     async fn replayed_reordered_or_altered_messages_fail_authentication() {
         let silence = Duration::from_secs(5);
-        let cases: [(&str, fn(Vec<u8>, Vec<u8>) -> Vec<u8>); 3] = [
+        // What reaches the coordinator, from the first and second genuine lines.
+        type Wire = fn(Vec<u8>, Vec<u8>) -> Vec<u8>;
+        let cases: [(&str, Wire); 3] = [
             ("replayed", |first, _| [first.clone(), first].concat()),
             ("reordered", |first, second| [second, first].concat()),
             ("altered", |first, _| String::from_utf8(first).unwrap().replace("\"ops\":1", "\"ops\":9").into_bytes()),

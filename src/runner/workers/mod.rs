@@ -86,11 +86,8 @@ impl Role {
         if index == 0 {
             return Ok(Some(Role::Coordinator { count, listen: listen.or(coordinator), spawn_local: false }));
         }
-        if listen.is_some() {
-            return Err(Error::usage(format!(
-                "worker {index}: --listen is where the coordinator (worker 0) listens; give workers the coordinator's address with --coordinator"
-            )));
-        }
+        // `--listen` is the coordinator's: every worker of an engine gets the same flags
+        // and variables, and a worker meets the coordinator at `--coordinator`.
         let coordinator = coordinator.ok_or_else(|| {
             Error::usage(format!("worker {index}: give the coordinator's address with --coordinator HOST:PORT (or {COORDINATOR_VARIABLE})"))
         })?;
@@ -325,17 +322,19 @@ mod tests {
     }
 
     #[test]
-    fn listen_is_where_the_coordinator_binds_and_no_workers_flag() {
+    fn listen_is_where_the_coordinator_binds_and_workers_meet_it_at_coordinator() {
         assert_eq!(
             Role::resolve(Some(3), Some(0), Some("node1:7070".into()), Some("[::]:7070".into()), env(&[])).unwrap(),
             Some(Role::Coordinator { count: 3, listen: Some("[::]:7070".into()), spawn_local: false })
         );
-        for (worker, listen) in [(Some(1), Some("0.0.0.0:1")), (None, Some("0.0.0.0:1"))] {
-            let workers = worker.map(|_| 3);
-            let e = Role::resolve(workers, worker, Some("c:1".into()), listen.map(str::to_string), env(&[])).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{e}");
-            assert!(e.to_string().contains("--listen"), "{e}");
-        }
+        // Every task of an engine gets the same flags: a worker's --listen is the coordinator's.
+        assert_eq!(
+            Role::resolve(Some(3), Some(1), Some("node1:7070".into()), Some("[::]:7070".into()), env(&[])).unwrap(),
+            Some(Role::Worker { index: 1, count: 3, coordinator: "node1:7070".into() })
+        );
+        let e = Role::resolve(None, None, None, Some("0.0.0.0:1".into()), env(&[])).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("--listen"), "{e}");
     }
 
     #[test]

@@ -556,7 +556,7 @@ fn voided_points(report: &report::model::Report) -> Option<String> {
     named_points(
         report,
         report::model::PointResult::is_void,
-        "void (failed requests or missing rows; no throughput published, results saved and flagged)",
+        "void (failed requests, missing rows or a worker's result that did not fit its share; no throughput published, results saved and flagged)",
     )
 }
 

@@ -276,7 +276,8 @@ pub struct RunArgs {
     /// union of the workers' windows). Without a worker index (--worker, DBSWEEP_WORKER,
     /// SLURM_PROCID, JOB_COMPLETION_INDEX) this process is worker 0 and starts the other
     /// N-1 (indices 1 to N-1) on this machine as copies of itself with the same
-    /// arguments; --workers 1 starts none.
+    /// arguments; --workers 1 starts none. At most what the machine holds (8 per core,
+    /// 128 MB of available memory each).
     #[arg(short = 'j', long, value_name = "N", value_parser = count::<usize>, env = "DBSWEEP_WORKERS")]
     pub workers: Option<usize>,
     /// This process's worker index (0: the coordinator); default from DBSWEEP_WORKER,

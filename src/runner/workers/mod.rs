@@ -6,8 +6,9 @@
 //! measurement, which the coordinator adds up exactly (HDR histograms add; throughput is all
 //! ops over the union of the workers' windows).
 //!
-//! Owns who is which worker (flags and the engines' variables), the split of a run into
-//! shares and the sum of the shares' measurements. Must not place or start processes on
+//! Owns who is which worker (flags and the engines' variables), whether the run's worker
+//! token may be made here or must be given, how many workers a machine holds, the split of
+//! a run into shares and the sum of the shares' measurements. Must not place or start processes on
 //! machines (an engine such as Slurm or Kubernetes does; local workers are children of the
 //! coordinator) and must not write run directories (the runner does).
 

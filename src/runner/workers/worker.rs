@@ -1,14 +1,14 @@
 //! A worker of a run (index 1 or more): joins the coordinator (each side proving that it
-//! holds the run's worker token), opens the run's targets
-//! under the coordinator's lease, and for every run the coordinator sends connects its
-//! share of the clients, waits for the word to start, sends its share of the ops and
-//! returns its measurement. Loads nothing, cleans nothing up, writes no files.
+//! holds the run's worker token), opens the run's targets under the coordinator's lease,
+//! and for every run the coordinator sends connects its share of the clients, waits for
+//! the word to start, sends its share of the ops and returns its measurement. Loads
+//! nothing, cleans nothing up, writes no files.
 //!
 //! Owns the worker's side of the conversation. Must not decide splits (see `share`) or sum
 //! measurements (the coordinator does).
 
 use super::coordinator::share_of;
-use super::protocol::{HandshakeError, Link, RunId, ToCoordinator, ToWorker, unix_nanos};
+use super::protocol::{HANDSHAKE_DEADLINE, HandshakeError, Link, RunId, ToCoordinator, ToWorker, unix_nanos};
 use super::{JOIN_TIMEOUT_SECS, check_targets};
 use crate::adapter::{OpenContext, Target, TargetUrl, registry};
 use crate::base::secret::{TOKEN_FILE_VARIABLE, TOKEN_VARIABLE, Token};
@@ -114,15 +114,16 @@ async fn join(coordinator: &str, token: Arc<Token>, cancel: &Cancel) -> Result<L
     let deadline = tokio::time::Instant::now() + Duration::from_secs(JOIN_TIMEOUT_SECS);
     loop {
         let why = match TcpStream::connect(coordinator).await {
-            Ok(stream) => match Link::open_as_worker(stream, token.clone()).await {
-                Ok(link) => return Ok(link),
-                Err(HandshakeError::Refused(reason)) => return Err(Error::usage(reason)),
-                Err(HandshakeError::NotAuthenticated(why)) => {
+            Ok(stream) => match tokio::time::timeout(HANDSHAKE_DEADLINE, Link::open_as_worker(stream, token.clone())).await {
+                Err(_) => format!("no handshake within {} s", HANDSHAKE_DEADLINE.as_secs()),
+                Ok(Ok(link)) => return Ok(link),
+                Ok(Err(HandshakeError::Refused(reason))) => return Err(Error::usage(reason)),
+                Ok(Err(HandshakeError::NotAuthenticated(why))) => {
                     return Err(Error::usage(format!(
                         "{coordinator}: {why}; give the coordinator and every worker the same {TOKEN_VARIABLE} (or {TOKEN_FILE_VARIABLE})"
                     )));
                 }
-                Err(HandshakeError::Connection(why)) => why,
+                Ok(Err(HandshakeError::Connection(why))) => why,
             },
             Err(e) => e.to_string(),
         };

@@ -206,6 +206,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         Some(role) => Some(runner::workers::token(role, Token::from_environment(|k| std::env::var(k).ok())?)?),
         None => None,
     };
+    sweep_leftovers(&plan);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -238,6 +239,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         server_pids: BTreeMap::new(),
         holder: Holder::this_process(),
         workers: None,
+        report_token: Token::from_environment(|k| std::env::var(k).ok())?,
         // A failed write of these lines (stdout is a file on a full disk) must not stop the run.
         on_leases_taken: Some(Box::new(move || {
             if let Err(e) = say(&report::console::fit(&announcement, report::console::width())) {
@@ -264,6 +266,19 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     let paths = report::console::fit(&format!("\nresults: {}/{{{files}}}\n", dir.display()), report::console::width());
     say(&format!("{}{paths}", report::console::render(&report)))?;
     finish(&report)
+}
+
+/// Removes the scratch, worker and spawned-server directories that dbsweep processes left
+/// behind when they died without cleaning up (kill -9), from the temporary directory and the
+/// plan's data roots (`base::scratch::sweep`: only marked directories of processes that are
+/// gone).
+fn sweep_leftovers(plan: &plan::Plan) {
+    let roots = std::iter::once(std::env::temp_dir()).chain(plan.data_roots.iter().map(|r| r.path.clone()));
+    for root in roots {
+        for dir in crate::base::scratch::sweep(&root) {
+            tracing::info!("removed {}, left behind by a dbsweep process that is gone", dir.display());
+        }
+    }
 }
 
 /// Worker 0 of a run with workers: listens at `listen` (only there: `--listen` or the host
@@ -352,7 +367,8 @@ fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
 /// merged tables and fails (exit 1) as `run` does when the result is incomplete or void.
 fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) -> Result<()> {
     let parts = dirs.into_iter().map(|d| report::load(&d).map(|r| (d, r))).collect::<Result<Vec<_>>>()?;
-    let mut merged = runner::merge::merge(parts, command_line)?;
+    let token = Token::from_environment(|k| std::env::var(k).ok())?;
+    let mut merged = runner::merge::merge(parts, command_line, token.as_ref())?;
     let out = out.unwrap_or_else(|| {
         let stamp = report::environment::stamp(std::time::SystemTime::now());
         PathBuf::from("dbsweep-runs").join(format!("{}-merged-{stamp}", merged.study))

@@ -52,7 +52,10 @@ pub enum Command {
     },
     /// Join the run directories of one plan's shards (`run --shard I/N`) into one run
     /// directory with one report: histograms and counts as saved, cross-target flags
-    /// (NO-DB ceiling, answers) computed again over all targets.
+    /// (NO-DB ceiling, answers) computed again over all targets. A shard whose report.json
+    /// does not match its seal, its plan hash or its plan is refused (exit 2); with
+    /// DBSWEEP_WORKER_TOKEN (or DBSWEEP_WORKER_TOKEN_FILE) set, only shards signed with
+    /// that token are merged.
     Merge {
         /// Run directories written by `dbsweep run --shard I/N` with the same plan.
         #[arg(required = true, num_args = 1..)]

@@ -3,7 +3,9 @@
 //! while it measures, and a disk that fills up under `--out`. Each ends like Ctrl-C: the
 //! spawned servers and their directories and every `dbsweep-scratch-*` directory are
 //! removed, report.json is finished with the true reason, the exit code says what happened.
-//! A spawned server that dies while data loads is a run failure quoting its log.
+//! A spawned server that dies while data loads is a run failure quoting its log. A run
+//! killed with SIGKILL leaves its directories, and the next run (`--resume` too) removes
+//! them; those of a run stopped with SIGSTOP stay while it lives.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -309,4 +311,94 @@ fn a_spawned_server_dying_mid_load_is_a_run_failure_quoting_its_log() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains(&format!("the spawned redis server (pid {pid}) died during the run")), "{stderr}");
     assert!(stderr.contains("Ready to accept connections"), "the server's log is quoted: {stderr}");
+}
+
+/// Sends `signal` to process `pid` this test started.
+fn signal(pid: u32, signal: i32) {
+    // SAFETY: signals a dbsweep this test started.
+    unsafe {
+        libc::kill(pid as i32, signal);
+    }
+}
+
+#[test]
+fn directories_of_a_run_killed_with_sigkill_are_removed_by_the_next_run_and_a_stopped_runs_stay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (scratch, out) = (tmp.path().join("tmp"), tmp.path().join("run"));
+    std::fs::create_dir(&scratch).unwrap();
+    let first = [
+        "run",
+        "--spawn",
+        "redis",
+        "--experiments",
+        "get,insert",
+        "--ops",
+        "20000",
+        "--runs",
+        "2",
+        "--clients",
+        "1",
+        "--batch",
+        "1",
+        "--rows",
+        "2000",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let killed = dbsweep(&scratch, &first);
+    wait_until("the first point is saved", || report_has_points(&out));
+    let pid = killed.id();
+    let theirs = entries(&scratch);
+    for kind in ["scratch", "redis"] {
+        let named = format!("dbsweep-{kind}-{pid}-");
+        assert!(theirs.iter().any(|n| n.starts_with(&named)), "a {named}* directory: {theirs:?}");
+    }
+    // Named like dbsweep's, but not marked as one of its directories: never removed.
+    std::fs::create_dir(scratch.join("dbsweep-redis-foreign")).unwrap();
+    std::fs::write(scratch.join("dbsweep-redis-foreign/data"), "not dbsweep's").unwrap();
+
+    // Stopped, the run is still alive: another run leaves its directories alone.
+    signal(pid, libc::SIGSTOP);
+    let other = tmp.path().join("other");
+    let o = dbsweep(
+        &scratch,
+        &[
+            "run",
+            "--target",
+            "nodb=nodb:",
+            "--experiments",
+            "get",
+            "--ops",
+            "100",
+            "--runs",
+            "1",
+            "--rows",
+            "100",
+            "--no-progress",
+            "--out",
+        ]
+        .into_iter()
+        .chain([other.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+    )
+    .wait_with_output()
+    .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut expected = theirs.clone();
+    expected.push("dbsweep-redis-foreign".into());
+    expected.sort();
+    assert_eq!(entries(&scratch), expected, "a stopped run's directories stay");
+
+    // Killed, it leaves them behind (its server dies with it)...
+    signal(pid, libc::SIGKILL);
+    killed.wait_with_output().unwrap();
+    wait_until("the spawned server is gone", || processes_in(&scratch).is_empty());
+    assert_eq!(entries(&scratch), expected, "kill -9 leaves the directories");
+    // ...and the next run, a resumed one, removes them: only what dbsweep did not create stays.
+    let o = dbsweep(&scratch, &["run", "--resume", out.to_str().unwrap(), "--no-progress"]).wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(report(&out)["complete"], true);
+    assert_eq!(entries(&scratch), vec!["dbsweep-redis-foreign".to_string()]);
+    assert_eq!(std::fs::read_to_string(scratch.join("dbsweep-redis-foreign/data")).unwrap(), "not dbsweep's");
 }

@@ -191,6 +191,7 @@ impl Drop for Paused {
 
 #[test]
 fn a_request_that_never_returns_does_not_hold_ctrl_c_and_a_second_one_abandons_the_cleanup() {
+    let _turn = REDIS.lock().unwrap_or_else(|e| e.into_inner());
     let url = support::url(ServerKind::Redis);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
@@ -253,4 +254,77 @@ fn a_request_that_never_returns_does_not_hold_ctrl_c_and_a_second_one_abandons_t
     let (last, before) = points.split_last().unwrap();
     assert_eq!((last["target"].as_str(), last["status"]["state"].as_str()), (Some("r"), Some("incomplete")), "{last}");
     assert!(before.iter().all(|p| p["status"]["state"] == "measured"), "{before:?}");
+}
+
+/// The tests that pause this binary's Redis take turns with each other.
+static REDIS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// One Redis command on `url`.
+fn redis_query<T: redis::FromRedisValue>(url: &str, args: &[&str]) -> T {
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(&mut conn).unwrap()
+}
+
+#[test]
+fn a_second_ctrl_c_during_cleanup_leaves_the_keys_marked_and_the_next_run_removes_them() {
+    let _turn = REDIS.lock().unwrap_or_else(|e| e.into_inner());
+    // A DB index of its own, so that its key count is this test's keys.
+    let url = support::url(ServerKind::Redis).replace("/0", "/7");
+    let _: () = redis_query(&url, &["FLUSHDB"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let target = format!("r={url}");
+    const ROWS: u64 = 300_000;
+    let rows = ROWS.to_string();
+    let args = |out: &Path| -> Vec<String> {
+        ["run", "--target", &target, "--experiments", "get", "--rows", &rows, "--ops", "100", "--runs", "1", "--warmup", "0"]
+            .into_iter()
+            .chain(["--clients", "1", "--no-progress", "--out", out.to_str().unwrap()])
+            .map(str::to_string)
+            .collect()
+    };
+    let first = args(&out);
+    let (child, lines) = start(tmp.path(), &first.iter().map(String::as_str).collect::<Vec<_>>());
+    // Every point measured, the report says so before the cleanup starts; the test pauses
+    // the server once the cleanup has removed most keys.
+    wait_until("the report says the cleanup is under way", || {
+        std::fs::read_to_string(out.join("report.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|j| j["incomplete_reason"] == "interrupted during cleanup")
+    });
+    wait_until("most keys are removed", || redis_query::<u64>(&url, &["DBSIZE"]) < ROWS / 5);
+    let pid = support::pid(ServerKind::Redis);
+    // SAFETY: pauses the test's own server; `Paused` resumes it.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGSTOP);
+    }
+    let paused = Paused(pid);
+    interrupt(&child);
+    let said = line_with(&lines, "stopping", ANSWER_WITHIN);
+    assert!(said.contains("(was removing dbsweep's data from r)"), "{said}");
+    interrupt(&child);
+    let (code, _, rest) = exit_after_interrupt(child, &lines);
+    assert_eq!(code, Some(130), "{rest}");
+    assert!(rest.contains("cleanup abandoned: dbsweep's data is left in r (still marked as dbsweep's"), "{rest}");
+    drop(paused);
+
+    // Keys are left, and the marker with them; the report says what happened.
+    let left: u64 = redis_query(&url, &["DBSIZE"]);
+    assert!(left > 1, "the cleanup was interrupted with {left} keys left");
+    let marker: Option<String> = redis_query(&url, &["GET", "dbsweep:owner"]);
+    assert!(marker.is_some(), "{left} keys left without the dbsweep:owner marker");
+    let json = support::report(&out);
+    assert_eq!((json["complete"].as_bool(), json["incomplete_reason"].as_str()), (Some(false), Some("interrupted during cleanup")));
+    assert!(json["points"].as_array().unwrap().iter().all(|p| p["status"]["state"] == "measured"));
+
+    // The next run takes the namespace as dbsweep's, and its cleanup removes every key.
+    let second = args(&tmp.path().join("again"));
+    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(&second).env("TMPDIR", tmp.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(redis_query::<u64>(&url, &["DBSIZE"]), 0, "every key removed");
 }

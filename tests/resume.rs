@@ -92,6 +92,9 @@ fn interrupted_mid_point_and_resumed(signal: &str, exit_code: i32) {
     assert!(!elsewhere.exists(), "{signal}: DBSWEEP_OUT is not written by a resumed run");
     let after = report(&out);
     assert_eq!(after["complete"], true);
+    // Sealed over the points it kept as read back and those it measured: the seal holds.
+    let sealed: dbsweep::report::model::Report = serde_json::from_value(after.clone()).unwrap();
+    assert_eq!(dbsweep::report::seal::check(&sealed, None), Ok(()), "{signal}: the resumed report matches its seal");
     let done = points(&after);
     // Every point exactly once, each measured.
     let mut ids: Vec<String> = done.iter().map(identity).collect();

@@ -1,7 +1,9 @@
 //! `run --shard I/N` and `dbsweep merge` end to end: the embedded study (in-process
 //! engines) as one process and as three shards joined by `merge` has every target, point
 //! and run exactly once with the same op counts; merging shards of different plans, a
-//! shard twice or an incomplete set is refused or flagged.
+//! shard twice or an incomplete set is refused or flagged; a shard whose report.json was
+//! tampered with (a point, a run, a throughput, the seed, the plan, another plan's shard),
+//! or one not signed with the worker token merge is given, is refused.
 
 mod support;
 
@@ -207,4 +209,225 @@ fn kv_vs_relational_in_three_shards_merges_into_one_report_with_every_target() {
     assert_eq!(by_unit(&merged).len(), shard_rows, "every shard's rows, none dropped");
     let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
     assert!(plan_targets.iter().all(|t| html.contains(t)), "every target in report.html");
+}
+
+/// A small plan on two mock targets in two shards: every tampering below stays quick.
+const SMALL: &[&str] = &[
+    "run",
+    "--target",
+    "a=mock:",
+    "--target",
+    "b=mock:",
+    "--experiments",
+    "get,insert",
+    "--runs",
+    "2",
+    "--warmup",
+    "1",
+    "--rows",
+    "1000",
+    "--ops",
+    "100",
+    "--no-progress",
+];
+
+/// Runs SMALL's two shards into `dir`/shard0 and `dir`/shard1 with `extra` flags and the
+/// worker token `token` (none: the variable is unset); returns their directories.
+fn small_shards(dir: &Path, extra: &[&str], token: Option<&str>) -> [std::path::PathBuf; 2] {
+    let shards = [dir.join("shard0"), dir.join("shard1")];
+    let children: Vec<_> = shards
+        .iter()
+        .enumerate()
+        .map(|(i, out)| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+            command.args(SMALL).args(extra).args(["--shard", &format!("{i}/2"), "--out", out.to_str().unwrap()]);
+            command.env_remove("DBSWEEP_WORKER_TOKEN").env_remove("DBSWEEP_WORKER_TOKEN_FILE");
+            if let Some(token) = token {
+                command.env("DBSWEEP_WORKER_TOKEN", token);
+            }
+            command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start dbsweep")
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        wait_ok(child, &format!("shard {i}"));
+    }
+    shards
+}
+
+/// `dbsweep merge` of `dirs` into `out`, with the worker token `token`.
+fn merge_with(dirs: &[&Path], out: &Path, token: Option<&str>) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+    command.arg("merge").args(dirs).args(["--out", out.to_str().unwrap()]);
+    command.env_remove("DBSWEEP_WORKER_TOKEN").env_remove("DBSWEEP_WORKER_TOKEN_FILE");
+    if let Some(token) = token {
+        command.env("DBSWEEP_WORKER_TOKEN", token);
+    }
+    command.output().expect("run dbsweep merge")
+}
+
+/// A copy of `shard`'s report.json in a new directory `to`, edited by `edit` and, with
+/// `reseal`, sealed again as a forger who knows the algorithm would (a digest, or an HMAC
+/// with the token `reseal` names).
+fn tampered(shard: &Path, to: &Path, edit: impl FnOnce(&mut serde_json::Value), reseal: Option<Option<&str>>) -> std::path::PathBuf {
+    std::fs::create_dir_all(to).unwrap();
+    let mut json = report(shard);
+    edit(&mut json);
+    if let Some(token) = reseal {
+        let mut sealed: dbsweep::report::model::Report = serde_json::from_value(json).unwrap();
+        let token = token.map(|t| dbsweep::base::secret::Token::from_text(t, "a test").unwrap());
+        dbsweep::report::seal::seal(&mut sealed, token.as_ref());
+        json = serde_json::to_value(&sealed).unwrap();
+    }
+    std::fs::write(to.join("report.json"), serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    to.to_path_buf()
+}
+
+/// Asserts that merging `dirs` is refused with one line that names `culprit` and says
+/// `why`, and that nothing was written.
+fn refused(dirs: &[&Path], culprit: &Path, why: &str, token: Option<&str>, case: &str) {
+    let out = culprit.with_extension("merged");
+    let o = merge_with(dirs, &out, token);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{case}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{case}: one line: {stderr}");
+    assert!(stderr.contains(&culprit.display().to_string()), "{case}: names the directory: {stderr}");
+    assert!(stderr.contains(why), "{case}: says '{why}': {stderr}");
+    assert!(!out.exists(), "{case}: nothing written");
+}
+
+/// The index of the first point of `target` and `experiment` in a report.
+fn point_of(json: &serde_json::Value, experiment: &str, target: &str) -> usize {
+    json["points"].as_array().unwrap().iter().position(|p| p["experiment"] == experiment && p["target"] == target).unwrap()
+}
+
+#[test]
+fn merge_refuses_every_tampered_shard_and_joins_untouched_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let [zero, one] = small_shards(&tmp.path().join("plan"), &[], None);
+    let [_, other_plan] = small_shards(&tmp.path().join("other"), &["--seed", "2"], None);
+    let zero_json = report(&zero);
+    let one_json = report(&one);
+    let get_b = point_of(&one_json, "get", "b");
+    let ours = zero_json["plan_hash"].clone();
+    assert_ne!(report(&other_plan)["plan_hash"], ours);
+
+    // Untouched: merged, complete.
+    let merged = tmp.path().join("merged");
+    let o = merge_with(&[&zero, &one], &merged, None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(report(&merged)["complete"], true);
+
+    type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+    let delete_point: fn() -> Edit = || Box::new(|j| drop(j["points"].as_array_mut().unwrap().remove(1)));
+    let cases: Vec<(&str, Edit, bool, &str)> = vec![
+        ("a deleted point", delete_point(), false, "report.json does not match its digest"),
+        ("a deleted point, digest made again", delete_point(), true, "complete but has no result for"),
+        (
+            "a throughput x1000",
+            Box::new(move |j| {
+                let s = &mut j["points"][get_b]["summary"]["median_ops_per_sec"];
+                *s = serde_json::json!(s.as_f64().unwrap() * 1000.0);
+            }),
+            false,
+            "report.json does not match its digest",
+        ),
+        (
+            "a throughput x1000, digest made again",
+            Box::new(move |j| {
+                let s = &mut j["points"][get_b]["summary"]["median_ops_per_sec"];
+                *s = serde_json::json!(s.as_f64().unwrap() * 1000.0);
+            }),
+            true,
+            "its summary (throughput, latency) is not what its runs give",
+        ),
+        (
+            "a run's ops x1000, digest made again",
+            Box::new(move |j| {
+                let ops = &mut j["points"][get_b]["runs"][2]["ops"];
+                *ops = serde_json::json!(ops.as_u64().unwrap() * 1000);
+            }),
+            true,
+            "its run 2 did 100000 ops, where its plan has 100",
+        ),
+        (
+            "a deleted run",
+            Box::new(move |j| drop(j["points"][get_b]["runs"].as_array_mut().unwrap().pop())),
+            false,
+            "report.json does not match its digest",
+        ),
+        (
+            "a deleted run, digest made again",
+            Box::new(move |j| drop(j["points"][get_b]["runs"].as_array_mut().unwrap().pop())),
+            true,
+            "2 runs, where its plan has 3 (1 warm-up)",
+        ),
+        ("an edited seed", Box::new(|j| j["seed"] = serde_json::json!(7)), false, "report.json does not match its digest"),
+        ("an edited seed, digest made again", Box::new(|j| j["seed"] = serde_json::json!(7)), true, "its seed 7 is not its plan's seed"),
+        (
+            "an edited plan seed, hash kept, digest made again",
+            Box::new(|j| {
+                j["seed"] = serde_json::json!(7);
+                j["plan"]["seed"] = serde_json::json!(7);
+            }),
+            true,
+            "its saved plan hashes to",
+        ),
+        (
+            "an edited plan (ops), hash kept, digest made again",
+            Box::new(|j| j["plan"]["experiments"][1]["ops"] = serde_json::json!(100_000)),
+            true,
+            "(the plan or its hash was edited)",
+        ),
+        (
+            "a point for a target not in the plan, digest made again",
+            Box::new(move |j| {
+                let mut forged = j["points"][get_b].clone();
+                forged["target"] = serde_json::json!("evil");
+                j["points"].as_array_mut().unwrap().push(forged);
+            }),
+            true,
+            "for a target not in its plan",
+        ),
+        (
+            "a point of the other shard's unit, digest made again",
+            Box::new(move |j| {
+                let theirs = zero_json["points"][point_of(&zero_json, "get", "nodb")].clone();
+                j["points"].as_array_mut().unwrap().push(theirs);
+            }),
+            true,
+            "which shard 0/2 runs",
+        ),
+        ("no seal", Box::new(|j| drop(j.as_object_mut().unwrap().remove("seal"))), false, "has no seal"),
+    ];
+    for (i, (case, edit, reseal, why)) in cases.into_iter().enumerate() {
+        let culprit = tampered(&one, &tmp.path().join(format!("tampered{i}")), edit, reseal.then_some(None));
+        refused(&[&zero, &culprit], &culprit, why, None, case);
+    }
+    // Another plan's shard with its hash edited to match: its plan does not hash to it.
+    let culprit = tampered(&other_plan, &tmp.path().join("other-plan"), |j| j["plan_hash"] = ours, Some(None));
+    refused(&[&zero, &culprit], &culprit, "its saved plan hashes to", None, "another plan's shard");
+}
+
+#[test]
+fn with_a_worker_token_merge_takes_only_shards_signed_with_it() {
+    const TOKEN: &str = "0123456789abcdef-the-run's-token";
+    const OTHER: &str = "0123456789abcdef-another-token";
+    let tmp = tempfile::tempdir().unwrap();
+    let [zero, one] = small_shards(&tmp.path().join("signed"), &[], Some(TOKEN));
+    let seal = &report(&zero)["seal"];
+    assert_eq!(seal["algorithm"], "hmac_sha256", "{seal}");
+    assert!(!report(&zero).to_string().contains(TOKEN), "the token itself is nowhere in the report");
+
+    let merged = tmp.path().join("merged");
+    let o = merge_with(&[&zero, &one], &merged, Some(TOKEN));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(report(&merged)["complete"], true);
+
+    refused(&[&zero, &one], &zero, "signed with another token", Some(OTHER), "merged with another token");
+    refused(&[&zero, &one], &zero, "set DBSWEEP_WORKER_TOKEN", None, "merged without the token");
+    // A forger without the token: a shard signed with another token, or only digested.
+    let forged = tampered(&one, &tmp.path().join("forged"), |j| j["seed"] = j["seed"].clone(), Some(Some(OTHER)));
+    refused(&[&zero, &forged], &forged, "signed with another token", Some(TOKEN), "signed with another token");
+    let digested = tampered(&one, &tmp.path().join("digested"), |_| {}, Some(None));
+    refused(&[&zero, &digested], &digested, "not signed with the worker token", Some(TOKEN), "a digest only");
 }

@@ -440,3 +440,47 @@ fn ledisdb_runs_beside_redis_in_the_papers_per_operation_type_figures() {
         }
     }
 }
+
+/// LedisDB leaves every Lua script's reply on its one shared Lua stack and panics once
+/// 5,120 are there ("index out of range [5120]"): workload A's 6,000 updates run on a
+/// LedisDB that dbsweep spawns, every one finds its record, and the server lives to the end.
+#[test]
+fn ledisdb_takes_more_updates_than_its_lua_stack_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = dbsweep(&[
+        "run",
+        "ycsb",
+        "--spawn",
+        "ledisdb",
+        "-e",
+        "workload-a",
+        "--rows",
+        "1000",
+        "-c",
+        "1,4",
+        "--ops",
+        "6000",
+        "-p",
+        "readproportion=0",
+        "-p",
+        "updateproportion=1",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out);
+    for clients in ["1", "4"] {
+        let row = rows
+            .iter()
+            .find(|r| r["target"] == "ledisdb" && r["experiment"] == "workload-a" && r["clients"] == clients)
+            .unwrap_or_else(|| panic!("no ledisdb row at c={clients}: {rows:?}"));
+        let counters = ["ops", "rows", "errors"].map(|c| row[c].as_str());
+        assert_eq!(counters, ["6000", "6000", "0"], "{row:?}");
+    }
+}

@@ -400,6 +400,10 @@ pub struct Plan {
     /// `shard::plan_hash` of the resolved plan before servers are spawned: equal in every
     /// shard (and worker) of one plan.
     pub hash: String,
+    /// The `targets` of the JSON that `hash` hashes (`to_json` before servers are spawned
+    /// and a shard keeps only its own targets): reports save it, so that the saved plan can
+    /// be checked against its hash.
+    pub planned_targets: serde_json::Value,
 }
 
 impl Plan {
@@ -479,37 +483,13 @@ impl Plan {
     /// Every target the run will have, in order: the plan's, then each spawned server's
     /// (round by round), named as they will be once the servers are up.
     pub fn target_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.targets.iter().map(|t| t.name.clone()).collect();
-        for (label, _) in self.spawn_rounds().iter().filter(|_| !self.spawn.is_empty()) {
-            for kind in &self.spawn {
-                let clients = kind.client_target_name().filter(|_| self.cli_clients);
-                for name in kind.target_names().into_iter().chain(clients) {
-                    let name = Plan::spawned_target_name(label.as_deref(), &name, |n| names.iter().any(|t| t == n));
-                    names.push(name);
-                }
-            }
-        }
-        names
+        let labels: Vec<Option<String>> = self.spawn_rounds().into_iter().map(|(label, _)| label).collect();
+        shard::target_names(self.targets.iter().map(|t| t.name.clone()).collect(), &self.spawn, &labels, self.cli_clients)
     }
 
-    /// The plan's work units for `--shard`, in plan order: per target, each experiment,
-    /// with all lifecycle experiments of a target as one unit; weighted by their ops, or
-    /// by their runs when every run lasts the same duration (`--duration`).
+    /// The plan's work units for `--shard` (`shard::work_units`).
     pub fn work_units(&self) -> Vec<shard::WorkUnit> {
-        let timed = self.duration_secs().is_some();
-        let weights: Vec<u64> = self.budget().iter().map(|b| if timed { b.points as u64 * u64::from(b.runs) } else { b.ops }).collect();
-        let lifecycle_ops: u64 = self.experiments.iter().zip(&weights).filter(|(e, _)| e.lifecycle).map(|(_, w)| w).sum();
-        let has_lifecycle = self.experiments.iter().any(|e| e.lifecycle);
-        let mut units = Vec::new();
-        for target in self.target_names() {
-            for (i, (_, &weight)) in self.experiments.iter().zip(&weights).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
-                units.push(shard::WorkUnit { target: target.clone(), experiment: Some(i), weight });
-            }
-            if has_lifecycle {
-                units.push(shard::WorkUnit { target: target.clone(), experiment: None, weight: lifecycle_ops });
-            }
-        }
-        units
+        shard::work_units(&self.target_names(), &self.experiments)
     }
 
     /// Whether this process runs `experiment` (index in the plan) on `target`: always,

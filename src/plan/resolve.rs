@@ -102,6 +102,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         precision,
         budget_note: None,
         hash: String::new(),
+        planned_targets: serde_json::Value::Null,
     };
     if let Some(budget) = &opts.budget {
         let secs = stopping::parse_duration("--budget", budget)?;
@@ -109,7 +110,9 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     }
     // After --budget, which may shorten the runs the method lines state.
     plan.method = method::fill(plan.method.take(), &plan.experiments, plan.precision);
-    plan.hash = shard::plan_hash(&plan.to_json());
+    let hashed = plan.to_json();
+    plan.hash = shard::plan_hash(&hashed);
+    plan.planned_targets = hashed["targets"].clone();
     if let Some(text) = &opts.shard {
         plan.shard = Some(shard::select(&plan.work_units(), shard::parse(text)?));
     }

@@ -4,12 +4,15 @@
 //! joins their run directories; and the plan hash that says whether run directories came
 //! from the same plan.
 //!
-//! Owns reading `--shard I/N`, which shard runs which unit and the hash's definition. Must not run, spawn or
-//! write anything.
+//! Owns reading `--shard I/N`, which shard runs which unit (from a plan, or from the plan a
+//! report saved: `SavedPlan`) and the hash's definition. Must not run, spawn or write
+//! anything.
 
 pub use crate::base::shard::Shard;
 use crate::error::{Error, Result};
-use std::collections::BTreeSet;
+use crate::servers::ServerKind;
+use crate::workload::experiment::Experiment;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Parses `--shard I/N` with `0 <= I < N`.
 pub fn parse(text: &str) -> Result<Shard> {
@@ -87,6 +90,115 @@ pub fn assign(units: &[WorkUnit], count: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Every target a run has, in order: the plan's own (`user`), then each spawned server's,
+/// round by round (`rounds`: each data root's label, `None` for one root), named as they
+/// will be once the servers are up (`Plan::spawned_target_name`).
+pub fn target_names(mut user: Vec<String>, spawn: &[ServerKind], rounds: &[Option<String>], cli_clients: bool) -> Vec<String> {
+    for label in rounds.iter().filter(|_| !spawn.is_empty()) {
+        for kind in spawn {
+            let clients = kind.client_target_name().filter(|_| cli_clients);
+            for name in kind.target_names().into_iter().chain(clients) {
+                let name = super::Plan::spawned_target_name(label.as_deref(), &name, |n| user.iter().any(|t| t == n));
+                user.push(name);
+            }
+        }
+    }
+    user
+}
+
+/// A plan's work units, in plan order: per target, each experiment, with all lifecycle
+/// experiments of a target as one unit; weighted by their ops (warm-up included), or by
+/// their runs when every run lasts the same duration (`--duration`).
+pub fn work_units(targets: &[String], experiments: &[Experiment]) -> Vec<WorkUnit> {
+    let timed = experiments.iter().any(|e| e.duration_secs.is_some());
+    let weights: Vec<u64> = experiments
+        .iter()
+        .map(|e| {
+            let runs = u64::from(e.warmup + e.runs);
+            if timed { e.points.len() as u64 * runs } else { e.points.iter().map(|p| e.ops_at(p)).sum::<u64>() * runs }
+        })
+        .collect();
+    let lifecycle_ops: u64 = experiments.iter().zip(&weights).filter(|(e, _)| e.lifecycle).map(|(_, w)| w).sum();
+    let has_lifecycle = experiments.iter().any(|e| e.lifecycle);
+    let mut units = Vec::new();
+    for target in targets {
+        for (i, (_, &weight)) in experiments.iter().zip(&weights).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
+            units.push(WorkUnit { target: target.clone(), experiment: Some(i), weight });
+        }
+        if has_lifecycle {
+            units.push(WorkUnit { target: target.clone(), experiment: None, weight: lifecycle_ops });
+        }
+    }
+    units
+}
+
+/// The plan a report saved (its `plan`, with the targets its hash was computed over), read
+/// back as far as a merge needs it: every target, the experiments, and the shard of each
+/// work unit.
+#[derive(Debug, Clone)]
+pub struct SavedPlan {
+    pub seed: u64,
+    pub experiments: Vec<Experiment>,
+    /// Every target the run has, spawned servers' included (`target_names`).
+    pub targets: Vec<String>,
+    /// `--precision`: runs may stop before their ops.
+    pub precision: bool,
+    /// YCSB record counts loaded one after the other (empty or one: a single load).
+    pub record_counts: Vec<u64>,
+    units: Vec<WorkUnit>,
+}
+
+impl SavedPlan {
+    /// Reads `plan` (a report's plan, its `targets` those it was hashed with). `Err` names
+    /// what cannot be read.
+    pub fn read(plan: &serde_json::Value) -> std::result::Result<SavedPlan, String> {
+        fn field<T: serde::de::DeserializeOwned>(plan: &serde_json::Value, key: &str) -> std::result::Result<T, String> {
+            serde_json::from_value(plan.get(key).cloned().unwrap_or(serde_json::Value::Null))
+                .map_err(|e| format!("its saved plan's {key} cannot be read ({e})"))
+        }
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Labelled {
+            label: String,
+        }
+        let experiments: Vec<Experiment> = field(plan, "experiments")?;
+        let user: Vec<Named> = field(plan, "targets")?;
+        let spawn: Vec<String> = field(plan, "spawn")?;
+        let spawn = spawn.iter().map(|k| k.parse::<ServerKind>().map_err(|e| e.to_string())).collect::<std::result::Result<Vec<_>, _>>()?;
+        let roots: Vec<Labelled> = field(plan, "data_roots")?;
+        let rounds: Vec<Option<String>> = match roots.len() {
+            0 | 1 => vec![None],
+            _ => roots.into_iter().map(|r| Some(r.label)).collect(),
+        };
+        let cli_clients: bool = field(plan, "cli_clients")?;
+        let data: Option<crate::data::DataSpec> = field(plan, "data")?;
+        let targets = target_names(user.into_iter().map(|t| t.name).collect(), &spawn, &rounds, cli_clients);
+        let units = work_units(&targets, &experiments);
+        Ok(SavedPlan {
+            seed: field(plan, "seed")?,
+            precision: plan.get("precision").is_some_and(|p| !p.is_null()),
+            record_counts: data.map(|d| d.record_counts()).unwrap_or_default(),
+            experiments,
+            targets,
+            units,
+        })
+    }
+
+    /// The shard (of `count`) that runs each work unit, by `unit_key`.
+    pub fn owners(&self, count: usize) -> BTreeMap<(String, Option<usize>), usize> {
+        self.units.iter().zip(assign(&self.units, count)).map(|(u, owner)| ((u.target.clone(), u.experiment), owner)).collect()
+    }
+
+    /// The key of `experiment`'s unit in `owners` (lifecycle experiments share one).
+    pub fn unit_key(&self, target: &str, experiment: usize) -> (String, Option<usize>) {
+        let lifecycle = self.experiments.get(experiment).is_some_and(|e| e.lifecycle);
+        (target.to_string(), (!lifecycle).then_some(experiment))
+    }
+}
+
 /// The units shard `shard` runs out of `units`.
 pub fn select(units: &[WorkUnit], shard: Shard) -> ShardWork {
     let owners = assign(units, shard.count);
@@ -101,42 +213,9 @@ pub fn select(units: &[WorkUnit], shard: Shard) -> ShardWork {
 /// servers by kind), so run directories with equal hashes can be merged.
 pub fn plan_hash(plan_json: &serde_json::Value) -> String {
     use sha2::Digest;
-    let mut text = String::new();
-    canonical(plan_json, &mut text);
+    let text = crate::base::canonical::canonical_json(plan_json);
     let digest = sha2::Sha256::digest(text.as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// JSON text with every object's keys in sorted order, whatever map type serde_json uses.
-fn canonical(value: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(&map[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 #[cfg(test)]
@@ -197,6 +276,58 @@ mod tests {
         let first = select(&all, Shard { index: 0, count: 2 });
         assert!(first.runs("a", 0, false) && first.runs("a", 4, true) && first.runs_lifecycle("a"));
         assert!(!first.has_target("b") && !first.runs("b", 4, true));
+    }
+
+    /// The plan JSON a report saves and `plan_hash` hashes, for a plan as resolved.
+    fn saved(plan: &crate::plan::Plan) -> serde_json::Value {
+        let json = plan.to_json();
+        assert_eq!(json["targets"], plan.planned_targets);
+        // Through report.json's text, as a merge reads it.
+        serde_json::from_str(&serde_json::to_string_pretty(&json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_saved_plan_gives_the_targets_units_and_owners_of_the_plan_it_was() {
+        use crate::plan::{RunOptions, resolve};
+        let cases = [
+            RunOptions::default(),
+            RunOptions { study: Some("kv-vs-relational".into()), quick: true, spawn: vec!["all".into()], ..Default::default() },
+            RunOptions { study: Some("in-memory".into()), quick: true, spawn: vec!["redis".into()], ..Default::default() },
+            RunOptions { study: Some("ycsb".into()), quick: true, ..Default::default() },
+            RunOptions {
+                spawn: vec!["redis".into(), "postgres".into()],
+                data_roots: vec!["a=/tmp/a".into(), "b=/tmp/b".into()],
+                duration: Some("1s".into()),
+                ..Default::default()
+            },
+        ];
+        for options in cases {
+            let plan = resolve(&options).unwrap();
+            let json = saved(&plan);
+            assert_eq!(plan_hash(&json), plan.hash, "{options:?}: the saved plan hashes to the plan's hash");
+            let read = SavedPlan::read(&json).unwrap();
+            assert_eq!(read.targets, plan.target_names(), "{options:?}");
+            assert_eq!(read.seed, plan.seed);
+            assert_eq!(read.experiments, plan.experiments);
+            assert_eq!(read.units, plan.work_units());
+            for count in [1, 2, 5] {
+                let owners = read.owners(count);
+                for index in 0..count {
+                    let work = select(&plan.work_units(), Shard { index, count });
+                    for (ei, e) in plan.experiments.iter().enumerate() {
+                        for t in &read.targets {
+                            let owned = owners[&read.unit_key(t, ei)] == index;
+                            assert_eq!(owned, work.runs(t, ei, e.lifecycle), "{t} / {} in shard {index}/{count}", e.name);
+                        }
+                    }
+                }
+            }
+        }
+        // The budget's weights are the units' weights.
+        let plan = resolve(&RunOptions::default()).unwrap();
+        let budget: Vec<u64> = plan.budget().iter().map(|b| b.ops).collect();
+        let units: Vec<u64> = plan.work_units().iter().take(budget.len()).map(|u| u.weight).collect();
+        assert_eq!(units, budget);
     }
 
     #[test]

@@ -63,6 +63,30 @@ pub struct Report {
     /// that went through at once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumed: Vec<Resumption>,
+    /// The plan's own targets as resolved, before spawned servers joined and a shard kept
+    /// only its own: `plan` with these as its `targets` is what `plan_hash` hashes, so
+    /// `dbsweep merge` can check the saved plan against its hash. Absent in reports of
+    /// older dbsweeps and in merged reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_targets: Option<serde_json::Value>,
+    /// Shows that this file is as the run wrote it (`report::seal`); absent in reports of
+    /// older dbsweeps and in merged reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<Seal>,
+}
+
+/// What shows that a run's report.json holds what the run wrote: computed over its
+/// contents (`report::seal` says which) at every save. `dbsweep merge` refuses a shard
+/// whose seal does not match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "algorithm", rename_all = "snake_case")]
+pub enum Seal {
+    /// SHA-256 of the contents, as 64 hex digits: catches any edit, but anyone can compute
+    /// it again after editing.
+    Sha256 { digest: String },
+    /// HMAC-SHA-256 of the contents with the worker token (`DBSWEEP_WORKER_TOKEN` or
+    /// `DBSWEEP_WORKER_TOKEN_FILE`), as 64 hex digits: only holders of the token can make it.
+    HmacSha256 { tag: String },
 }
 
 /// One `run --resume` of a run directory.

@@ -106,11 +106,11 @@ pub(super) async fn run(
                 if !phase.supported {
                     base.status = PointStatus::NotSupported { reason: format!("{} does not support {}", info.system, base.op) };
                     base.flags.push(Flag::NotSupported);
-                } else if let Some(reason) = &outcome.failure {
-                    if phase.runs.len() < total_runs as usize || phase.runs.iter().any(|r| !r.complete) {
-                        base.status = PointStatus::Incomplete { reason: reason.clone() };
-                        base.flags.push(Flag::Incomplete);
-                    }
+                } else if let Some(reason) = &outcome.failure
+                    && (phase.runs.len() < total_runs as usize || phase.runs.iter().any(|r| !r.complete))
+                {
+                    base.status = PointStatus::Incomplete { reason: reason.clone() };
+                    base.flags.push(Flag::Incomplete);
                 }
                 for detail in &phase.mismatches {
                     base.flags.push(Flag::AnswerMismatch { detail: detail.clone() });
@@ -136,7 +136,7 @@ pub(super) async fn run(
             exported &= super::writing::export(shared.out_dir, &mut phase_results, &shared.ctx.cancel);
             report.points.extend(phase_results);
         }
-        if !super::writing::save(shared.out_dir, report, &shared.ctx.cancel) || !exported {
+        if !super::writing::save(shared.out_dir, report, shared.ctx) || !exported {
             return Ok(Some(shared.ctx.cancel.reason()));
         }
         if stop_reason.is_some() {

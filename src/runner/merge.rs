@@ -4,31 +4,34 @@
 //! with each other (the NO-DB ceiling, answers across systems) is computed again over all
 //! of them, since a shard saw only its own.
 //!
-//! Owns the checks that parts belong together (plan hash, shard count, no point twice)
-//! and the order of the merged points. Must not write files or print; `app` does.
+//! Owns the checks that parts belong together (plan hash, shard count, no point twice) and
+//! that each part is what its run wrote for its shard of the plan (its seal, its saved plan
+//! against its hash, every point against the plan: owner, runs, ops), and the order of the
+//! merged points. Must not write files or print; `app` does.
 
-use super::summary::{DIFFER_FROM, flag_client_bound, flag_differing_answers};
+use super::measured_in_some_round;
+use super::summary::{DIFFER_FROM, flag_client_bound, flag_differing_answers, summarize};
+use crate::base::secret::Token;
 use crate::base::shard::Shard;
-use crate::data::DataSpec;
 use crate::error::{Error, Result};
-use crate::report::model::{Flag, MergedPart, PointResult, Report};
-use crate::workload::experiment::Experiment;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::plan::shard::{SavedPlan, plan_hash};
+use crate::plan::stopping::Precision;
+use crate::report::model::{Flag, MergedPart, PointResult, PointStatus, PointSummary, Report};
+use crate::workload::experiment::{Experiment, Point};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 
 /// How an older dbsweep's warning of runs too widely spread to rank ended.
 const OLD_SPREAD_WARNING: &str = "too wide to rank against ";
 
 /// Joins `parts` (run directories and their reports) into one report whose command is
-/// `command`. Bad input (parts of different plans, a shard or a point twice) is a usage
-/// error naming the directories.
-pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Report> {
+/// `command`. Bad input (parts of different plans, a shard or a point twice, a part whose
+/// seal, plan or points do not check out; with `token`, a part not signed with it) is a
+/// usage error naming the directory and what is wrong: nothing is merged from it.
+pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>, token: Option<&Token>) -> Result<Report> {
     let parts = check_parts(parts)?;
-    let (first_dir, first) = &parts[0];
-    let experiments: Vec<Experiment> = serde_json::from_value(first.plan["experiments"].clone()).map_err(|e| {
-        Error::usage(format!("{}: the saved plan cannot be read ({e}); merge needs reports of this dbsweep", first_dir.display()))
-    })?;
-    let data: Option<DataSpec> = serde_json::from_value(first.plan["data"].clone()).ok();
+    let plan = verify(&parts, token)?;
+    let first = &parts[0].1;
 
     let mut merged = first.clone();
     merged.command = command;
@@ -40,6 +43,9 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Repo
     merged.merged_from = Vec::new();
     // A shard's resumptions are its own (its directory's report keeps them).
     merged.resumed = Vec::new();
+    // The merged plan lists every part's targets; the seal is each part's own.
+    merged.planned_targets = None;
+    merged.seal = None;
     let mut plan_targets: Vec<serde_json::Value> = Vec::new();
     let mut seen_points: BTreeSet<(String, String, String)> = BTreeSet::new();
     for (dir, part) in &parts {
@@ -102,7 +108,7 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>) -> Result<Repo
     if let Some(targets) = merged.plan.get_mut("targets") {
         *targets = serde_json::Value::Array(plan_targets);
     }
-    order_points(&mut merged, &experiments, data.as_ref());
+    order_points(&mut merged, &plan.experiments, &plan.record_counts);
     reflag(&mut merged.points);
 
     let mut missing_reasons = Vec::new();
@@ -173,11 +179,140 @@ fn check_parts(mut parts: Vec<(PathBuf, Report)>) -> Result<Vec<(PathBuf, Report
     Ok(parts)
 }
 
+/// Checks that each part is what its run wrote for its shard of the plan, before anything
+/// is joined: its seal (with `token`, an HMAC made with that token), its saved plan against
+/// its plan hash and its seed against the plan's, and every point against the plan (see
+/// `check_points`). The first thing wrong is a usage error naming the directory. Returns
+/// the plan, as every part saved it.
+fn verify(parts: &[(PathBuf, Report)], token: Option<&Token>) -> Result<SavedPlan> {
+    let mut first = None;
+    for (dir, part) in parts {
+        let refuse = |what: String| Error::usage(format!("merge: {}: {what}; it is not merged", dir.display()));
+        crate::report::seal::check(part, token).map_err(|what| refuse(format!("report.json {what}")))?;
+        let plan = SavedPlan::read(&hashed_plan(part).map_err(refuse)?).map_err(refuse)?;
+        if part.seed != plan.seed {
+            return Err(refuse(format!("its seed {} is not its plan's seed {}", part.seed, plan.seed)));
+        }
+        check_points(part, &plan).map_err(refuse)?;
+        first.get_or_insert(plan);
+    }
+    Ok(first.expect("check_parts refuses an empty list"))
+}
+
+/// A part's saved plan as its hash was computed (with the plan's own targets, before
+/// spawned servers joined and its shard kept its own), once it hashes to the hash the part
+/// claims: an edited plan, or another plan's part with the hash edited to match, does not.
+fn hashed_plan(part: &Report) -> std::result::Result<serde_json::Value, String> {
+    let Some(targets) = &part.planned_targets else {
+        return Err("its report has no planned targets (written by an older dbsweep): run its shard again with this dbsweep".into());
+    };
+    let mut plan = part.plan.clone();
+    let Some(map) = plan.as_object_mut() else { return Err("its saved plan is not a JSON object".into()) };
+    map.insert("targets".into(), targets.clone());
+    let claimed = part.plan_hash.as_deref().unwrap_or_default();
+    let actual = plan_hash(&plan);
+    if actual != claimed {
+        return Err(format!("its saved plan hashes to {actual}, not to its plan hash {claimed} (the plan or its hash was edited)"));
+    }
+    Ok(plan)
+}
+
+/// Checks a part's points against the plan: each of a target and an experiment of the plan,
+/// at one of the experiment's points, in a unit the part's shard owns (`SavedPlan::owners`),
+/// with the planned runs and ops (`check_runs`); and a part that says it is complete holds
+/// every point of its units.
+fn check_points(part: &Report, plan: &SavedPlan) -> std::result::Result<(), String> {
+    let shard = part.shard.unwrap_or(Shard { index: 0, count: 1 });
+    let owners = plan.owners(shard.count);
+    if let Some(t) = part.targets.iter().find(|t| !plan.targets.contains(&t.name)) {
+        return Err(format!("it lists target {}, which is not in its plan", t.name));
+    }
+    let mut present: HashSet<(usize, &str, Point)> = HashSet::new();
+    for p in &part.points {
+        let what = format!("{} / {} / {}", p.experiment, p.target, crate::report::console::point_label(p));
+        let Some(ei) = plan.experiments.iter().position(|e| e.name == p.experiment) else {
+            return Err(format!("it holds {what}, of an experiment not in its plan"));
+        };
+        let e = &plan.experiments[ei];
+        if !plan.targets.contains(&p.target) {
+            return Err(format!("it holds {what}, for a target not in its plan"));
+        }
+        if !e.points.contains(&p.point) || p.op != e.op.kind() {
+            return Err(format!("it holds {what}, a point its plan does not have"));
+        }
+        let owner = owners[&plan.unit_key(&p.target, ei)];
+        if owner != shard.index {
+            return Err(format!("it holds {what}, which shard {} runs", Shard { index: owner, count: shard.count }));
+        }
+        check_runs(p, e, plan).map_err(|wrong| format!("{what}: {wrong}"))?;
+        if !summary_fits_runs(p) {
+            return Err(format!("{what}: its summary (throughput, latency) is not what its runs give"));
+        }
+        present.insert((ei, &p.target, p.point));
+    }
+    if !part.complete {
+        return Ok(());
+    }
+    for (ei, e) in plan.experiments.iter().enumerate() {
+        let points = e.points.iter().filter(|p| e.lifecycle || measured_in_some_round(p, &plan.record_counts));
+        for point in points {
+            for target in plan.targets.iter().filter(|t| owners[&plan.unit_key(t, ei)] == shard.index) {
+                if !present.contains(&(ei, target.as_str(), *point)) {
+                    let label = crate::report::html::figures::point_label(point, e.op.kind());
+                    return Err(format!("it says it is complete but has no result for {} / {target} / {label}", e.name));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a point's runs against its plan: a measured point has the warm-up and measured
+/// runs its experiment plans, in order, each finished; a point that is not (not supported,
+/// incomplete) at most those. Each run does the ops its plan gives it: exactly, or at most
+/// where a run may stop early (`--precision`, YCSB's `maxexecutiontime`, an unfinished run);
+/// runs that last a duration (`--duration`) have no planned count.
+fn check_runs(p: &PointResult, e: &Experiment, plan: &SavedPlan) -> std::result::Result<(), String> {
+    let planned_runs = (e.warmup + e.runs) as usize;
+    let measured = matches!(p.status, PointStatus::Measured);
+    if p.runs.len() > planned_runs || (measured && p.runs.len() != planned_runs) {
+        return Err(format!("{} runs, where its plan has {planned_runs} ({} warm-up)", p.runs.len(), e.warmup));
+    }
+    let planned_ops = e.duration_secs.is_none().then(|| e.ops_at(&p.point));
+    let may_stop_early = (plan.precision && Precision::applies_to(e)) || e.time_limit_secs.is_some();
+    for (i, r) in p.runs.iter().enumerate() {
+        let warmup = i < e.warmup as usize;
+        if r.run as usize != i || r.warmup != warmup {
+            return Err(format!(
+                "its run {i} is saved as run {}{}, out of its plan's order",
+                r.run,
+                if r.warmup { " (warm-up)" } else { "" }
+            ));
+        }
+        if measured && !r.complete {
+            return Err(format!("its run {i} did not finish, yet the point is saved as measured"));
+        }
+        if let Some(planned) = planned_ops {
+            let fits = if r.complete && !may_stop_early { r.ops == planned } else { r.ops <= planned };
+            if !fits {
+                return Err(format!("its run {i} did {} ops, where its plan has {planned}", r.ops));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a point's summary is the one its runs give (`summary::summarize`), but for the
+/// share of the NO-DB ceiling, which compares it with other targets and is computed again.
+fn summary_fits_runs(p: &PointResult) -> bool {
+    let without_share = |s: Option<PointSummary>| s.map(|s| PointSummary { client_share: None, ..s });
+    without_share(summarize(p)) == without_share(p.summary.clone())
+}
+
 /// Puts the points in the order one process runs them: record-count rounds, experiments
 /// and points in plan order, then lifecycle record counts with their phases; targets in
 /// plan order within a point.
-fn order_points(merged: &mut Report, experiments: &[Experiment], data: Option<&DataSpec>) {
-    let counts = data.map(DataSpec::record_counts).unwrap_or_default();
+fn order_points(merged: &mut Report, experiments: &[Experiment], counts: &[u64]) {
     let target_index: BTreeMap<String, usize> = merged.targets.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
     let key = |p: &PointResult| {
         let t = target_index.get(&p.target).copied().unwrap_or(usize::MAX);

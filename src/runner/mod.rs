@@ -48,7 +48,7 @@ use std::time::{Duration, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
 use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
 use targets::{prepare_and_load, release_targets, reload};
-use writing::{export, finish, new_report, out_path, save};
+use writing::{export, finish, new_report, out_path, save, save_before_cleanup};
 
 /// How the run is hosted: where it writes, how it is stopped, what it shows.
 pub struct RunContext {
@@ -80,6 +80,9 @@ pub struct RunContext {
     /// Called once the leases are taken, before any target is prepared or loaded (the
     /// command line prints the duration estimate there; the runner prints nothing).
     pub on_leases_taken: Option<Box<dyn Fn() + Send + Sync>>,
+    /// The worker token from the environment, if any: the report is signed with it (an
+    /// HMAC seal) rather than digested (`report::seal`).
+    pub report_token: Option<crate::base::secret::Token>,
 }
 
 /// Everything the steps of a run share and none of them changes.
@@ -112,9 +115,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         None => report::RunDir::claim(&out_path(plan, ctx, started))?,
     };
     let out_dir = run_dir.path().to_path_buf();
-    let scratch = tempfile::Builder::new()
-        .prefix("dbsweep-scratch-")
-        .tempdir()
+    let scratch = crate::base::scratch::create(&std::env::temp_dir(), "dbsweep-scratch-")
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
     let holder = ctx.holder.clone();
     let open_ctx = OpenContext {
@@ -167,9 +168,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     report.warnings.extend(leases.notes.iter().cloned());
     if ctx.cancel.is_stopped() {
         progress.finish();
+        run_dir.keep();
+        save_before_cleanup(&out_dir, &mut report, Some(&ctx.cancel.reason()), ctx);
         report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data, ctx).await);
         drop(scratch);
-        run_dir.keep();
         return finish(report, Some(ctx.cancel.reason()), ctx, &out_dir);
     }
     if let Err(e) = setup {
@@ -177,7 +179,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         return Err(e);
     }
     run_dir.keep();
-    let mut stop_reason: Option<String> = (!save(&out_dir, &report, &ctx.cancel)).then(|| ctx.cancel.reason());
+    let mut stop_reason: Option<String> = (!save(&out_dir, &mut report, ctx)).then(|| ctx.cancel.reason());
 
     let shared = Shared { plan, ctx, targets: &targets, dataset: &dataset, out_dir: &out_dir };
     let streams: Vec<Arc<OpStream>> =
@@ -201,6 +203,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     let Sweep { mut report, mut progress, .. } = sweep;
     progress.finish();
 
+    if !save_before_cleanup(&out_dir, &mut report, stop_reason.as_deref(), ctx) && stop_reason.is_none() {
+        stop_reason = Some(ctx.cancel.reason());
+    }
     report.warnings.extend(release_targets(&targets, &leases, renewal, ctx.keep_data, ctx).await);
     // The scratch directory goes before the last write: on a full disk that frees room.
     drop(scratch);
@@ -238,6 +243,13 @@ fn record_count_rounds(plan: &Plan) -> Vec<Option<u64>> {
         counts if counts.len() > 1 => counts.into_iter().map(Some).collect(),
         counts => vec![counts.first().copied()],
     }
+}
+
+/// Whether a run measures `point` of a measured (not lifecycle) experiment at all: with
+/// several record counts (`counts`) a point runs only at its own (`Round::includes`), and
+/// points without one at the first.
+pub(super) fn measured_in_some_round(point: &Point, counts: &[u64]) -> bool {
+    counts.len() <= 1 || point.param.is_none_or(|n| counts.contains(&n))
 }
 
 /// One record count's round of experiments.
@@ -376,7 +388,7 @@ async fn measure_point(unit: &PointUnit<'_>, sweep: &mut Sweep) -> Option<String
         sweep.report.warnings.extend(coordinator.take_warnings());
         sweep.report.workers = coordinator.records();
     }
-    if !save(shared.out_dir, &sweep.report, &shared.ctx.cancel) {
+    if !save(shared.out_dir, &mut sweep.report, shared.ctx) {
         stop_reason = Some(shared.ctx.cancel.reason());
     }
     stop_reason

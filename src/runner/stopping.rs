@@ -83,7 +83,10 @@ impl Activity {
     pub fn abandoned_message(&self) -> String {
         self.with(|s| match s.holding_data.is_empty() {
             true => "cleanup abandoned; the spawned servers are killed".to_string(),
-            false => format!("cleanup abandoned: dbsweep's data is left in {}", s.holding_data.join(", ")),
+            false => format!(
+                "cleanup abandoned: dbsweep's data is left in {} (still marked as dbsweep's: the next run on it removes it)",
+                s.holding_data.join(", ")
+            ),
         })
     }
 }
@@ -120,7 +123,10 @@ mod tests {
              (mariadb) and removing their directories; press Ctrl-C again to abandon it"
         );
         a.data_released("pg");
-        assert_eq!(a.abandoned_message(), "cleanup abandoned: dbsweep's data is left in redis");
+        assert_eq!(
+            a.abandoned_message(),
+            "cleanup abandoned: dbsweep's data is left in redis (still marked as dbsweep's: the next run on it removes it)"
+        );
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
         merged_from: Vec::new(),
         workers: Vec::new(),
         resumed: Vec::new(),
+        planned_targets: Some(plan.planned_targets.clone()),
+        seal: None,
     };
     if let Some(asked) = plan.durability {
         let lines = durability_warnings(asked, &report.targets);
@@ -88,7 +90,7 @@ fn durability_warnings(asked: Durability, targets: &[TargetInfo]) -> Vec<String>
     out
 }
 
-/// Writes the finished report (complete, or why not) and turns an early stop into the
+/// Seals and writes the finished report (complete, or why not) and turns an early stop into the
 /// error of its cause: Ctrl-C (exit 130), SIGTERM (143), a failure such as a full disk (1).
 pub(super) fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunContext, out_dir: &Path) -> Result<(Report, PathBuf)> {
     let failed_points = report.points.iter().any(|p| matches!(p.status, PointStatus::Incomplete { .. }));
@@ -99,6 +101,7 @@ pub(super) fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunC
         (None, true) => Some("some points did not finish; see warnings".into()),
         (None, false) => None,
     };
+    report::seal::seal(&mut report, ctx.report_token.as_ref());
     if let Err(e) = report::write_all(out_dir, &report) {
         // Most likely a full disk: make room by removing the files that are rendered from
         // report.json, and finish report.json itself.
@@ -114,6 +117,7 @@ pub(super) fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunC
             out_dir.display()
         ));
         report.complete = false;
+        report::seal::seal(&mut report, ctx.report_token.as_ref());
         // Compact, to need as little room as possible; `dbsweep report` reads it alike.
         let json = serde_json::to_vec(&report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
         report::write_atomic(&out_dir.join(report::REPORT_JSON), &json)?;
@@ -125,13 +129,30 @@ pub(super) fn finish(mut report: Report, stop_reason: Option<String>, ctx: &RunC
     Ok((report, out_dir.to_path_buf()))
 }
 
-/// Saves the report after a point; a failed write (a full disk) stops the run like a
-/// signal would, so it still ends with cleanup and a finished report where possible.
-pub(super) fn save(out_dir: &Path, report: &Report, cancel: &Cancel) -> bool {
+/// What report.json says while the run removes its data from the targets, so that a run
+/// stopped there (a second Ctrl-C, a kill) does not stay "running".
+pub const CLEANUP_INTERRUPTED: &str = "interrupted during cleanup";
+
+/// Saves the report as it stands before the cleanup, saying that the cleanup was under way
+/// (after `stop_reason`, why the run stopped, if it did); the last write replaces it once
+/// the cleanup ends. False when the write failed (the run then stops, as in `save`).
+pub(super) fn save_before_cleanup(out_dir: &Path, report: &mut Report, stop_reason: Option<&str>, ctx: &RunContext) -> bool {
+    report.complete = false;
+    report.incomplete_reason = Some(match stop_reason {
+        None => CLEANUP_INTERRUPTED.to_string(),
+        Some(why) => format!("{why}, then {CLEANUP_INTERRUPTED}"),
+    });
+    save(out_dir, report, ctx)
+}
+
+/// Seals and saves the report after a point; a failed write (a full disk) stops the run
+/// like a signal would, so it still ends with cleanup and a finished report where possible.
+pub(super) fn save(out_dir: &Path, report: &mut Report, ctx: &RunContext) -> bool {
+    report::seal::seal(report, ctx.report_token.as_ref());
     match report::write_all(out_dir, report) {
         Ok(()) => true,
         Err(e) => {
-            cancel.stop(StopCause::Failure(e.to_string()));
+            ctx.cancel.stop(StopCause::Failure(e.to_string()));
             false
         }
     }

@@ -2,7 +2,8 @@
 //! Cassandra ring, LedisDB, FerretDB) for `--spawn` and for every end-to-end test.
 //!
 //! Owns: the machinery every system shares — finding the server programs, a fresh data
-//! directory per server (a `TempDir` under `SpawnOptions::data_root`), a free loopback
+//! directory per server (a `TempDir` under `SpawnOptions::data_root`, marked with its
+//! owner's pid so that a later run removes it if dbsweep dies: `base::scratch`), a free loopback
 //! port (retried when another process takes it first), starting the process with its
 //! output in a log file inside its data directory, waiting for a protocol-level readiness
 //! check, and stopping it again (gracefully in `stop`, by SIGKILL of its process group in
@@ -588,17 +589,15 @@ fn filesystem_of(path: &Path) -> Option<String> {
         .map(|(_, text)| text)
 }
 
-/// A fresh private directory `dbsweep-KIND-*` under the data root.
+/// A fresh private directory `dbsweep-KIND-PID-*` under the data root, marked as this
+/// process's (`base::scratch`: a later run removes it if this process dies without doing so).
 fn data_dir(kind: ServerKind, opts: &SpawnOptions) -> Result<TempDir> {
     let root = match &opts.data_root {
         // Absolute, because the servers run with their data directory as working directory.
         Some(root) => std::path::absolute(root).map_err(|e| Error::usage(format!("bad data root {}: {e}", root.display())))?,
         None => std::env::temp_dir(),
     };
-    tempfile::Builder::new()
-        .prefix(&format!("dbsweep-{kind}-"))
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&root)
+    crate::base::scratch::create(&root, &format!("dbsweep-{kind}-"))
         .map_err(|e| Error::usage(format!("cannot create a data directory under {}: {e}; pick a writable data root", root.display())))
 }
 

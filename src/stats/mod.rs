@@ -32,6 +32,11 @@ pub fn answer_block_end(block: usize) -> u64 {
     ANSWER_BLOCK << block
 }
 
+/// How many sequence numbers answer block `block` holds.
+fn answer_block_len(block: usize) -> u64 {
+    if block == 0 { ANSWER_BLOCK } else { ANSWER_BLOCK << (block - 1) }
+}
+
 /// The op counters a run adds up, over its clients (`Recorder::merge`) and over its
 /// workers (`runner::workers::sum`): one list, so neither can forget one.
 pub trait RunCounts {
@@ -122,8 +127,8 @@ pub struct Recorder {
     pub error_samples: Vec<String>,
     /// Order-independent digest of (sequence number, answer) pairs.
     pub answer_digest: u64,
-    /// The same digest per answer block (see `answer_block`).
-    pub answer_blocks: Vec<u64>,
+    /// The same digest per answer block (see `answer_block`), with the answers it holds.
+    pub answer_blocks: Vec<(u64, u64)>,
     pub answers: u64,
     /// Fixed-rate runs: ops that started more than 1 ms after their intended start.
     pub late_ops: u64,
@@ -160,9 +165,11 @@ impl Recorder {
         self.answer_digest = self.answer_digest.wrapping_add(digest);
         let block = answer_block(seq);
         if self.answer_blocks.len() <= block {
-            self.answer_blocks.resize(block + 1, 0);
+            self.answer_blocks.resize(block + 1, (0, 0));
         }
-        self.answer_blocks[block] = self.answer_blocks[block].wrapping_add(digest);
+        let (block_digest, answers) = &mut self.answer_blocks[block];
+        *block_digest = block_digest.wrapping_add(digest);
+        *answers += 1;
         self.answers += 1;
         if matches!(answer, Answer::Table(_)) && self.sample_answer.as_ref().is_none_or(|(s, _)| seq < *s) {
             self.keep_sample(seq, answer.clone());
@@ -187,10 +194,10 @@ impl Recorder {
         }
         self.answer_digest = self.answer_digest.wrapping_add(other.answer_digest);
         if self.answer_blocks.len() < other.answer_blocks.len() {
-            self.answer_blocks.resize(other.answer_blocks.len(), 0);
+            self.answer_blocks.resize(other.answer_blocks.len(), (0, 0));
         }
         for (mine, theirs) in self.answer_blocks.iter_mut().zip(other.answer_blocks) {
-            *mine = mine.wrapping_add(theirs);
+            *mine = (mine.0.wrapping_add(theirs.0), mine.1 + theirs.1);
         }
         self.answers += other.answers;
         if let Some((seq, answer)) = other.sample_answer {
@@ -227,7 +234,14 @@ impl Recorder {
             errors: self.errors.into_iter().map(|(c, n)| (c.name().to_string(), n)).collect(),
             error_samples: self.error_samples,
             answer_digest: (self.answers > 0).then(|| format!("{:016x}", self.answer_digest)),
-            answer_blocks: if self.answers > 0 { self.answer_blocks.iter().map(|d| format!("{d:016x}")).collect() } else { Vec::new() },
+            // Only the leading blocks whose every sequence number was answered: a run cut
+            // short (a deadline, a precision stop, a failed request) leaves holes where its
+            // clients stopped, and a block with a hole is not the same ops as another run's.
+            answer_blocks: (0..)
+                .zip(&self.answer_blocks)
+                .take_while(|(block, (_, answers))| *answers == answer_block_len(*block))
+                .map(|(_, (digest, _))| format!("{digest:016x}"))
+                .collect(),
             precision: None,
             late_ops: self.late_ops,
             sample_answer: self.sample_answer.map(|(_, a)| a),
@@ -345,6 +359,23 @@ mod tests {
         e.record_answer(1, &ans(11));
         e.record_answer(2, &ans(20));
         assert_ne!(a.answer_digest, e.answer_digest);
+    }
+
+    #[test]
+    fn only_complete_leading_answer_blocks_are_saved() {
+        let ans = |n: i64| Answer::Scalar(crate::base::table::Value::Int(n));
+        let blocks = |seqs: &mut dyn Iterator<Item = u64>| {
+            let mut r = Recorder::default();
+            seqs.for_each(|seq| r.record_answer(seq, &ans(seq as i64)));
+            r.into_measurement(1, false, 1.0, 0.0, true).answer_blocks.len()
+        };
+        // Blocks [0, 64), [64, 128), [128, 256), [256, 512).
+        assert_eq!(blocks(&mut (0..300)), 3);
+        assert_eq!(blocks(&mut (0..256)), 3);
+        assert_eq!(blocks(&mut (0..255)), 2);
+        // A hole (a client stopped at a deadline with sequence number 70 claimed, unsent).
+        assert_eq!(blocks(&mut (0..300).filter(|&seq| seq != 70)), 1);
+        assert_eq!(blocks(&mut (1..300)), 0);
     }
 
     #[test]

@@ -176,7 +176,8 @@ pub struct Experiment {
     /// Part of a lifecycle study (`lifecycle = true`): each point's `param` is a record
     /// count N, and every run starts from an empty table and runs the study's experiments
     /// in order — insert writes keys 0..N one per request, get reads `ops` random keys of
-    /// them, delete removes min(`ops`, N) distinct ones, fetch-all reads what is left —
+    /// them, delete removes `lifecycle_deletes(ops, N)` distinct ones (at most a tenth of
+    /// N), fetch-all reads what is left (at least nine tenths of N) —
     /// with memory read before and after each.
     #[serde(default)]
     pub lifecycle: bool,
@@ -187,15 +188,49 @@ pub struct Experiment {
     pub points: Vec<Point>,
 }
 
+/// The most a lifecycle delete phase removes: one key in this many, so that the phases
+/// after it (the paper's fetch-all after deleting one key) still find nearly every key,
+/// and never time an empty table.
+pub const LIFECYCLE_DELETE_SHARE: u64 = 10;
+
+/// How many keys a lifecycle delete phase of `ops` ops removes from `records`: `ops`, at
+/// most a tenth of the records (one when there are fewer than ten).
+pub fn lifecycle_deletes(ops: u64, records: u64) -> u64 {
+    ops.min((records / LIFECYCLE_DELETE_SHARE).max(1)).min(records)
+}
+
+impl Experiment {
+    /// Ops per run at `point` (`OpStream::ops_at`): what a run that does all of its ops
+    /// does, without building the op stream.
+    pub fn ops_at(&self, point: &Point) -> u64 {
+        ops_per_run(self.op, self.ops, self.sized, self.lifecycle, point)
+    }
+}
+
+/// Ops per run at a point: its size for sized experiments, a lifecycle phase's count at
+/// its record count, else the experiment's `ops`.
+fn ops_per_run(op: ExperimentOp, ops: u64, sized: bool, lifecycle: bool, point: &Point) -> u64 {
+    match (lifecycle, sized, point.param) {
+        (true, _, Some(n)) => match op {
+            ExperimentOp::Insert => n,
+            ExperimentOp::Delete => lifecycle_deletes(ops, n),
+            ExperimentOp::FetchAll => 1,
+            _ => ops,
+        },
+        (false, true, Some(n)) => n,
+        _ => ops,
+    }
+}
+
 /// Lifecycle deletes: a delete phase of `ops` ops over `records` keys removes every
-/// `delete_step`-th key from 0, `ops.min(records)` of them.
+/// `delete_step`-th key from 0, `lifecycle_deletes(ops, records)` of them.
 fn delete_step(ops: u64, records: u64) -> u64 {
-    records.max(1) / ops.min(records).max(1)
+    records.max(1) / lifecycle_deletes(ops, records).max(1)
 }
 
 /// Whether a lifecycle delete phase of `ops` ops over `records` keys removes `key`.
 fn deleted_by(ops: u64, records: u64, key: u64) -> bool {
-    let count = ops.min(records);
+    let count = lifecycle_deletes(ops, records);
     let step = delete_step(ops, records);
     count > 0 && key.is_multiple_of(step) && key / step < count
 }
@@ -310,16 +345,7 @@ impl OpStream {
 
     /// Ops per run at a point: its size for sized experiments, else the experiment's.
     pub fn ops_at(&self, point: &Point) -> u64 {
-        match (self.lifecycle, self.sized, point.param) {
-            (true, _, Some(n)) => match self.op {
-                ExperimentOp::Insert => n,
-                ExperimentOp::Delete => self.ops.min(n),
-                ExperimentOp::FetchAll => 1,
-                _ => self.ops,
-            },
-            (false, true, Some(n)) => n,
-            _ => self.ops,
-        }
+        ops_per_run(self.op, self.ops, self.sized, self.lifecycle, point)
     }
 
     /// The sequence numbers one run at `point` may use: its ops (`ops_at`), or in a
@@ -349,7 +375,7 @@ impl OpStream {
             }
             // At least what the earlier deletes left (keys deleted twice count twice here).
             ExperimentOp::FetchAll => {
-                let deleted: u64 = self.deletes_before.iter().map(|&ops| ops.min(records)).sum();
+                let deleted: u64 = self.deletes_before.iter().map(|&ops| lifecycle_deletes(ops, records)).sum();
                 (Op::FetchAll { table }, records.saturating_sub(deleted))
             }
             ExperimentOp::MultiGet => {
@@ -668,6 +694,22 @@ mod tests {
     }
 
     #[test]
+    fn a_lifecycle_delete_phase_leaves_nine_tenths_of_the_keys_to_fetch() {
+        let at = |ops: u64, n: u64| {
+            let point = Point { clients: 1, batch: 1, batched: false, param: Some(n), rate: None };
+            let phase = |op| Experiment { lifecycle: true, ops, points: vec![point], ..experiment(op) };
+            let plan = [phase(ExperimentOp::Insert), phase(ExperimentOp::Delete), phase(ExperimentOp::FetchAll)];
+            let streams = streams(&plan, &dataset(), 7);
+            (streams[1].ops_at(&point), streams[2].planned(&point, 0, 0, 0).expected_rows)
+        };
+        // The in-memory study's 1,000 ops at N = 1,000 once deleted every key.
+        assert_eq!(at(1000, 1000), (100, 900));
+        assert_eq!(at(1000, 100_000), (1000, 99_000));
+        assert_eq!(at(30, 1000), (30, 970));
+        assert_eq!(at(1000, 5), (1, 4));
+    }
+
+    #[test]
     fn shuffled_pairs_insert_the_papers_keys_and_find_them_in_file_order() {
         use crate::data::pairs::{KeyOrder, PairValue};
         let spec = DataSpec::Pairs {
@@ -757,7 +799,7 @@ mod tests {
 
     #[test]
     fn lifecycle_reads_after_a_delete_phase_expect_only_the_keys_left() {
-        let n = 100u64;
+        let n = 1000u64;
         let point = Point { clients: 1, batch: 1, batched: false, param: Some(n), rate: None };
         let phase = |op, name: &str| Experiment { name: name.into(), lifecycle: true, ops: 30, points: vec![point], ..experiment(op) };
         let spec = DataSpec::Pairs {

@@ -180,6 +180,14 @@ pub async fn check_target(target: Arc<dyn Target>) {
         }
         let missing = Op::Update { table: 0, key: ROWS as i64 * 10, column: kv::VALUE, value: Value::Float(1.0).into() };
         assert_eq!(conn.execute(&missing).await.unwrap().rows, 0, "update of a missing key");
+        let absent = |key: i64| Op::Get { table: 0, key };
+        assert_eq!(conn.execute(&absent(ROWS as i64 * 10)).await.unwrap().rows, 0, "an update of a missing key leaves no row");
+        let batch = [
+            Op::Update { table: 0, key: 42, column: kv::VALUE, value: Value::Float(2.5).into() },
+            Op::Update { table: 0, key: ROWS as i64 * 10 + 1, column: kv::VALUE, value: Value::Float(2.5).into() },
+        ];
+        assert_eq!(conn.execute_batch(&batch).await.unwrap().rows, 1, "a batch of updates counts the rows found");
+        assert_eq!(conn.execute(&absent(ROWS as i64 * 10 + 1)).await.unwrap().rows, 0, "a batched update of a missing key leaves no row");
     }
     if supports(OpKind::ReadModifyWrite) {
         let op = Op::ReadModifyWrite { table: 0, key: 41, column: kv::VALUE, value: Value::Float(7.25).into() };

@@ -58,9 +58,7 @@ pub async fn serve(plan: &Plan, index: usize, count: usize, coordinator: &str, t
             other => return Err(Error::runtime(format!("worker {index}: unexpected {other:?} from the coordinator"))),
         }
     };
-    let scratch = tempfile::Builder::new()
-        .prefix("dbsweep-worker-")
-        .tempdir()
+    let scratch = crate::base::scratch::create(&std::env::temp_dir(), "dbsweep-worker-")
         .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
     let open_ctx = OpenContext {
         scratch_dir: scratch.path().to_path_buf(),

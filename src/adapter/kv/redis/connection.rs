@@ -55,8 +55,12 @@ pub(super) enum Reduce {
     Fixed(u64),
     /// The first reply is the row count (the update script).
     FirstInt,
-    /// The first reply is > 0 when the row existed (DEL, HCLEAR: removed fields): 1 or 0.
+    /// The first reply is > 0 when the row existed (DEL, HCLEAR: removed fields; LedisDB's
+    /// HLEN or EXISTS before a write): 1 or 0.
     Existed,
+    /// The first `n` replies are LedisDB's `EXISTS` of the keys a `DEL` then removes: rows =
+    /// how many existed.
+    ExistedOfFirst(usize),
     /// Every reply is an HGETALL; rows = the non-empty ones.
     NonEmptyHashes,
     /// A GET or MGET reply; rows = the non-nil values.
@@ -77,6 +81,17 @@ pub(super) struct Planned {
     /// When executed alone, wrap the commands in MULTI/EXEC (a row and its index entries).
     pub(super) atomic: bool,
     pub(super) reduce: Reduce,
+    /// Sent in a second round trip when the op found no row (0 rows): takes back what its
+    /// unconditional writes created (LedisDB's updates, which have no `XX` and send no
+    /// scripts; see `dialect`). Empty for every other op.
+    pub(super) undo: Vec<Cmd>,
+}
+
+impl Planned {
+    /// One command, not in a transaction, with nothing to take back.
+    pub(super) fn one(cmd: Cmd, reduce: Reduce) -> Planned {
+        Planned { cmds: vec![cmd], atomic: false, reduce, undo: Vec::new() }
+    }
 }
 
 /// How a client reaches its server: a connection of its own to one server (see
@@ -136,7 +151,7 @@ impl RedisConnection {
     /// Compiles an op on a plain-string table (see [`strings`]); `None` for fetch-all,
     /// which needs several round trips.
     pub(super) fn plan_strings(&self, t: &TableKeys, op: &Op) -> Result<Option<Planned>, OpError> {
-        let one = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        let one = |cmd: Cmd, reduce| Some(Planned::one(cmd, reduce));
         Ok(match op {
             Op::Insert { row, .. } => {
                 one(redis::cmd("SET").arg(t.row_key(key_of(row)?)).arg(strings::value_text(row)?).clone(), Reduce::Fixed(1))
@@ -146,10 +161,10 @@ impl RedisConnection {
             Op::MultiGet { keys, .. } => {
                 one(redis::cmd("MGET").arg(keys.iter().map(|k| t.row_key(*k)).collect::<Vec<_>>()).clone(), Reduce::NonNil)
             }
-            Op::Delete { key, .. } => one(self.dialect.string_delete(vec![t.row_key(*key)]), Reduce::FirstInt),
+            Op::Delete { key, .. } => Some(self.dialect.string_delete(vec![t.row_key(*key)])),
             Op::Update { key, column: 1, value, .. } => {
                 let text = value_text(value).ok_or_else(|| OpError::client("redis: a pairs value cannot be NULL"))?;
-                one(self.dialect.string_update(t.row_key(*key), text), Reduce::Written)
+                Some(self.dialect.string_update(t.row_key(*key), text))
             }
             Op::FetchAll { .. } => None,
             other => {
@@ -169,7 +184,7 @@ impl RedisConnection {
         if !t.strings || ops.iter().any(|op| op.table() != Some(table) || op.kind() != ops[0].kind()) {
             return Ok(None);
         }
-        let planned = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        let planned = |cmd: Cmd, reduce| Some(Planned::one(cmd, reduce));
         let keys = |f: &dyn Fn(&Op) -> Vec<i64>| ops.iter().flat_map(f).map(|k| t.row_key(k)).collect::<Vec<_>>();
         Ok(match ops[0].kind() {
             OpKind::Insert => {
@@ -189,7 +204,7 @@ impl RedisConnection {
             }
             OpKind::Delete => {
                 let keys = keys(&|op| if let Op::Delete { key, .. } = op { vec![*key] } else { Vec::new() });
-                planned(self.dialect.string_delete(keys), Reduce::FirstInt)
+                Some(self.dialect.string_delete(keys))
             }
             _ => None,
         })
@@ -203,19 +218,19 @@ impl RedisConnection {
         {
             return self.plan_strings(t, op);
         }
-        let one = |cmd: Cmd, reduce| Some(Planned { cmds: vec![cmd], atomic: false, reduce });
+        let one = |cmd: Cmd, reduce| Some(Planned::one(cmd, reduce));
         Ok(match op {
             Op::Echo => one(redis::cmd("ECHO").arg("dbsweep").clone(), Reduce::Fixed(0)),
             Op::Insert { table, row } => {
                 let mut cmds = Vec::new();
                 insert_commands(self.dialect, self.table(*table)?, row, &mut cmds)?;
-                Some(Planned { cmds, atomic: true, reduce: Reduce::Fixed(1) })
+                Some(Planned { cmds, atomic: true, reduce: Reduce::Fixed(1), undo: Vec::new() })
             }
             Op::Get { table, key } => one(redis::cmd("HGETALL").arg(self.table(*table)?.row_key(*key)).clone(), Reduce::NonEmptyHashes),
             Op::MultiGet { table, keys } => {
                 let t = self.table(*table)?;
                 let cmds = keys.iter().map(|k| redis::cmd("HGETALL").arg(t.row_key(*k)).clone()).collect();
-                Some(Planned { cmds, atomic: false, reduce: Reduce::NonEmptyHashes })
+                Some(Planned { cmds, atomic: false, reduce: Reduce::NonEmptyHashes, undo: Vec::new() })
             }
             Op::Delete { table, key } => {
                 let t = self.table(*table)?;
@@ -224,22 +239,26 @@ impl RedisConnection {
                 for set in t.index_sets.iter().flatten() {
                     cmds.push(redis::cmd("ZREM").arg(set).arg(*key).clone());
                 }
-                Some(Planned { cmds, atomic: true, reduce: Reduce::Existed })
+                Some(Planned { cmds, atomic: true, reduce: Reduce::Existed, undo: Vec::new() })
             }
             Op::Update { table, key, column, value } => {
                 let t = self.table(*table)?;
                 if *column == 0 || *column >= t.def.columns.len() {
                     return Err(OpError::client(format!("redis: cannot update column {column} of {}", t.def.name)));
                 }
+                let index = t.index_sets[*column].as_deref();
+                let field = &t.def.columns[*column].name;
+                let text = value_text(value);
+                if self.dialect == Dialect::LedisDb {
+                    return Ok(Some(ledis_row_update(t, *key, field, text, score(value), index)));
+                }
                 let mut cmd = redis::cmd("EVALSHA");
                 cmd.arg(self.update_script.get_hash());
-                let index = t.index_sets[*column].as_deref();
                 cmd.arg(if index.is_some() { 2 } else { 1 }).arg(t.row_key(*key));
                 if let Some(set) = index {
                     cmd.arg(set);
                 }
-                let text = value_text(value);
-                cmd.arg(&t.def.columns[*column].name)
+                cmd.arg(field)
                     .arg(text.as_deref().unwrap_or(""))
                     .arg(*key)
                     .arg(score(value).unwrap_or_else(|| "0".into()))
@@ -250,6 +269,8 @@ impl RedisConnection {
                 let t = self.table(*table)?;
                 one(redis::cmd("ZCOUNT").arg(self.index_set(t, *column)?).arg(*lo).arg(*hi).clone(), Reduce::Count)
             }
+            // LedisDB reads the range's rows instead (`two_step`): see `ledis_row_update`.
+            Op::Range { agg: RangeAgg::Max { .. }, .. } if self.dialect == Dialect::LedisDb => None,
             Op::Range { table, column, lo, hi, agg: RangeAgg::Max { column: of } } => {
                 let t = self.table(*table)?;
                 let set = self.index_set(t, *column)?;
@@ -440,6 +461,24 @@ impl RedisConnection {
                     .map_err(|e| op_error(self.dialect, e))?;
                 Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
             }
+            Op::Range { table, column, lo, hi, agg: RangeAgg::Max { column: of } } => {
+                // LedisDB: the range's members, then the column of each row in one pipeline;
+                // the maximum is taken here as the max script takes it on Redis.
+                let t = self.table(*table)?;
+                let set = self.index_set(t, *column)?.to_string();
+                let of_col = t.def.columns.get(*of).ok_or_else(|| OpError::client(format!("redis: no column {of} in {}", t.def.name)))?;
+                let (ty, field, prefix) = (of_col.ty, of_col.name.clone(), t.row_prefix.clone());
+                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
+                    .arg(set)
+                    .arg(*lo)
+                    .arg(*hi)
+                    .query_async(&mut self.conn)
+                    .await
+                    .map_err(|e| op_error(self.dialect, e))?;
+                let cmds = pks.iter().map(|pk| redis::cmd("HGET").arg(format!("{prefix}{pk}")).arg(&field).clone()).collect();
+                let values = if pks.is_empty() { Vec::new() } else { self.send(cmds, false).await? };
+                reduce(Reduce::Max(ty), &[max_stored(ty, &values)])
+            }
             Op::ReadModifyWrite { table, key, column, value } => {
                 let t = self.table(*table)?;
                 if *column == 0 || *column >= t.def.columns.len() {
@@ -474,6 +513,47 @@ impl RedisConnection {
             other => Err(OpError::client(format!("redis: {} is not a two-step op", other.kind()))),
         }
     }
+}
+
+/// LedisDB's update of one column of a row hash, without a script: `HLEN` of the row, then
+/// the write (`HSET`, or `HDEL` for NULL) and its index entry, in one pipeline; the row
+/// count is whether `HLEN` found the row. A row that was not there gets no half row: the
+/// `undo` removes what the writes created. Not isolated (LedisDB has no transactions);
+/// within one point no other client writes the same row's existence.
+fn ledis_row_update(t: &TableKeys, key: i64, field: &str, text: Option<String>, score: Option<String>, index: Option<&str>) -> Planned {
+    let row = t.row_key(key);
+    let mut cmds = vec![redis::cmd("HLEN").arg(&row).clone()];
+    cmds.push(match &text {
+        Some(text) => redis::cmd("HSET").arg(&row).arg(field).arg(text).clone(),
+        None => redis::cmd("HDEL").arg(&row).arg(field).clone(),
+    });
+    let mut undo = vec![redis::cmd("HCLEAR").arg(&row).clone()];
+    if let Some(set) = index {
+        cmds.push(match score {
+            Some(score) => redis::cmd("ZADD").arg(set).arg(score).arg(key).clone(),
+            None => redis::cmd("ZREM").arg(set).arg(key).clone(),
+        });
+        undo.push(redis::cmd("ZREM").arg(set).arg(key).clone());
+    }
+    Planned { cmds, atomic: false, reduce: Reduce::Existed, undo }
+}
+
+/// The greatest of stored column values (HGET replies; nil ones skipped), compared as
+/// numbers for numeric columns and as text otherwise, as the max script compares them; nil
+/// when there is none.
+fn max_stored(ty: ColumnType, values: &[redis::Value]) -> redis::Value {
+    let numeric = matches!(ty, ColumnType::Int | ColumnType::Float | ColumnType::Decimal);
+    let texts = values.iter().filter_map(|v| match v {
+        redis::Value::BulkString(bytes) => Some(bytes),
+        _ => None,
+    });
+    let best = if numeric {
+        let number = |b: &Vec<u8>| std::str::from_utf8(b).ok().and_then(|t| t.trim().parse::<f64>().ok());
+        texts.filter_map(|b| number(b).map(|n| (n, b))).max_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, b)| b)
+    } else {
+        texts.max()
+    };
+    best.map_or(redis::Value::Nil, |b| redis::Value::BulkString(b.clone()))
 }
 
 /// Sends commands on a direct connection in one round trip (in MULTI/EXEC when `atomic`
@@ -546,6 +626,13 @@ fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> 
         Reduce::Fixed(n) => Outcome::rows(n),
         Reduce::FirstInt => Outcome::rows(reply_int(replies.first().unwrap_or(&redis::Value::Nil))?.max(0) as u64),
         Reduce::Existed => Outcome::rows(u64::from(reply_int(replies.first().unwrap_or(&redis::Value::Nil))? > 0)),
+        Reduce::ExistedOfFirst(n) => {
+            let mut existed = 0;
+            for reply in replies.iter().take(n) {
+                existed += u64::from(reply_int(reply)? > 0);
+            }
+            Outcome::rows(existed)
+        }
         Reduce::NonEmptyHashes => Outcome::rows(replies.iter().filter(|r| is_non_empty(r)).count() as u64),
         Reduce::NonNil => Outcome::rows(replies.iter().map(strings::non_nil).sum()),
         Reduce::Written => Outcome::rows(replies.iter().filter(|r| !matches!(r, redis::Value::Nil)).count() as u64),
@@ -583,12 +670,17 @@ impl Connection for RedisConnection {
         }
         match self.plan(op)? {
             Some(planned) => {
-                if let Link::Direct(conn) = &mut self.conn {
+                let outcome = if let Link::Direct(conn) = &mut self.conn {
                     send_direct(conn, self.dialect, &planned.cmds, planned.atomic).await?;
-                    return reduce_direct(planned.reduce, conn, conn.replies());
+                    reduce_direct(planned.reduce, conn, conn.replies())?
+                } else {
+                    let replies = self.send(planned.cmds, planned.atomic).await?;
+                    reduce(planned.reduce, &replies)?
+                };
+                if outcome.rows == 0 && !planned.undo.is_empty() {
+                    self.send(planned.undo, false).await?;
                 }
-                let replies = self.send(planned.cmds, planned.atomic).await?;
-                reduce(planned.reduce, &replies)
+                Ok(outcome)
             }
             None => self.two_step(op).await,
         }
@@ -633,27 +725,37 @@ impl Connection for RedisConnection {
         let mut cmds = Vec::new();
         let mut shapes = Vec::with_capacity(plans.len());
         for p in plans {
-            shapes.push((p.cmds.len(), p.reduce));
+            shapes.push((p.cmds.len(), p.reduce, p.undo));
             cmds.extend(p.cmds);
         }
         let atomic = self.batch == BatchMode::Multi;
+        let (mut rows, mut at, mut undo) = (0, 0, Vec::new());
         if let Link::Direct(conn) = &mut self.conn {
             send_direct(conn, self.dialect, &cmds, atomic).await?;
-            let (replies, mut rows, mut at) = (conn.replies(), 0, 0);
-            for (n, r) in shapes {
+            let replies = conn.replies();
+            for (n, r, op_undo) in shapes {
                 let slice = replies.get(at..at + n).ok_or_else(|| OpError::server("redis: fewer replies than commands"))?;
-                rows += reduce_direct(r, conn, slice)?.rows;
+                let found = reduce_direct(r, conn, slice)?.rows;
+                if found == 0 {
+                    undo.extend(op_undo);
+                }
+                rows += found;
                 at += n;
             }
-            return Ok(Outcome::rows(rows));
+        } else {
+            let replies = self.send(cmds, atomic).await?;
+            for (n, r, op_undo) in shapes {
+                let slice = replies.get(at..at + n).ok_or_else(|| OpError::server("redis: fewer replies than commands"))?;
+                let found = reduce(r, slice)?.rows;
+                if found == 0 {
+                    undo.extend(op_undo);
+                }
+                rows += found;
+                at += n;
+            }
         }
-        let replies = self.send(cmds, atomic).await?;
-        let mut rows = 0;
-        let mut at = 0;
-        for (n, r) in shapes {
-            let slice = replies.get(at..at + n).ok_or_else(|| OpError::server("redis: fewer replies than commands"))?;
-            rows += reduce(r, slice)?.rows;
-            at += n;
+        if !undo.is_empty() {
+            self.send(undo, false).await?;
         }
         Ok(Outcome::rows(rows))
     }

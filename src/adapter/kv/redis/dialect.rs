@@ -20,19 +20,13 @@
 //!
 //! Must not: send FLUSHDB/FLUSHALL, or delete a key outside dbsweep's prefix.
 
+use super::connection::{Planned, Reduce};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, RedisResult};
 use std::collections::BTreeMap;
 
 /// Keys per listing page (and per delete command) when dbsweep's prefix is scanned.
 const PAGE: usize = 1000;
-
-/// LedisDB: deletes the string keys that exist, replies with their number.
-const LEDIS_STRING_DELETE: &str =
-    "local n = 0 for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('DEL', k) n = n + 1 end end return n";
-/// LedisDB: `SET` of an existing string key; 1, or nil (false) when it does not exist.
-const LEDIS_STRING_UPDATE: &str =
-    "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('SET', KEYS[1], ARGV[1]) return 1 end return false";
 
 /// Which Redis-protocol server a target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,23 +105,33 @@ impl Dialect {
         redis::cmd(self.row_delete_name()).arg(key).clone()
     }
 
-    /// Deletes plain string keys; the reply is how many existed. Redis: one `DEL`. LedisDB's
-    /// `DEL` replies with the number of keys it was given, found or not, so a script deletes
-    /// the keys `EXISTS` finds and counts them (one round trip, not isolated: LedisDB has no
-    /// transactions).
-    pub(super) fn string_delete(self, keys: Vec<String>) -> Cmd {
+    /// Deletes plain string keys, counting how many existed. Redis: one `DEL`. LedisDB's
+    /// `DEL` replies with the number of keys it was given, found or not, so an `EXISTS` of
+    /// each key goes first in the same pipeline (one round trip, not isolated: LedisDB has
+    /// no transactions, and within one point no other client writes the same keys).
+    pub(super) fn string_delete(self, keys: Vec<String>) -> Planned {
         match self {
-            Dialect::Redis => redis::cmd("DEL").arg(keys).clone(),
-            Dialect::LedisDb => redis::cmd("EVAL").arg(LEDIS_STRING_DELETE).arg(keys.len()).arg(keys).clone(),
+            Dialect::Redis => Planned::one(redis::cmd("DEL").arg(keys).clone(), Reduce::FirstInt),
+            Dialect::LedisDb => {
+                let mut cmds: Vec<Cmd> = keys.iter().map(|k| redis::cmd("EXISTS").arg(k).clone()).collect();
+                cmds.push(redis::cmd("DEL").arg(&keys).clone());
+                Planned { cmds, atomic: false, reduce: Reduce::ExistedOfFirst(keys.len()), undo: Vec::new() }
+            }
         }
     }
 
-    /// Overwrites a plain string key only if it exists; the reply is nil when it did not.
-    /// Redis: `SET … XX`. LedisDB's `SET` has no options: a script checks `EXISTS` first.
-    pub(super) fn string_update(self, key: String, value: String) -> Cmd {
+    /// Overwrites a plain string key only if it exists; 1 row when it did. Redis: `SET …
+    /// XX`. LedisDB's `SET` has no options: `EXISTS` and `SET` in one pipeline, and a key
+    /// that was not there is deleted again in a second round trip.
+    pub(super) fn string_update(self, key: String, value: String) -> Planned {
         match self {
-            Dialect::Redis => redis::cmd("SET").arg(key).arg(value).arg("XX").clone(),
-            Dialect::LedisDb => redis::cmd("EVAL").arg(LEDIS_STRING_UPDATE).arg(1).arg(key).arg(value).clone(),
+            Dialect::Redis => Planned::one(redis::cmd("SET").arg(key).arg(value).arg("XX").clone(), Reduce::Written),
+            Dialect::LedisDb => Planned {
+                cmds: vec![redis::cmd("EXISTS").arg(&key).clone(), redis::cmd("SET").arg(&key).arg(value).clone()],
+                atomic: false,
+                reduce: Reduce::Existed,
+                undo: vec![redis::cmd("DEL").arg(key).clone()],
+            },
         }
     }
 
@@ -140,9 +144,12 @@ impl Dialect {
             Dialect::LedisDb => [
                 (
                     "request.delete",
-                    "pairs: one EVAL of a script that DELs each key EXISTS finds (LedisDB's DEL counts the keys given, not those removed)",
+                    "pairs: one pipeline of EXISTS <key> per key, then one DEL of every key (LedisDB's DEL counts the keys given, not those removed)",
                 ),
-                ("request.update", "pairs: one EVAL of a script: SET <key> <value> if EXISTS <key> (LedisDB's SET has no XX)"),
+                (
+                    "request.update",
+                    "pairs: one pipeline: EXISTS <key>, SET <key> <value>; DEL <key> after, if it did not exist (LedisDB's SET has no XX)",
+                ),
             ],
         }
     }
@@ -166,7 +173,7 @@ impl Dialect {
             settings.insert(
                 "atomicity".into(),
                 "none: no MULTI/EXEC, so a row and its index entries are written by one pipeline, not atomically; \
-                 Lua scripts run one at a time but not isolated from other clients' commands"
+                 an update is HLEN (or EXISTS) and the write in one pipeline, with no Lua script"
                     .into(),
             );
         }
@@ -187,7 +194,7 @@ impl Dialect {
         conn: &mut (impl ConnectionLike + Send),
         space: KeySpace,
         prefix: &str,
-        keep: &str,
+        keep: &[&str],
         cursor: &str,
     ) -> RedisResult<(String, Vec<String>)> {
         let cmd = match space.ledis_type {
@@ -199,7 +206,7 @@ impl Dialect {
         };
         let (next, keys): (String, Vec<String>) = cmd.query_async(conn).await?;
         // The matching is the server's; keep the check exact anyway.
-        Ok((next, keys.into_iter().filter(|k| k.starts_with(prefix) && k != keep).collect()))
+        Ok((next, keys.into_iter().filter(|k| k.starts_with(prefix) && !keep.contains(&k.as_str())).collect()))
     }
 
     /// Where a listing starts, and the cursor that says it is done.
@@ -220,7 +227,7 @@ impl Dialect {
         prefix: &str,
         cursor: &str,
     ) -> RedisResult<(Option<String>, Vec<String>)> {
-        let (next, keys) = self.page(conn, self.spaces()[0], prefix, "", cursor).await?;
+        let (next, keys) = self.page(conn, self.spaces()[0], prefix, &[], cursor).await?;
         Ok(((next != self.first_cursor()).then_some(next), keys))
     }
 
@@ -229,7 +236,7 @@ impl Dialect {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();
             loop {
-                let (next, keys) = self.page(conn, space, prefix, keep, &cursor).await?;
+                let (next, keys) = self.page(conn, space, prefix, &[keep], &cursor).await?;
                 if let Some(key) = keys.into_iter().next() {
                     return Ok(Some(key));
                 }
@@ -242,15 +249,16 @@ impl Dialect {
         Ok(None)
     }
 
-    /// Deletes every key under `prefix` (of any type) but `keep`, page by page: listed on
-    /// `lister` (one server, or one master of a cluster) and deleted through `deleter` (the
-    /// same server, or the cluster, which splits a delete of several keys by slot).
+    /// Deletes every key under `prefix` (of any type) but those in `keep`, page by page:
+    /// listed on `lister` (one server, or one master of a cluster) and deleted through
+    /// `deleter` (the same server, or the cluster, which splits a delete of several keys by
+    /// slot).
     pub(super) async fn delete_all(
         self,
         lister: &mut (impl ConnectionLike + Send),
         deleter: &mut (impl ConnectionLike + Send),
         prefix: &str,
-        keep: &str,
+        keep: &[&str],
     ) -> RedisResult<()> {
         for &space in self.spaces() {
             let mut cursor = self.first_cursor().to_string();

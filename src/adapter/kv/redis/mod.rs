@@ -34,7 +34,9 @@
 //! LedisDB (`ledis://host:port/DB`, DB 0-15) has no MULTI/EXEC: what Redis does in one
 //! transaction goes in one pipeline, not atomically, and batches are pipelines; rows are
 //! written with HMSET and removed with HCLEAR; there is no engine memory figure. Every op
-//! kind still runs (its Lua scripts are gopher-lua's, run one at a time).
+//! kind still runs, but its measured ops send no Lua scripts (each leaks a slot of the
+//! server's shared Lua stack; see [`dialect`]): an update is `HLEN` and the write in one
+//! pipeline, and a range MAX reads the range's rows.
 //!
 //! Safety: only keys under the namespace's prefix (`dbsweep:`, or `dbsweep_NAME:` with
 //! `--namespace NAME`) in the URL's DB index are touched, and only once the marker key
@@ -117,6 +119,7 @@ enum BatchMode {
 }
 
 /// How the target reaches its server.
+#[expect(clippy::large_enum_variant, reason = "one per target: boxing would save nothing that matters")]
 enum Client {
     Single(redis::Client),
     /// A Redis Cluster, through the node the URL names; `login` opens connections to each
@@ -401,16 +404,18 @@ impl Redis {
         let _ = self.probed.set(info);
     }
 
-    /// Deletes every key under our prefix (the marker too, not the lease record), page by
-    /// page.
+    /// Deletes every key under our prefix (not the lease record), page by page, and the
+    /// marker last.
     async fn clear_namespace(&self, conn: &mut Conn) -> Result<()> {
         for mut node in self.nodes(conn).await? {
             self.dialect
-                .delete_all(&mut node, &mut conn.clone(), &self.prefix, &self.lease_key)
+                .delete_all(&mut node, &mut conn.clone(), &self.prefix, &[&self.lease_key, &self.marker_key])
                 .await
                 .map_err(|e| self.setup_error("clearing dbsweep's keys", e))?;
         }
-        Ok(())
+        // The marker goes last: a cleanup interrupted before this line leaves keys that
+        // are still marked dbsweep's, and the next run (or cleanup) removes them.
+        redis::cmd("DEL").arg(&self.marker_key).query_async::<()>(conn).await.map_err(|e| self.setup_error("DEL", e))
     }
 
     /// The first key under our prefix, if any, besides the lease record.

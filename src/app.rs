@@ -187,8 +187,9 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     for w in &plan.warnings {
         eprint!("{}", report::console::fit(&format!("dbsweep: warning: {w}\n"), report::console::width()));
     }
-    let role = Role::resolve(args.workers, args.worker, args.coordinator.clone(), |k| std::env::var(k).ok())?;
-    if role.is_some() {
+    let role = Role::resolve(args.workers, args.worker, args.coordinator.clone(), args.listen.clone(), |k| std::env::var(k).ok())?;
+    if let Some(role) = &role {
+        runner::workers::check_count(role)?;
         runner::workers::check_plan(&plan)?;
         if args.resume.is_some() {
             return Err(Error::usage("--resume and --workers together: resume the run in one process"));
@@ -201,6 +202,10 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     if args.dry_run {
         return say(&format!("{}{announcement}", budget_text(&plan)));
     }
+    let token = match &role {
+        Some(role) => Some(runner::workers::token(role, Token::from_environment(|k| std::env::var(k).ok())?)?),
+        None => None,
+    };
     sweep_leftovers(&plan);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -209,11 +214,11 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     let cancel = Cancel::default();
     let activity = Activity::default();
     let abandon = Arc::new(tokio::sync::Notify::new());
-    if let Some(Role::Worker { index, count, coordinator }) = &role {
+    if let (Some(Role::Worker { index, count, coordinator }), Some(token)) = (&role, &token) {
         // A worker prints nothing and writes nothing: the coordinator reports.
         return runtime.block_on(async {
             let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
-            let served = runner::workers::worker::serve(&plan, *index, *count, coordinator, &cancel).await;
+            let served = runner::workers::worker::serve(&plan, *index, *count, coordinator, token.clone(), &cancel).await;
             watcher.abort();
             served
         });
@@ -244,7 +249,8 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     };
     let watched = runtime.block_on(async {
         let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
-        let run = run_with_servers(&mut plan, ctx, &activity, role.as_ref(), raw_args, resume);
+        let workers = role.as_ref().zip(token);
+        let run = run_with_servers(&mut plan, ctx, &activity, workers, raw_args, resume);
         // A second signal abandons the cleanup: dropping the run kills the spawned servers.
         let result = tokio::select! {
             result = run => result,
@@ -275,45 +281,46 @@ fn sweep_leftovers(plan: &plan::Plan) {
     }
 }
 
-/// Worker 0 of a run with workers: listens (on `listen`'s port on every address, or a free
-/// loopback port), starts the local workers when asked to, and waits until every worker
-/// has joined.
+/// Worker 0 of a run with workers: listens at `listen` (only there: `--listen` or the host
+/// of `--coordinator`; a free loopback port when `None`), starts the local workers when
+/// asked to (with `token` in their environment), and waits until every worker has joined.
 async fn gather_workers(
     plan: &plan::Plan,
     ctx: &RunContext,
     count: usize,
     listen: Option<&str>,
     spawn_local: bool,
+    token: Arc<Token>,
     raw_args: &[OsString],
 ) -> Result<(runner::workers::coordinator::Coordinator, Option<runner::workers::local::LocalWorkers>)> {
-    let bind = match listen {
-        Some(address) => {
-            let port = address
-                .rsplit_once(':')
-                .and_then(|(_, p)| p.parse::<u16>().ok())
-                .ok_or_else(|| Error::usage(format!("--coordinator {address}: write HOST:PORT, e.g. --coordinator node1:7070")))?;
-            format!("0.0.0.0:{port}")
+    let bind = listen.unwrap_or("127.0.0.1:0");
+    if bind.rsplit_once(':').and_then(|(host, port)| port.parse::<u16>().ok().filter(|_| !host.is_empty())).is_none() {
+        return Err(Error::usage(format!("{bind}: write the coordinator's address as HOST:PORT, e.g. node1:7070 or [::1]:7070")));
+    }
+    let listener = tokio::net::TcpListener::bind(bind).await.map_err(|e| {
+        let message = format!("the coordinator cannot listen on {bind}: {e}");
+        if e.kind() == std::io::ErrorKind::AddrNotAvailable {
+            Error::usage(format!("{message}; give --listen HOST:PORT with an address of this machine"))
+        } else {
+            Error::runtime(message)
         }
-        None => "127.0.0.1:0".to_string(),
-    };
-    let listener =
-        tokio::net::TcpListener::bind(&bind).await.map_err(|e| Error::runtime(format!("the coordinator cannot listen on {bind}: {e}")))?;
-    let address = match listen {
-        Some(address) => address.to_string(),
-        None => listener.local_addr().map_err(|e| Error::runtime(e.to_string()))?.to_string(),
-    };
-    let local = if spawn_local { Some(runner::workers::local::start(count, &address, raw_args)?) } else { None };
-    let targets = plan.targets.iter().map(|t| (t.name.clone(), t.url.clone())).collect();
-    let coordinator = runner::workers::coordinator::Coordinator::gather(
-        listener,
+    })?;
+    let mut bound = listener.local_addr().map_err(|e| Error::runtime(e.to_string()))?;
+    // Local workers reach a coordinator listening on every address through loopback.
+    if bound.ip().is_unspecified() {
+        bound.set_ip(if bound.is_ipv4() { std::net::Ipv4Addr::LOCALHOST.into() } else { std::net::Ipv6Addr::LOCALHOST.into() });
+    }
+    let local = if spawn_local { Some(runner::workers::local::start(count, &bound.to_string(), &token, raw_args)?) } else { None };
+    let gathering = runner::workers::coordinator::Gathering {
         count,
-        &plan.hash,
-        targets,
-        ctx.holder.clone(),
-        plan.timeout_secs,
-        ctx.cancel.clone(),
-    )
-    .await?;
+        plan_hash: plan.hash.clone(),
+        token,
+        targets: plan.targets.iter().map(|t| (t.name.clone(), t.url.clone())).collect(),
+        holder: ctx.holder.clone(),
+        timeout_secs: plan.timeout_secs,
+        cancel: ctx.cancel.clone(),
+    };
+    let coordinator = runner::workers::coordinator::Coordinator::gather(listener, gathering).await?;
     Ok((coordinator, local))
 }
 
@@ -408,7 +415,7 @@ async fn run_with_servers(
     plan: &mut plan::Plan,
     ctx: RunContext,
     activity: &Activity,
-    role: Option<&Role>,
+    workers: Option<(&Role, Arc<Token>)>,
     raw_args: &[OsString],
     resume: Option<runner::resume::Resume>,
 ) -> Result<(report::model::Report, PathBuf)> {
@@ -453,8 +460,8 @@ async fn run_with_servers(
         plan.targets.retain(|t| work.has_target(&t.name));
     }
     let mut local_workers = None;
-    if let Some(Role::Coordinator { count, listen, spawn_local }) = role {
-        let (coordinator, local) = gather_workers(plan, &ctx, *count, listen.as_deref(), *spawn_local, raw_args).await?;
+    if let Some((Role::Coordinator { count, listen, spawn_local }, token)) = workers {
+        let (coordinator, local) = gather_workers(plan, &ctx, *count, listen.as_deref(), *spawn_local, token, raw_args).await?;
         ctx.workers = Some(Arc::new(coordinator));
         local_workers = local;
     }
@@ -565,7 +572,7 @@ fn voided_points(report: &report::model::Report) -> Option<String> {
     named_points(
         report,
         report::model::PointResult::is_void,
-        "void (failed requests or missing rows; no throughput published, results saved and flagged)",
+        "void (failed requests, missing rows or a worker's result that did not fit its share; no throughput published, results saved and flagged)",
     )
 }
 

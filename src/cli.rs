@@ -279,17 +279,25 @@ pub struct RunArgs {
     /// union of the workers' windows). Without a worker index (--worker, DBSWEEP_WORKER,
     /// SLURM_PROCID, JOB_COMPLETION_INDEX) this process is worker 0 and starts the other
     /// N-1 (indices 1 to N-1) on this machine as copies of itself with the same
-    /// arguments; --workers 1 starts none.
+    /// arguments; --workers 1 starts none. At most what the machine holds (8 per core,
+    /// 128 MB of available memory each).
     #[arg(short = 'j', long, value_name = "N", value_parser = count::<usize>, env = "DBSWEEP_WORKERS")]
     pub workers: Option<usize>,
     /// This process's worker index (0: the coordinator); default from DBSWEEP_WORKER,
     /// SLURM_PROCID (when SLURM_NTASKS is N) or JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "I", value_parser = whole::<usize>)]
     pub worker: Option<usize>,
-    /// Where workers meet the coordinator (worker 0 listens on this port on every
-    /// address); default DBSWEEP_COORDINATOR, or any free loopback port for local workers.
+    /// Where workers meet the coordinator, e.g. node1:7070 or [::1]:7070; worker 0 listens
+    /// there only (see --listen); default DBSWEEP_COORDINATOR, or any free loopback port
+    /// for local workers. Every worker proves that it holds the run's token
+    /// (DBSWEEP_WORKER_TOKEN or DBSWEEP_WORKER_TOKEN_FILE, required unless all workers are
+    /// local children of this process, which get a fresh one).
     #[arg(long, value_name = "HOST:PORT")]
     pub coordinator: Option<String>,
+    /// Where worker 0 listens for the workers when not at --coordinator's address, e.g.
+    /// 0.0.0.0:7070 or [::]:7070 for every address of the machine.
+    #[arg(long, value_name = "HOST:PORT", env = "DBSWEEP_LISTEN")]
+    pub listen: Option<String>,
     /// Fit the whole run into this time, e.g. 8h or 90m: caps each run (--max-time) from
     /// the estimate and stops it sooner at the precision (--precision, default 2%).
     #[arg(long, value_name = "DURATION", env = "DBSWEEP_BUDGET")]

@@ -211,6 +211,11 @@ fn kubernetes_workers_job_meets_at_a_headless_service_on_index_0() {
     );
     let port = service["spec"]["ports"][0]["port"].as_u64().unwrap();
     assert_eq!(var("DBSWEEP_COORDINATOR")["value"], format!("{}:{port}", service["metadata"]["name"].as_str().unwrap()));
+    // Workers that start on their own need the run's token, from a Secret (not the
+    // manifest), and worker 0 listens on its pod's addresses at the Service's port.
+    assert_eq!(var("DBSWEEP_WORKER_TOKEN")["valueFrom"]["secretKeyRef"]["name"], "dbsweep-worker-token");
+    assert!(var("DBSWEEP_WORKER_TOKEN").get("value").is_none(), "no token in the manifest");
+    assert_eq!(var("DBSWEEP_LISTEN")["value"], format!("0.0.0.0:{port}"));
     assert_eq!(container["ports"][0]["containerPort"].as_u64().unwrap(), port);
     let args = strings(&container["args"]);
     let after =

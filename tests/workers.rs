@@ -3,7 +3,10 @@
 //! dbsweep's own spawn code. The merged run must be the one-process run: the same ops,
 //! requests, rows and histogram counts per run, and the same commands reaching the server.
 //! A worker killed mid-run leaves the point incomplete and void, the rest of the report
-//! intact, and the run ends with exit 1 instead of hanging.
+//! intact, and the run ends with exit 1 instead of hanging. Peers without the run's worker
+//! token (real TCP peers: idle, old-style hellos, made-up proofs and results, oversized
+//! lines) are closed, told nothing about the plan, and neither join nor stall the run; the
+//! coordinator listens only where asked, IPv6 included.
 
 mod support;
 
@@ -334,6 +337,7 @@ fn workers_in_their_own_network_namespaces_send_the_one_process_runs_ops() {
                 .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_dbsweep")])
                 .args(args(&tmp.path().join(format!("worker{index}"))))
                 .args(["--workers", "3", "--worker", &index.to_string(), "--coordinator", &coordinator])
+                .env("DBSWEEP_WORKER_TOKEN", TOKEN)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -343,6 +347,7 @@ fn workers_in_their_own_network_namespaces_send_the_one_process_runs_ops() {
     let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
         .args(args(&three))
         .args(["--workers", "3", "--worker", "0", "--coordinator", &coordinator])
+        .env("DBSWEEP_WORKER_TOKEN", TOKEN)
         .output()
         .unwrap();
     let worker_results: Vec<_> = workers.into_iter().map(|w| w.wait_with_output().unwrap()).collect();
@@ -428,7 +433,7 @@ fn under_slurms_srun_three_tasks_are_three_workers_that_send_the_one_process_run
     let o = slurm
         .command("srun")
         .args(["-n", "3", "--overcommit", "--kill-on-bad-exit=1", "--time=5"])
-        .arg(format!("--export=ALL,DBSWEEP_COORDINATOR={coordinator}"))
+        .arg(format!("--export=ALL,DBSWEEP_COORDINATOR={coordinator},DBSWEEP_WORKER_TOKEN={TOKEN}"))
         .arg(env!("CARGO_BIN_EXE_dbsweep"))
         .args(args(&three))
         .args(["--workers", "3"])
@@ -454,4 +459,272 @@ fn under_slurms_srun_three_tasks_are_three_workers_that_send_the_one_process_run
     assert!(workers.iter().all(|w| w["ops"].as_u64().unwrap() > 0), "{workers:?}");
     let total: u64 = workers.iter().map(|w| w["ops"].as_u64().unwrap()).sum();
     assert_eq!(total, a.values().flatten().map(|r| r["ops"].as_u64().unwrap()).sum::<u64>());
+}
+
+/// The token the tests' coordinators and workers share.
+const TOKEN: &str = "a-worker-token-for-the-tests-0123456789";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A small fixed-ops run on NO-DB, as every process of a run with workers is given it.
+fn nodb_run(out: &Path) -> Vec<String> {
+    ["run", "ycsb", "--target", "nodb=nodb:", "-p", "recordcount=1000", "--experiments", "workload-c"]
+        .into_iter()
+        .chain(["--clients", "3", "--ops", "900", "--runs", "1", "--warmup", "0", "--no-progress"])
+        .map(str::to_string)
+        .chain(["--out".to_string(), out.display().to_string()])
+        .collect()
+}
+
+/// Worker `index` of 3 (0: the coordinator) of `nodb_run`, meeting at `coordinator`, with
+/// the tests' token.
+fn worker_process(out: &Path, index: usize, coordinator: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        .args(nodb_run(out))
+        .args(["--workers", "3", "--worker", &index.to_string(), "--coordinator", coordinator])
+        .env("DBSWEEP_WORKER_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits up to two minutes for `child` to exit (killing it and panicking otherwise);
+/// returns its status and stderr.
+fn exit_of(mut child: Child, what: &str) -> (ExitStatus, String) {
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{what} did not end within two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    (o.status, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Waits until something listens at `address`.
+fn wait_for_listener(address: &str, child: &mut Child) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect(address).is_err() {
+        assert!(child.try_wait().unwrap().is_none(), "the coordinator ended before listening");
+        assert!(started.elapsed() < Duration::from_secs(60), "nothing listens at {address}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What peers without the token do to a coordinator: each returns every byte the
+/// coordinator sent it before it closed the connection.
+mod attacker {
+    use std::time::Duration;
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::TcpStream;
+
+    async fn rest(mut stream: TcpStream, mut heard: Vec<u8>) -> Vec<u8> {
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut heard)).await;
+        assert!(read.is_ok(), "the coordinator held a peer without the token open for a minute");
+        heard
+    }
+
+    /// Says hello as the old protocol did, with a guessed plan hash.
+    pub async fn hello(address: String) -> Vec<u8> {
+        let mut stream = TcpStream::connect(&address).await.unwrap();
+        let hello = r#"{"type":"hello","worker":2,"workers":3,"plan_hash":"0000","version":"0.1.0","host":"evil-host","pid":1}"#;
+        let _ = stream.write_all(format!("{hello}\n").as_bytes()).await;
+        rest(stream, Vec::new()).await
+    }
+
+    /// Opens the handshake and answers the coordinator's challenge with a made-up proof.
+    pub async fn wrong_proof(address: String) -> Vec<u8> {
+        let stream = TcpStream::connect(&address).await.unwrap();
+        let mut stream = BufReader::new(stream);
+        stream.write_all(b"{\"type\":\"challenge\",\"nonce\":\"0123456789abcdef0123456789abcdef\"}\n").await.unwrap();
+        let mut challenge = String::new();
+        let _ = tokio::time::timeout(Duration::from_secs(60), stream.read_line(&mut challenge)).await;
+        let _ = stream.write_all(format!("{{\"type\":\"proof\",\"tag\":\"{}\"}}\n", "ab".repeat(32)).as_bytes()).await;
+        let mut heard = challenge.into_bytes();
+        let _ = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut heard)).await;
+        heard
+    }
+
+    /// Skips the proof and sends results in the session's framing with a made-up tag.
+    pub async fn forged_result(address: String) -> Vec<u8> {
+        let mut stream = TcpStream::connect(&address).await.unwrap();
+        let done = r#"{"type":"done","id":{"round":0,"experiment":0,"point":0,"target":"nodb","run":0},"clients":1,"measurement":{},"window":null}"#;
+        let lines = format!("{{\"type\":\"challenge\",\"nonce\":\"0123456789abcdef0123456789abcdef\"}}\n{} {done}\n", "cd".repeat(32));
+        let _ = stream.write_all(lines.as_bytes()).await;
+        rest(stream, Vec::new()).await
+    }
+
+    /// Sends one line of 64 MB with no end (written while the coordinator reads it).
+    pub async fn oversized(address: String) -> Vec<u8> {
+        let mut stream = TcpStream::connect(&address).await.unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..64 {
+            if stream.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+        rest(stream, Vec::new()).await
+    }
+}
+
+#[test]
+fn peers_without_the_token_cannot_join_learn_the_plan_or_stall_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let address = format!("127.0.0.1:{}", free_port());
+    let mut coordinator = worker_process(&out, 0, &address);
+    wait_for_listener(&address, &mut coordinator);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // Idle connections ahead of the real workers (each held the old coordinator for 10 s,
+    // past its 120 s join timeout), and peers that try their luck.
+    let idle: Vec<tokio::net::TcpStream> = runtime
+        .block_on(async { futures_util::future::join_all((0..15).map(|_| tokio::net::TcpStream::connect(&address))).await })
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let attacks = [
+        runtime.spawn(attacker::hello(address.clone())),
+        runtime.spawn(attacker::wrong_proof(address.clone())),
+        runtime.spawn(attacker::forged_result(address.clone())),
+        runtime.spawn(attacker::oversized(address.clone())),
+    ];
+    let workers = [1, 2].map(|index| worker_process(&tmp.path().join(format!("worker{index}")), index, &address));
+    let (status, stderr) = exit_of(coordinator, "the coordinator");
+    for (index, worker) in workers.into_iter().enumerate() {
+        let (status, stderr) = exit_of(worker, "a worker");
+        assert!(status.success(), "worker {}: {stderr}", index + 1);
+    }
+    assert!(status.success(), "{stderr}");
+    let heard: Vec<Vec<u8>> = attacks.into_iter().map(|a| runtime.block_on(a).unwrap()).collect();
+    drop(idle);
+    let r = report(&out);
+    assert_eq!(r["complete"], true);
+    let hash = r["plan_hash"].as_str().unwrap();
+    for bytes in &heard {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains(hash) && !text.contains("plan") && !text.contains("nodb"), "a peer without the token heard: {text}");
+    }
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3, "{workers:?}");
+    assert!(workers.iter().all(|w| w["host"] != "evil-host"), "{workers:?}");
+    assert!(workers[1..].iter().all(|w| w["ops"] == 300), "each real worker sent its 300 ops: {workers:?}");
+    let point = r["points"].as_array().unwrap().iter().find(|p| p["experiment"] == "workload-c").unwrap();
+    assert_eq!((point["runs"][0]["ops"].as_u64(), point["runs"][0]["ok_ops"].as_u64()), (Some(900), Some(900)), "{point}");
+    assert!(point["flags"].as_array().unwrap().is_empty(), "{point}");
+    assert!(stderr.contains("was closed"), "the refused peers are logged: {stderr}");
+}
+
+/// Whether something accepts connections at `address` right now.
+fn reachable(address: &str) -> bool {
+    std::net::TcpStream::connect_timeout(&address.parse().unwrap(), Duration::from_secs(5)).is_ok()
+}
+
+#[test]
+fn the_coordinator_listens_only_where_asked_ipv6_included() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // Asked for 127.0.0.1: not reachable at another address of this machine (all of
+    // 127.0.0.0/8 is local; the old coordinator listened on 0.0.0.0).
+    let asked = format!("127.0.0.1:{port}");
+    let out = tmp.path().join("v4");
+    let mut coordinator = worker_process(&out, 0, &asked);
+    wait_for_listener(&asked, &mut coordinator);
+    assert!(!reachable(&format!("127.0.0.2:{port}")), "a coordinator asked for 127.0.0.1 listens on 127.0.0.2");
+    let workers = [1, 2].map(|index| worker_process(&tmp.path().join(format!("w{index}")), index, &asked));
+    let (status, stderr) = exit_of(coordinator, "the coordinator");
+    assert!(status.success(), "{stderr}");
+    workers.into_iter().for_each(|w| assert!(exit_of(w, "a worker").0.success()));
+    assert_eq!(report(&out)["complete"], true);
+
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        println!("skipped the IPv6 half: this machine has no ::1 to listen on");
+        return;
+    }
+    let port = free_port();
+    let asked = format!("[::1]:{port}");
+    let out = tmp.path().join("v6");
+    let mut coordinator = worker_process(&out, 0, &asked);
+    wait_for_listener(&asked, &mut coordinator);
+    assert!(!reachable(&format!("127.0.0.1:{port}")), "a coordinator asked for [::1] listens on IPv4");
+    let workers = [1, 2].map(|index| worker_process(&tmp.path().join(format!("v6w{index}")), index, &asked));
+    let (status, stderr) = exit_of(coordinator, "the coordinator");
+    assert!(status.success(), "{stderr}");
+    workers.into_iter().for_each(|w| assert!(exit_of(w, "a worker").0.success()));
+    let r = report(&out);
+    assert_eq!(r["complete"], true);
+    assert_eq!(r["workers"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn workers_that_start_on_their_own_need_the_token_and_the_count_is_capped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let run = nodb_run(&out);
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    let without_token = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+            .args(&run)
+            .args(extra)
+            .env_remove("DBSWEEP_WORKER_TOKEN")
+            .env_remove("DBSWEEP_WORKER_TOKEN_FILE")
+            .output()
+            .unwrap()
+    };
+    for extra in [
+        &["--workers", "3", "--worker", "1", "--coordinator", "127.0.0.1:9"][..],
+        &["--workers", "3", "--worker", "0", "--coordinator", "127.0.0.1:9"],
+        &["--workers", "3", "--listen", "0.0.0.0:9"],
+    ] {
+        let o = without_token(extra);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains("DBSWEEP_WORKER_TOKEN") && stderr.contains("DBSWEEP_WORKER_TOKEN_FILE"), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    let o = without_token(&["--workers", "100000"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--workers 100000: this machine holds at most"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn workload_d_with_3_workers_finds_every_row_it_reads() {
+    let url = support::url(ServerKind::Redis);
+    let tmp = tempfile::tempdir().unwrap();
+    // Each run in a namespace of its own: the other's inserts are not there to be found.
+    let args = |out: &Path| -> Vec<String> {
+        let target = format!("redis={url}");
+        let namespace = out.file_name().unwrap().to_str().unwrap();
+        ["run", "ycsb", "--target", &target, "-p", "recordcount=1000", "--experiments", "workload-d", "--namespace", namespace]
+            .into_iter()
+            .chain(["--clients", "3", "--ops", "1200", "--runs", "2", "--warmup", "1", "--no-progress"])
+            .map(str::to_string)
+            .chain(["--out".to_string(), out.display().to_string()])
+            .collect()
+    };
+    let one = tmp.path().join("one");
+    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args(&one)).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let three = tmp.path().join("three");
+    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args(&three)).args(["--workers", "3"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let point = |r: &Value| {
+        r["points"].as_array().unwrap().iter().find(|p| p["experiment"] == "workload-d" && p["target"] == "redis").unwrap().clone()
+    };
+    let (one, three) = (point(&report(&one)), point(&report(&three)));
+    assert!(three["flags"].as_array().unwrap().is_empty(), "{three}");
+    for (a, b) in one["runs"].as_array().unwrap().iter().zip(three["runs"].as_array().unwrap()) {
+        assert_eq!((a["ops"].as_u64(), b["ops"].as_u64()), (Some(1200), Some(1200)));
+        // Every read finds its record and every insert writes one: one row per op, as one
+        // process finds (but for reads of inserts still in flight on its other clients).
+        assert_eq!((b["rows"].as_u64(), b["missing_rows"].as_u64()), (Some(1200), Some(0)), "{b}");
+        assert!(b["rows"].as_u64() >= a["rows"].as_u64(), "{a}");
+    }
 }

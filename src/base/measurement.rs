@@ -87,6 +87,10 @@ pub struct RunMeasurement {
     /// has no /proc/loadavg): other work on the machine shows here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<HostLoad>,
+    /// With `--workers`: why a worker's result did not fit the share of the run it was
+    /// given (other ops, clients or run); that result is left out and the run is void.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_mismatch: Option<String>,
 }
 
 /// Latency over time: the service time (send to reply) of the ok requests of one run, one
@@ -179,7 +183,7 @@ impl RunMeasurement {
     /// True when a request of this run failed or came back short: its timing counts
     /// something that did not happen, so the run (and its point) has no throughput.
     pub fn is_void(&self) -> bool {
-        self.failed_ops > 0 || self.short_ops > 0 || self.missing_rows > 0 || self.error_count() > 0
+        self.failed_ops > 0 || self.short_ops > 0 || self.missing_rows > 0 || self.error_count() > 0 || self.share_mismatch.is_some()
     }
 
     fn per_sec(&self, n: u64) -> Option<f64> {

@@ -239,6 +239,7 @@ fn void_cell(p: &PointResult) -> String {
                 let _ = write!(text, " [MISSING ROWS: {count}]");
             }
             Flag::AnswerMismatch { .. } => text.push_str(" [WRONG ANSWER]"),
+            Flag::WorkerShare { .. } => text.push_str(" [WORKER SHARE MISMATCH]"),
             Flag::Incomplete => text.push_str(" [incomplete]"),
             Flag::ClientBound { .. }
             | Flag::Retried { .. }
@@ -308,7 +309,7 @@ fn flag_marks(p: &PointResult) -> String {
                 let _ = write!(text, " [{}]", missed_rate(f).unwrap_or_default());
             }
             Flag::WideSpread { .. } => text.push_str(" [spread too wide to rank]"),
-            Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::NotSupported => {}
+            Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::WorkerShare { .. } | Flag::NotSupported => {}
         }
     }
     text

@@ -487,6 +487,13 @@ pub enum Flag {
         /// The widest the runs reached; `None` when a run was too short to tell.
         reached: Option<f64>,
     },
+    /// With `--workers`: a worker's result did not fit the share of the run it was given
+    /// (more ops than its share, other clients, another run, counts that do not add up):
+    /// it was left out, and the point is void, it has no throughput.
+    WorkerShare {
+        /// What did not fit, per run.
+        detail: String,
+    },
     /// A run did not finish.
     Incomplete,
     NotSupported,
@@ -519,7 +526,7 @@ pub enum Flag {
 impl Flag {
     /// True for the flags that void a point's timing: it is not plotted or ranked.
     pub fn voids(&self) -> bool {
-        matches!(self, Flag::Errors { .. } | Flag::MissingRows { .. })
+        matches!(self, Flag::Errors { .. } | Flag::MissingRows { .. } | Flag::WorkerShare { .. })
     }
 
     pub fn short(&self) -> &'static str {
@@ -530,6 +537,7 @@ impl Flag {
             Flag::MissingRows { .. } => "missing_rows",
             Flag::Retried { .. } => "retried",
             Flag::NotConverged { .. } => "not_converged",
+            Flag::WorkerShare { .. } => "worker_share",
             Flag::Incomplete => "incomplete",
             Flag::NotSupported => "not_supported",
             Flag::MissedRate { .. } => "missed_rate",

@@ -410,6 +410,7 @@ fn caveats(p: &PointResult) -> Vec<String> {
             Flag::Errors { count, .. } => format!("VOID: {count} failed request{}", if *count == 1 { "" } else { "s" }),
             Flag::MissingRows { count } => format!("VOID: {count} missing row{}", if *count == 1 { "" } else { "s" }),
             Flag::AnswerMismatch { .. } => "WRONG ANSWER: timing void".to_string(),
+            Flag::WorkerShare { .. } => "VOID: a worker's result did not fit its share".to_string(),
             Flag::ClientBound { share } => format!("client-bound ({:.0} % of the client's ceiling): may be faster", share * 100.0),
             Flag::NotConverged { asked, .. } => format!("not converged to ±{:.1} %", asked * 100.0),
             Flag::Retried { count } => format!("{count} retried request{}", if *count == 1 { "" } else { "s" }),

@@ -476,7 +476,7 @@ fn plan_request(job: &RunJob, first: u64, n: u64, ops: &mut Vec<Op>) -> u64 {
     ops.clear();
     let seqs = if job.point.batched { first..first + n } else { first..first + 1 };
     ops.extend(seqs.map(|seq| {
-        let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
+        let planned = job.stream.planned_in_share(&job.point, job.point_index, job.run, seq, job.seqs.start, job.clients);
         expected += planned.expected_rows;
         planned.op
     }));

@@ -160,6 +160,10 @@ pub(super) fn void_flags(runs: &[RunMeasurement]) -> Vec<Flag> {
     if missing > 0 {
         flags.push(Flag::MissingRows { count: missing });
     }
+    let mismatches: Vec<&str> = runs.iter().filter_map(|r| r.share_mismatch.as_deref()).collect();
+    if !mismatches.is_empty() {
+        flags.push(Flag::WorkerShare { detail: mismatches.join("; ") });
+    }
     flags
 }
 
@@ -332,6 +336,7 @@ mod tests {
                 memory: None,
                 intervals: None,
                 load: None,
+                share_mismatch: None,
             })
             .collect();
         let mut r = PointResult {
@@ -413,6 +418,17 @@ mod tests {
         assert_eq!(short.summary.as_ref().unwrap().missing_rows, 4);
         assert_eq!(short.flags, vec![Flag::MissingRows { count: 4 }]);
         assert!(short.is_void());
+        // So does a worker's result that did not fit its share, with the reason.
+        let mut misfit = clean.clone();
+        misfit.runs[1].share_mismatch = Some("worker 2's result does not fit its share: 300000 ops, its share has 300".into());
+        misfit.summary = summarize(&misfit);
+        misfit.flags = void_flags(&misfit.runs);
+        assert_eq!(misfit.summary.as_ref().unwrap().median_ops_per_sec, None);
+        assert_eq!(
+            misfit.flags,
+            vec![Flag::WorkerShare { detail: "worker 2's result does not fit its share: 300000 ops, its share has 300".into() }]
+        );
+        assert!(misfit.is_void());
         // A void point is neither compared with the NO-DB ceiling nor ranked.
         let mut results = vec![result("nodb", "nodb", 1000.0, &["", ""]), short];
         flag_point(&mut results);

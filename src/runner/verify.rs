@@ -29,7 +29,7 @@ pub async fn blind_deletes(job: &RunJob, m: &mut RunMeasurement) {
     }
     let mut keys: BTreeMap<TableId, Vec<i64>> = BTreeMap::new();
     for seq in job.seqs.clone() {
-        let planned = job.stream.planned(&job.point, job.point_index, job.run, seq);
+        let planned = job.stream.planned_in_share(&job.point, job.point_index, job.run, seq, job.seqs.start, job.clients);
         if let (Op::Delete { table, key }, true) = (&planned.op, planned.expected_rows > 0) {
             keys.entry(*table).or_default().push(*key);
         }

@@ -250,6 +250,7 @@ impl Recorder {
             memory: None,
             intervals: None,
             load: None,
+            share_mismatch: None,
         }
     }
 }

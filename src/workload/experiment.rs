@@ -458,6 +458,14 @@ impl OpStream {
     /// groups matches the rows the generator put there. 0 where the plan cannot know
     /// (echo, MAX, analytic queries, ranges over TPC-H columns).
     pub fn planned(&self, point: &Point, point_index: usize, run: u32, seq: u64) -> PlannedOp {
+        self.planned_in_share(point, point_index, run, seq, 0, point.clients)
+    }
+
+    /// As [`OpStream::planned`], for a process that sends the run's sequence numbers from
+    /// `share_start` on with `clients` clients: one process sends them all (0 and the
+    /// point's clients); a worker (`--workers`) its share, whose YCSB reads do not read
+    /// what the shares before it insert (see `ycsb`'s module comment).
+    pub fn planned_in_share(&self, point: &Point, point_index: usize, run: u32, seq: u64, share_start: u64, clients: usize) -> PlannedOp {
         let table = self.table;
         if let (true, Some(records)) = (self.lifecycle, point.param) {
             return self.lifecycle_planned(records, seq);
@@ -482,10 +490,12 @@ impl OpStream {
             }
             ExperimentOp::Ycsb => {
                 let run_start = self.ycsb_seq(point_index, run, 0);
-                // One client executes in sequence order, so every earlier insert is done;
-                // with more, inserts of this run may still be in flight on other clients.
-                let settled = if point.clients == 1 { run_start + seq } else { run_start };
-                return self.ycsb.as_ref().expect("ycsb experiments have a generator").planned(run_start + seq, settled);
+                // One client executes in sequence order, so every earlier insert it reads
+                // is done; with more, inserts of this run may still be in flight on other
+                // clients. Other workers' inserts are not read at all.
+                let settled = if clients == 1 { run_start + seq } else { run_start };
+                let unseen = run_start..run_start + share_start.min(seq);
+                return self.ycsb.as_ref().expect("ycsb experiments have a generator").planned(run_start + seq, settled, &unseen);
             }
             ExperimentOp::Get => (Op::Get { table, key: self.dataset.key_at(table, self.read_order.apply(seq % self.preloaded)) }, loaded),
             ExperimentOp::Insert if self.sized && self.dataset.keys_shuffled() => {

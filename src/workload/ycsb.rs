@@ -10,6 +10,13 @@
 //! number `s` inserts keynum `recordcount + s`, so the keynums that exist at sequence `q`
 //! are the loaded ones plus `recordcount + s` for every insert sequence `s < q`. A keynum
 //! becomes a key through `insertorder` (see `data::ycsb`).
+//!
+//! A worker of a run with workers (`--workers`) sends a contiguous share of the run's
+//! sequence numbers while the others send theirs: the inserts of the shares before its own
+//! (`unseen`) have not happened yet when it starts. It reads only records it knows exist:
+//! the loaded ones, those inserted before the run, and its own inserts; the request
+//! distribution is drawn over those (for "latest", its own last insert is the latest).
+//! One process has no unseen sequence numbers and draws over every earlier insert.
 
 use super::distribution::Distribution;
 use crate::base::op::{Op, OpKind, PlannedOp};
@@ -18,6 +25,7 @@ use crate::base::table::{LazyValue, Row, TableDef, TableId};
 use crate::base::zipfian::{ZIPFIAN_CONSTANT, Zeta, Zipfian};
 use crate::data::ycsb::{self as data, FieldLengths, InsertOrder, Shape};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// YCSB's `requestdistribution`.
@@ -279,15 +287,16 @@ impl OpGen {
 
     /// The op at sequence number `seq`.
     pub fn op(&self, seq: u64) -> Op {
-        self.planned(seq, seq).op
+        self.planned(seq, seq, &(0..0)).op
     }
 
     /// The op at sequence number `seq` and the rows it must return or affect: an insert
     /// writes its record; a read, update, read-modify-write or scan finds its record (a
     /// scan at least its start) when that record is loaded or was inserted at a sequence
     /// number below `settled`. Records inserted in `settled..seq` may still be in flight on
-    /// another client, so nothing is expected of them.
-    pub fn planned(&self, seq: u64, settled: u64) -> PlannedOp {
+    /// another client, so nothing is expected of them. Records inserted at `unseen`
+    /// sequence numbers (other workers' shares) are never read.
+    pub fn planned(&self, seq: u64, settled: u64, unseen: &Range<u64>) -> PlannedOp {
         let table = self.table;
         let rc = self.workload.recordcount;
         let present = |keynum: u64| u64::from(keynum < rc || keynum - rc < settled);
@@ -298,12 +307,12 @@ impl OpGen {
             }
             OpKind::Update => {
                 let (column, value) = self.new_field(seq);
-                let keynum = self.keynum(seq);
+                let keynum = self.keynum_seen(seq, unseen);
                 (Op::Update { table, key: self.key_of(keynum), column, value }, present(keynum))
             }
             OpKind::ReadModifyWrite => {
                 let (column, value) = self.new_field(seq);
-                let keynum = self.keynum(seq);
+                let keynum = self.keynum_seen(seq, unseen);
                 (Op::ReadModifyWrite { table, key: self.key_of(keynum), column, value }, present(keynum))
             }
             OpKind::Scan => {
@@ -313,11 +322,11 @@ impl OpGen {
                     Some(z) => w.minscanlength + z.from_unit(self.scan_stream.unit(seq, 0)),
                     None => w.minscanlength + self.scan_stream.below(seq, 0, span),
                 };
-                let keynum = self.keynum(seq);
+                let keynum = self.keynum_seen(seq, unseen);
                 (Op::Scan { table, start: self.key_of(keynum), count: len as usize }, present(keynum))
             }
             _ => {
-                let keynum = self.keynum(seq);
+                let keynum = self.keynum_seen(seq, unseen);
                 (Op::Get { table, key: self.key_of(keynum) }, present(keynum))
             }
         };
@@ -334,13 +343,20 @@ impl OpGen {
 
     /// Whether record number `keynum` exists when sequence number `seq` runs.
     pub fn exists(&self, keynum: u64, seq: u64) -> bool {
-        let rc = self.workload.recordcount;
-        keynum < rc || (keynum - rc < seq && self.kind(keynum - rc) == OpKind::Insert)
+        self.seen(keynum, seq, &(0..0))
     }
 
-    /// The highest existing record number `<= keynum` at `seq` (walking back over
-    /// non-insert sequence numbers, bounded; then the last loaded record).
-    fn existing_at_or_below(&self, keynum: u64, seq: u64) -> u64 {
+    /// Whether record number `keynum` exists when sequence number `seq` runs and was not
+    /// inserted at an `unseen` sequence number.
+    fn seen(&self, keynum: u64, seq: u64, unseen: &Range<u64>) -> bool {
+        let rc = self.workload.recordcount;
+        keynum < rc || (keynum - rc < seq && !unseen.contains(&(keynum - rc)) && self.kind(keynum - rc) == OpKind::Insert)
+    }
+
+    /// The highest seen record number `<= keynum` at `seq` (walking back over non-insert
+    /// sequence numbers, bounded, and jumping over the unseen ones; then the last loaded
+    /// record).
+    fn existing_at_or_below(&self, keynum: u64, seq: u64, unseen: &Range<u64>) -> u64 {
         let rc = self.workload.recordcount;
         let mut k = keynum.min(rc + seq.saturating_sub(1));
         if self.workload.insertproportion == 0.0 {
@@ -348,12 +364,15 @@ impl OpGen {
         }
         let mut steps = 0;
         while k >= rc {
-            if self.exists(k, seq) {
+            if unseen.contains(&(k - rc)) {
+                k = rc + unseen.start;
+            } else if self.seen(k, seq, unseen) {
                 return k;
-            }
-            steps += 1;
-            if steps > WALK_LIMIT {
-                return rc - 1;
+            } else {
+                steps += 1;
+                if steps > WALK_LIMIT {
+                    return rc - 1;
+                }
             }
             k -= 1;
         }
@@ -364,6 +383,13 @@ impl OpGen {
     /// the request distribution over the records that exist at `seq`, as CoreWorkload's
     /// `nextKeynum` does.
     pub fn keynum(&self, seq: u64) -> u64 {
+        self.keynum_seen(seq, &(0..0))
+    }
+
+    /// As [`OpGen::keynum`], over the records not inserted at `unseen` sequence numbers:
+    /// the distribution is drawn over the seen records as if the unseen ones were not
+    /// there (the latest seen record stays the most likely for "latest").
+    fn keynum_seen(&self, seq: u64, unseen: &Range<u64>) -> u64 {
         let w = &self.workload;
         let rc = w.recordcount;
         let s = &self.key_stream;
@@ -382,7 +408,7 @@ impl OpGen {
                 let space = rc + w.operationcount.max(seq);
                 for lane in 0..MAX_TRIES {
                     let k = self.keys.sample(s, seq, lane, space);
-                    if self.exists(k, seq) {
+                    if self.seen(k, seq, unseen) {
                         return k;
                     }
                 }
@@ -391,9 +417,12 @@ impl OpGen {
             // Relative to the last inserted record (SkewedLatestGenerator; exponential as
             // CoreWorkload uses it: last - x).
             RequestDistribution::Latest | RequestDistribution::Exponential => {
-                let last = self.existing_at_or_below(rc + seq, seq);
-                let k = self.keys.sample(s, seq, 0, last + 1);
-                self.existing_at_or_below(k, seq)
+                let last = self.existing_at_or_below(rc + seq, seq, unseen);
+                // Drawn over the seen records closed up, then mapped back past the gap.
+                let gap = if last >= rc + unseen.end { unseen.end - unseen.start } else { 0 };
+                let k = self.keys.sample(s, seq, 0, last - gap + 1);
+                let k = if gap > 0 && k >= rc + unseen.start { k + gap } else { k };
+                self.existing_at_or_below(k, seq, unseen)
             }
         }
     }
@@ -521,10 +550,10 @@ mod tests {
             let run_start = 2000;
             for seq in 0..4000 {
                 // One client: every earlier insert is done, so every read finds its record.
-                let alone = g.planned(seq, seq);
+                let alone = g.planned(seq, seq, &(0..0));
                 assert_eq!(alone.op, g.op(seq));
                 // Several clients: only records loaded or inserted before the run started.
-                let shared = g.planned(seq, seq.min(run_start));
+                let shared = g.planned(seq, seq.min(run_start), &(0..0));
                 assert_eq!(shared.op, alone.op);
                 let keynum = match &alone.op {
                     Op::Insert { .. } => {
@@ -538,6 +567,40 @@ mod tests {
                 assert_eq!(shared.expected_rows, u64::from(settled), "workload {letter} seq {seq} keynum {keynum}");
             }
         }
+    }
+
+    #[test]
+    fn a_workers_share_reads_only_records_inserted_before_the_run_or_by_itself() {
+        // A run of 3,000 sequence numbers from 6,000 on, of which this worker sends the
+        // last third: the first two thirds are other workers' and unseen.
+        let (run_start, share_start, end) = (6000u64, 8000u64, 9000u64);
+        let unseen = run_start..share_start;
+        for letter in ['d', 'e'] {
+            let w = Workload { recordcount: 500, operationcount: 10_000, ..Workload::core(letter).unwrap() };
+            let rc = w.recordcount;
+            let g = OpGen::new(&w, 3, 0).unwrap();
+            let (mut reads, mut own) = (0, 0);
+            for seq in share_start..end {
+                let planned = g.planned(seq, seq, &unseen);
+                if matches!(planned.op, Op::Insert { .. }) {
+                    continue;
+                }
+                let keynum = g.keynum_seen(seq, &unseen);
+                reads += 1;
+                assert!(keynum < rc + run_start || (rc + share_start..rc + seq).contains(&keynum), "workload {letter} seq {seq}: {keynum}");
+                assert!(g.exists(keynum, seq), "workload {letter} seq {seq}: {keynum} was never inserted");
+                assert_eq!(planned.expected_rows, 1, "one client: every record it reads is there");
+                own += u64::from(keynum >= rc + share_start);
+            }
+            if letter == 'd' {
+                // "Latest": the worker's own recent inserts are still the most read.
+                assert!(own as f64 > 0.4 * reads as f64, "{own} of {reads}");
+            }
+        }
+        // With nothing unseen, one process's records.
+        let w = Workload { recordcount: 500, operationcount: 10_000, ..Workload::core('d').unwrap() };
+        let g = OpGen::new(&w, 3, 0).unwrap();
+        assert!((share_start..end).all(|seq| g.keynum_seen(seq, &(0..0)) == g.keynum(seq) && g.planned(seq, seq, &(0..0)).op == g.op(seq)));
     }
 
     #[test]

@@ -168,6 +168,10 @@ pub fn flags_html(p: &PointResult) -> String {
             Flag::MissingRows { count } => format!(
                 r#"<span class="flag loud" title="requests returned or affected fewer rows than the plan expects: the timing is void, no throughput is published">MISSING ROWS: {count}</span>"#
             ),
+            Flag::WorkerShare { detail } => format!(
+                r#"<span class="flag loud" title="a worker's result did not fit its share of the run and was left out: the timing is void, no throughput is published">WORKER SHARE MISMATCH: {}</span>"#,
+                esc(detail)
+            ),
             Flag::Retried { count } => format!(
                 r#"<span class="flag warn" title="requests were run again after the system aborted them for a concurrent one (optimistic concurrency); the latency includes the retries">{count} retr{}</span>"#,
                 if *count == 1 { "y" } else { "ies" }

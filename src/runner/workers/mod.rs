@@ -6,8 +6,9 @@
 //! measurement, which the coordinator adds up exactly (HDR histograms add; throughput is all
 //! ops over the union of the workers' windows).
 //!
-//! Owns who is which worker (flags and the engines' variables), the split of a run into
-//! shares and the sum of the shares' measurements. Must not place or start processes on
+//! Owns who is which worker (flags and the engines' variables), whether the run's worker
+//! token may be made here or must be given, how many workers a machine holds, the split of
+//! a run into shares and the sum of the shares' measurements. Must not place or start processes on
 //! machines (an engine such as Slurm or Kubernetes does; local workers are children of the
 //! coordinator) and must not write run directories (the runner does).
 
@@ -19,6 +20,7 @@ pub mod worker;
 
 use crate::adapter::Target;
 use crate::base::measurement::RunMeasurement;
+use crate::base::secret::{TOKEN_FILE_VARIABLE, TOKEN_VARIABLE, Token};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::runner::client::RunJob;
@@ -31,8 +33,9 @@ pub const JOIN_TIMEOUT_SECS: u64 = 120;
 /// Which part of a run with workers this process plays.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
-    /// Worker 0: listens at `listen` (any free loopback port when `None`) for the other
-    /// `count - 1` workers; with `spawn_local`, starts them itself as child processes.
+    /// Worker 0: listens at `listen` (`--listen`, else `--coordinator`; any free loopback
+    /// port when `None`) for the other `count - 1` workers; with `spawn_local`, starts them
+    /// itself as child processes.
     Coordinator { count: usize, listen: Option<String>, spawn_local: bool },
     /// Worker `index` (1 or more) of `count`, meeting the coordinator at `coordinator`.
     Worker { index: usize, count: usize, coordinator: String },
@@ -47,17 +50,19 @@ pub const INDEX_VARIABLES: [&str; 3] = ["DBSWEEP_WORKER", "SLURM_PROCID", "JOB_C
 pub const COORDINATOR_VARIABLE: &str = "DBSWEEP_COORDINATOR";
 
 impl Role {
-    /// The role from `--workers N`, `--worker I`, `--coordinator HOST:PORT` and the
-    /// environment (`var` reads a variable). `None`: one process runs everything.
+    /// The role from `--workers N`, `--worker I`, `--coordinator HOST:PORT`, `--listen
+    /// HOST:PORT` and the environment (`var` reads a variable). `None`: one process runs
+    /// everything.
     pub fn resolve(
         workers: Option<usize>,
         worker: Option<usize>,
         coordinator: Option<String>,
+        listen: Option<String>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Role>> {
         let Some(count) = workers else {
-            if worker.is_some() || coordinator.is_some() {
-                return Err(Error::usage("--worker and --coordinator need --workers N (the number of workers of the run)"));
+            if worker.is_some() || coordinator.is_some() || listen.is_some() {
+                return Err(Error::usage("--worker, --coordinator and --listen need --workers N (the number of workers of the run)"));
             }
             return Ok(None);
         };
@@ -65,13 +70,14 @@ impl Role {
             return Err(Error::usage("--workers 0: give the number of worker processes, 1 or more"));
         }
         let coordinator = coordinator.or_else(|| var(COORDINATOR_VARIABLE)).filter(|c| !c.is_empty());
+        let listen = listen.filter(|l| !l.is_empty());
         let index = match worker {
             Some(i) => Some(i),
             None => Self::index_from_environment(count, &var)?,
         };
         let Some(index) = index else {
             // No index anywhere: this process starts the other workers itself.
-            return Ok(Some(Role::Coordinator { count, listen: coordinator, spawn_local: true }));
+            return Ok(Some(Role::Coordinator { count, listen: listen.or(coordinator), spawn_local: true }));
         };
         if index >= count {
             return Err(Error::usage(format!(
@@ -79,8 +85,10 @@ impl Role {
             )));
         }
         if index == 0 {
-            return Ok(Some(Role::Coordinator { count, listen: coordinator, spawn_local: false }));
+            return Ok(Some(Role::Coordinator { count, listen: listen.or(coordinator), spawn_local: false }));
         }
+        // `--listen` is the coordinator's: every worker of an engine gets the same flags
+        // and variables, and a worker meets the coordinator at `--coordinator`.
         let coordinator = coordinator.ok_or_else(|| {
             Error::usage(format!("worker {index}: give the coordinator's address with --coordinator HOST:PORT (or {COORDINATOR_VARIABLE})"))
         })?;
@@ -99,6 +107,69 @@ impl Role {
         }
         Ok(None)
     }
+}
+
+/// The run's worker token for `role`, from `from_environment` (what
+/// [`Token::from_environment`] found): a coordinator whose workers are all its own
+/// children, listening on loopback only, makes one when none is given (its children get it
+/// in their environment). Every other setup has workers that start on their own, on this
+/// machine or others, and needs the token given to all of them: without one it is a usage
+/// error (exit 2).
+pub fn token(role: &Role, from_environment: Option<Token>) -> Result<Arc<Token>> {
+    if let Some(token) = from_environment {
+        return Ok(Arc::new(token));
+    }
+    let missing = |who: String| {
+        Error::usage(format!(
+            "{who} needs the run's worker token: set {TOKEN_VARIABLE} (e.g. to the output of `openssl rand -hex 32`) or {TOKEN_FILE_VARIABLE} to a file holding it, the same for the coordinator and every worker"
+        ))
+    };
+    match role {
+        Role::Worker { index, .. } => Err(missing(format!("worker {index}"))),
+        Role::Coordinator { spawn_local: false, .. } => {
+            Err(missing("a coordinator of workers that start on their own (worker index 0)".into()))
+        }
+        Role::Coordinator { listen: Some(address), .. } if !loopback_only(address) => {
+            Err(missing(format!("a coordinator listening on {address}, which is not a loopback address,")))
+        }
+        Role::Coordinator { .. } => Token::generate().map(Arc::new),
+    }
+}
+
+/// Whether `address` (`HOST:PORT`) names loopback addresses only.
+fn loopback_only(address: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    match address.to_socket_addrs() {
+        Ok(resolved) => {
+            let resolved: Vec<std::net::SocketAddr> = resolved.collect();
+            !resolved.is_empty() && resolved.iter().all(|a| a.ip().is_loopback())
+        }
+        Err(_) => false,
+    }
+}
+
+/// Refuses (exit 2) more workers than this machine can hold: local workers (`spawn_local`)
+/// by [`local::capacity`]; workers that start on their own by the coordinator's
+/// file-descriptor limit (one connection each, half of the limit left for the targets).
+pub fn check_count(role: &Role) -> Result<()> {
+    let (count, spawn_local) = match role {
+        Role::Coordinator { count, spawn_local, .. } => (*count, *spawn_local),
+        Role::Worker { count, .. } => (*count, false),
+    };
+    let (cap, why) = if spawn_local { local::capacity() } else { remote_capacity() };
+    if count > cap {
+        return Err(Error::usage(format!(
+            "--workers {count}: this machine holds at most {cap} workers ({why}); use --workers {cap} or fewer"
+        )));
+    }
+    Ok(())
+}
+
+/// The most workers a coordinator can hold connections to, and why.
+fn remote_capacity() -> (usize, String) {
+    let open_files = local::limit(libc::RLIMIT_NOFILE).unwrap_or(1024);
+    let cap = usize::try_from(open_files / 2).unwrap_or(usize::MAX).max(1);
+    (cap, format!("one connection each, half of the {open_files} open files allowed"))
 }
 
 /// Refuses (exit 2) a plan workers cannot run: lifecycle studies (their phases build on
@@ -207,40 +278,98 @@ mod tests {
         assert_eq!(share(1, 2, 2, &(100..200), 1), (1, 150..200));
     }
 
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+        move |k: &str| map.get(k).map(|v| v.to_string())
+    }
+
     #[test]
     fn the_role_comes_from_flags_then_dbsweep_slurm_and_kubernetes_variables() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            let map: HashMap<&str, &str> = pairs.iter().copied().collect();
-            move |k: &str| map.get(k).map(|v| v.to_string())
-        };
-        assert_eq!(Role::resolve(None, None, None, env(&[("SLURM_PROCID", "1")])).unwrap(), None);
+        assert_eq!(Role::resolve(None, None, None, None, env(&[("SLURM_PROCID", "1")])).unwrap(), None);
         assert_eq!(
-            Role::resolve(Some(3), None, None, env(&[])).unwrap(),
+            Role::resolve(Some(3), None, None, None, env(&[])).unwrap(),
             Some(Role::Coordinator { count: 3, listen: None, spawn_local: true })
         );
         assert_eq!(
-            Role::resolve(Some(3), None, None, env(&[("SLURM_PROCID", "2"), ("SLURM_NTASKS", "3"), ("DBSWEEP_COORDINATOR", "n1:7070")]))
-                .unwrap(),
+            Role::resolve(
+                Some(3),
+                None,
+                None,
+                None,
+                env(&[("SLURM_PROCID", "2"), ("SLURM_NTASKS", "3"), ("DBSWEEP_COORDINATOR", "n1:7070")])
+            )
+            .unwrap(),
             Some(Role::Worker { index: 2, count: 3, coordinator: "n1:7070".into() })
         );
         // A batch script's step is one task: not a worker index.
         assert_eq!(
-            Role::resolve(Some(3), None, Some("n1:7070".into()), env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")])).unwrap(),
+            Role::resolve(Some(3), None, Some("n1:7070".into()), None, env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")])).unwrap(),
             Some(Role::Coordinator { count: 3, listen: Some("n1:7070".into()), spawn_local: true })
         );
         assert_eq!(
-            Role::resolve(Some(3), None, Some("c:1".into()), env(&[("JOB_COMPLETION_INDEX", "0")])).unwrap(),
+            Role::resolve(Some(3), None, Some("c:1".into()), None, env(&[("JOB_COMPLETION_INDEX", "0")])).unwrap(),
             Some(Role::Coordinator { count: 3, listen: Some("c:1".into()), spawn_local: false })
         );
         assert_eq!(
-            Role::resolve(Some(3), Some(1), Some("c:1".into()), env(&[("JOB_COMPLETION_INDEX", "2")])).unwrap(),
+            Role::resolve(Some(3), Some(1), Some("c:1".into()), None, env(&[("JOB_COMPLETION_INDEX", "2")])).unwrap(),
             Some(Role::Worker { index: 1, count: 3, coordinator: "c:1".into() })
         );
         for (workers, worker, coordinator) in
             [(Some(3), Some(3), Some("c:1")), (Some(3), Some(1), None), (None, Some(1), None), (Some(0), None, None)]
         {
-            let e = Role::resolve(workers, worker, coordinator.map(str::to_string), env(&[])).unwrap_err();
+            let e = Role::resolve(workers, worker, coordinator.map(str::to_string), None, env(&[])).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{e}");
         }
+    }
+
+    #[test]
+    fn listen_is_where_the_coordinator_binds_and_workers_meet_it_at_coordinator() {
+        assert_eq!(
+            Role::resolve(Some(3), Some(0), Some("node1:7070".into()), Some("[::]:7070".into()), env(&[])).unwrap(),
+            Some(Role::Coordinator { count: 3, listen: Some("[::]:7070".into()), spawn_local: false })
+        );
+        // Every task of an engine gets the same flags: a worker's --listen is the coordinator's.
+        assert_eq!(
+            Role::resolve(Some(3), Some(1), Some("node1:7070".into()), Some("[::]:7070".into()), env(&[])).unwrap(),
+            Some(Role::Worker { index: 1, count: 3, coordinator: "node1:7070".into() })
+        );
+        let e = Role::resolve(None, None, None, Some("0.0.0.0:1".into()), env(&[])).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("--listen"), "{e}");
+    }
+
+    #[test]
+    fn only_a_coordinator_of_local_children_on_loopback_makes_its_own_token() {
+        let given = Token::from_text("a-token-of-the-environment", "a test").unwrap();
+        let local = |listen: Option<&str>| Role::Coordinator { count: 3, listen: listen.map(str::to_string), spawn_local: true };
+        for loopback in [None, Some("127.0.0.1:7070"), Some("[::1]:7070"), Some("localhost:7070")] {
+            let made = token(&local(loopback), None).unwrap();
+            assert_ne!(*made, given, "{loopback:?}: a fresh token");
+        }
+        assert_eq!(*token(&local(Some("0.0.0.0:7070")), Some(given.clone())).unwrap(), given, "the environment's wins");
+        let remote = [
+            local(Some("0.0.0.0:7070")),
+            local(Some("[::]:7070")),
+            Role::Coordinator { count: 3, listen: Some("127.0.0.1:7070".into()), spawn_local: false },
+            Role::Worker { index: 1, count: 3, coordinator: "127.0.0.1:7070".into() },
+        ];
+        for role in remote {
+            let e = token(&role, None).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{role:?}");
+            assert!(e.to_string().contains("DBSWEEP_WORKER_TOKEN") && e.to_string().contains("DBSWEEP_WORKER_TOKEN_FILE"), "{e}");
+        }
+    }
+
+    #[test]
+    fn more_workers_than_the_machine_holds_are_refused_with_the_cap_and_why() {
+        let (cap, why) = local::capacity();
+        assert!(cap >= 1 && !why.is_empty());
+        let role = |count: usize, spawn_local: bool| Role::Coordinator { count, listen: None, spawn_local };
+        check_count(&role(cap, true)).unwrap();
+        let e = check_count(&role(cap + 1, true)).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains(&format!("at most {cap} workers ({why})")), "{e}");
+        let e = check_count(&role(100_000_000, false)).unwrap_err();
+        assert!(e.to_string().contains("open files"), "{e}");
     }
 }

@@ -1,15 +1,17 @@
-//! A worker of a run (index 1 or more): joins the coordinator, opens the run's targets
-//! under the coordinator's lease, and for every run the coordinator sends connects its
-//! share of the clients, waits for the word to start, sends its share of the ops and
-//! returns its measurement. Loads nothing, cleans nothing up, writes no files.
+//! A worker of a run (index 1 or more): joins the coordinator (each side proving that it
+//! holds the run's worker token), opens the run's targets under the coordinator's lease,
+//! and for every run the coordinator sends connects its share of the clients, waits for
+//! the word to start, sends its share of the ops and returns its measurement. Loads
+//! nothing, cleans nothing up, writes no files.
 //!
 //! Owns the worker's side of the conversation. Must not decide splits (see `share`) or sum
 //! measurements (the coordinator does).
 
 use super::coordinator::share_of;
-use super::protocol::{Link, RunId, ToCoordinator, ToWorker, unix_nanos};
+use super::protocol::{HANDSHAKE_DEADLINE, HandshakeError, Link, RunId, ToCoordinator, ToWorker, unix_nanos};
 use super::{JOIN_TIMEOUT_SECS, check_targets};
 use crate::adapter::{OpenContext, Target, TargetUrl, registry};
+use crate::base::secret::{TOKEN_FILE_VARIABLE, TOKEN_VARIABLE, Token};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -36,8 +38,8 @@ struct Round {
 
 /// Serves as worker `index` of `count` until the coordinator at `coordinator` says the run
 /// is over. An error: refused (exit 2) or the coordinator lost (exit 1).
-pub async fn serve(plan: &Plan, index: usize, count: usize, coordinator: &str, cancel: &Cancel) -> Result<()> {
-    let mut link = join(coordinator, cancel).await?;
+pub async fn serve(plan: &Plan, index: usize, count: usize, coordinator: &str, token: Arc<Token>, cancel: &Cancel) -> Result<()> {
+    let mut link = join(coordinator, token, cancel).await?;
     link.send(&ToCoordinator::Hello {
         worker: index,
         workers: count,
@@ -80,7 +82,7 @@ pub async fn serve(plan: &Plan, index: usize, count: usize, coordinator: &str, c
             ToWorker::Run(id) => {
                 let round = round(&mut rounds, plan, id.round);
                 match prepare_run(plan, &targets, round, &id).await {
-                    Ok(job) => run(&mut link, share_of(&job, index, count), cancel).await.map_err(lost)?,
+                    Ok(job) => run(&mut link, id, share_of(&job, index, count), cancel).await.map_err(lost)?,
                     Err(e) => link.send(&ToCoordinator::Failed { reason: format!("worker {index}: {e}") }).await.map_err(lost)?,
                 }
             }
@@ -102,17 +104,29 @@ fn login_url(plan: &Plan, name: &str, coordinators: &str) -> Result<TargetUrl> {
     }
 }
 
-/// Connects to the coordinator, retrying while it is not listening yet (the engine starts
-/// all workers at about the same time).
-async fn join(coordinator: &str, cancel: &Cancel) -> Result<Link> {
+/// Connects to the coordinator and authenticates, retrying while it is not listening yet
+/// (the engine starts all workers at about the same time) or closes the connection before
+/// the handshake (it is busy with other connections). A coordinator that refuses this
+/// worker's token, or cannot prove that it holds it, ends the worker (exit 2).
+async fn join(coordinator: &str, token: Arc<Token>, cancel: &Cancel) -> Result<Link> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(JOIN_TIMEOUT_SECS);
     loop {
-        match TcpStream::connect(coordinator).await {
-            Ok(stream) => return Ok(Link::new(stream)),
-            Err(e) if tokio::time::Instant::now() >= deadline => {
-                return Err(Error::runtime(format!("cannot reach the coordinator at {coordinator} within {JOIN_TIMEOUT_SECS} s: {e}")));
-            }
-            Err(_) => {}
+        let why = match TcpStream::connect(coordinator).await {
+            Ok(stream) => match tokio::time::timeout(HANDSHAKE_DEADLINE, Link::open_as_worker(stream, token.clone())).await {
+                Err(_) => format!("no handshake within {} s", HANDSHAKE_DEADLINE.as_secs()),
+                Ok(Ok(link)) => return Ok(link),
+                Ok(Err(HandshakeError::Refused(reason))) => return Err(Error::usage(reason)),
+                Ok(Err(HandshakeError::NotAuthenticated(why))) => {
+                    return Err(Error::usage(format!(
+                        "{coordinator}: {why}; give the coordinator and every worker the same {TOKEN_VARIABLE} (or {TOKEN_FILE_VARIABLE})"
+                    )));
+                }
+                Ok(Err(HandshakeError::Connection(why))) => why,
+            },
+            Err(e) => e.to_string(),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::runtime(format!("cannot reach the coordinator at {coordinator} within {JOIN_TIMEOUT_SECS} s: {why}")));
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(200)) => {}
@@ -162,9 +176,10 @@ async fn prepare_run(plan: &Plan, targets: &BTreeMap<String, Arc<dyn Target>>, r
 
 /// Runs this worker's share behind the coordinator's barrier and sends its measurement;
 /// reports progress every second meanwhile. An error: the coordinator went away.
-async fn run(link: &mut Link, mut job: client::RunJob, cancel: &Cancel) -> Result<()> {
+async fn run(link: &mut Link, id: RunId, mut job: client::RunJob, cancel: &Cancel) -> Result<()> {
     job.cancel = cancel.flag();
     let progress = job.progress.clone();
+    let job_clients = job.clients;
     let (ready_tx, ready_rx) = oneshot::channel();
     let (go_tx, go_rx) = oneshot::channel();
     let mut task = tokio::spawn(client::run_share(Arc::new(job), Some(StartGate { ready: ready_tx, go: go_rx })));
@@ -201,5 +216,5 @@ async fn run(link: &mut Link, mut job: client::RunJob, cancel: &Cancel) -> Resul
         }
     };
     let window = window.map(|w| (unix_nanos(w.start), unix_nanos(w.end)));
-    link.send(&ToCoordinator::Done { measurement: Box::new(measurement), window }).await
+    link.send(&ToCoordinator::Done { id, clients: job_clients, measurement: Box::new(measurement), window }).await
 }

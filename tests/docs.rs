@@ -255,3 +255,36 @@ fn the_cli_reference_is_generated_from_the_code() {
         "docs/cli.md differs from what the code generates; regenerate it with\n  cargo run -- man --markdown > docs/cli.md\nand commit it"
     );
 }
+
+/// The relative link targets of `text`'s Markdown links (`[a](docs/x.md#part)` ->
+/// `docs/x.md`), without web addresses and in-page anchors.
+fn relative_links(text: &str) -> Vec<String> {
+    text.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &text[at + 2..];
+            let target = &rest[..rest.find(')')?];
+            let path = target.split('#').next().unwrap_or_default();
+            (!path.is_empty() && !path.contains("://") && !path.starts_with("mailto:")).then(|| path.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = root();
+    let mut files = vec![root.join("README.md"), root.join("bench/README.md")];
+    for dir in ["docs", "bench/results"] {
+        files.extend(std::fs::read_dir(root.join(dir)).expect("the directory").filter_map(|e| e.ok().map(|e| e.path())));
+    }
+    let mut broken = Vec::new();
+    for file in files.iter().filter(|f| f.extension().is_some_and(|x| x == "md")) {
+        let text = std::fs::read_to_string(file).expect("a Markdown file");
+        for link in relative_links(&text) {
+            if !file.parent().expect("a directory").join(&link).exists() {
+                broken.push(format!("{}: {link}", file.strip_prefix(&root).unwrap_or(file).display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to files that do not exist:\n{}", broken.join("\n"));
+    assert_eq!(relative_links("see [a](docs/a.md#x), [b](https://x.org) and [c](#here)"), ["docs/a.md"]);
+}

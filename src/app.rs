@@ -130,7 +130,8 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
         }
         Command::Merge { dirs, out } => merge(dirs, out, command_line),
         Command::Completions { shell } => command_line::print_completions(shell),
-        Command::Man { dir } => command_line::man_pages(dir.as_deref()),
+        Command::Man { markdown: true, .. } => say(&command_line::markdown_reference()),
+        Command::Man { dir, markdown: false } => command_line::man_pages(dir.as_deref()),
         Command::Report { dir } => {
             let mut report = report::load(&dir)?;
             report::exports::write_all(&dir, &mut report)?;

@@ -71,11 +71,16 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Print dbsweep's man page (roff), or with --dir write it and one page per subcommand
-    /// (dbsweep-run.1, ...) there, e.g. `dbsweep man --dir ~/.local/share/man/man1`.
+    /// (dbsweep-run.1, ...) there, e.g. `dbsweep man --dir ~/.local/share/man/man1`; with
+    /// --markdown print the CLI reference as Markdown (docs/cli.md).
     Man {
         /// Write dbsweep.1 and dbsweep-SUBCOMMAND.1 into this directory (created if missing).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Print every command and flag as one Markdown page instead (docs/cli.md is this
+        /// output).
+        #[arg(long, conflicts_with = "dir")]
+        markdown: bool,
     },
     /// Re-render results.csv, results_ops.csv, report.html and the console tables from a run
     /// directory's report.json.
@@ -253,8 +258,9 @@ pub struct RunArgs {
     /// Keep dbsweep's tables and keys after the run instead of removing them.
     #[arg(long, env = "DBSWEEP_KEEP_DATA", value_parser = BoolishValueParser::new())]
     pub keep_data: bool,
-    /// Show no progress: no bar, no line per point as it lands, no periodic progress line
-    /// (without a terminal); the final tables still print.
+    /// Show no progress: no bar, no line per point as it lands, and no plain `progress
+    /// ...` line every 30 s (printed instead of the bar without a terminal: CI logs,
+    /// nohup); the final tables still print.
     #[arg(long, env = "DBSWEEP_NO_PROGRESS", value_parser = BoolishValueParser::new())]
     pub no_progress: bool,
     /// Run only shard I of N (0 <= I < N) of the study: a deterministic share of its

@@ -218,6 +218,116 @@ fn man_page(root: &clap::Command, command: &clap::Command) -> Result<String> {
     Ok(page)
 }
 
+/// `dbsweep man --markdown`: every command and flag as one Markdown page (docs/cli.md),
+/// walked from the same clap command as `--help` and the man pages, so the reference
+/// cannot drift from them: per command its description, usage and arguments with their
+/// help, value names, defaults, environment variables and possible values; `run`'s
+/// examples; the exit codes.
+pub fn markdown_reference() -> String {
+    let mut root = command().disable_help_subcommand(true);
+    root.build();
+    let mut page = String::from(
+        "# Command-line reference\n\n\
+         Generated from dbsweep's command definition by `dbsweep man --markdown`; do not edit by\n\
+         hand (`tests/docs.rs` fails when it differs from the code). Regenerate with\n\
+         `cargo run -- man --markdown > docs/cli.md`.\n",
+    );
+    markdown_command(&root, &[], &mut page);
+    page.push_str("\n## Exit status\n\n");
+    for (code, meaning) in crate::error::EXIT_CODES {
+        page.push_str(&format!("- `{code}`: {meaning}\n"));
+    }
+    page
+}
+
+/// `command` (reached through `parents`) and then its subcommands, into `page`.
+fn markdown_command(command: &clap::Command, parents: &[&str], page: &mut String) {
+    let path = [parents, &[command.get_name()]].concat();
+    let title = path.join(" ");
+    page.push_str(&format!("\n## {title}\n\n"));
+    if let Some(about) = command.get_long_about().or(command.get_about()) {
+        page.push_str(&format!("{}\n\n", one_paragraph(&about.to_string())));
+    }
+    let usage = command.clone().bin_name(&title).render_usage().to_string();
+    let usage = usage.trim().trim_start_matches("Usage:").trim();
+    page.push_str(&format!("```text\n{usage}\n```\n"));
+    // In `--help`'s order: positional arguments first, then the options as defined.
+    let mut arguments: Vec<&clap::Arg> =
+        command.get_arguments().filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version")).collect();
+    arguments.sort_by_key(|a| (!a.is_positional(), a.get_display_order()));
+    if !arguments.is_empty() {
+        page.push('\n');
+    }
+    for arg in arguments {
+        page.push_str(&format!("- {}", markdown_argument_name(arg)));
+        if let Some(help) = arg.get_long_help().or(arg.get_help()) {
+            page.push_str(&format!(": {}", one_paragraph(&help.to_string())));
+        }
+        let mut notes = Vec::new();
+        let defaults: Vec<String> = arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+        if !defaults.is_empty() && !arg.is_hide_default_value_set() && takes_values(arg) {
+            notes.push(format!("default: `{}`", defaults.join(",")));
+        }
+        if !arg.is_hide_possible_values_set() && takes_values(arg) {
+            let values: Vec<String> =
+                arg.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| format!("`{}`", v.get_name())).collect();
+            if !values.is_empty() {
+                notes.push(format!("values: {}", values.join(", ")));
+            }
+        }
+        if let Some(var) = arg.get_env().filter(|_| !arg.is_hide_env_set()) {
+            notes.push(format!("env: `{}`", var.to_string_lossy()));
+        }
+        if !notes.is_empty() {
+            page.push_str(&format!(" ({})", notes.join("; ")));
+        }
+        page.push('\n');
+    }
+    if let Some(after) = command.get_after_help() {
+        page.push_str(&format!("\n```text\n{}\n```\n", after.to_string().trim_end()));
+    }
+    // In `--help`'s order (`run` first), not the order of definition.
+    let mut subcommands: Vec<&clap::Command> = command.get_subcommands().filter(|s| !s.is_hide_set()).collect();
+    subcommands.sort_by_key(|s| s.get_display_order());
+    for sub in subcommands {
+        markdown_command(sub, &path, page);
+    }
+}
+
+/// `-c, --clients <LIST>` or `<STUDY>`, in code spans.
+fn markdown_argument_name(arg: &clap::Arg) -> String {
+    let values: Vec<String> = match arg.get_value_names() {
+        _ if !takes_values(arg) => Vec::new(),
+        Some(names) => names.iter().map(|n| format!("<{n}>")).collect(),
+        None => vec![format!("<{}>", arg.get_id().as_str().to_uppercase())],
+    };
+    if arg.is_positional() {
+        return format!("`{}`", values.join(" "));
+    }
+    let mut names = Vec::new();
+    if let Some(short) = arg.get_short() {
+        names.push(format!("-{short}"));
+    }
+    if let Some(long) = arg.get_long() {
+        names.push(format!("--{long}"));
+    }
+    let names = names.join(", ");
+    match values.is_empty() {
+        true => format!("`{names}`"),
+        false => format!("`{names} {}`", values.join(" ")),
+    }
+}
+
+/// Whether `arg` is given a value (`--clients 1,2`), not a flag (`--quick`).
+fn takes_values(arg: &clap::Arg) -> bool {
+    matches!(arg.get_action(), clap::ArgAction::Set | clap::ArgAction::Append)
+}
+
+/// Help text as one Markdown paragraph: its lines joined with spaces.
+fn one_paragraph(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// `text` as one roff text line: backslashes and hyphens escaped, a leading control
 /// character neutralised.
 fn roff_line(text: &str) -> String {
@@ -291,6 +401,22 @@ pub fn check_resume_without_out(matches: &ArgMatches) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_markdown_reference_names_every_command_flag_and_variable() {
+        let page = markdown_reference();
+        for heading in ["## dbsweep run\n", "## dbsweep gen keys\n", "## dbsweep merge\n", "## dbsweep man\n"] {
+            assert!(page.contains(heading), "{heading} missing:\n{page}");
+        }
+        assert!(page.contains("- `-c, --clients <LIST>`: Client counts"), "{page}");
+        assert!(page.contains("env: `DBSWEEP_CLIENTS`"), "{page}");
+        assert!(page.contains("default: `5%`"), "compare --min-effect's default: {page}");
+        assert!(page.contains("- `130`: "), "exit codes: {page}");
+        assert!(page.contains("- `-q, --quick`: "), "a flag has no value: {page}");
+        let run = &page[page.find("## dbsweep run\n").unwrap()..];
+        assert!(run.find("- `<STUDY>`").unwrap() < run.find("- `-P <FILE>`").unwrap(), "--help's order: {run}");
+        assert!(!page.contains("`-h, --help`"), "help flags are left out: {page}");
+    }
 
     #[test]
     fn run_help_shows_the_default_studys_values() {

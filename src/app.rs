@@ -80,6 +80,23 @@ fn say(text: &str) -> Result<()> {
     }
 }
 
+/// `path` (a bare name: in the current directory), when a file can be written there: its
+/// directory takes a new file and it is no directory itself. Usage errors (exit 2), found
+/// before anything is made.
+fn writable_file(flag: &str, path: PathBuf) -> Result<PathBuf> {
+    let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(Error::usage(format!("{flag} {shown} is a directory; name a file")));
+    }
+    let dir = path.parent().unwrap_or(std::path::Path::new("/"));
+    tempfile::Builder::new().prefix(".dbsweep-probe-").tempfile_in(dir).map_err(|e| {
+        let why = e.raw_os_error().map_or_else(|| e.kind().to_string(), |code| std::io::Error::from_raw_os_error(code).to_string());
+        Error::usage(format!("{flag} {shown}: cannot write a file in {} ({why}); name a file in a writable directory", dir.display()))
+    })?;
+    Ok(path)
+}
+
 /// `raw_args`: the arguments after the program name, as given (local workers get them).
 fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     match command {
@@ -90,6 +107,8 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             if n == 0 {
                 return Err(Error::usage("gen keys: N must be at least 1"));
             }
+            plan::bounds::check_keys(n, value_bytes, &plan::bounds::Machine::here())?;
+            let out = out.map(|path| writable_file("gen keys --out", path)).transpose()?;
             use crate::data::pairs::{PairGen, PairValue};
             let values = match value_bytes {
                 Some(bytes) => PairGen::new(seed, PairValue::Text, bytes),
@@ -97,10 +116,7 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             };
             let text = crate::data::keys::to_csv(n, seed, &values);
             match out {
-                Some(path) => {
-                    let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
-                    report::write_atomic(&path, text.as_bytes())
-                }
+                Some(path) => report::write_atomic(&path, text.as_bytes()),
                 None => say(&text),
             }
         }
@@ -270,6 +286,16 @@ async fn gather_workers(
     spawn_local: bool,
     raw_args: &[OsString],
 ) -> Result<(runner::workers::coordinator::Coordinator, Option<runner::workers::local::LocalWorkers>)> {
+    // Before any worker starts: a target the workers cannot share is refused once, by the
+    // coordinator, not again by every local worker.
+    let scratch = tempfile::Builder::new()
+        .prefix("dbsweep-scratch-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
+    let open_ctx = crate::adapter::OpenContext::new(scratch.path());
+    let targets = plan.targets.iter().map(|t| crate::adapter::registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<Vec<_>>>()?;
+    runner::workers::check_targets(&targets)?;
+    drop(targets);
     let bind = match listen {
         Some(address) => {
             let port = address

@@ -62,6 +62,18 @@ impl TargetUrl {
                 )));
             }
         }
+        let mut seen: Vec<String> = Vec::new();
+        for (key, _) in inner.query_pairs() {
+            // The password's spellings are one option: `password=a&pass=b` gives it twice.
+            let key = if is_password_param(&key) { "password".to_string() } else { key.into_owned() };
+            if seen.contains(&key) {
+                return Err(Error::usage(format!(
+                    "target URL '{}': option '{key}' is given twice; give each URL option once",
+                    redact_text(text)
+                )));
+            }
+            seen.push(key);
+        }
         Ok(TargetUrl { inner, more_hosts })
     }
 
@@ -326,6 +338,24 @@ mod tests {
         for bad in ["cassandra://h1:9042,", "cassandra://h1:9042,h2:x", "cassandra://h1:1,h2:2:3"] {
             assert_eq!(TargetUrl::parse(bad).err().map(|e| e.exit_code()), Some(2), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_option_given_twice_is_refused_for_every_scheme() {
+        for text in [
+            "postgres://u@127.0.0.1:5432/db?layout=row&layout=jsonb",
+            "redis://127.0.0.1:6379/0?batch_mode=pipeline&batch_mode=mget",
+            "sqlite:/tmp/x.db?journal=wal&journal=delete",
+            "mock:?fail_every=10&fail_every=3",
+            "mysql://u:canary-pw@h:3306/db?password=canary-pw2&pass=canary-pw3",
+        ] {
+            let e = TargetUrl::parse(text).err().unwrap_or_else(|| panic!("{text} accepted"));
+            assert_eq!(e.exit_code(), 2);
+            let e = e.to_string();
+            assert!(e.contains("is given twice; give each URL option once"), "{e}");
+            assert!(!e.contains("canary-pw"), "{e}");
+        }
+        TargetUrl::parse("postgres://u@h:5432/db?layout=row&password=x").unwrap();
     }
 
     #[test]

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub mod bounds;
 mod duration;
 pub mod estimate;
 mod experiments;

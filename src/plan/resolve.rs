@@ -4,8 +4,8 @@
 //!
 //! Owns the precedence of settings (flags, then YCSB's `-P`/`-p`, then `--quick`, then the
 //! study file, then the defaults) and the run-wide checks; the experiments' own checks live
-//! in `experiments`. Must not open connections or touch the file system beyond reading the
-//! study and YCSB workload files.
+//! in `experiments`; the machine's limits are `bounds`'. Must not open connections or touch
+//! the file system beyond reading the study and YCSB workload files.
 
 use super::experiments::{self, ExperimentScope};
 use super::method::and_list;
@@ -13,7 +13,7 @@ use super::{
     DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
     stopping, ycsb,
 };
-use super::{duration, estimate, method};
+use super::{bounds, duration, estimate, method};
 use crate::adapter::lease::Namespace;
 use crate::base::durability::Durability;
 use crate::data::{DataSpec, RecordCounts};
@@ -21,8 +21,14 @@ use crate::error::{Error, Result};
 use crate::servers::ServerKind;
 use crate::workload::experiment::{Experiment, Rate};
 
-/// Validates raw options against a study and resolves everything into a plan.
+/// Validates raw options against a study and resolves everything into a plan, its numbers
+/// bounded by what this machine can hold and do.
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
+    resolve_with(opts, &bounds::Machine::here())
+}
+
+/// `resolve` on `machine`.
+pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Result<Plan> {
     let StudyWithYcsb { study, ycsb, from_ycsb, mut warnings } = study_with_ycsb(opts)?;
     let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
     let precision = stopping::resolve(stopping::StopFlags {
@@ -103,6 +109,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         budget_note: None,
         hash: String::new(),
     };
+    // Before anything walks the plan's rows or ops (the budget's estimate does).
+    bounds::check_plan(&plan, machine)?;
     if let Some(budget) = &opts.budget {
         let secs = stopping::parse_duration("--budget", budget)?;
         plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
@@ -319,8 +327,11 @@ fn hlog_interval(opts: &RunOptions) -> Result<Option<std::time::Duration>> {
 /// The per-op timeout in seconds (`--timeout`, default 60).
 fn op_timeout(opts: &RunOptions) -> Result<f64> {
     let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
-    if timeout_secs.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-        return Err(Error::usage("--timeout must be a positive number of seconds"));
+    if timeout_secs.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || timeout_secs > bounds::HORIZON_SECS {
+        return Err(Error::usage(format!(
+            "--timeout must be a positive number of seconds, at most {} (a week, the longest a plan may take)",
+            bounds::HORIZON_SECS
+        )));
     }
     Ok(timeout_secs)
 }

@@ -187,6 +187,28 @@ pub struct Experiment {
     pub points: Vec<Point>,
 }
 
+impl Experiment {
+    /// Ops per run at a point (see `OpStream::ops_at`), known from the plan alone.
+    pub fn ops_at(&self, point: &Point) -> u64 {
+        ops_at(self.lifecycle, self.sized, self.op, self.ops, point)
+    }
+}
+
+/// Ops per run at `point` of an experiment of `op` with `ops` ops: its size for sized
+/// experiments, a lifecycle phase's own count, else `ops`.
+fn ops_at(lifecycle: bool, sized: bool, op: ExperimentOp, ops: u64, point: &Point) -> u64 {
+    match (lifecycle, sized, point.param) {
+        (true, _, Some(n)) => match op {
+            ExperimentOp::Insert => n,
+            ExperimentOp::Delete => ops.min(n),
+            ExperimentOp::FetchAll => 1,
+            _ => ops,
+        },
+        (false, true, Some(n)) => n,
+        _ => ops,
+    }
+}
+
 /// Lifecycle deletes: a delete phase of `ops` ops over `records` keys removes every
 /// `delete_step`-th key from 0, `ops.min(records)` of them.
 fn delete_step(ops: u64, records: u64) -> u64 {
@@ -310,16 +332,7 @@ impl OpStream {
 
     /// Ops per run at a point: its size for sized experiments, else the experiment's.
     pub fn ops_at(&self, point: &Point) -> u64 {
-        match (self.lifecycle, self.sized, point.param) {
-            (true, _, Some(n)) => match self.op {
-                ExperimentOp::Insert => n,
-                ExperimentOp::Delete => self.ops.min(n),
-                ExperimentOp::FetchAll => 1,
-                _ => self.ops,
-            },
-            (false, true, Some(n)) => n,
-            _ => self.ops,
-        }
+        ops_at(self.lifecycle, self.sized, self.op, self.ops, point)
     }
 
     /// The sequence numbers one run at `point` may use: its ops (`ops_at`), or in a

@@ -19,6 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 mod command_line;
+#[cfg(test)]
+mod fuzz;
 
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
@@ -162,42 +164,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         Some(dir) if resumes_alone(&command_line) => saved_run_args(dir, &args)?,
         _ => args,
     };
-    let opts = RunOptions {
-        study: args.study,
-        targets: args.targets,
-        experiments: args.experiments,
-        clients: args.clients,
-        batch: args.batch,
-        widths: args.widths,
-        sizes: args.sizes,
-        batch_clients: args.batch_clients,
-        range_clients: args.range_clients,
-        runs: args.runs,
-        warmup: args.warmup,
-        ops: args.ops,
-        duration: args.duration,
-        rows: args.rows,
-        scale: args.scale,
-        seed: args.seed,
-        // DBSWEEP_OUT does not apply to a resumed run (an --out beside --resume is refused).
-        out: args.resume.clone().or(args.out),
-        quick: args.quick,
-        timeout_secs: args.timeout,
-        hlog_interval_secs: args.hlog_interval,
-        rate: args.rate,
-        durability: args.durability,
-        spawn: args.spawn,
-        with_study_targets: args.with_study_targets,
-        data_roots: args.data_roots,
-        namespace: args.namespace,
-        ycsb_files: args.ycsb_files,
-        ycsb_properties: args.ycsb_properties,
-        shard: args.shard,
-        precision: args.precision,
-        max_ops: args.max_ops,
-        max_time: args.max_time,
-        budget: args.budget,
-    };
+    let opts = run_options(&args);
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
         eprint!("{}", report::console::fit(&format!("dbsweep: warning: {w}\n"), report::console::width()));
@@ -273,6 +240,46 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     let paths = report::console::fit(&format!("\nresults: {}/{{{files}}}\n", dir.display()), report::console::width());
     say(&format!("{}{paths}", report::console::render(&report)))?;
     finish(&report)
+}
+
+/// The plan options of `run`'s arguments.
+fn run_options(args: &RunArgs) -> RunOptions {
+    RunOptions {
+        study: args.study.clone(),
+        targets: args.targets.clone(),
+        experiments: args.experiments.clone(),
+        clients: args.clients.clone(),
+        batch: args.batch.clone(),
+        widths: args.widths.clone(),
+        sizes: args.sizes.clone(),
+        batch_clients: args.batch_clients,
+        range_clients: args.range_clients,
+        runs: args.runs,
+        warmup: args.warmup,
+        ops: args.ops,
+        duration: args.duration.clone(),
+        rows: args.rows.clone(),
+        scale: args.scale,
+        seed: args.seed,
+        // DBSWEEP_OUT does not apply to a resumed run (an --out beside --resume is refused).
+        out: args.resume.clone().or(args.out.clone()),
+        quick: args.quick,
+        timeout_secs: args.timeout,
+        hlog_interval_secs: args.hlog_interval,
+        rate: args.rate.clone(),
+        durability: args.durability.clone(),
+        spawn: args.spawn.clone(),
+        with_study_targets: args.with_study_targets,
+        data_roots: args.data_roots.clone(),
+        namespace: args.namespace.clone(),
+        ycsb_files: args.ycsb_files.clone(),
+        ycsb_properties: args.ycsb_properties.clone(),
+        shard: args.shard.clone(),
+        precision: args.precision.clone(),
+        max_ops: args.max_ops,
+        max_time: args.max_time.clone(),
+        budget: args.budget.clone(),
+    }
 }
 
 /// Worker 0 of a run with workers: listens (on `listen`'s port on every address, or a free

@@ -247,18 +247,30 @@ pub fn redact_text(text: &str) -> String {
     redact_password_params(&text)
 }
 
-/// `…?password=x&a=b` → `…?password=***&a=b`, for every password parameter after `?`.
+/// `…?password=x&a=b` → `…?password=***&a=b`, for every password parameter: any
+/// `key=value` after a `?` or `&` anywhere in the text, so that a query the userinfo's
+/// redaction took in (`h:1?a=@&password=x`) keeps its password hidden too.
 fn redact_password_params(text: &str) -> String {
-    let Some(query_start) = text.find('?') else { return text.to_string() };
-    let (head, query) = text.split_at(query_start + 1);
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if is_password_param(&decode(key)) => format!("{key}=***"),
-            _ => pair.to_string(),
-        })
-        .collect();
-    format!("{head}{}", pairs.join("&"))
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut after_delimiter = false;
+    loop {
+        let end = rest.find(['?', '&']).unwrap_or(rest.len());
+        let part = &rest[..end];
+        match part.split_once('=') {
+            Some((key, _)) if after_delimiter && is_password_param(&decode(key)) => {
+                out.push_str(key);
+                out.push_str("=***");
+            }
+            _ => out.push_str(part),
+        }
+        if end == rest.len() {
+            return out;
+        }
+        out.push_str(&rest[end..=end]);
+        rest = &rest[end + 1..];
+        after_delimiter = true;
+    }
 }
 
 /// The text of a client's password file, unless its permission bits include any of
@@ -314,6 +326,14 @@ mod tests {
         let url = TargetUrl::parse("postgres://u:first@h/db?password=second").unwrap();
         assert_eq!(url.password().as_deref(), Some("first"));
         assert_eq!(TargetUrl::parse("postgres://u@h/db?password=").unwrap().password(), None);
+    }
+
+    #[test]
+    fn a_query_taken_for_userinfo_keeps_its_password_hidden() {
+        // Found by the fuzzer: the port's '?' before an '@' made the query look like userinfo.
+        let shown = redact_text("nodb://127.0.0.1:65536?fail_every=@&password=canary-pw");
+        assert!(!shown.contains("canary-pw"), "{shown}");
+        assert_eq!(redact_text("pg://h/db?a=1&pass=x&b=2"), "pg://h/db?a=1&pass=***&b=2");
     }
 
     #[test]

@@ -115,16 +115,17 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// Bytes one row of `data` takes in memory: its values and their text.
+/// Bytes one row of `data` takes in memory: its values and their text (a YCSB record also
+/// its table's definition of each field: a column and its name).
 fn row_bytes(data: &DataSpec) -> u64 {
     let value = std::mem::size_of::<Value>() as u64;
     match data {
         DataSpec::Kv { payload_bytes, .. } => 3 * value + *payload_bytes as u64,
         DataSpec::Pairs { value_bytes, .. } => 2 * value + *value_bytes as u64,
-        DataSpec::Ycsb { fieldcount, fieldlength, .. } => (*fieldcount as u64)
-            .saturating_add(1)
-            .saturating_mul(value)
-            .saturating_add((*fieldcount as u64).saturating_mul(*fieldlength as u64)),
+        DataSpec::Ycsb { fieldcount, fieldlength, .. } => {
+            let per_field = value + std::mem::size_of::<crate::base::table::Column>() as u64 + 16;
+            (*fieldcount as u64).saturating_add(1).saturating_mul(per_field.saturating_add(*fieldlength as u64))
+        }
         // A lineitem row, the widest: 16 values, about 130 bytes of text.
         DataSpec::Tpch { .. } => 16 * value + 130,
     }
@@ -224,6 +225,20 @@ fn check_memory_per_request(plan: &Plan, machine: &Machine) -> Result<()> {
                 )));
             }
         }
+    }
+    Ok(())
+}
+
+/// A YCSB record (its columns and their text) fits in memory, one at least.
+pub fn check_record(data: &DataSpec, machine: &Machine) -> Result<()> {
+    let DataSpec::Ycsb { fieldcount, fieldlength, .. } = data else { return Ok(()) };
+    let need = op_bytes(data);
+    if need > machine.available_bytes {
+        return Err(Error::usage(format!(
+            "a record of {fieldcount} fields of {fieldlength} bytes needs {}, more than {}; lower fieldlength or fieldcount",
+            bytes(need as f64),
+            machine.memory_words()
+        )));
     }
     Ok(())
 }

@@ -47,7 +47,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     let data_roots = data_roots(opts, &spawn)?;
     let durability = durability(opts, &study)?;
     let rows = opts.rows.clone().or(from_ycsb.records.clone());
-    let mut data = sized_data(opts, &study, &quick, rows.as_deref())?;
+    let mut data = sized_data(opts, &study, &quick, rows.as_deref(), machine)?;
     let targets = plan_targets(opts, &study)?;
     let description = run_description(opts, &study, &spawn, &data_roots)?;
     let scope = ExperimentScope {
@@ -410,7 +410,13 @@ fn fixed_rates(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<V
 
 /// The study's data, sized by `--rows` (a list only for YCSB record counts), `--scale`
 /// (TPC-H) or `--quick`, and checked.
-fn sized_data(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, rows: Option<&[u64]>) -> Result<DataSpec> {
+fn sized_data(
+    opts: &RunOptions,
+    study: &StudyFile,
+    quick: &QuickOverrides,
+    rows: Option<&[u64]>,
+    machine: &bounds::Machine,
+) -> Result<DataSpec> {
     let mut data = study.data.clone();
     if let Some(list) = rows {
         positive_list("--rows", list)?;
@@ -477,6 +483,8 @@ fn sized_data(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, rows
             crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
         }
     }
+    // Before anything makes a record's columns.
+    bounds::check_record(&data, machine)?;
     Ok(data)
 }
 

@@ -62,6 +62,13 @@ impl TargetUrl {
                 )));
             }
         }
+        if inner.fragment().is_some() {
+            // Nothing reads a fragment, and a password after a '#' would be shown with it.
+            return Err(Error::usage(format!(
+                "malformed target URL '{}': '#' starts a fragment, which no target takes; write '#' in a password as %23",
+                redact_text(text)
+            )));
+        }
         let mut seen: Vec<String> = Vec::new();
         for (key, _) in inner.query_pairs() {
             // The password's spellings are one option: `password=a&pass=b` gives it twice.
@@ -334,6 +341,9 @@ mod tests {
         let shown = redact_text("nodb://127.0.0.1:65536?fail_every=@&password=canary-pw");
         assert!(!shown.contains("canary-pw"), "{shown}");
         assert_eq!(redact_text("pg://h/db?a=1&pass=x&b=2"), "pg://h/db?a=1&pass=***&b=2");
+        // ... and a '#' that made the rest a fragment.
+        let e = TargetUrl::parse("nodb://[::1]?layout=#&password=canary-pw").err().unwrap().to_string();
+        assert!(e.contains("'#' starts a fragment") && !e.contains("canary-pw"), "{e}");
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! must get no panic, and a refusal that is one line with exit code 2 that never shows a
 //! password.
 //!
-//! Together they run for about three minutes in the debug build (`cargo test --lib fuzz`).
-//! Each prints its seed: `DBSWEEP_FUZZ_SEED=N` replays it, `DBSWEEP_FUZZ_CASES=N` sets every
-//! target's case count (e.g. 50 while iterating). A failure names the shrunk input and the
-//! seed. Must not start, connect to or write anything but its own temporary files.
+//! Each target fuzzes for 45 s (`DBSWEEP_FUZZ_SECS`), about three minutes of a core together
+//! in the debug build (`cargo test --lib app::fuzz`), in rounds of 500 cases from a seed of the
+//! clock's (`DBSWEEP_FUZZ_SEED`). A failure names the shrunk input and its round's seed:
+//! `DBSWEEP_FUZZ_SEED=N DBSWEEP_FUZZ_CASES=500` replays it; `DBSWEEP_FUZZ_TRACE=1` prints every
+//! input, for one that aborts the process. Must not start, connect to or write anything but
+//! its own temporary files.
 
 use super::command_line;
 use crate::cli::{Cli, Command};
@@ -30,18 +32,26 @@ fn seed() -> u64 {
     }
 }
 
-/// Runs `check` on `cases` inputs from `strategy` (or `DBSWEEP_FUZZ_CASES`); a failure panics
-/// with the shrunk input and how to replay it.
-fn fuzz<S: Strategy>(name: &str, cases: u32, strategy: S, check: impl Fn(S::Value) -> Result<(), TestCaseError>)
+/// How long each of the four targets fuzzes (`DBSWEEP_FUZZ_SECS`): together about three
+/// minutes of a core in the debug build, however busy the machine.
+const SECS_PER_TARGET: u64 = 45;
+/// Cases run with one seed; the next round takes the next seed.
+const ROUND: u32 = 500;
+
+/// Runs `check` on inputs from `strategy` in rounds of `ROUND` cases, seed after seed, for
+/// `SECS_PER_TARGET` (or `DBSWEEP_FUZZ_CASES` cases from `DBSWEEP_FUZZ_SEED`, to replay); a
+/// failure panics with the shrunk input and how to replay its round.
+fn fuzz<S: Strategy>(name: &str, strategy: S, check: impl Fn(S::Value) -> Result<(), TestCaseError>)
 where
     S::Value: std::fmt::Debug,
 {
     use std::io::Write;
     let seed = seed();
-    let cases = std::env::var("DBSWEEP_FUZZ_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(cases);
+    let replay: Option<u32> = std::env::var("DBSWEEP_FUZZ_CASES").ok().and_then(|c| c.parse().ok());
+    let secs = std::env::var("DBSWEEP_FUZZ_SECS").ok().and_then(|c| c.parse().ok()).unwrap_or(SECS_PER_TARGET);
     // Past the test harness's capture: an input that aborts the process (an allocation
     // failure) leaves no panic to report, only these lines.
-    let _ = writeln!(std::io::stderr(), "fuzz {name}: {cases} cases, seed {seed} (DBSWEEP_FUZZ_TRACE=1 prints every input)");
+    let _ = writeln!(std::io::stderr(), "fuzz {name}: seed {seed} (DBSWEEP_FUZZ_TRACE=1 prints every input)");
     let trace = std::env::var_os("DBSWEEP_FUZZ_TRACE").is_some();
     let check = |value: S::Value| {
         if trace {
@@ -49,10 +59,26 @@ where
         }
         check(value)
     };
-    let config = Config { cases, rng_seed: RngSeed::Fixed(seed), failure_persistence: None, max_shrink_iters: 2000, ..Config::default() };
-    if let Err(e) = TestRunner::new(config).run(&strategy, check) {
-        panic!("fuzz {name}: {e}\nreplay: DBSWEEP_FUZZ_SEED={seed} DBSWEEP_FUZZ_CASES={cases} cargo test --lib app::fuzz::{name}");
+    let started = std::time::Instant::now();
+    let mut done = 0u64;
+    for round in 0u64.. {
+        let cases = match replay {
+            Some(cases) if done >= u64::from(cases) => break,
+            Some(cases) => cases,
+            None if started.elapsed().as_secs() >= secs => break,
+            None => ROUND,
+        };
+        let round_seed = seed.wrapping_add(round);
+        let config =
+            Config { cases, rng_seed: RngSeed::Fixed(round_seed), failure_persistence: None, max_shrink_iters: 2000, ..Config::default() };
+        if let Err(e) = TestRunner::new(config).run(&strategy, &check) {
+            panic!(
+                "fuzz {name}: {e}\nreplay: DBSWEEP_FUZZ_SEED={round_seed} DBSWEEP_FUZZ_CASES={cases} cargo test --lib app::fuzz::{name}"
+            );
+        }
+        done += u64::from(cases);
     }
+    let _ = writeln!(std::io::stderr(), "fuzz {name}: {done} cases in {:.0?}", started.elapsed());
 }
 
 /// A refusal as the user gets it: one line, exit 2 (bad input), no password.
@@ -259,7 +285,7 @@ fn dry_run(args: &[String]) -> Result<(), TestCaseError> {
 
 #[test]
 fn command_lines_never_panic_and_refuse_in_one_line() {
-    fuzz("command_lines_never_panic_and_refuse_in_one_line", 40_000, command_lines(), |args| dry_run(&args));
+    fuzz("command_lines_never_panic_and_refuse_in_one_line", command_lines(), |args| dry_run(&args));
 }
 
 /// Target URLs: every scheme, with and without a password, odd hosts and ports, options
@@ -324,7 +350,7 @@ fn target_urls() -> impl Strategy<Value = String> {
 fn target_urls_never_panic_and_refuse_in_one_line() {
     let scratch = tempfile::tempdir().unwrap();
     let ctx = crate::adapter::OpenContext::new(scratch.path());
-    fuzz("target_urls_never_panic_and_refuse_in_one_line", 150_000, target_urls(), |url| {
+    fuzz("target_urls_never_panic_and_refuse_in_one_line", target_urls(), |url| {
         match plan::parse_target(&format!("n={url}")) {
             Err(e) => refusal_is_one_line(&e),
             Ok(target) => {
@@ -421,7 +447,7 @@ fn replace_nth(text: &str, i: &prop::sample::Index, first: impl Fn(char) -> bool
 fn study_files_never_panic_and_refuse_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fuzzed.toml");
-    fuzz("study_files_never_panic_and_refuse_in_one_line", 12_000, study_texts(), |text| {
+    fuzz("study_files_never_panic_and_refuse_in_one_line", study_texts(), |text| {
         std::fs::write(&path, &text).unwrap();
         let opts = RunOptions { study: Some(path.display().to_string()), ..Default::default() };
         if let Err(e) = plan::resolve(&opts) {
@@ -481,7 +507,7 @@ fn ycsb_properties() -> impl Strategy<Value = Vec<String>> {
 fn ycsb_properties_never_panic_and_refuse_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("workload");
-    fuzz("ycsb_properties_never_panic_and_refuse_in_one_line", 25_000, (ycsb_properties(), any::<bool>()), |(lines, as_file)| {
+    fuzz("ycsb_properties_never_panic_and_refuse_in_one_line", (ycsb_properties(), any::<bool>()), |(lines, as_file)| {
         let opts = match as_file {
             true => {
                 std::fs::write(&file, lines.join("\n")).unwrap();

@@ -10,6 +10,7 @@
 
 use super::Plan;
 use crate::base::op::Op;
+use crate::base::span::number;
 use crate::base::table::Value;
 use crate::data::DataSpec;
 use crate::error::{Error, Result};
@@ -81,12 +82,6 @@ impl Machine {
     fn speed_words(&self) -> String {
         format!("{}/s, the fastest any system goes on {} core{}", count(self.fastest_ops_per_sec()), self.cores, plural(self.cores))
     }
-}
-
-/// A number as a flag takes it: plain when that is short (`0.5`, `2000`), else in
-/// scientific notation (`1e300`, `1e-300`).
-pub fn number(x: f64) -> String {
-    if x == 0.0 || (1e-4..1e15).contains(&x.abs()) { format!("{x}") } else { format!("{x:e}") }
 }
 
 /// `n` bytes in decimal units ("1.5 GB").

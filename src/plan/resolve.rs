@@ -401,7 +401,11 @@ fn fixed_rates(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<V
     };
     let mut rates = asked
         .iter()
-        .map(|&r| Rate::new(r).ok_or_else(|| Error::usage(format!("--rate must be positive numbers of ops per second, got {r}"))))
+        .map(|&r| {
+            Rate::new(r).ok_or_else(|| {
+                Error::usage(format!("--rate must be positive numbers of ops per second, got {}", crate::base::span::number(r)))
+            })
+        })
         .collect::<Result<Vec<Rate>>>()?;
     rates.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
     rates.dedup();

@@ -71,7 +71,7 @@ where
         let round_seed = seed.wrapping_add(round);
         let config =
             Config { cases, rng_seed: RngSeed::Fixed(round_seed), failure_persistence: None, max_shrink_iters: 2000, ..Config::default() };
-        if let Err(e) = TestRunner::new(config).run(&strategy, &check) {
+        if let Err(e) = TestRunner::new(config).run(&strategy, check) {
             panic!(
                 "fuzz {name}: {e}\nreplay: DBSWEEP_FUZZ_SEED={round_seed} DBSWEEP_FUZZ_CASES={cases} cargo test --lib app::fuzz::{name}"
             );

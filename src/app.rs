@@ -20,6 +20,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 mod command_line;
+#[cfg(test)]
+mod fuzz;
 
 /// Runs dbsweep with these arguments (the first is the program name); returns the exit
 /// code. Errors are printed as one line on stderr.
@@ -81,6 +83,23 @@ fn say(text: &str) -> Result<()> {
     }
 }
 
+/// `path` (a bare name: in the current directory), when a file can be written there: its
+/// directory takes a new file and it is no directory itself. Usage errors (exit 2), found
+/// before anything is made.
+fn writable_file(flag: &str, path: PathBuf) -> Result<PathBuf> {
+    let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(Error::usage(format!("{flag} {shown} is a directory; name a file")));
+    }
+    let dir = path.parent().unwrap_or(std::path::Path::new("/"));
+    tempfile::Builder::new().prefix(".dbsweep-probe-").tempfile_in(dir).map_err(|e| {
+        let why = e.raw_os_error().map_or_else(|| e.kind().to_string(), |code| std::io::Error::from_raw_os_error(code).to_string());
+        Error::usage(format!("{flag} {shown}: cannot write a file in {} ({why}); name a file in a writable directory", dir.display()))
+    })?;
+    Ok(path)
+}
+
 /// `raw_args`: the arguments after the program name, as given (local workers get them).
 fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     match command {
@@ -91,6 +110,8 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             if n == 0 {
                 return Err(Error::usage("gen keys: N must be at least 1"));
             }
+            plan::bounds::check_keys(n, value_bytes, &plan::bounds::Machine::here())?;
+            let out = out.map(|path| writable_file("gen keys --out", path)).transpose()?;
             use crate::data::pairs::{PairGen, PairValue};
             let values = match value_bytes {
                 Some(bytes) => PairGen::new(seed, PairValue::Text, bytes),
@@ -98,10 +119,7 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
             };
             let text = crate::data::keys::to_csv(n, seed, &values);
             match out {
-                Some(path) => {
-                    let path = if path.parent().is_some_and(|p| p.as_os_str().is_empty()) { PathBuf::from(".").join(path) } else { path };
-                    report::write_atomic(&path, text.as_bytes())
-                }
+                Some(path) => report::write_atomic(&path, text.as_bytes()),
                 None => say(&text),
             }
         }
@@ -148,42 +166,7 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
         Some(dir) if resumes_alone(&command_line) => saved_run_args(dir, &args)?,
         _ => args,
     };
-    let opts = RunOptions {
-        study: args.study,
-        targets: args.targets,
-        experiments: args.experiments,
-        clients: args.clients,
-        batch: args.batch,
-        widths: args.widths,
-        sizes: args.sizes,
-        batch_clients: args.batch_clients,
-        range_clients: args.range_clients,
-        runs: args.runs,
-        warmup: args.warmup,
-        ops: args.ops,
-        duration: args.duration,
-        rows: args.rows,
-        scale: args.scale,
-        seed: args.seed,
-        // DBSWEEP_OUT does not apply to a resumed run (an --out beside --resume is refused).
-        out: args.resume.clone().or(args.out),
-        quick: args.quick,
-        timeout_secs: args.timeout,
-        hlog_interval_secs: args.hlog_interval,
-        rate: args.rate,
-        durability: args.durability,
-        spawn: args.spawn,
-        with_study_targets: args.with_study_targets,
-        data_roots: args.data_roots,
-        namespace: args.namespace,
-        ycsb_files: args.ycsb_files,
-        ycsb_properties: args.ycsb_properties,
-        shard: args.shard,
-        precision: args.precision,
-        max_ops: args.max_ops,
-        max_time: args.max_time,
-        budget: args.budget,
-    };
+    let opts = run_options(&args);
     let mut plan = plan::resolve(&opts)?;
     for w in &plan.warnings {
         eprint!("{}", report::console::fit(&format!("dbsweep: warning: {w}\n"), report::console::width()));
@@ -282,6 +265,46 @@ fn sweep_leftovers(plan: &plan::Plan) {
     }
 }
 
+/// The plan options of `run`'s arguments.
+fn run_options(args: &RunArgs) -> RunOptions {
+    RunOptions {
+        study: args.study.clone(),
+        targets: args.targets.clone(),
+        experiments: args.experiments.clone(),
+        clients: args.clients.clone(),
+        batch: args.batch.clone(),
+        widths: args.widths.clone(),
+        sizes: args.sizes.clone(),
+        batch_clients: args.batch_clients,
+        range_clients: args.range_clients,
+        runs: args.runs,
+        warmup: args.warmup,
+        ops: args.ops,
+        duration: args.duration.clone(),
+        rows: args.rows.clone(),
+        scale: args.scale,
+        seed: args.seed,
+        // DBSWEEP_OUT does not apply to a resumed run (an --out beside --resume is refused).
+        out: args.resume.clone().or(args.out.clone()),
+        quick: args.quick,
+        timeout_secs: args.timeout,
+        hlog_interval_secs: args.hlog_interval,
+        rate: args.rate.clone(),
+        durability: args.durability.clone(),
+        spawn: args.spawn.clone(),
+        with_study_targets: args.with_study_targets,
+        data_roots: args.data_roots.clone(),
+        namespace: args.namespace.clone(),
+        ycsb_files: args.ycsb_files.clone(),
+        ycsb_properties: args.ycsb_properties.clone(),
+        shard: args.shard.clone(),
+        precision: args.precision.clone(),
+        max_ops: args.max_ops,
+        max_time: args.max_time.clone(),
+        budget: args.budget.clone(),
+    }
+}
+
 /// Worker 0 of a run with workers: listens at `listen` (only there: `--listen` or the host
 /// of `--coordinator`; a free loopback port when `None`), starts the local workers when
 /// asked to (with `token` in their environment), and waits until every worker has joined.
@@ -294,6 +317,16 @@ async fn gather_workers(
     token: Arc<Token>,
     raw_args: &[OsString],
 ) -> Result<(runner::workers::coordinator::Coordinator, Option<runner::workers::local::LocalWorkers>)> {
+    // Before any worker starts: a target the workers cannot share is refused once, by the
+    // coordinator, not again by every local worker.
+    let scratch = tempfile::Builder::new()
+        .prefix("dbsweep-scratch-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot create a scratch directory: {e}")))?;
+    let open_ctx = crate::adapter::OpenContext::new(scratch.path());
+    let targets = plan.targets.iter().map(|t| crate::adapter::registry::open(&t.name, &t.url, &open_ctx)).collect::<Result<Vec<_>>>()?;
+    runner::workers::check_targets(&targets)?;
+    drop(targets);
     let bind = listen.unwrap_or("127.0.0.1:0");
     if bind.rsplit_once(':').and_then(|(host, port)| port.parse::<u16>().ok().filter(|_| !host.is_empty())).is_none() {
         return Err(Error::usage(format!("{bind}: write the coordinator's address as HOST:PORT, e.g. node1:7070 or [::1]:7070")));

@@ -47,7 +47,7 @@ pub enum Command {
         format: crate::report::compare::Format,
         /// Smallest throughput change called a difference, however certain (run-to-run
         /// drift on a busy machine is not a difference between systems), e.g. 5% or 0.05.
-        #[arg(long, value_name = "FRACTION", default_value = "5%")]
+        #[arg(long, value_name = "FRACTION", default_value = "5%", allow_hyphen_values = true)]
         min_effect: String,
     },
     /// Join the run directories of one plan's shards (`run --shard I/N`) into one run
@@ -117,14 +117,16 @@ Examples:
 pub enum GenCommand {
     /// Keys 1..=N shuffled by Fisher-Yates from a seed, with their values, as CSV
     /// `key,value`: the rows the insert-find study stores (integer values).
+    // Negative numbers reach the value parsers, which say what is expected.
+    #[command(allow_negative_numbers = true)]
     Keys {
         /// How many keys.
         #[arg(value_parser = count::<u64>)]
         n: u64,
-        #[arg(long, default_value_t = 0, value_parser = whole::<u64>)]
+        #[arg(long, default_value_t = 0, value_parser = whole::<u64>, allow_hyphen_values = true)]
         seed: u64,
         /// Text values of this many bytes instead of integers (the in-memory study's kind).
-        #[arg(long, value_name = "BYTES", value_parser = whole::<usize>)]
+        #[arg(long, value_name = "BYTES", value_parser = whole::<usize>, allow_hyphen_values = true)]
         value_bytes: Option<usize>,
         /// Write to this file (atomically) instead of stdout.
         #[arg(short = 'o', long, value_name = "FILE")]
@@ -137,7 +139,7 @@ pub enum GenCommand {
     #[command(allow_negative_numbers = true)]
     Tpch {
         /// Scale factor (1 = about 1.1 GB of files).
-        #[arg(short = 's', long, value_name = "SF", default_value_t = 1.0, value_parser = scale_factor)]
+        #[arg(short = 's', long, value_name = "SF", default_value_t = 1.0, value_parser = scale_factor, allow_hyphen_values = true)]
         scale: f64,
     },
 }
@@ -167,17 +169,17 @@ pub struct RunArgs {
     #[arg(short = 'e', long, value_delimiter = ',', value_name = "NAMES", env = "DBSWEEP_EXPERIMENTS")]
     pub experiments: Option<Vec<String>>,
     /// Client counts for the clients sweep, e.g. 1,2,4,8.
-    #[arg(short = 'c', long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>, env = "DBSWEEP_CLIENTS")]
+    #[arg(short = 'c', long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>, env = "DBSWEEP_CLIENTS", allow_hyphen_values = true)]
     pub clients: Option<Vec<usize>>,
     /// Batch sizes for the batch sweep, e.g. 1,10,100,1000.
-    #[arg(short = 'b', long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>, env = "DBSWEEP_BATCH")]
+    #[arg(short = 'b', long, value_delimiter = ',', value_name = "LIST", value_parser = count::<usize>, env = "DBSWEEP_BATCH", allow_hyphen_values = true)]
     pub batch: Option<Vec<usize>>,
     /// Range widths for range experiments, e.g. 1,10,100,1000.
-    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = count::<u64>, env = "DBSWEEP_WIDTHS")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = count::<u64>, env = "DBSWEEP_WIDTHS", allow_hyphen_values = true)]
     pub widths: Option<Vec<u64>>,
     /// Data sizes for the insert-find sweeps: a list and/or start:end:step ranges, e.g.
     /// 100,1000 or 100:100000:100 (the study's full sweep).
-    #[arg(long, value_name = "SIZES", env = "DBSWEEP_SIZES")]
+    #[arg(long, value_name = "SIZES", env = "DBSWEEP_SIZES", allow_hyphen_values = true)]
     pub sizes: Option<String>,
     /// Clients in the batch sweep.
     #[arg(long, value_name = "N", value_parser = count::<usize>, env = "DBSWEEP_BATCH_CLIENTS")]
@@ -201,10 +203,10 @@ pub struct RunArgs {
     pub duration: Option<String>,
     /// Rows preloaded into the data set; for YCSB data the record count, or a list that
     /// sweeps record counts (each loaded on its own), e.g. 1000,5000,10000.
-    #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>, env = "DBSWEEP_ROWS")]
+    #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>, env = "DBSWEEP_ROWS", allow_hyphen_values = true)]
     pub rows: Option<Vec<u64>>,
     /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
-    #[arg(short = 's', long, value_name = "SF", value_parser = scale_factor, env = "DBSWEEP_SCALE")]
+    #[arg(short = 's', long, value_name = "SF", value_parser = scale_factor, env = "DBSWEEP_SCALE", allow_hyphen_values = true)]
     pub scale: Option<f64>,
     /// Seed for data and operations.
     #[arg(long, value_name = "N", value_parser = whole::<u64>, env = "DBSWEEP_SEED")]
@@ -234,7 +236,7 @@ pub struct RunArgs {
     /// from each op's intended start. Several (comma-separated) make the rate a sweep axis:
     /// every point runs at each rate, and the report draws latency against throughput.
     /// Default: closed loop at maximum throughput.
-    #[arg(short = 'R', long, value_delimiter = ',', value_name = "OPS_PER_SEC", value_parser = rate, env = "DBSWEEP_RATE")]
+    #[arg(short = 'R', long, value_delimiter = ',', value_name = "OPS_PER_SEC", value_parser = rate, env = "DBSWEEP_RATE", allow_hyphen_values = true)]
     pub rate: Option<Vec<f64>>,
     /// Durability of every target that has a setting for it: none (nothing forced to
     /// disk), periodic (flushed about every second), commit (fsync at every commit).
@@ -244,11 +246,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LEVEL", env = "DBSWEEP_DURABILITY")]
     pub durability: Option<String>,
     /// Per-op timeout in seconds for network targets [default: 60].
-    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "DBSWEEP_TIMEOUT")]
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "DBSWEEP_TIMEOUT", allow_hyphen_values = true)]
     pub timeout: Option<f64>,
     /// Latency over time: the interval of the HdrHistogram interval logs (`.hlog`) written
     /// for every measured run, in seconds; 0 writes none [default: 1].
-    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "DBSWEEP_HLOG_INTERVAL")]
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "DBSWEEP_HLOG_INTERVAL", allow_hyphen_values = true)]
     pub hlog_interval: Option<f64>,
     /// Work in the namespace dbsweep_NAME (schema, database, keyspace, key prefix
     /// `dbsweep_NAME:`) instead of dbsweep, to run side by side with another dbsweep on
@@ -266,18 +268,18 @@ pub struct RunArgs {
     /// Run only shard I of N (0 <= I < N) of the study: a deterministic share of its
     /// (target, experiment) work, every unit in exactly one shard; join the shards' run
     /// directories with `dbsweep merge`. E.g. --shard "$SLURM_ARRAY_TASK_ID/3".
-    #[arg(long, value_name = "I/N", env = "DBSWEEP_SHARD")]
+    #[arg(long, value_name = "I/N", env = "DBSWEEP_SHARD", allow_hyphen_values = true)]
     pub shard: Option<String>,
     /// Stop each run once its throughput is known to this relative precision at 95 %
     /// confidence (batch means over time windows), e.g. 2% or 0.02; at least 3 measured
     /// runs per point. Default: every run does all of its ops (the papers' fixed-ops mode).
-    #[arg(long, value_name = "PRECISION", env = "DBSWEEP_PRECISION")]
+    #[arg(long, value_name = "PRECISION", env = "DBSWEEP_PRECISION", allow_hyphen_values = true)]
     pub precision: Option<String>,
     /// Under --precision: the most ops a run does (default: --ops, or the study's ops).
     #[arg(long, value_name = "N", value_parser = count::<u64>, env = "DBSWEEP_MAX_OPS")]
     pub max_ops: Option<u64>,
     /// Under --precision: the longest a run lasts, e.g. 90s, 5m [default: 120s].
-    #[arg(long, value_name = "DURATION", env = "DBSWEEP_MAX_TIME")]
+    #[arg(long, value_name = "DURATION", env = "DBSWEEP_MAX_TIME", allow_hyphen_values = true)]
     pub max_time: Option<String>,
     /// Send every run's ops from N worker processes together, each with its share of the
     /// clients, all starting at the coordinator's word. Worker 0, the coordinator, loads
@@ -306,7 +308,7 @@ pub struct RunArgs {
     pub listen: Option<String>,
     /// Fit the whole run into this time, e.g. 8h or 90m: caps each run (--max-time) from
     /// the estimate and stops it sooner at the precision (--precision, default 2%).
-    #[arg(long, value_name = "DURATION", env = "DBSWEEP_BUDGET")]
+    #[arg(long, value_name = "DURATION", env = "DBSWEEP_BUDGET", allow_hyphen_values = true)]
     pub budget: Option<String>,
     /// Print what the run would do (experiments, points, runs, ops per target) and exit
     /// without connecting to or starting anything.

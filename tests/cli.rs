@@ -134,6 +134,34 @@ fn bad_input_exits_2_with_one_line_and_leaves_nothing() {
         &["run", "--target", "x=monetdb://127.0.0.1:50000/db"],
         &["run", "--experiments", "nope"],
         &["run", "--bogus-flag"],
+        // Numbers beyond what the machine holds or does (issue 33), and their kin.
+        &["run", "insert-find", "--sizes", "99999999999999"],
+        &["run", "insert-find", "--sizes", "1:99999999999999:1"],
+        &["run", "--batch", "99999999999"],
+        &["run", "--rate", "1e-300"],
+        &["run", "--rate", "1e300"],
+        &["run", "--rate", "NaN"],
+        &["run", "--rate", "-0"],
+        &["run", "--timeout", "1e300"],
+        &["run", "--timeout", "inf"],
+        &["run", "--duration", "1e300s"],
+        &["run", "--precision", "2%", "--max-time", "1e300"],
+        &["run", "ycsb", "-p", "recordcount=99999999999999"],
+        &["run", "ycsb", "-p", "fieldcount=273621743033752243"],
+        &["run", "ycsb", "-p", "target=1e-300"],
+        &["run", "--rows", "99999999999999"],
+        &["run", "--ops", "99999999999999999"],
+        &["run", "--runs", "4294967295", "--ops", "100000000"],
+        &["run", "--target", "pg=postgres://u:canary-pw@127.0.0.1:1/db?layout=row&layout=jsonb"],
+        &["run", "--target", "r=redis://127.0.0.1:1/0?batch=mget&batch=pipeline"],
+        &["run", "--precision", "-2%"],
+        &["run", "--precision", "-2"],
+        &["run", "--budget", "-2m"],
+        &["run", "--shard", "-1/3"],
+        &["run", "--precision", "2%", "--max-time", "-1m"],
+        &["run", "--clients", "-1,2"],
+        &["run", "-n", "-1x"],
+        &["run", "--workers", "2", "--target", "s=sqlite:"],
     ];
     for args in cases {
         let mut full: Vec<&str> = args.to_vec();
@@ -163,6 +191,58 @@ fn bad_input_exits_2_with_one_line_and_leaves_nothing() {
     assert!(line(&["run", "--spawn", "redsi"]).contains("unknown server 'redsi' for --spawn (did you mean 'redis'?)"));
     let scheme = line(&["run", "--target", "x=postgress://127.0.0.1:1/db", "--dry-run"]);
     assert!(scheme.contains("unknown URL scheme 'postgress:' (did you mean 'postgres'?)"), "{scheme}");
+
+    // Each refusal of a number says the bound and the value that fits.
+    let available = "of memory available here";
+    let sizes = line(&["run", "insert-find", "--sizes", "99999999999999"]);
+    assert!(sizes.starts_with("dbsweep: --sizes 99999999999999: 1 client holding 99999999999999 ops of about "), "{sizes}");
+    assert!(sizes.contains(available) && sizes.contains("use --sizes "), "{sizes}");
+    let batch = line(&["run", "--batch", "99999999999"]);
+    assert!(batch.contains(available) && batch.contains("use --batch "), "{batch}");
+    let slow = line(&["run", "--rate", "1e-300"]);
+    assert!(slow.starts_with("dbsweep: --rate 1e-300: a run of ") && slow.contains("lasts more than a week; use --rate "), "{slow}");
+    let fast = line(&["run", "--rate", "1e300"]);
+    assert!(fast.starts_with("dbsweep: --rate 1e300: one op every 1e-300 s is below the clock's resolution"), "{fast}");
+    assert!(line(&["run", "--timeout", "1e300"]).contains("--timeout must be a positive number of seconds, at most 604800"));
+    let records = line(&["run", "ycsb", "-p", "recordcount=99999999999999"]);
+    assert!(records.contains("--rows 99999999999999: loading 99999999999999 rows of about") && records.contains("more than a week"));
+    let rows = line(&["run", "--rows", "99999999999999"]);
+    assert!(rows.contains("dbsweep keeps 0.8 bytes per row here") && rows.contains(available) && rows.contains("use --rows "), "{rows}");
+    let ops = line(&["run", "--ops", "99999999999999999"]);
+    assert!(ops.contains("one run of 99999999999999999 ops takes more than a week even at ") && ops.contains("use --ops "), "{ops}");
+    let twice = line(&["run", "--target", "pg=postgres://u:canary-pw@127.0.0.1:1/db?layout=row&layout=jsonb"]);
+    assert!(twice.contains("option 'layout' is given twice; give each URL option once"), "{twice}");
+    // Negative values: the value parser's line, never clap's "use '-- -2'".
+    assert_eq!(line(&["run", "--budget", "-2m"]), "dbsweep: --budget '-2m': give a duration such as 500ms, 90s, 30m or 8h");
+    assert_eq!(line(&["run", "--shard", "-1/3"]), "dbsweep: --shard '-1/3': write I/N with 0 <= I < N, e.g. --shard 0/3");
+    assert!(line(&["run", "--precision", "-2%"]).contains("--precision '-2%': give a relative amount such as 2%"));
+    assert!(line(&["run", "--precision", "2%", "--max-time", "-1m"]).contains("--max-time '-1m': give a duration"));
+    assert!(line(&["run", "-n", "-1x"]).starts_with("dbsweep: -n -1x: a negative number, where dbsweep takes 0 or more"));
+    // Printed by the coordinator alone, before any local worker starts.
+    assert!(line(&["run", "--workers", "2", "--target", "s=sqlite:"]).contains("target s (sqlite) cannot be shared by worker processes"));
+
+    // `gen keys`: the same rules, and nothing written.
+    let keys = tmp.path().join("keys.csv");
+    let not_a_dir = tmp.path().join("file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    let inside_a_file = not_a_dir.join("keys.csv");
+    let gen_cases: &[&[&str]] = &[
+        &["gen", "keys", "99999999999999999", "--out", keys.to_str().unwrap()],
+        &["gen", "keys", "10", "--out", "/proc/x"],
+        &["gen", "keys", "10", "--out", inside_a_file.to_str().unwrap()],
+        &["gen", "keys", "10", "--out", tmp.path().to_str().unwrap()],
+        &["gen", "keys", "-5"],
+        &["gen", "keys", "5", "--seed", "-1"],
+    ];
+    for args in gen_cases {
+        let o = dbsweep(args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: not one line: {stderr}");
+        assert!(o.stdout.is_empty() && !keys.exists(), "{args:?} wrote keys");
+    }
+    assert!(line(&["gen", "keys", "99999999999999999"]).contains(available));
+    assert!(line(&["gen", "keys", "10", "--out", "/proc/x"]).contains("cannot write a file in /proc"));
 }
 
 #[test]

@@ -16,8 +16,13 @@ fn root() -> PathBuf {
 
 /// Runs a recipe script with bash and `vars` in its environment.
 fn script(name: &str, vars: &[(&str, &str)]) -> std::process::Output {
+    script_with_args(name, vars, &[])
+}
+
+/// Runs a recipe script with bash, `vars` in its environment and `args` after it.
+fn script_with_args(name: &str, vars: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new("bash");
-    cmd.arg(root().join("recipes/slurm").join(name)).env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"));
+    cmd.arg(root().join("recipes/slurm").join(name)).args(args).env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"));
     for (k, v) in vars {
         cmd.env(k, v);
     }
@@ -29,16 +34,25 @@ fn slurm_array_scripts_run_the_shards_and_merge_them() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().to_str().unwrap();
     let args = "--target m=mock: --experiments get,insert --clients 1,2 --batch 7 --runs 1 --warmup 0 --rows 2000 --ops 300";
+    // The same arguments three ways: split from DBSWEEP_ARGS, one per line in
+    // DBSWEEP_ARGS_FILE (a comment and a blank line among them), and after the script.
+    let file = tmp.path().join("args.txt");
+    std::fs::write(&file, format!("# the study's flags\n\n{}\n", args.split(' ').collect::<Vec<_>>().join("\n"))).unwrap();
     for i in 0..3 {
-        let o = script(
-            "shards.sbatch",
-            &[
-                ("SLURM_ARRAY_TASK_ID", &i.to_string()),
-                ("SLURM_ARRAY_TASK_COUNT", "3"),
-                ("DBSWEEP_RESULTS", results),
-                ("DBSWEEP_ARGS", args),
-            ],
-        );
+        let index = i.to_string();
+        let mut vars = vec![("SLURM_ARRAY_TASK_ID", index.as_str()), ("SLURM_ARRAY_TASK_COUNT", "3"), ("DBSWEEP_RESULTS", results)];
+        let words: Vec<&str> = match i {
+            0 => {
+                vars.push(("DBSWEEP_ARGS", args));
+                vec![]
+            }
+            1 => {
+                vars.push(("DBSWEEP_ARGS_FILE", file.to_str().unwrap()));
+                vec![]
+            }
+            _ => args.split(' ').collect(),
+        };
+        let o = script_with_args("shards.sbatch", &vars, &words);
         assert!(o.status.success(), "shard {i}: {}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(report(&tmp.path().join(format!("shard-{i}")))["shard"]["index"], i);
     }
@@ -143,12 +157,64 @@ fn kubernetes_indexed_job_and_merge_job_agree() {
     assert_eq!((merge["kind"].as_str(), merge["apiVersion"].as_str()), (Some("Job"), Some("batch/v1")));
     let pod = &merge["spec"]["template"]["spec"];
     assert_eq!(results_volume(pod), (claim_name, mount.clone()));
-    let margs = strings(&pod["containers"][0]["args"]);
-    assert_eq!(margs[0], "merge");
-    let dirs: Vec<String> = (0..n).map(|i| out.replace("$(JOB_COMPLETION_INDEX)", &i.to_string())).collect();
-    assert_eq!(margs[1..=n as usize], dirs[..]);
-    assert_eq!(margs[n as usize + 1], "--out");
-    assert!(Path::new(&margs[n as usize + 2]).starts_with(&mount));
+    // It merges the shards that wrote a report, as Slurm's merge script does.
+    let container = &pod["containers"][0];
+    assert_eq!(strings(&container["command"]), ["sh", "-c"]);
+    let merge_script = strings(&container["args"]).remove(0);
+    let indices: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    assert!(merge_script.contains(&format!("for i in {};", indices.join(" "))), "every shard index: {merge_script}");
+    assert!(merge_script.contains(&out.replace("$(JOB_COMPLETION_INDEX)", "$i")), "the shards' --out: {merge_script}");
+    assert!(merge_script.contains(&format!("--out {mount}/merged")), "{merge_script}");
+    merge_job_tolerates_a_missing_shard(&merge_script, &mount, n);
+}
+
+/// Runs the merge job's script on this machine (its volume a temp dir, dbsweep on `PATH`)
+/// over `n` shards of a small plan: all of them merge completely; without shard 1 the rest
+/// merge, marked incomplete, with exit 1 (as `merge.sbatch`).
+fn merge_job_tolerates_a_missing_shard(merge_script: &str, mount: &str, n: u64) {
+    let tmp = tempfile::tempdir().unwrap();
+    let volume = tmp.path().to_str().unwrap();
+    for i in 0..n {
+        let shard = format!("{i}/{n}");
+        let out = tmp.path().join(format!("shard-{i}"));
+        let o = dbsweep(&[
+            "run",
+            "--target",
+            "m=mock:",
+            "-e",
+            "get",
+            "--clients",
+            "1,2",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--rows",
+            "500",
+            "--ops",
+            "100",
+            "--no-progress",
+            "--shard",
+            &shard,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "shard {shard}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let bin = Path::new(env!("CARGO_BIN_EXE_dbsweep")).parent().unwrap().display().to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let merge = || Command::new("sh").arg("-c").arg(merge_script.replace(mount, volume)).env("PATH", &path).output().unwrap();
+    let o = merge();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(report(&tmp.path().join("merged"))["complete"], true);
+
+    std::fs::remove_dir_all(tmp.path().join("shard-1")).unwrap();
+    std::fs::remove_dir_all(tmp.path().join("merged")).unwrap();
+    let o = merge();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("shard 1/{n} has no report")) && stderr.contains(&format!("shard 1/{n} not merged")), "{stderr}");
+    assert_eq!(report(&tmp.path().join("merged"))["complete"], false);
 }
 
 /// The workers' sbatch script under a real one-node Slurm (`sbatch --wait`): its three
@@ -161,20 +227,22 @@ fn slurm_workers_script_runs_one_study_as_three_workers_under_sbatch() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("workers");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let o = slurm
-        .command("sbatch")
+    // The script's own resource requests fit this node (however few its CPUs), and the
+    // arguments come through `--export` in a file: the comma of `--clients 3,7` survives.
+    let args = format!(
+        "ycsb\n--target\nredis={url}\n-p\nrecordcount=500\n--experiments\nworkload-c\n--clients\n3,7\n--ops\n600\n--runs\n1\n--warmup\n0\n"
+    );
+    let args_file = tmp.path().join("args.txt");
+    std::fs::write(&args_file, args).unwrap();
+    let mut sbatch = slurm.command("sbatch");
+    sbatch
         .current_dir(tmp.path())
-        .args(["--wait", "--overcommit", "--cpus-per-task=1", "--time=5"])
+        .args(["--wait", "--time=5", &format!("--export=ALL,DBSWEEP_ARGS_FILE={}", args_file.display())])
         .env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"))
         .env("DBSWEEP_RESULTS", &results)
         .env("DBSWEEP_COORDINATOR_PORT", port.to_string())
-        .env(
-            "DBSWEEP_ARGS",
-            format!("ycsb --target redis={url} -p recordcount=500 --experiments workload-c --clients 3 --ops 600 --runs 1 --warmup 0"),
-        )
-        .arg(root().join("recipes/slurm/workers.sbatch"))
-        .output()
-        .unwrap();
+        .arg(root().join("recipes/slurm/workers.sbatch"));
+    let o = waited(sbatch, &slurm);
     let log = std::fs::read_to_string(tmp.path().join("dbsweep-workers.log")).unwrap_or_default();
     assert!(o.status.success(), "sbatch: {}\n{log}\n{}", String::from_utf8_lossy(&o.stderr), slurm.logs());
     let r = report(&results);
@@ -185,6 +253,82 @@ fn slurm_workers_script_runs_one_study_as_three_workers_under_sbatch() {
     let rows = csv_rows(&results);
     let c: Vec<_> = rows.iter().filter(|r| r["experiment"] == "workload-c" && r["target"] == "redis" && r["op"] == "mixed").collect();
     assert!(!c.is_empty() && c.iter().all(|r| r["ops"] == "600" && r["ok_ops"] == "600"), "{c:?}");
+    let mut clients: Vec<&str> = c.iter().map(|r| r["clients"].as_str()).collect();
+    clients.dedup();
+    assert_eq!(clients, ["3", "7"], "both client counts of --clients 3,7");
+}
+
+/// The output of `sbatch --wait …`, or a failure naming why the job did not run when it is
+/// still waiting after five minutes (a job that asks for more than the node has stays
+/// pending, and `sbatch --wait` with it).
+fn waited(mut sbatch: Command, slurm: &support::slurm::Slurm) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = sbatch.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let queue = slurm.command("squeue").args(["-h", "-o", "%i %T %r"]).output().unwrap();
+            let _ = slurm.command("scancel").arg("--user=root").status();
+            let _ = child.kill();
+            panic!("the job is not done after 5 minutes: {}", String::from_utf8_lossy(&queue.stdout));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The shards' array and the merge under the real one-node Slurm, as the README submits
+/// them, with the study's flags after the script (`--clients 1,3` keeps its comma): three
+/// shards, then the merge once they ended, into one complete report.
+#[test]
+fn slurm_array_and_merge_run_under_sbatch_with_commas_in_the_arguments() {
+    let slurm = support::slurm::Slurm::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let submit = |args: &[&str]| {
+        let mut sbatch = slurm.command("sbatch");
+        sbatch
+            .current_dir(tmp.path())
+            .args(["--time=5"])
+            .args(args)
+            .env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"))
+            .env("DBSWEEP_RESULTS", &results);
+        let o = waited(sbatch, &slurm);
+        assert!(o.status.success(), "sbatch {args:?}: {}\n{}", String::from_utf8_lossy(&o.stderr), slurm.logs());
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let shards = root().join("recipes/slurm/shards.sbatch");
+    let merge = root().join("recipes/slurm/merge.sbatch");
+    let jobid = submit(&[
+        "--parsable",
+        "--array=0-2",
+        shards.to_str().unwrap(),
+        "--target",
+        "m=mock:",
+        "-e",
+        "get,insert",
+        "--clients",
+        "1,3",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--rows",
+        "500",
+        "--ops",
+        "120",
+    ]);
+    submit(&["--wait", &format!("--dependency=afterany:{jobid}"), "--export=ALL,DBSWEEP_SHARDS=3", merge.to_str().unwrap()]);
+    let logs: String =
+        (0..3).map(|i| std::fs::read_to_string(tmp.path().join(format!("dbsweep-shard-{i}.log"))).unwrap_or_default()).collect();
+    let merged = results.join("merged");
+    assert_eq!(report(&merged)["complete"], true, "{logs}");
+    let rows = csv_rows(&merged);
+    let mut clients: Vec<&str> =
+        rows.iter().filter(|r| r["experiment"] == "get" && r["target"] == "m").map(|r| r["clients"].as_str()).collect();
+    clients.sort();
+    clients.dedup();
+    assert_eq!(clients, ["1", "3"], "{logs}");
 }
 
 #[test]

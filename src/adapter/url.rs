@@ -62,6 +62,25 @@ impl TargetUrl {
                 )));
             }
         }
+        if inner.fragment().is_some() {
+            // Nothing reads a fragment, and a password after a '#' would be shown with it.
+            return Err(Error::usage(format!(
+                "malformed target URL '{}': '#' starts a fragment, which no target takes; write '#' in a password as %23",
+                redact_text(text)
+            )));
+        }
+        let mut seen: Vec<String> = Vec::new();
+        for (key, _) in inner.query_pairs() {
+            // The password's spellings are one option: `password=a&pass=b` gives it twice.
+            let key = if is_password_param(&key) { "password".to_string() } else { key.into_owned() };
+            if seen.contains(&key) {
+                return Err(Error::usage(format!(
+                    "target URL '{}': option '{key}' is given twice; give each URL option once",
+                    redact_text(text)
+                )));
+            }
+            seen.push(key);
+        }
         Ok(TargetUrl { inner, more_hosts })
     }
 
@@ -235,18 +254,30 @@ pub fn redact_text(text: &str) -> String {
     redact_password_params(&text)
 }
 
-/// `…?password=x&a=b` → `…?password=***&a=b`, for every password parameter after `?`.
+/// `…?password=x&a=b` → `…?password=***&a=b`, for every password parameter: any
+/// `key=value` after a `?` or `&` anywhere in the text, so that a query the userinfo's
+/// redaction took in (`h:1?a=@&password=x`) keeps its password hidden too.
 fn redact_password_params(text: &str) -> String {
-    let Some(query_start) = text.find('?') else { return text.to_string() };
-    let (head, query) = text.split_at(query_start + 1);
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if is_password_param(&decode(key)) => format!("{key}=***"),
-            _ => pair.to_string(),
-        })
-        .collect();
-    format!("{head}{}", pairs.join("&"))
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut after_delimiter = false;
+    loop {
+        let end = rest.find(['?', '&']).unwrap_or(rest.len());
+        let part = &rest[..end];
+        match part.split_once('=') {
+            Some((key, _)) if after_delimiter && is_password_param(&decode(key)) => {
+                out.push_str(key);
+                out.push_str("=***");
+            }
+            _ => out.push_str(part),
+        }
+        if end == rest.len() {
+            return out;
+        }
+        out.push_str(&rest[end..=end]);
+        rest = &rest[end + 1..];
+        after_delimiter = true;
+    }
 }
 
 /// The text of a client's password file, unless its permission bits include any of
@@ -305,6 +336,17 @@ mod tests {
     }
 
     #[test]
+    fn a_query_taken_for_userinfo_keeps_its_password_hidden() {
+        // Found by the fuzzer: the port's '?' before an '@' made the query look like userinfo.
+        let shown = redact_text("nodb://127.0.0.1:65536?fail_every=@&password=canary-pw");
+        assert!(!shown.contains("canary-pw"), "{shown}");
+        assert_eq!(redact_text("pg://h/db?a=1&pass=x&b=2"), "pg://h/db?a=1&pass=***&b=2");
+        // ... and a '#' that made the rest a fragment.
+        let e = TargetUrl::parse("nodb://[::1]?layout=#&password=canary-pw").err().unwrap().to_string();
+        assert!(e.contains("'#' starts a fragment") && !e.contains("canary-pw"), "{e}");
+    }
+
+    #[test]
     fn redact_text_masks_userinfo_and_password_parameters() {
         let text = redact_text("pg=postgres://u:Canary1@h/db?layout=row&password=Canary2&pass=Canary3");
         assert_eq!(text, "pg=postgres://u:***@h/db?layout=row&password=***&pass=***");
@@ -326,6 +368,24 @@ mod tests {
         for bad in ["cassandra://h1:9042,", "cassandra://h1:9042,h2:x", "cassandra://h1:1,h2:2:3"] {
             assert_eq!(TargetUrl::parse(bad).err().map(|e| e.exit_code()), Some(2), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_option_given_twice_is_refused_for_every_scheme() {
+        for text in [
+            "postgres://u@127.0.0.1:5432/db?layout=row&layout=jsonb",
+            "redis://127.0.0.1:6379/0?batch_mode=pipeline&batch_mode=mget",
+            "sqlite:/tmp/x.db?journal=wal&journal=delete",
+            "mock:?fail_every=10&fail_every=3",
+            "mysql://u:canary-pw@h:3306/db?password=canary-pw2&pass=canary-pw3",
+        ] {
+            let e = TargetUrl::parse(text).err().unwrap_or_else(|| panic!("{text} accepted"));
+            assert_eq!(e.exit_code(), 2);
+            let e = e.to_string();
+            assert!(e.contains("is given twice; give each URL option once"), "{e}");
+            assert!(!e.contains("canary-pw"), "{e}");
+        }
+        TargetUrl::parse("postgres://u@h:5432/db?layout=row&password=x").unwrap();
     }
 
     #[test]

@@ -75,6 +75,14 @@ pub fn one_line_error(e: &clap::Error, command: &clap::Command, args: &[OsString
             // "--rate <OPS_PER_SEC>" -> "--rate", "<N>" -> "N"; the parser's message names the value.
             format!("{}: {why}", arg.split_whitespace().next().unwrap_or(arg).trim_start_matches('<').trim_end_matches('>'))
         }
+        (ErrorKind::UnknownArgument, Some(ContextValue::String(arg)), _) if is_negative_number(arg) => {
+            // clap's hint ("use '-- -2'") would pass it as a positional: name the value instead.
+            let given = args.iter().filter_map(|a| a.to_str()).position(|a| a.starts_with(arg.as_str()) && is_negative_number(a));
+            let shown = given.and_then(|i| args[i].to_str()).unwrap_or(arg);
+            let flag = given.and_then(|i| args.get(i.checked_sub(1)?)?.to_str()).filter(|f| f.starts_with('-'));
+            let of = flag.map_or_else(String::new, |f| format!("{f} "));
+            return format!("{of}{shown}: a negative number, where dbsweep takes 0 or more; give a positive value ({help})");
+        }
         (ErrorKind::MissingRequiredArgument, Some(ContextValue::Strings(missing)), _) => {
             let missing: Vec<String> = missing.iter().map(|a| format!("{a}{}", what_argument_is(subcommand, a))).collect();
             let usage = lines.iter().find_map(|l| l.strip_prefix("Usage: ")).unwrap_or_default();
@@ -90,6 +98,11 @@ pub fn one_line_error(e: &clap::Error, command: &clap::Command, args: &[OsString
         Some(tip) => format!("{message} ({tip}; {help})"),
         None => format!("{message} ({help})"),
     }
+}
+
+/// Whether `text` starts as a negative number does (`-2`, `-1,2`, `-.5`, `-2%`).
+fn is_negative_number(text: &str) -> bool {
+    text.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
 }
 
 /// The subcommand `args` name (the deepest, e.g. `gen keys`) and its path from the program

@@ -1,10 +1,19 @@
 //! How a length of time reads in dbsweep's words: "85 µs", "6.27 ms", "1.5 s", "2 min",
-//! "1 h" — three significant digits, whole minutes and hours by name. Owns only the words;
-//! must not measure or round anything that is saved.
+//! "1 h" — three significant digits, whole minutes and hours by name; and how any number a
+//! user gave reads back in a message (`number`: `0.5`, `2000`, `1e300`, never 300 digits).
+//! Owns only the words; must not measure or round anything that is saved.
 
-/// `secs` in words (see the module doc).
+/// A number as a flag takes it: plain when that is short (`0.5`, `2000`), else in
+/// scientific notation (`1e300`, `1e-300`); `NaN`, `inf` as Rust writes them.
+pub fn number(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&x.abs()) { format!("{x}") } else { format!("{x:e}") }
+}
+
+/// `secs` in words (see the module doc); a length beyond a year, or none at all (infinite,
+/// negative, NaN), as `number` seconds.
 pub fn words(secs: f64) -> String {
     match secs {
+        s if !(0.0..=366.0 * 86_400.0).contains(&s) => format!("{} s", number(s)),
         s if s >= 3600.0 && s % 3600.0 == 0.0 => format!("{} h", s / 3600.0),
         s if s >= 60.0 && s % 60.0 == 0.0 => format!("{} min", s / 60.0),
         s if s >= 1.0 => format!("{} s", significant(s)),
@@ -15,7 +24,8 @@ pub fn words(secs: f64) -> String {
 
 /// Three significant digits, without trailing zeros ("30", "1.5", "6.27", "1234").
 fn significant(value: f64) -> String {
-    let digits = if value > 0.0 { (2 - value.log10().floor() as i32).max(0) as usize } else { 0 };
+    // At most three decimals: below a nanosecond nothing dbsweep times has a digit.
+    let digits = if value > 0.0 { (2 - value.log10().floor() as i32).clamp(0, 3) as usize } else { 0 };
     let text = format!("{value:.digits$}");
     if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
 }
@@ -39,6 +49,18 @@ mod tests {
         ];
         for (secs, text) in cases {
             assert_eq!(words(secs), text, "{secs}");
+        }
+        for (secs, text) in [(1e300, "1e300 s"), (f64::INFINITY, "inf s"), (f64::NAN, "NaN s"), (-2.0, "-2 s"), (1e-300, "0 µs")] {
+            assert_eq!(words(secs), text, "{secs}");
+        }
+    }
+
+    #[test]
+    fn numbers_read_back_short() {
+        let cases =
+            [(0.5, "0.5"), (2000.0, "2000"), (1e300, "1e300"), (1e-300, "1e-300"), (-0.0, "-0"), (f64::NAN, "NaN"), (1e9, "1000000000")];
+        for (x, text) in cases {
+            assert_eq!(number(x), text);
         }
     }
 }

@@ -137,13 +137,16 @@ pub fn table_defs() -> Vec<TableDef> {
 /// Checks a scale factor: positive, finite, and large enough for one supplier.
 pub fn check_scale(scale: f64) -> Result<(), String> {
     if !(scale.is_finite() && scale > 0.0) {
-        return Err(format!("data.scale must be a positive number, not {scale}"));
+        return Err(format!("data.scale must be a positive number, not {}", crate::base::span::number(scale)));
     }
     if SupplierGenerator::calculate_row_count(scale, 1, 1) < 1 {
-        return Err(format!("data.scale {scale} is too small: TPC-H needs at least one supplier (scale >= 0.0001)"));
+        return Err(format!(
+            "data.scale {} is too small: TPC-H needs at least one supplier (scale >= 0.0001)",
+            crate::base::span::number(scale)
+        ));
     }
     if OrderGenerator::calculate_row_count(scale, 1, 1) > i32::MAX as i64 {
-        return Err(format!("data.scale {scale} is too large (at most about 1400)"));
+        return Err(format!("data.scale {} is too large (at most about 1400)", crate::base::span::number(scale)));
     }
     Ok(())
 }

@@ -130,7 +130,7 @@ fn experiment(
     // repeats within a batch.
     if e.op == ExperimentOp::Get && !study.lifecycle {
         let rows = dataset.initial_rows(table);
-        points.retain(|p| p.batch as u64 <= rows && p.clients as u64 <= rows.max(1) * 64);
+        points.retain(|p| p.batch as u64 <= rows && p.clients as u64 <= rows.max(1).saturating_mul(64));
     }
     let runs = if settings.runs_fixed { settings.runs } else { e.runs.unwrap_or(settings.runs) };
     let warmup = if settings.warmup_fixed { settings.warmup } else { e.warmup.unwrap_or(settings.warmup) };

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub mod bounds;
 mod duration;
 pub mod estimate;
 mod experiments;
@@ -185,7 +186,12 @@ impl SizeList {
     }
 }
 
-/// Parses `100,1000,10000` and ranges `100:100000:100` (start:end:step), mixed freely.
+/// The most sizes a sweep takes: a thousand times the insert-find paper's full sweep. Each
+/// is a point of its own, with its runs.
+pub const MAX_SIZES: u64 = 1_000_000;
+
+/// Parses `100,1000,10000` and ranges `100:100000:100` (start:end:step), mixed freely; at
+/// most `MAX_SIZES` in all (counted before a range is expanded).
 pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -194,8 +200,15 @@ pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
             .map(|n| n.trim().parse::<u64>().map_err(|_| format!("'{part}' is not a size or start:end:step range")))
             .collect::<std::result::Result<_, _>>()?;
         match nums[..] {
+            [_] if out.len() as u64 >= MAX_SIZES => return Err(format!("more than {MAX_SIZES} sizes; a sweep takes at most {MAX_SIZES}")),
             [n] => out.push(n),
-            [start, end, step] if step > 0 && start <= end => out.extend((start..=end).step_by(step as usize)),
+            [start, end, step] if step > 0 && start <= end => {
+                let count = (end - start) / step + 1;
+                if out.len() as u64 + count > MAX_SIZES {
+                    return Err(format!("'{part}' makes {count} sizes; a sweep takes at most {MAX_SIZES}: raise the step"));
+                }
+                out.extend((start..=end).step_by(usize::try_from(step).unwrap_or(usize::MAX)))
+            }
             _ => return Err(format!("'{part}': a range is start:end:step with step > 0 and start <= end")),
         }
     }
@@ -630,6 +643,9 @@ mod tests {
         assert!(parse_sizes("100:50:10").is_err());
         assert!(parse_sizes("1:9:0").is_err());
         assert!(parse_sizes("x").is_err());
+        let e = parse_sizes("1:99999999999999:1").unwrap_err();
+        assert_eq!(e, "'1:99999999999999:1' makes 99999999999999 sizes; a sweep takes at most 1000000: raise the step");
+        assert!(parse_sizes("1:1000000:1").is_ok() && parse_sizes("1:1000000:1,5").is_err());
         let err =
             resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("7:3:1".into()), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--sizes"), "{err}");

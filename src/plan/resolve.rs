@@ -4,8 +4,8 @@
 //!
 //! Owns the precedence of settings (flags, then YCSB's `-P`/`-p`, then `--quick`, then the
 //! study file, then the defaults) and the run-wide checks; the experiments' own checks live
-//! in `experiments`. Must not open connections or touch the file system beyond reading the
-//! study and YCSB workload files.
+//! in `experiments`; the machine's limits are `bounds`'. Must not open connections or touch
+//! the file system beyond reading the study and YCSB workload files.
 
 use super::experiments::{self, ExperimentScope};
 use super::method::and_list;
@@ -13,7 +13,7 @@ use super::{
     DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
     stopping, ycsb,
 };
-use super::{duration, estimate, method};
+use super::{bounds, duration, estimate, method};
 use crate::adapter::lease::Namespace;
 use crate::base::durability::Durability;
 use crate::data::{DataSpec, RecordCounts};
@@ -21,8 +21,14 @@ use crate::error::{Error, Result};
 use crate::servers::ServerKind;
 use crate::workload::experiment::{Experiment, Rate};
 
-/// Validates raw options against a study and resolves everything into a plan.
+/// Validates raw options against a study and resolves everything into a plan, its numbers
+/// bounded by what this machine can hold and do.
 pub fn resolve(opts: &RunOptions) -> Result<Plan> {
+    resolve_with(opts, &bounds::Machine::here())
+}
+
+/// `resolve` on `machine`.
+pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Result<Plan> {
     let StudyWithYcsb { study, ycsb, from_ycsb, mut warnings } = study_with_ycsb(opts)?;
     let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
     let precision = stopping::resolve(stopping::StopFlags {
@@ -41,7 +47,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
     let data_roots = data_roots(opts, &spawn)?;
     let durability = durability(opts, &study)?;
     let rows = opts.rows.clone().or(from_ycsb.records.clone());
-    let mut data = sized_data(opts, &study, &quick, rows.as_deref())?;
+    let mut data = sized_data(opts, &study, &quick, rows.as_deref(), machine)?;
     let targets = plan_targets(opts, &study)?;
     let description = run_description(opts, &study, &spawn, &data_roots)?;
     let scope = ExperimentScope {
@@ -104,6 +110,8 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
         hash: String::new(),
         planned_targets: serde_json::Value::Null,
     };
+    // Before anything walks the plan's rows or ops (the budget's estimate does).
+    bounds::check_plan(&plan, machine)?;
     if let Some(budget) = &opts.budget {
         let secs = stopping::parse_duration("--budget", budget)?;
         plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
@@ -322,8 +330,11 @@ fn hlog_interval(opts: &RunOptions) -> Result<Option<std::time::Duration>> {
 /// The per-op timeout in seconds (`--timeout`, default 60).
 fn op_timeout(opts: &RunOptions) -> Result<f64> {
     let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
-    if timeout_secs.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-        return Err(Error::usage("--timeout must be a positive number of seconds"));
+    if timeout_secs.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || timeout_secs > bounds::HORIZON_SECS {
+        return Err(Error::usage(format!(
+            "--timeout must be a positive number of seconds, at most {} (a week, the longest a plan may take)",
+            bounds::HORIZON_SECS
+        )));
     }
     Ok(timeout_secs)
 }
@@ -393,7 +404,11 @@ fn fixed_rates(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<V
     };
     let mut rates = asked
         .iter()
-        .map(|&r| Rate::new(r).ok_or_else(|| Error::usage(format!("--rate must be positive numbers of ops per second, got {r}"))))
+        .map(|&r| {
+            Rate::new(r).ok_or_else(|| {
+                Error::usage(format!("--rate must be positive numbers of ops per second, got {}", crate::base::span::number(r)))
+            })
+        })
         .collect::<Result<Vec<Rate>>>()?;
     rates.sort_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
     rates.dedup();
@@ -402,7 +417,13 @@ fn fixed_rates(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<V
 
 /// The study's data, sized by `--rows` (a list only for YCSB record counts), `--scale`
 /// (TPC-H) or `--quick`, and checked.
-fn sized_data(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, rows: Option<&[u64]>) -> Result<DataSpec> {
+fn sized_data(
+    opts: &RunOptions,
+    study: &StudyFile,
+    quick: &QuickOverrides,
+    rows: Option<&[u64]>,
+    machine: &bounds::Machine,
+) -> Result<DataSpec> {
     let mut data = study.data.clone();
     if let Some(list) = rows {
         positive_list("--rows", list)?;
@@ -469,6 +490,8 @@ fn sized_data(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, rows
             crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
         }
     }
+    // Before anything makes a record's columns.
+    bounds::check_record(&data, machine)?;
     Ok(data)
 }
 

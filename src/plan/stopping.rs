@@ -5,6 +5,7 @@
 //! Owns the flags' syntax and checks and which experiments the rule applies to. Must not
 //! measure or estimate anything (the runner and `stats::precision` do).
 
+use super::bounds::{HORIZON_SECS, MIN_DURATION_SECS};
 use crate::error::{Error, Result};
 use crate::workload::experiment::Experiment;
 use serde::Serialize;
@@ -73,7 +74,14 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<f64> {
     if !(value > 0.0 && value.is_finite()) {
         return Err(bad());
     }
-    Ok(value * scale)
+    let secs = value * scale;
+    if !(MIN_DURATION_SECS..=HORIZON_SECS).contains(&secs) {
+        return Err(Error::usage(format!(
+            "{flag} '{text}': give a duration from 1ms to {}h (a week, the longest a plan may take)",
+            HORIZON_SECS / 3600.0
+        )));
+    }
+    Ok(secs)
 }
 
 /// The stopping rule's flags, as given.
@@ -135,7 +143,7 @@ mod tests {
         assert_eq!(parse_duration("--budget", "1.5h").unwrap(), 5400.0);
         assert_eq!(parse_duration("--duration", "500ms").unwrap(), 0.5);
         assert_eq!(parse_duration("--duration", " 2.5 ").unwrap(), 2.5);
-        for bad in ["", "0s", "h", "3d", "-1m", "inf", "ms", "0ms", "-5ms", "1.5x", "2 mins", "NaN"] {
+        for bad in ["", "0s", "h", "3d", "-1m", "inf", "ms", "0ms", "-5ms", "1.5x", "2 mins", "NaN", "1e300", "1e-300s", "169h", "0.5ms"] {
             assert!(parse_duration("--budget", bad).unwrap_err().to_string().contains("--budget"), "{bad}");
         }
     }

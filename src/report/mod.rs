@@ -14,6 +14,7 @@ pub mod environment;
 pub mod exports;
 pub mod html;
 pub mod model;
+pub mod paper;
 pub mod summary;
 pub mod uncertainty;
 

@@ -500,7 +500,7 @@ impl<'a> Judge<'a> {
                 point: self.report.points.iter().find(|p| p.target == e.target && f.at.matches(p)),
             })
             .collect();
-        let paper_text = paper_side(&sides, &unit);
+        let paper_text = paper_side(&sides, f.quantity, &unit);
         let within = f.within.unwrap_or(self.paper.within);
         let mut verdict = Verdict {
             finding: f.id.clone(),
@@ -696,16 +696,17 @@ impl<'a> Judge<'a> {
     /// what the command needs to run it.
     fn not_measured(&mut self, at: &PointSpec, targets: &[&str], record: bool) -> Pair {
         let absent: Vec<&str> = targets.iter().copied().filter(|t| !self.report.targets.iter().any(|i| i.name == *t)).collect();
+        let mut needs: Vec<String> = Vec::new();
         if !absent.is_empty() {
+            let mut spawn: Vec<String> =
+                absent.iter().map(|t| self.paper.spawn.get(*t).cloned().unwrap_or_else(|| t.to_string())).collect();
+            spawn.dedup();
             if record {
-                for t in &absent {
-                    self.missing.spawn.insert(self.paper.spawn.get(*t).cloned().unwrap_or_else(|| t.to_string()));
-                }
+                self.missing.spawn.extend(spawn.iter().cloned());
             }
-            return Pair::NotMeasured { text: format!("not run: {} not a target of this run", absent.join(" and ")), not_run: true };
+            needs.push(format!("--spawn {} ({} not a target of this run)", spawn.join(","), absent.join(" and ")));
         }
         let of_experiment: Vec<&PointResult> = self.report.points.iter().filter(|p| p.experiment == at.experiment).collect();
-        let mut needs: Vec<String> = Vec::new();
         if of_experiment.is_empty() {
             needs.push(format!("experiment {}", at.experiment));
             if record {
@@ -734,7 +735,7 @@ impl<'a> Judge<'a> {
         if needs.is_empty() {
             return Pair::NotMeasured { text: format!("{} has no result at this point", targets.join(" and ")), not_run: false };
         }
-        Pair::NotMeasured { text: format!("not run: this point needs {}", needs.join(" and ")), not_run: true }
+        Pair::NotMeasured { text: format!("not run: this point needs {}", needs.join(", ")), not_run: true }
     }
 }
 
@@ -748,19 +749,21 @@ fn unusable(p: &PointResult) -> Option<String> {
     p.is_void().then(|| "is void (failed requests or missing rows)".to_string())
 }
 
-/// "Redis (HDD) 0.0518 < MySQL (HDD) 2.1234 s (41.0x)" or "SSDB > Redis".
-fn paper_side(sides: &[Side], unit: &str) -> String {
+/// "Redis (HDD) 0.0518 < MySQL (HDD) 2.1234 s (41.0x)" (times: lower first), or the order
+/// without numbers, best first: "SSDB > Redis".
+fn paper_side(sides: &[Side], quantity: Quantity, unit: &str) -> String {
     let with_values = sides.iter().all(|s| s.value.is_some());
     if !with_values {
         return sides.iter().map(|s| s.entry.system.as_str()).collect::<Vec<_>>().join(" > ");
     }
     let listed: Vec<String> = sides.iter().map(|s| format!("{} {}", s.entry.system, s.entry.value.as_deref().unwrap_or(""))).collect();
+    let between = if quantity.lower_is_better() { " < " } else { " > " };
     let ends = (sides.first().and_then(|s| s.value), sides.last().and_then(|s| s.value));
     let ratio = match ends {
         (Some(x), Some(y)) if x > 0.0 && y > 0.0 && sides.len() == 2 => format!(" ({})", times((y / x).max(x / y))),
         _ => String::new(),
     };
-    format!("{}{unit}{ratio}", listed.join(", "))
+    format!("{}{unit}{ratio}", listed.join(between))
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
         merged_from: Vec::new(),
         workers: Vec::new(),
         resumed: Vec::new(),
+        paper_verdicts: None,
     };
     if let Some(asked) = plan.durability {
         let lines = durability_warnings(asked, &report.targets);

@@ -231,7 +231,14 @@ fn a_void_point_or_a_target_not_run_is_not_comparable_and_names_the_command() {
     // The command-line targets were not run: their findings wait for --spawn.
     let cli = verdict(&v, "insert-cli-hdd");
     assert_eq!(cli.verdict, VerdictKind::NotComparable);
-    assert!(cli.not_run && cli.reason.starts_with("not run: redis-cli and mariadb-cli not a target of this run"), "{}", cli.reason);
+    assert!(
+        cli.not_run
+            && cli
+                .reason
+                .starts_with("not run: this point needs --spawn redis,mariadb (redis-cli and mariadb-cli not a target of this run)"),
+        "{}",
+        cli.reason
+    );
     // find ran at no size: the experiment is named.
     let find = verdict(&v, "find-driver-hdd");
     assert!(find.reason.starts_with("not run: this point needs experiment find"), "{}", find.reason);

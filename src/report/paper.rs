@@ -55,7 +55,8 @@ pub struct Paper {
     /// Systems of the paper that cannot run here.
     #[serde(default)]
     pub unavailable: Vec<StandIn>,
-    /// `--spawn` names of targets whose name is not their server's (`redis-cli = "redis"`).
+    /// `--spawn` names of targets whose name is not their server's (`redis-cli = "redis"`;
+    /// "all" for a study target that `--spawn all` keeps, such as the embedded MonetDB).
     #[serde(default)]
     pub spawn: BTreeMap<String, String>,
     /// The paper's numeric tables, each giving one finding per column.
@@ -433,7 +434,9 @@ impl Missing {
     fn command(&self, paper: &Paper) -> Option<String> {
         let list = |v: &BTreeSet<u64>| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let mut parts = vec![format!("dbsweep run {}", paper.study)];
-        if !self.spawn.is_empty() {
+        if self.spawn.contains("all") {
+            parts.push("--spawn all".to_string());
+        } else if !self.spawn.is_empty() {
             parts.push(format!("--spawn {}", self.spawn.iter().cloned().collect::<Vec<_>>().join(",")));
         }
         if !self.experiments.is_empty() {

@@ -55,6 +55,15 @@ fn a_quick_run_shows_every_finding_with_its_verdict_in_console_json_and_html() {
     assert!(verdicts.iter().all(|v| v["verdict"] == "not_comparable" && v["not_run"] == true && !v["reason"].as_str().unwrap().is_empty()));
     assert_eq!(report["paper_verdicts"]["judge_with"], "dbsweep run insert-find --spawn mariadb,redis --sizes 100000");
     assert_eq!(verdict(&report, "insert-driver-hdd")["paper"], "Redis (HDD) 0.2500 < MySQL (HDD) 2.5508 s (10.2x)");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&report).take(3).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "report.json with verdicts does not validate against docs/report.schema.json: {errors:#?}");
+    let mut broken = report.clone();
+    broken["paper_verdicts"]["verdicts"][0]["verdict"] = serde_json::json!("maybe");
+    assert!(!validator.is_valid(&broken), "the schema knows the verdicts");
 
     // report.html: the table after the header, before the findings.
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();

@@ -108,7 +108,8 @@ pub struct PointSpec {
     /// Clients (threads); 1 when not given.
     #[serde(default)]
     pub clients: Option<usize>,
-    /// A batched point of this batch size; `None`: one op per request.
+    /// A batched point of this batch size; `None`: one op per request, or one request of
+    /// the whole `param` (a size sent in one request).
     #[serde(default)]
     pub batch: Option<usize>,
 }
@@ -124,7 +125,8 @@ impl PointSpec {
             && p.point.clients == self.clients()
             && match self.batch {
                 Some(b) => p.point.batched && p.point.batch == b,
-                None => !p.point.batched,
+                // Unbatched, or one request of the whole size (insert-find's insert-all).
+                None => !p.point.batched || self.param.is_some_and(|n| p.point.batch as u64 == n),
             }
             && p.point.rate.is_none()
     }
@@ -736,7 +738,8 @@ impl<'a> Judge<'a> {
             }
         }
         if needs.is_empty() {
-            return Pair::NotMeasured { text: format!("{} has no result at this point", targets.join(" and ")), not_run: false };
+            let have = if targets.len() == 1 { "has" } else { "have" };
+            return Pair::NotMeasured { text: format!("{} {have} no result at this point", targets.join(" and ")), not_run: false };
         }
         Pair::NotMeasured { text: format!("not run: this point needs {}", needs.join(", ")), not_run: true }
     }

@@ -286,3 +286,18 @@ fn a_stand_in_is_left_out_and_named() {
 fn a_study_without_a_paper_has_no_verdicts() {
     assert!(PaperVerdicts::of(&golden()).is_none());
 }
+
+#[test]
+fn a_size_sent_in_one_request_is_the_point_of_that_size() {
+    // insert-find's insert-all sends all N keys in one request: a batch of N.
+    let mut p = golden().points.into_iter().find(|p| !p.is_void()).unwrap();
+    (p.experiment, p.point.param, p.point.clients, p.point.batched, p.point.batch) = ("insert-all".into(), Some(100000), 1, true, 100000);
+    assert!(insert_all().matches(&p));
+    p.point.batch = 100;
+    assert!(!insert_all().matches(&p), "a batch of another size is another point");
+    // Without a size, a batched point is never the unbatched one (kv-vs-relational's batch sweep).
+    let unbatched = PointSpec { experiment: "insert-all".into(), param: None, clients: None, batch: None };
+    p.point.param = None;
+    assert!(!unbatched.matches(&p));
+    assert!(PointSpec { batch: Some(100), ..unbatched }.matches(&p));
+}

@@ -301,3 +301,42 @@ fn a_size_sent_in_one_request_is_the_point_of_that_size() {
     assert!(!unbatched.matches(&p));
     assert!(PointSpec { batch: Some(100), ..unbatched }.matches(&p));
 }
+
+#[test]
+fn memory_findings_use_the_clients_change_and_its_noise_rule() {
+    // Table 6 at 1,000 records (MB): Cassandra 0 < H2 1.2 < Redis 1.3 = Memcached 1.3.
+    let at = PointSpec { experiment: "read-one".into(), param: Some(1000), clients: None, batch: None };
+    let sides: [(&str, &[f64]); 4] =
+        [("cassandra", &[100.0, 101.0]), ("h2", &[100.0, 101.0]), ("redis", &[100.0, 101.0]), ("memcached", &[100.0, 101.0])];
+    let with_memory = |mib: [f64; 4]| {
+        let mut r = report_at("in-memory", &at, &sides);
+        for (target, m) in ["cassandra", "h2", "redis", "memcached"].iter().zip(mib) {
+            let p = r.points.iter_mut().find(|p| p.experiment == "read-one" && p.target == *target).unwrap();
+            let bytes = m * 1048576.0;
+            p.summary.as_mut().unwrap().memory = Some(crate::report::model::MemorySummary {
+                engine_source: None,
+                engine_delta_bytes: None,
+                server_delta_bytes: None,
+                client_delta_bytes: bytes,
+                engine_bytes_per_row: None,
+                server_bytes_per_row: None,
+                engine_after_bytes: None,
+                server_after_bytes: None,
+                engine_delta_range: None,
+                server_delta_range: None,
+                client_delta_range: Some([bytes * 0.99, bytes * 1.01]),
+            });
+        }
+        verdict(&PaperVerdicts::of(&r).unwrap(), "table-6-n1000").clone()
+    };
+    let same = with_memory([1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(same.verdict, VerdictKind::Reproduced, "{same:?}");
+    assert!(same.dbsweep.starts_with("client memory cassandra 1.0 MiB < h2 2.0 MiB"), "{}", same.dbsweep);
+    let flipped = with_memory([1.0, 3.0, 2.0, 4.0]);
+    assert_eq!(flipped.verdict, VerdictKind::Differs, "{flipped:?}");
+    assert!(flipped.reason.starts_with("the opposite order here: client memory redis 2.0 MiB <= h2 3.0 MiB"), "{}", flipped.reason);
+    // Changes within one page: "< noise", nothing to rank.
+    let noise = with_memory([0.001, 0.002, 0.003, 0.001]);
+    assert_eq!(noise.verdict, VerdictKind::NotComparable);
+    assert!(noise.reason.contains("below the noise floor (< noise)"), "{}", noise.reason);
+}

@@ -526,7 +526,7 @@ impl<'a> Judge<'a> {
             .iter()
             .filter(|s| match self.paper.stand_in(&s.entry.target).or_else(|| self.paper.unavailable(&s.entry.target)) {
                 Some(why) => {
-                    left_out.push(format!("{} ({})", why.paper, why.reason));
+                    left_out.push(format!("{} left out ({})", why.paper, why.reason));
                     false
                 }
                 None => true,
@@ -541,7 +541,7 @@ impl<'a> Judge<'a> {
             })
             .collect();
         verdict.dbsweep = measured.join("; ");
-        let left_out_text = (!left_out.is_empty()).then(|| format!("left out: {}", left_out.join("; ")));
+        let left_out_text = (!left_out.is_empty()).then(|| left_out.join("; "));
         let scale = self.scale_note();
         let with_notes = |reason: String| {
             let mut parts = vec![reason];
@@ -551,7 +551,8 @@ impl<'a> Judge<'a> {
             parts.join("; ")
         };
         if judged.len() < 2 {
-            verdict.reason = with_notes("no system of the paper's is left to compare here".into());
+            // The left-out systems are the reason.
+            verdict.reason = with_notes(String::new()).trim_start_matches("; ").to_string();
             return verdict;
         }
         let pairs: Vec<Pair> = judged.windows(2).map(|w| self.pair(&f.at, f.quantity, w[0], w[1], within, true)).collect();

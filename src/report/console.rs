@@ -7,6 +7,7 @@
 
 use super::answers::{self, ShownAnswer};
 use super::model::{Flag, MemoryDelta, MemorySummary, PointResult, PointStatus, Report};
+use super::paper::PaperVerdicts;
 use super::summary::Findings;
 use crate::base::op::OpKind;
 use std::fmt::Write as _;
@@ -596,7 +597,38 @@ pub fn render_width(report: &Report, width: usize) -> String {
         out.push('\n');
         push_wrapped(&mut out, &format!("INCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early")), width);
     }
+    if let Some(verdicts) = PaperVerdicts::of(report) {
+        paper_verdicts(&mut out, &verdicts, width);
+    }
     out
+}
+
+/// Last, for a paper study: each of the paper's findings with the paper's side, dbsweep's
+/// and the verdict with its reason, one wrapped paragraph each; then what was not run and
+/// the command that would run it.
+fn paper_verdicts(out: &mut String, verdicts: &PaperVerdicts, width: usize) {
+    out.push('\n');
+    push_wrapped(out, &format!("the paper's findings, judged on this run ({}): {}", verdicts.paper, verdicts.tally()), width);
+    for v in &verdicts.verdicts {
+        let dbsweep = if v.dbsweep.is_empty() { "nothing measured".to_string() } else { v.dbsweep.clone() };
+        push_wrapped(
+            out,
+            &format!(
+                "  {} {} ({}): paper: {} · dbsweep: {} · why: {}",
+                v.verdict.text().to_uppercase(),
+                v.finding,
+                v.point,
+                v.paper,
+                dbsweep,
+                v.reason
+            ),
+            width,
+        );
+    }
+    if let Some(text) = verdicts.not_run_text() {
+        push_wrapped(out, &format!("  {text}"), width);
+    }
+    push_wrapped(out, &format!("  the findings, their conditions and places in the paper: {}", verdicts.source), width);
 }
 
 /// The findings, after the tables: each experiment's headline and standings, then each

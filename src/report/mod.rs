@@ -14,6 +14,7 @@ pub mod environment;
 pub mod exports;
 pub mod html;
 pub mod model;
+pub mod paper;
 pub mod seal;
 pub mod summary;
 pub mod uncertainty;
@@ -175,8 +176,17 @@ impl Drop for RunDir {
     }
 }
 
-/// Writes every output of a report into `dir`.
+/// Writes every output of a report into `dir`; a paper study's report.json gets the
+/// verdicts on its paper's findings as they stand (`paper::PaperVerdicts`).
 pub fn write_all(dir: &Path, report: &Report) -> Result<()> {
+    let judged;
+    let report = match paper::PaperVerdicts::of(report) {
+        Some(verdicts) => {
+            judged = Report { paper_verdicts: Some(verdicts), ..report.clone() };
+            &judged
+        }
+        None => report,
+    };
     let json = serde_json::to_vec_pretty(report).map_err(|e| Error::runtime(format!("cannot encode report: {e}")))?;
     write_atomic(&dir.join(REPORT_JSON), &json)?;
     write_atomic(&dir.join(RESULTS_CSV), csv::render(report).as_bytes())?;

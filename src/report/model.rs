@@ -63,6 +63,11 @@ pub struct Report {
     /// that went through at once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumed: Vec<Resumption>,
+    /// A paper study's run: each finding of the paper (`src/plan/studies/<study>.paper.toml`)
+    /// beside dbsweep's counterpart, with a verdict. Derived from the points each time
+    /// report.json is written (`report::write_all`); absent for other studies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_verdicts: Option<super::paper::PaperVerdicts>,
     /// The plan's own targets as resolved, before spawned servers joined and a shard kept
     /// only its own: `plan` with these as its `targets` is what `plan_hash` hashes, so
     /// `dbsweep merge` can check the saved plan against its hash. Absent in reports of

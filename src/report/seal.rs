@@ -4,7 +4,8 @@
 //!
 //! Owns what the seal covers — everything the run wrote (plan and its hash, shard, targets,
 //! every point, run, histogram and count, warnings, status) but the seal itself and what is
-//! rendered again from it (the schema reference, the latency files' names) — and how it is
+//! rendered again from it (the schema reference, the latency files' names, a paper study's
+//! verdicts) — and how it is
 //! made and checked. Must not decide what a merge does with a broken seal (`runner::merge`).
 
 use super::model::{Report, Seal};
@@ -71,13 +72,15 @@ impl Sealed {
     }
 }
 
-/// The report as canonical JSON without its seal, its schema reference and its points'
-/// latency file names (`dbsweep report` writes those again).
+/// The report as canonical JSON without its seal, its schema reference, its points'
+/// latency file names and a paper study's verdicts (`dbsweep report` and every save derive
+/// those again from the rest).
 fn sealed_contents(report: &Report) -> String {
     let mut value = serde_json::to_value(report).expect("a report always encodes as JSON");
     if let Some(map) = value.as_object_mut() {
         map.remove("seal");
         map.remove("schema");
+        map.remove("paper_verdicts");
         if let Some(points) = map.get_mut("points").and_then(|p| p.as_array_mut()) {
             for point in points.iter_mut().filter_map(|p| p.as_object_mut()) {
                 point.remove("exports");

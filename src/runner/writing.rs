@@ -61,6 +61,7 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
         resumed: Vec::new(),
         planned_targets: Some(plan.planned_targets.clone()),
         seal: None,
+        paper_verdicts: None,
     };
     if let Some(asked) = plan.durability {
         let lines = durability_warnings(asked, &report.targets);

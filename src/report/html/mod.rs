@@ -17,6 +17,7 @@ pub mod figures;
 mod findings;
 mod latency;
 mod rates;
+mod verdicts;
 mod ycsb;
 
 use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
@@ -256,6 +257,8 @@ sup.mk.loud { background: #b3261e; color: #fff; border-color: #7a1a14; }
 ol.headlines { flex: 1 1 440px; margin: 4px 0; padding-left: 1.4em; font-size: 0.88em; columns: 2 440px; column-gap: 32px; } ol.headlines li { margin: 0 0 3px; break-inside: avoid; }
 .at, .ci { color: #666; font-size: 0.88em; font-weight: 400; } .nw { white-space: nowrap; }
 td.best { font-weight: 700; color: #1a7f37; }
+table.verdicts td { max-width: 360px; } td.verdict.reproduced b { color: #1a7f37; } td.verdict.differs b { color: #b3261e; } td.verdict.not-comparable b { color: #555; }
+#paper-verdicts h2 { margin-top: 0.2em; border: 0; }
 nav { margin: 10px 0 0; font-size: 0.9em; } nav ul { display: inline; padding: 0; margin: 0; } nav li { display: inline; margin-right: 14px; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 14px; }
 figure { margin: 0; padding: 8px 10px; border: 1px solid #e2e2e2; border-radius: 6px; min-width: 0; }
@@ -314,6 +317,9 @@ pub fn render(report: &Report) -> String {
         esc(&title)
     );
     header(&mut out, report);
+    if let Some(v) = crate::report::paper::PaperVerdicts::of(report) {
+        verdicts::section(&mut out, &v);
+    }
     findings::section(&mut out, &crate::report::summary::Findings::of(report), &colors);
     void_notes(&mut out, report);
     let sections = figures::plan(report);

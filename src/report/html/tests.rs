@@ -405,3 +405,20 @@ fn data_tables_and_settings_are_folded_below_the_charts_and_scroll_in_their_card
     }
     assert!(!html.contains("overflow-wrap: anywhere") && !html.contains("white-space: normal"));
 }
+
+#[test]
+fn a_paper_study_opens_with_its_verdict_table_and_other_studies_do_not() {
+    let mut r = fixture();
+    assert!(!render(&r).contains("id=\"paper-verdicts\""), "the embedded study has no paper");
+    r.study = "in-memory".into();
+    let html = render(&r);
+    let table = html.find("<section id=\"paper-verdicts\" class=\"card\">").expect("the verdict table");
+    assert!(html.find("<section id=\"findings\"").is_some_and(|f| f > table), "before the findings");
+    // Tables 3-10 of the paper, one finding per record count; none measured by the
+    // embedded targets.
+    assert_eq!(html.matches("<tr data-finding=\"table-").count(), 32);
+    assert!(html.contains("<tr data-finding=\"table-3-n1000\" data-verdict=\"not-comparable\">"));
+    assert!(html.contains("Memcached 23 &lt; Redis 34 &lt; H2 147 &lt; MongoDB 904 &lt; Cassandra 1202 ms"), "escaped");
+    let command = "dbsweep run in-memory --spawn cassandra,h2,memcached,redis --experiments delete-one,fetch-all,read-one,write-all";
+    assert!(html.contains(&format!("<code>{command}</code> would run them.")), "{}", &html[html.find("not-run").unwrap_or(0)..][..400]);
+}

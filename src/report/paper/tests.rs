@@ -1,0 +1,342 @@
+use super::*;
+use crate::report::model::Flag;
+
+/// Where the papers' texts are: `$DBSWEEP_SEEDS_DIR`, else the shared seeds directory.
+fn seeds_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("DBSWEEP_SEEDS_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| "/work/shared/seeds".into());
+    dir.is_dir().then_some(dir)
+}
+
+fn seed_text(dir: &std::path::Path, prefix: &str) -> String {
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with(&format!("{prefix}_")))
+        .unwrap_or_else(|| panic!("no seed {prefix}_* in {}", dir.display()));
+    std::fs::read_to_string(file.path()).unwrap()
+}
+
+/// Markup and emphasis removed, whitespace collapsed: "*delete*" and "<i>Redis</i>" read as
+/// the words.
+fn plain(text: &str) -> String {
+    let text = text.replace("<i>", "").replace("</i>", "").replace('*', "");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The cells of the first line at or after the table heading `name` whose first cell is
+/// `row` (markup removed).
+fn table_line(seed: &str, name: &str, row: &str) -> Option<Vec<String>> {
+    let lines: Vec<&str> = seed.lines().collect();
+    let start = lines.iter().position(|l| plain(l).starts_with(&format!("{name} ")) || plain(l) == name)?;
+    lines[start..].iter().map(|l| l.split('\t').map(plain).collect::<Vec<String>>()).find(|cells| cells.first().is_some_and(|c| c == row))
+}
+
+/// The column heads of a table whose first line names its columns (an empty first cell).
+fn column_heads(seed: &str, name: &str) -> Vec<String> {
+    let lines: Vec<&str> = seed.lines().collect();
+    let Some(start) = lines.iter().position(|l| plain(l).starts_with(&format!("{name} ")) || plain(l) == name) else { return Vec::new() };
+    lines[start..]
+        .iter()
+        .map(|l| l.split('\t').map(plain).collect::<Vec<String>>())
+        .find(|c| c.len() > 1 && c[0].is_empty())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_paper_parses_and_its_findings_are_well_formed() {
+    let papers = Paper::all();
+    assert_eq!(papers.iter().map(|p| p.study.as_str()).collect::<Vec<_>>(), ["insert-find", "in-memory", "ycsb", "kv-vs-relational"]);
+    for paper in &papers {
+        let findings = paper.findings();
+        assert!(findings.len() >= 12, "{}: {} findings", paper.study, findings.len());
+        let mut ids: Vec<&str> = findings.iter().map(|f| f.id.as_str()).collect();
+        ids.sort_unstable();
+        let before = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), before, "{}: finding ids are unique", paper.study);
+        for f in &findings {
+            assert!(f.order.len() >= 2, "{}: {} compares at least two systems", paper.study, f.id);
+            for e in &f.order {
+                if let Some(v) = &e.value {
+                    assert!(paper.value_of(f, v).is_some(), "{}: {} has a number that does not parse: {v}", paper.study, f.id);
+                }
+            }
+        }
+    }
+    // Dots group thousands in Table 3 only: 14.638 is 14,638 ms; 62.7 MB stays 62.7.
+    let in_memory = Paper::of_study("in-memory").unwrap();
+    let table3 = in_memory.findings().into_iter().find(|f| f.id == "table-3-n1000000").unwrap();
+    assert_eq!(in_memory.value_of(&table3, "14.638"), Some(14638.0));
+    assert_eq!(table3.order.iter().map(|e| e.target.as_str()).collect::<Vec<_>>(), ["memcached", "h2", "redis", "cassandra", "ferretdb"]);
+    let table4 = in_memory.findings().into_iter().find(|f| f.id == "table-4-n1000000").unwrap();
+    assert_eq!(in_memory.value_of(&table4, "62.7"), Some(62.7));
+}
+
+#[test]
+fn every_number_and_quote_is_in_the_papers_text() {
+    let Some(dir) = seeds_dir() else {
+        println!("skipped: no seeds directory (set DBSWEEP_SEEDS_DIR to the papers' texts)");
+        return;
+    };
+    let mut checked = 0;
+    for paper in Paper::all() {
+        let seed = seed_text(&dir, &paper.seed);
+        let whole = plain(&seed);
+        for t in &paper.tables {
+            let heading = seed.lines().map(plain).find(|l| l.starts_with(&format!("{} ", t.name))).unwrap_or_default();
+            assert!(heading.contains(&plain(&t.caption)), "{}: {} is headed {heading:?}, not {:?}", paper.study, t.name, t.caption);
+            for row in &t.rows {
+                let cells = table_line(&seed, &t.name, &row.system)
+                    .unwrap_or_else(|| panic!("{}: no line {} in {}", paper.study, row.system, t.name));
+                assert_eq!(cells[1..], row.cells[..], "{}: {} of {} as printed", paper.study, row.system, t.name);
+                checked += row.cells.len();
+            }
+        }
+        for f in &paper.findings {
+            if let Some(quote) = &f.quote {
+                assert!(whole.contains(&plain(quote)), "{}: {}'s quote is not in the paper: {quote:?}", paper.study, f.id);
+            }
+            for e in f.order.iter().filter(|e| e.value.is_some()) {
+                let (table, line, value) = (f.table.as_deref().unwrap(), e.line.as_deref().unwrap(), e.value.as_deref().unwrap());
+                let cells = table_line(&seed, table, line).unwrap_or_else(|| panic!("{}: no line {line:?} in {table}", paper.study));
+                assert!(cells[1..].iter().any(|c| c == value), "{}: {} is not on {table}'s line {line:?}: {cells:?}", paper.study, value);
+                // And in the system's column, where the table heads its columns by system.
+                let header = column_heads(&seed, table);
+                let system = e.system.split(',').next().unwrap();
+                if let Some(column) = header.iter().position(|c| c == system) {
+                    assert_eq!(cells[column], value, "{}: {}'s number is in the {system} column of {table}", paper.study, f.id);
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 150, "every transcribed number was checked: {checked}");
+}
+
+#[test]
+fn a_wrong_number_fails_the_seed_check() {
+    let Some(dir) = seeds_dir() else {
+        println!("skipped: no seeds directory (set DBSWEEP_SEEDS_DIR to the papers' texts)");
+        return;
+    };
+    let seed = seed_text(&dir, "002");
+    let cells = table_line(&seed, "TABLE I", "Insertion (via Command Line)").unwrap();
+    assert!(cells.contains(&"2.1234".to_string()));
+    assert!(!cells.contains(&"2.1243".to_string()), "a transposed digit is not found");
+    let seed = seed_text(&dir, "004");
+    assert_eq!(table_line(&seed, "Table 3", "Redis").unwrap()[1..], ["34", "214", "1666", "14.638"]);
+}
+
+#[test]
+fn every_finding_is_measured_by_an_experiment_of_its_study() {
+    let studies = [
+        ("insert-find", include_str!("../../plan/studies/insert-find.toml")),
+        ("in-memory", include_str!("../../plan/studies/in-memory.toml")),
+        ("ycsb", include_str!("../../plan/studies/ycsb.toml")),
+        ("kv-vs-relational", include_str!("../../plan/studies/kv-vs-relational.toml")),
+    ];
+    for paper in Paper::all() {
+        let text = studies.iter().find(|(s, _)| *s == paper.study).unwrap().1;
+        let study: toml::Value = toml::from_str(text).unwrap();
+        let names: Vec<&str> = study["experiments"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+        for f in paper.findings() {
+            assert!(
+                names.contains(&f.at.experiment.as_str()),
+                "{}: {} names experiment {}, not in the study",
+                paper.study,
+                f.id,
+                f.at.experiment
+            );
+        }
+    }
+}
+
+fn golden() -> Report {
+    serde_json::from_str(include_str!("../../../tests/golden/report.json")).unwrap()
+}
+
+/// A report of `study` holding the golden report's points (for the variance model) and,
+/// at `at`, one point per (target, throughputs of its measured runs).
+fn report_at(study: &str, at: &PointSpec, sides: &[(&str, &[f64])]) -> Report {
+    let mut r = golden();
+    r.study = study.into();
+    let template = r.points.iter().find(|p| !p.is_void() && p.measured_runs().len() >= 2 && !p.point.batched).unwrap().clone();
+    let info = r.targets[0].clone();
+    for (target, values) in sides {
+        let mut p = template.clone();
+        (p.experiment, p.target, p.system) = (at.experiment.clone(), target.to_string(), target.to_string());
+        (p.point.param, p.point.clients, p.point.batched) = (at.param, at.clients(), false);
+        p.flags.clear();
+        p.runs.retain(|r| !r.warmup);
+        p.runs.truncate(values.len());
+        for (run, v) in p.runs.iter_mut().zip(values.iter()) {
+            (run.seconds, run.ok_ops, run.ops) = (1.0, *v as u64, *v as u64);
+        }
+        r.points.push(p);
+        r.targets.push(TargetInfo { name: target.to_string(), system: target.to_string(), ..info.clone() });
+    }
+    r
+}
+
+use crate::adapter::TargetInfo;
+
+fn verdict<'a>(v: &'a PaperVerdicts, id: &str) -> &'a Verdict {
+    v.verdicts.iter().find(|v| v.finding == id).unwrap()
+}
+
+fn insert_all() -> PointSpec {
+    PointSpec { experiment: "insert-all".into(), param: Some(100000), clients: None, batch: None }
+}
+
+#[test]
+fn a_verdict_follows_the_measured_order() {
+    // Table I through the drivers on an HDD: Redis 0.2500 s, MySQL 2.5508 s: 10.2x.
+    let close = report_at("insert-find", &insert_all(), &[("redis", &[8000.0, 8100.0, 7900.0]), ("mariadb", &[1000.0, 1010.0, 990.0])]);
+    let v = PaperVerdicts::of(&close).unwrap();
+    let driver = verdict(&v, "insert-driver-hdd");
+    assert_eq!(driver.verdict, VerdictKind::Reproduced, "{driver:?}");
+    assert!(driver.reason.starts_with("the paper's order, within 3.00x of the paper's ratio"), "{}", driver.reason);
+    assert!(driver.dbsweep.starts_with("redis 8.00x faster than mariadb (95 % "), "{}", driver.dbsweep);
+    assert!(driver.paper.contains("0.2500") && driver.paper.contains("2.5508") && driver.paper.contains("10.2x"), "{}", driver.paper);
+
+    // The order flipped: MariaDB faster.
+    let flipped = report_at("insert-find", &insert_all(), &[("redis", &[1000.0, 1010.0, 990.0]), ("mariadb", &[8000.0, 8100.0, 7900.0])]);
+    let v = PaperVerdicts::of(&flipped).unwrap();
+    let driver = verdict(&v, "insert-driver-hdd");
+    assert_eq!(driver.verdict, VerdictKind::Differs, "{driver:?}");
+    assert!(driver.reason.starts_with("the opposite order here: mariadb 8.00x faster than redis"), "{}", driver.reason);
+
+    // The same order, but 100x where the paper has 10.2x: beyond the stated factor.
+    let far = report_at("insert-find", &insert_all(), &[("redis", &[100000.0, 101000.0, 99000.0]), ("mariadb", &[1000.0, 1010.0, 990.0])]);
+    let driver = verdict(&PaperVerdicts::of(&far).unwrap(), "insert-driver-hdd").clone();
+    assert_eq!(driver.verdict, VerdictKind::Differs);
+    assert!(driver.reason.contains("against 10.2x in the paper: beyond the stated 3.00x"), "{}", driver.reason);
+
+    // Equal: the data cannot rank them.
+    let tied = report_at("insert-find", &insert_all(), &[("redis", &[1000.0, 1001.0, 999.0]), ("mariadb", &[1000.5, 999.5, 1000.0])]);
+    let driver = verdict(&PaperVerdicts::of(&tied).unwrap(), "insert-driver-hdd").clone();
+    assert_eq!(driver.verdict, VerdictKind::NotComparable);
+    assert!(driver.reason.starts_with("the data cannot rank them: redis and mariadb "), "{}", driver.reason);
+    assert!(
+        driver.reason.ends_with("dbsweep's drivers are its own (Rust), not Node.js's"),
+        "the method choice is named: {}",
+        driver.reason
+    );
+}
+
+#[test]
+fn a_void_point_or_a_target_not_run_is_not_comparable_and_names_the_command() {
+    let mut r = report_at("insert-find", &insert_all(), &[("redis", &[8000.0, 8100.0]), ("mariadb", &[1000.0, 1010.0])]);
+    let v = PaperVerdicts::of(&r).unwrap();
+    // The command-line targets were not run: their findings wait for --spawn.
+    let cli = verdict(&v, "insert-cli-hdd");
+    assert_eq!(cli.verdict, VerdictKind::NotComparable);
+    assert!(
+        cli.not_run
+            && cli
+                .reason
+                .starts_with("not run: this point needs --spawn redis,mariadb (redis-cli and mariadb-cli not a target of this run)"),
+        "{}",
+        cli.reason
+    );
+    // find ran at no size: the experiment is named.
+    let find = verdict(&v, "find-driver-hdd");
+    assert!(find.reason.starts_with("not run: this point needs experiment find"), "{}", find.reason);
+    assert_eq!(v.judge_with.as_deref(), Some("dbsweep run insert-find --spawn mariadb,redis --experiments find"));
+    assert!(v.not_run_text().unwrap().starts_with("10 findings could not be judged"), "{:?}", v.not_run_text());
+    // A void point is not a measurement.
+    let p = r.points.iter_mut().find(|p| p.experiment == "insert-all" && p.target == "mariadb").unwrap();
+    p.flags.push(Flag::Errors { count: 2, failed_ops: 2 });
+    let driver = verdict(&PaperVerdicts::of(&r).unwrap(), "insert-driver-hdd").clone();
+    assert_eq!(driver.verdict, VerdictKind::NotComparable);
+    assert!(driver.reason.starts_with("mariadb is void"), "{}", driver.reason);
+    assert!(!driver.not_run);
+}
+
+#[test]
+fn a_stand_in_is_left_out_and_named() {
+    // Table 3 at 1,000: Memcached 23, Redis 34, H2 147, MongoDB 904, Cassandra 1202.
+    let at = PointSpec { experiment: "write-all".into(), param: Some(1000), clients: None, batch: None };
+    let r = report_at(
+        "in-memory",
+        &at,
+        &[
+            ("memcached", &[3000.0, 3030.0, 2970.0]),
+            ("redis", &[2000.0, 2020.0, 1980.0]),
+            ("h2", &[500.0, 505.0, 495.0]),
+            ("ferretdb", &[100.0, 101.0, 99.0]),
+            ("cassandra", &[90.0, 91.0, 89.0]),
+        ],
+    );
+    let v = PaperVerdicts::of(&r).unwrap();
+    let t3 = verdict(&v, "table-3-n1000");
+    assert_eq!(t3.verdict, VerdictKind::Reproduced, "{t3:?}");
+    assert!(t3.reason.contains("; MongoDB left out (FerretDB stands in for it"), "{}", t3.reason);
+    assert!(t3.dbsweep.contains("ferretdb"), "what the stand-in measured is shown: {}", t3.dbsweep);
+    // A stand-in only (ycsb): not comparable, whatever it measured.
+    let at = PointSpec { experiment: "workload-a".into(), param: Some(1000), clients: Some(8), batch: None };
+    let r = report_at("ycsb", &at, &[("redis", &[2000.0, 2020.0]), ("ledisdb", &[1000.0, 1010.0])]);
+    let a = verdict(&PaperVerdicts::of(&r).unwrap(), "workload-a-1000").clone();
+    assert_eq!(a.verdict, VerdictKind::NotComparable);
+    assert!(a.reason.starts_with("SSDB left out (LedisDB stands in for it: SSDB 1.9.3 has no package here); "), "{}", a.reason);
+    assert!(a.dbsweep.starts_with("redis 2.00x faster than ledisdb"), "{}", a.dbsweep);
+}
+
+#[test]
+fn a_study_without_a_paper_has_no_verdicts() {
+    assert!(PaperVerdicts::of(&golden()).is_none());
+}
+
+#[test]
+fn a_size_sent_in_one_request_is_the_point_of_that_size() {
+    // insert-find's insert-all sends all N keys in one request: a batch of N.
+    let mut p = golden().points.into_iter().find(|p| !p.is_void()).unwrap();
+    (p.experiment, p.point.param, p.point.clients, p.point.batched, p.point.batch) = ("insert-all".into(), Some(100000), 1, true, 100000);
+    assert!(insert_all().matches(&p));
+    p.point.batch = 100;
+    assert!(!insert_all().matches(&p), "a batch of another size is another point");
+    // Without a size, a batched point is never the unbatched one (kv-vs-relational's batch sweep).
+    let unbatched = PointSpec { experiment: "insert-all".into(), param: None, clients: None, batch: None };
+    p.point.param = None;
+    assert!(!unbatched.matches(&p));
+    assert!(PointSpec { batch: Some(100), ..unbatched }.matches(&p));
+}
+
+#[test]
+fn memory_findings_use_the_clients_change_and_its_noise_rule() {
+    // Table 6 at 1,000 records (MB): Cassandra 0 < H2 1.2 < Redis 1.3 = Memcached 1.3.
+    let at = PointSpec { experiment: "read-one".into(), param: Some(1000), clients: None, batch: None };
+    let sides: [(&str, &[f64]); 4] =
+        [("cassandra", &[100.0, 101.0]), ("h2", &[100.0, 101.0]), ("redis", &[100.0, 101.0]), ("memcached", &[100.0, 101.0])];
+    let with_memory = |mib: [f64; 4]| {
+        let mut r = report_at("in-memory", &at, &sides);
+        for (target, m) in ["cassandra", "h2", "redis", "memcached"].iter().zip(mib) {
+            let p = r.points.iter_mut().find(|p| p.experiment == "read-one" && p.target == *target).unwrap();
+            let bytes = m * 1048576.0;
+            p.summary.as_mut().unwrap().memory = Some(crate::report::model::MemorySummary {
+                engine_source: None,
+                engine_delta_bytes: None,
+                server_delta_bytes: None,
+                client_delta_bytes: bytes,
+                engine_bytes_per_row: None,
+                server_bytes_per_row: None,
+                engine_after_bytes: None,
+                server_after_bytes: None,
+                engine_delta_range: None,
+                server_delta_range: None,
+                client_delta_range: Some([bytes * 0.99, bytes * 1.01]),
+            });
+        }
+        verdict(&PaperVerdicts::of(&r).unwrap(), "table-6-n1000").clone()
+    };
+    let same = with_memory([1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(same.verdict, VerdictKind::Reproduced, "{same:?}");
+    assert!(same.dbsweep.starts_with("client memory cassandra 1.0 MiB < h2 2.0 MiB"), "{}", same.dbsweep);
+    let flipped = with_memory([1.0, 3.0, 2.0, 4.0]);
+    assert_eq!(flipped.verdict, VerdictKind::Differs, "{flipped:?}");
+    assert!(flipped.reason.starts_with("the opposite order here: client memory redis 2.0 MiB <= h2 3.0 MiB"), "{}", flipped.reason);
+    // Changes within one page: "< noise", nothing to rank.
+    let noise = with_memory([0.001, 0.002, 0.003, 0.001]);
+    assert_eq!(noise.verdict, VerdictKind::NotComparable);
+    assert!(noise.reason.contains("below the noise floor (< noise)"), "{}", noise.reason);
+}

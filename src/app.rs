@@ -412,14 +412,12 @@ fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, command_line: Vec<String>) ->
     report::exports::write_all(dir.path(), &mut merged)?;
     report::write_all(dir.path(), &merged)?;
     dir.keep();
+    let files = [report::REPORT_JSON, report::RESULTS_CSV, report::RESULTS_OPS_CSV, report::REPORT_HTML].join(",");
     say(&format!(
-        "{}\nmerged {} run directories: {}/{{{},{},{}}}\n",
+        "{}\nmerged {} run directories: {}/{{{files}}}\n",
         report::console::render(&merged),
         merged.merged_from.len(),
-        out.display(),
-        report::REPORT_JSON,
-        report::RESULTS_CSV,
-        report::REPORT_HTML
+        out.display()
     ))?;
     finish(&merged)
 }

@@ -380,6 +380,17 @@ impl RedisConnection {
         replies.into_iter().map(|r| r.extract_error().map_err(|e| op_error(self.dialect, e))).collect()
     }
 
+    /// The primary keys whose score in the sorted set `set` lies in `lo..=hi` (a secondary-index range).
+    async fn range_members(&mut self, set: String, lo: i64, hi: i64) -> Result<Vec<i64>, OpError> {
+        redis::cmd("ZRANGEBYSCORE")
+            .arg(set)
+            .arg(lo)
+            .arg(hi)
+            .query_async(&mut self.conn)
+            .await
+            .map_err(|e| op_error(self.dialect, e))
+    }
+
     /// Fetches row hashes in one pipeline; returns how many exist.
     pub(super) async fn fetch_rows(&mut self, t_prefix: &str, pks: &[i64]) -> Result<u64, OpError> {
         if pks.is_empty() {
@@ -452,13 +463,7 @@ impl RedisConnection {
                 let t = self.table(*table)?;
                 let set = self.index_set(t, *column)?.to_string();
                 let prefix = t.row_prefix.clone();
-                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
-                    .arg(set)
-                    .arg(*lo)
-                    .arg(*hi)
-                    .query_async(&mut self.conn)
-                    .await
-                    .map_err(|e| op_error(self.dialect, e))?;
+                let pks = self.range_members(set, *lo, *hi).await?;
                 Ok(Outcome::rows(self.fetch_rows(&prefix, &pks).await?))
             }
             Op::Range { table, column, lo, hi, agg: RangeAgg::Max { column: of } } => {
@@ -468,13 +473,7 @@ impl RedisConnection {
                 let set = self.index_set(t, *column)?.to_string();
                 let of_col = t.def.columns.get(*of).ok_or_else(|| OpError::client(format!("redis: no column {of} in {}", t.def.name)))?;
                 let (ty, field, prefix) = (of_col.ty, of_col.name.clone(), t.row_prefix.clone());
-                let pks: Vec<i64> = redis::cmd("ZRANGEBYSCORE")
-                    .arg(set)
-                    .arg(*lo)
-                    .arg(*hi)
-                    .query_async(&mut self.conn)
-                    .await
-                    .map_err(|e| op_error(self.dialect, e))?;
+                let pks = self.range_members(set, *lo, *hi).await?;
                 let cmds = pks.iter().map(|pk| redis::cmd("HGET").arg(format!("{prefix}{pk}")).arg(&field).clone()).collect();
                 let values = if pks.is_empty() { Vec::new() } else { self.send(cmds, false).await? };
                 reduce(Reduce::Max(ty), &[max_stored(ty, &values)])

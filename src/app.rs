@@ -12,7 +12,7 @@ use crate::runner::stopping::Activity;
 use crate::runner::workers::Role;
 use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
-use clap::{FromArgMatches, Parser};
+use clap::Parser;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -28,15 +28,12 @@ mod fuzz;
 pub fn main<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
     let command = command_line::command();
-    let parsed = command.clone().try_get_matches_from(&args).and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
-    let (cli, matches) = match parsed {
+    let (cli, matches) = match command_line::parse(&command, &args) {
         Ok(parsed) => parsed,
         Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
-            {
+            if command_line::is_display(&e) {
                 let _ = e.print();
-                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+                return if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
             }
             eprintln!("dbsweep: {}", command_line::one_line_error(&e, &command, &args));
             return 2;

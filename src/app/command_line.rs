@@ -39,6 +39,19 @@ pub fn command() -> clap::Command {
     })
 }
 
+/// Parses `args` (the program name first) with `command` into dbsweep's options and clap's
+/// matches (the latter tell where each value came from).
+pub fn parse(command: &clap::Command, args: &[OsString]) -> Result<(Cli, ArgMatches), clap::Error> {
+    let matches = command.clone().try_get_matches_from(args)?;
+    Ok((<Cli as clap::FromArgMatches>::from_arg_matches(&matches)?, matches))
+}
+
+/// Whether clap's "error" is help or a version the user asked for, printed rather than refused.
+pub fn is_display(e: &clap::Error) -> bool {
+    use clap::error::ErrorKind;
+    matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
+}
+
 /// A value parser that takes any text, as a plain string parser does (the plan checks it
 /// and says what is wrong: a study may also be a file, a list may hold `all`), and offers
 /// these values to shell completion.

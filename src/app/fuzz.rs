@@ -12,11 +12,10 @@
 //! its own temporary files.
 
 use super::command_line;
-use crate::cli::{Cli, Command};
+use crate::cli::Command;
 use crate::error::Error;
 use crate::plan::{self, RunOptions};
 use crate::runner::workers::Role;
-use clap::FromArgMatches;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use std::ffi::OsString;
@@ -247,13 +246,10 @@ fn command_lines() -> impl Strategy<Value = Vec<String>> {
 fn dry_run(args: &[String]) -> Result<(), TestCaseError> {
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     let command = command_line::command();
-    let parsed = command.clone().try_get_matches_from(&args).and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
-    let (cli, matches) = match parsed {
+    let (cli, matches) = match command_line::parse(&command, &args) {
         Ok(parsed) => parsed,
         Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
-            {
+            if command_line::is_display(&e) {
                 return Ok(());
             }
             let line = command_line::one_line_error(&e, &command, &args);

@@ -1,7 +1,21 @@
 //! How a length of time reads in dbsweep's words: "85 µs", "6.27 ms", "1.5 s", "2 min",
 //! "1 h" — three significant digits, whole minutes and hours by name; and how any number a
-//! user gave reads back in a message (`number`: `0.5`, `2000`, `1e300`, never 300 digits).
+//! user gave reads back in a message (`number`: `0.5`, `2000`, `1e300`, never 300 digits),
+//! and a count with thousands separators (`count`: "100,000").
 //! Owns only the words; must not measure or round anything that is saved.
+
+/// "1,234,567": a count with thousands separators.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// A number as a flag takes it: plain when that is short (`0.5`, `2000`), else in
 /// scientific notation (`1e300`, `1e-300`); `NaN`, `inf` as Rust writes them.
@@ -33,6 +47,14 @@ fn significant(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_read_with_thousands_separators() {
+        assert_eq!(count(1234567), "1,234,567");
+        assert_eq!(count(100_000), "100,000");
+        assert_eq!(count(100), "100");
+        assert_eq!(count(0), "0");
+    }
 
     #[test]
     fn lengths_read_with_three_significant_digits_and_whole_minutes_by_name() {

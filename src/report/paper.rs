@@ -13,6 +13,7 @@
 //! Owns the papers' data and the verdict rules; must not read anything but a saved report
 //! and must not print (console and html render `PaperVerdicts`).
 
+use crate::base::span;
 use super::model::{MemoryDelta, PointResult, PointStatus, Report};
 use super::summary::times;
 use super::uncertainty::{Call, Model, RatioInterval, VariancePart, too_few_hint};
@@ -264,7 +265,7 @@ impl Paper {
                 let slug = t.name.to_lowercase().replace(' ', "-");
                 out.push(FindingSpec {
                     id: format!("{slug}-n{column}"),
-                    claim: format!("{} at {}: {} {}", t.caption.trim_end_matches('.'), thousands(*column), listed.join(", "), t.unit),
+                    claim: format!("{} at {}: {} {}", t.caption.trim_end_matches('.'), span::count(*column), listed.join(", "), t.unit),
                     source: t.source.clone(),
                     conditions: t.conditions.clone(),
                     quote: None,
@@ -302,18 +303,6 @@ fn number(text: &str, dot_thousands: bool) -> Option<f64> {
     plain.trim().parse().ok()
 }
 
-/// "1,000", "100,000".
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// What a run says of one finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -7,6 +7,7 @@
 //! Owns the choice and the ids of figures. Must not draw, and must not compute numbers.
 
 use crate::base::op::OpKind;
+use crate::base::span;
 use crate::report::model::{PointResult, Report};
 use crate::workload::experiment::Point;
 
@@ -137,18 +138,6 @@ pub fn is_ycsb_data(report: &Report) -> bool {
     report.plan.get("data").and_then(|d| d.get("kind")).and_then(|k| k.as_str()) == Some("ycsb")
 }
 
-/// "10,000": a count with thousands separators.
-pub fn count_label(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// The record counts (`param`) of YCSB points, ascending; `None` for reports saved before
 /// record counts were a sweep.
@@ -161,7 +150,7 @@ pub fn record_counts(points: &[&PointResult]) -> Vec<Option<u64>> {
 
 /// ", 1,000 records" (nothing without a count).
 pub fn records_suffix(records: Option<u64>) -> String {
-    records.map(|n| format!(", {} records", count_label(n))).unwrap_or_default()
+    records.map(|n| format!(", {} records", span::count(n))).unwrap_or_default()
 }
 
 /// True when the report comes from a lifecycle study (in-memory): tables per record count.
@@ -644,8 +633,6 @@ mod tests {
             kinds(&experiment_figures("load", OpKind::Insert, &refs, true)),
             vec![FigureKind::ThroughputAtRecords { records: 10_000 }]
         );
-        assert_eq!(count_label(1234567), "1,234,567");
-        assert_eq!(count_label(100), "100");
     }
 
     fn report(points: Vec<PointResult>, lifecycle: bool) -> Report {

@@ -57,23 +57,8 @@ pub(super) fn resolve_experiments(scope: &ExperimentScope, warnings: &mut Vec<St
 /// The transport floor: every run measures each target's no-work round trip (`SELECT 1`,
 /// `ECHO`, `version`) with one client, so results can be read as time above it.
 fn floor_experiment(quick: bool) -> Experiment {
-    Experiment {
-        name: FLOOR_EXPERIMENT.into(),
-        op: ExperimentOp::Echo,
-        workload: None,
-        ycsb: None,
-        time_limit_secs: None,
-        duration_secs: None,
-        sized: false,
-        lifecycle: false,
-        table: 0,
-        column: 0,
-        max_column: 0,
-        ops: if quick { 300 } else { 2000 },
-        runs: 3,
-        warmup: 1,
-        points: vec![Point { clients: 1, batch: 1, batched: false, param: None, rate: None }],
-    }
+    let point = Point { clients: 1, batch: 1, batched: false, param: None, rate: None };
+    Experiment { runs: 3, warmup: 1, ..Experiment::single(FLOOR_EXPERIMENT, ExperimentOp::Echo, if quick { 300 } else { 2000 }, point) }
 }
 
 /// One experiment entry, checked and resolved; the YCSB record counts it sweeps are added

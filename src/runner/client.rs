@@ -641,23 +641,7 @@ mod tests {
         target.prepare(&dataset.tables).await.unwrap();
         target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();
         let point = Point { clients, batch, batched: batch > 1, param: None, rate: None };
-        let experiment = Experiment {
-            name: "run".into(),
-            op,
-            workload: None,
-            ycsb: None,
-            time_limit_secs: None,
-            duration_secs,
-            table: 0,
-            column: 0,
-            max_column: 0,
-            ops,
-            sized: false,
-            lifecycle: false,
-            runs: 1,
-            warmup: 0,
-            points: vec![point],
-        };
+        let experiment = Experiment { duration_secs, ..Experiment::single("run", op, ops, point) };
         let stream = Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1));
         // As the runner does: a delete run's keys are loaded before it starts.
         if let Some(keys) = stream.rows_to_preload(0, 0) {

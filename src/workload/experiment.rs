@@ -200,6 +200,28 @@ pub fn lifecycle_deletes(ops: u64, records: u64) -> u64 {
 }
 
 impl Experiment {
+    /// An experiment of one point doing `ops` ops of `op` on the first table, one measured run
+    /// and no warm-up; other settings by struct update (`Experiment { runs: 3, ..single }`).
+    pub fn single(name: &str, op: ExperimentOp, ops: u64, point: Point) -> Experiment {
+        Experiment {
+            name: name.into(),
+            op,
+            workload: None,
+            ycsb: None,
+            time_limit_secs: None,
+            duration_secs: None,
+            table: 0,
+            column: 0,
+            max_column: 0,
+            ops,
+            sized: false,
+            lifecycle: false,
+            runs: 1,
+            warmup: 0,
+            points: vec![point],
+        }
+    }
+
     /// Ops per run at `point` (`OpStream::ops_at`): what a run that does all of its ops
     /// does, without building the op stream.
     pub fn ops_at(&self, point: &Point) -> u64 {

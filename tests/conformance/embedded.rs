@@ -220,23 +220,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
     target.prepare(&data.tables).await.unwrap();
     target.load(&data.tables[0], data.initial(0)).await.unwrap();
     let point = Point { clients, batch, batched: true, param: None, rate: None };
-    let experiment = Experiment {
-        name: "insert".into(),
-        op: ExperimentOp::Insert,
-        workload: None,
-        ycsb: None,
-        time_limit_secs: None,
-        duration_secs: None,
-        table: 0,
-        column: 0,
-        max_column: 0,
-        ops,
-        sized: false,
-        lifecycle: false,
-        runs: 1,
-        warmup: 0,
-        points: vec![point],
-    };
+    let experiment = Experiment::single("insert", ExperimentOp::Insert, ops, point);
     let job = RunJob {
         target: target.clone(),
         stream: Arc::new(OpStream::new(&experiment, 0, &data, 3, 1)),

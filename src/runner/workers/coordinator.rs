@@ -652,23 +652,7 @@ mod tests {
         let target = registry::open("nodb", &TargetUrl::parse("nodb:").unwrap(), &OpenContext::new(std::env::temp_dir())).unwrap();
         let dataset = Dataset::new(&DataSpec::Kv { rows: 100, payload_bytes: 8 }, 1);
         let point = Point { clients: 3, batch: 1, batched: false, param: None, rate: None };
-        let experiment = Experiment {
-            name: "get".into(),
-            op: ExperimentOp::Get,
-            workload: None,
-            ycsb: None,
-            time_limit_secs: None,
-            duration_secs: None,
-            table: 0,
-            column: 0,
-            max_column: 0,
-            ops: 300,
-            sized: false,
-            lifecycle: false,
-            runs: 1,
-            warmup: 0,
-            points: vec![point],
-        };
+        let experiment = Experiment::single("get", ExperimentOp::Get, 300, point);
         let stream = Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1));
         RunJob {
             target,

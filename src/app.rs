@@ -621,7 +621,7 @@ fn named_points(report: &report::model::Report, select: fn(&report::model::Point
         .points
         .iter()
         .filter(|p| select(p))
-        .map(|p| format!("{} / {} / {}", p.experiment, p.target, report::console::point_label(p)))
+        .map(|p| format!("{} / {} / {}", p.experiment, p.target, report::format::point_label(&p.point, p.op)))
         .collect();
     if named.is_empty() {
         return None;

@@ -5,7 +5,7 @@
 
 mod support;
 
-use dbsweep::report::{self, console::point_label, model::Report};
+use dbsweep::report::{self, format::point_label, model::Report};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -71,7 +71,7 @@ fn ten_targets_fit(columns: usize, extra: &[&str]) -> String {
     }
     let joined = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
     for p in &report.points {
-        let named = format!("{} · {} · {}: ", p.target, p.experiment, point_label(p));
+        let named = format!("{} · {} · {}: ", p.target, p.experiment, point_label(&p.point, p.op));
         assert!(joined.contains(&named), "no line for {named}");
     }
     stdout

@@ -8,7 +8,7 @@
 //! (plans, versions, hosts, data).
 //! Renders text, markdown, CSV or JSON from saved reports only; must not run anything.
 
-use super::console::{micros, point_label, rate, write_table};
+use super::format::{micros, point_label, rate, write_table};
 use super::model::{PointResult, Report};
 use super::uncertainty::{Call, LogEstimate, Model, RatioInterval, VariancePart, median, run_throughputs};
 use crate::base::measurement::RunMeasurement;
@@ -151,7 +151,7 @@ impl Comparison {
                 Row {
                     experiment: key.experiment.clone(),
                     target: key.target.clone(),
-                    point: point_label(any),
+                    point: point_label(&any.point, any.op),
                     cells: found.iter().zip(&models).enumerate().map(|(i, (p, model))| cell(base, p.map(|p| (p, model)), i == 0)).collect(),
                 }
             })

@@ -6,7 +6,8 @@
 //! Must not compute statistics; it formats the model.
 
 use super::answers::{self, ShownAnswer};
-use super::model::{Flag, MemoryDelta, MemorySummary, PointResult, PointStatus, Report};
+use super::format::{COLUMN_GAP, TABLE_INDENT, columns_of, memory_delta, micros, missed_rate, point_label, rate, write_table};
+use super::model::{Flag, MemorySummary, PointResult, PointStatus, Report};
 use super::paper::PaperVerdicts;
 use super::summary::Findings;
 use crate::base::op::OpKind;
@@ -51,10 +52,6 @@ fn terminal_columns(fd: libc::c_int) -> Option<usize> {
     size.map(|s| usize::from(s.ws_col)).filter(|c| *c > 0)
 }
 
-/// Characters of `text`, as the console counts columns.
-fn columns_of(text: &str) -> usize {
-    text.chars().count()
-}
 
 /// `text` broken at spaces into lines of at most `width` characters, the first line
 /// starting with `first` and the others with `rest`; a word longer than a line is cut.
@@ -147,59 +144,15 @@ fn answers(out: &mut String, report: &Report, points: &[&PointResult], width: us
     }
 }
 
-/// Human-friendly rate: 950, 12.3k, 4.56M.
-pub fn rate(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
 
 /// The run length of a saved plan ("30 s per run") when its runs lasted a duration.
 pub fn time_based_runs(plan: &serde_json::Value) -> Option<String> {
     plan.get("duration_secs").and_then(|v| v.as_f64()).map(|secs| format!("{} per run", crate::base::span::words(secs)))
 }
 
-/// Human-friendly microseconds with three significant digits at every scale: 850ns,
-/// 1.23µs, 12.3µs, 3.40ms, 1.20s.
-pub fn micros(us: f64) -> String {
-    let (value, unit) = if us < 0.9995 {
-        (us * 1000.0, "ns")
-    } else if us < 999.5 {
-        (us, "µs")
-    } else if us < 999_500.0 {
-        (us / 1000.0, "ms")
-    } else {
-        (us / 1e6, "s")
-    };
-    let digits = three_significant_decimals(value);
-    format!("{value:.digits$}{unit}")
-}
 
-/// Decimals that give a value from 1 to 999 three significant digits (rounding included).
-pub fn three_significant_decimals(value: f64) -> usize {
-    if value >= 99.95 {
-        0
-    } else if value >= 9.995 {
-        1
-    } else {
-        2
-    }
-}
 
-pub fn memory_delta(d: MemoryDelta) -> String {
-    match d {
-        MemoryDelta::Missing => "-".into(),
-        MemoryDelta::BelowNoise { .. } => "<noise".into(),
-        MemoryDelta::Bytes(b) => format!("{:+.2}MiB", b / MIB),
-    }
-}
 
-/// Bytes per MiB.
-pub const MIB: f64 = 1024.0 * 1024.0;
 
 /// `client / server / engine` change over the operation: the client's first, the
 /// paper's metric.
@@ -207,26 +160,7 @@ fn memory_cell(m: &MemorySummary) -> String {
     format!("{} / {} / {}", memory_delta(m.client()), memory_delta(m.server()), memory_delta(m.engine()))
 }
 
-/// A point's parameters in a few characters: `c=4 b=100 w=10`.
-pub fn point_label(p: &PointResult) -> String {
-    let mut label = format!("c={}", p.point.clients);
-    if p.point.batched {
-        let _ = write!(label, " b={}", p.point.batch);
-    }
-    if let Some(v) = p.point.param {
-        let name = if matches!(p.op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax) { "w" } else { "n" };
-        let _ = write!(label, " {name}={v}");
-    }
-    if let Some(rate) = p.rate() {
-        let _ = write!(label, " r={}", rate_text(rate));
-    }
-    label
-}
 
-/// A fixed rate in ops/s as the user types it (`2000`, `2.5`), so labels match the flag.
-pub fn rate_text(ops_per_sec: f64) -> String {
-    if ops_per_sec.fract() == 0.0 { format!("{ops_per_sec:.0}") } else { format!("{ops_per_sec}") }
-}
 
 /// A void point's cell: no number, only what voided it, loudly.
 fn void_cell(p: &PointResult) -> String {
@@ -285,15 +219,6 @@ fn lifecycle_cell(p: &PointResult) -> String {
         }
         _ => "incomplete".into(),
     }
-}
-
-/// "could not keep the rate: 30 % of ops late, 950/s of 1.0k/s", for the console, the
-/// findings and report.html alike.
-pub fn missed_rate(flag: &Flag) -> Option<String> {
-    let Flag::MissedRate { asked, achieved, late_ops, ops } = flag else { return None };
-    let late = 100.0 * *late_ops as f64 / (*ops).max(1) as f64;
-    let done = achieved.map_or("void".to_string(), |a| format!("{}/s", rate(a)));
-    Some(format!("could not keep the rate: {late:.0} % of ops late, {done} of {}/s", rate(*asked)))
 }
 
 /// The marks of the flags that qualify a point's numbers: " [client-bound] [3 retries]".
@@ -364,7 +289,7 @@ fn measured(p: &PointResult, lifecycle: bool, with_p50: bool) -> String {
 /// progress: "sqlite · get · c=4 b=1: 12.3k/s ±2% p50 80.0µs p99 310µs [client-bound]".
 /// `lifecycle`: the run is a lifecycle study (its points read as times).
 pub fn point_line(p: &PointResult, lifecycle: bool) -> String {
-    let mut text = format!("{} · {} · {}: ", p.target, p.experiment, point_label(p));
+    let mut text = format!("{} · {} · {}: ", p.target, p.experiment, point_label(&p.point, p.op));
     match &p.status {
         PointStatus::NotSupported { reason } => {
             let _ = write!(text, "n/a ({reason})");
@@ -418,10 +343,6 @@ fn write_grid(out: &mut String, width: usize, headings: Headings, rows: &[(Strin
     write_fitted_table(out, &long, width);
 }
 
-/// The indent of table rows.
-const TABLE_INDENT: &str = "  ";
-/// The gap between table columns.
-const COLUMN_GAP: &str = "  ";
 
 /// The widest line `write_table` writes for `rows`.
 fn table_width(rows: &[Vec<String>]) -> usize {
@@ -430,14 +351,6 @@ fn table_width(rows: &[Vec<String>]) -> usize {
     TABLE_INDENT.len() + widths.sum::<usize>() + COLUMN_GAP.len() * columns.saturating_sub(1)
 }
 
-/// Rows as left-aligned columns, indented by two spaces.
-pub fn write_table(out: &mut String, rows: &[Vec<String>]) {
-    let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| columns_of(&r[c])).max().unwrap_or(0)).collect();
-    for row in rows {
-        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        let _ = writeln!(out, "{TABLE_INDENT}{}", line.join(COLUMN_GAP).trim_end());
-    }
-}
 
 /// `write_table` within `width`: the widest columns are narrowed, first down to their
 /// longest word, then further (cutting words), and their cells wrapped at spaces.
@@ -469,7 +382,7 @@ fn write_fitted_table(out: &mut String, rows: &[Vec<String>], width: usize) {
 fn labels_of(points: &[&PointResult]) -> Vec<String> {
     let mut labels: Vec<String> = Vec::new();
     for p in points {
-        let l = point_label(p);
+        let l = point_label(&p.point, p.op);
         if !labels.contains(&l) {
             labels.push(l);
         }
@@ -497,7 +410,7 @@ pub fn render_width(report: &Report, width: usize) -> String {
     for exp in experiments {
         let points: Vec<&PointResult> = report.points.iter().filter(|p| p.experiment == exp).collect();
         let labels = labels_of(&points);
-        let at = |t: &str, label: &str| points.iter().copied().find(|p| p.target == t && point_label(p) == label);
+        let at = |t: &str, label: &str| points.iter().copied().find(|p| p.target == t && point_label(&p.point, p.op) == label);
         let op = points.first().map(|p| p.op.name()).unwrap_or_default();
         let lifecycle_exp = lifecycle && points.iter().any(|p| p.point.param.is_some());
         let title = if lifecycle_exp {
@@ -684,7 +597,7 @@ struct FlagGroup<'a> {
 
 /// "sqlite get c=4": where a warning's case is.
 fn case_label(p: &PointResult) -> String {
-    format!("{} {} {}", p.target, p.experiment, point_label(p))
+    format!("{} {} {}", p.target, p.experiment, point_label(&p.point, p.op))
 }
 
 /// The flags that qualify results without voiding them, one group per kind with its
@@ -771,7 +684,7 @@ fn warnings(out: &mut String, report: &Report, width: usize) {
     let spread_warning = |w: &str| {
         report.points.iter().any(|p| {
             p.flags.iter().any(|f| matches!(f, Flag::WideSpread { .. }))
-                && w.starts_with(&format!("{} {} / {}: runs spread ", p.experiment, point_label(p), p.target))
+                && w.starts_with(&format!("{} {} / {}: runs spread ", p.experiment, point_label(&p.point, p.op), p.target))
         })
     };
     let mut kinds: Vec<(String, Vec<&str>)> = Vec::new();
@@ -887,7 +800,7 @@ mod tests {
         // Five points do not: one row per point and target, each with its result.
         assert_eq!(header(&narrow, "insert"), ["point", "target", "result"]);
         let p = report.points.iter().find(|p| p.experiment == "insert" && !p.is_void() && p.summary.is_some()).unwrap();
-        let label = point_label(p);
+        let label = point_label(&p.point, p.op);
         let row: Vec<&str> = label.split(' ').chain([p.target.as_str()]).collect();
         let value = format!("{}/s", rate(p.summary.as_ref().unwrap().median_ops_per_sec.unwrap()));
         let found = narrow
@@ -925,7 +838,7 @@ mod tests {
         let s = p.summary.as_ref().unwrap();
         let l = s.latency.as_ref().unwrap();
         let line = point_line(p, false);
-        let expected = format!("{} · {} · {}: {}/s ±", p.target, p.experiment, point_label(p), rate(s.median_ops_per_sec.unwrap()));
+        let expected = format!("{} · {} · {}: {}/s ±", p.target, p.experiment, point_label(&p.point, p.op), rate(s.median_ops_per_sec.unwrap()));
         assert!(line.starts_with(&expected), "{line}");
         assert!(line.contains(&format!(" p50 {} p99 {} [client-bound]", micros(l.p50_us), micros(l.p99_us))), "{line}");
         let mut missing = p.clone();
@@ -946,7 +859,7 @@ mod tests {
             report.warnings.push(format!(
                 "{} {} / {}: runs spread ±{:.0} % around the median (load average 0.5-3.2 on 2 cores); too wide to rank against sqlite: rerun on a quieter machine or with more --runs",
                 p.experiment,
-                point_label(p),
+                point_label(&p.point, p.op),
                 p.target,
                 spread * 100.0
             ));
@@ -984,24 +897,6 @@ mod tests {
         assert_eq!(lengths, ["500 ms", "2 s", "2.5 s", "30 s", "90 s", "2 min", "2 h"]);
         assert_eq!(time_based_runs(&serde_json::json!({"duration_secs": 30.0})).as_deref(), Some("30 s per run"));
         assert_eq!(time_based_runs(&serde_json::json!({"rate": null})), None);
-    }
-
-    #[test]
-    fn units_read_naturally() {
-        assert_eq!(rate(950.0), "950");
-        assert_eq!(rate(12_345.0), "12.3k");
-        assert_eq!(rate(4_560_000.0), "4.56M");
-        assert_eq!(micros(0.25), "250ns");
-        assert_eq!(micros(12.0), "12.0µs");
-        assert_eq!(micros(3400.0), "3.40ms");
-        // Three significant digits at every scale, never "0.0 µs".
-        for (us, text) in [(0.04, "40.0ns"), (1.234, "1.23µs"), (123.4, "123µs"), (999.7, "1.00ms"), (1.2e6, "1.20s")] {
-            assert_eq!(micros(us), text, "{us} µs");
-        }
-        assert_eq!(memory_delta(MemoryDelta::Bytes(2.5 * MIB)), "+2.50MiB");
-        assert_eq!(memory_delta(MemoryDelta::Bytes(-0.25 * MIB)), "-0.25MiB");
-        assert_eq!(memory_delta(MemoryDelta::BelowNoise { floor: 4096.0 }), "<noise");
-        assert_eq!(memory_delta(MemoryDelta::Missing), "-");
     }
 
     #[test]

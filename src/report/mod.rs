@@ -1,4 +1,5 @@
-//! Results: the saved model (`model`), its exporters (`csv`, `console`, `html`), what they
+//! Results: the saved model (`model`), its exporters (`csv`, `console`, `html`), how numbers
+//! and points read in all of them (`format`), what they
 //! show of it (`summary`, `answers`) and the one place that writes files, atomically.
 //!
 //! Owns the run directory layout: `report.json`, `results.csv`, `results_ops.csv`,
@@ -12,6 +13,7 @@ pub mod console;
 pub mod csv;
 pub mod environment;
 pub mod exports;
+pub mod format;
 pub mod html;
 pub mod model;
 pub mod paper;

@@ -9,7 +9,7 @@
 //! fastest, and their geometric mean), as ClickBench summarises a benchmark.
 //! Owns what is found, not how it is printed; must not read anything but a saved report.
 
-use super::console::{micros, point_label, rate};
+use super::format::{micros, point_label, rate};
 use super::model::{Flag, PointResult, Report};
 use super::uncertainty::{Call, LogEstimate, Model, RatioInterval, VariancePart, median, run_response_p99s, run_throughputs, too_few_hint};
 use crate::base::durability::{self, Durability};
@@ -240,7 +240,7 @@ impl Overall {
 /// "3.1x", "75x", "1.00x": three significant digits where they matter.
 pub fn times(ratio: f64) -> String {
     let digits = if ratio >= 0.9995 || ratio <= 0.0 {
-        super::console::three_significant_decimals(ratio)
+        super::format::three_significant_decimals(ratio)
     } else {
         (2 - ratio.log10().floor() as i32).clamp(2, 6) as usize
     };
@@ -328,7 +328,7 @@ fn finding(experiment: &str, points: &[&PointResult], models: &Models) -> Option
         experiment: experiment.to_string(),
         op: headline.op.name().to_string(),
         ranked_by,
-        point: point_label(headline),
+        point: point_label(&headline.point, headline.op),
         standings: standings.into_iter().map(|s| s.standing).collect(),
     })
 }
@@ -416,7 +416,7 @@ fn caveats(p: &PointResult) -> Vec<String> {
             Flag::Retried { count } => format!("{count} retried request{}", if *count == 1 { "" } else { "s" }),
             Flag::Incomplete => "incomplete".to_string(),
             Flag::NotSupported => "not supported".to_string(),
-            Flag::MissedRate { .. } => super::console::missed_rate(f).unwrap_or_default(),
+            Flag::MissedRate { .. } => super::format::missed_rate(f).unwrap_or_default(),
             Flag::WideSpread { spread, overlaps } => {
                 format!("runs spread ±{:.0} %, too wide to rank against {}", spread * 100.0, overlaps.join(", "))
             }

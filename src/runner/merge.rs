@@ -229,7 +229,7 @@ fn check_points(part: &Report, plan: &SavedPlan) -> std::result::Result<(), Stri
     }
     let mut present: HashSet<(usize, &str, Point)> = HashSet::new();
     for p in &part.points {
-        let what = format!("{} / {} / {}", p.experiment, p.target, crate::report::console::point_label(p));
+        let what = format!("{} / {} / {}", p.experiment, p.target, crate::report::format::point_label(&p.point, p.op));
         let Some(ei) = plan.experiments.iter().position(|e| e.name == p.experiment) else {
             return Err(format!("it holds {what}, of an experiment not in its plan"));
         };
@@ -258,7 +258,7 @@ fn check_points(part: &Report, plan: &SavedPlan) -> std::result::Result<(), Stri
         for point in points {
             for target in plan.targets.iter().filter(|t| owners[&plan.unit_key(t, ei)] == shard.index) {
                 if !present.contains(&(ei, target.as_str(), *point)) {
-                    let label = crate::report::html::figures::point_label(point, e.op.kind());
+                    let label = crate::report::format::point_words(point, e.op.kind());
                     return Err(format!("it says it is complete but has no result for {} / {target} / {label}", e.name));
                 }
             }

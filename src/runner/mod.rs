@@ -401,7 +401,7 @@ fn kept_from_resumed_run(unit: &PointUnit<'_>, targets: &[&Arc<dyn Target>], swe
     let experiment = unit.experiment;
     let expected: Vec<resume::Expected> =
         targets.iter().map(|t| resume::Expected { experiment: &experiment.name, target: &t.info().name, point: unit.point }).collect();
-    let label = format!("{} · {}", experiment.name, report::html::figures::point_label(&unit.point, experiment.op.kind()));
+    let label = format!("{} · {}", experiment.name, report::format::point_words(&unit.point, experiment.op.kind()));
     if !resume.keeps(&expected, &label, &mut sweep.report) {
         return false;
     }

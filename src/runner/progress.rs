@@ -12,7 +12,7 @@
 
 use super::forecast::{Forecast, PointOnTarget};
 use crate::plan::estimate::human;
-use crate::report::console;
+use crate::report::{console, format};
 use crate::report::model::PointResult;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -373,7 +373,7 @@ fn plain_line(status: &Status) -> String {
     if let Some(left) = status.left_secs {
         let of = match status.run.map(|(_, per_run)| per_run_ms(per_run)) {
             Some(ms) => format!("{} of {} runs", status.work_done / ms, status.total_work / ms),
-            None => format!("{} of {} ops", console::rate(status.work_done as f64), console::rate(status.total_work as f64)),
+            None => format!("{} of {} ops", format::rate(status.work_done as f64), format::rate(status.total_work as f64)),
         };
         let separator = if status.run.is_some() { ", " } else { ": " };
         line.push_str(&format!("{separator}{:.0} % done, {of}", status.share * 100.0));
@@ -534,7 +534,7 @@ mod tests {
         progress.finish();
         let lines = lines.lock().unwrap().clone();
         assert_eq!(lines.len(), 1, "{lines:?}");
-        let expected = format!("[2/2] {} · insert · {}: ", p.target, console::point_label(&p));
+        let expected = format!("[2/2] {} · insert · {}: ", p.target, format::point_label(&p.point, p.op));
         assert!(lines[0].starts_with(&expected) && lines[0].contains("/s ±") && lines[0].contains(" p50 "), "{lines:?}");
 
         let (write, quiet) = collecting();

@@ -8,6 +8,7 @@
 
 use crate::base::op::OpKind;
 use crate::base::span;
+use crate::report::format;
 use crate::report::model::{PointResult, Report};
 use crate::workload::experiment::Point;
 
@@ -128,9 +129,6 @@ pub fn points_of<'a>(report: &'a Report, experiment: &str) -> Vec<&'a PointResul
     report.points.iter().filter(|p| p.experiment == experiment).collect()
 }
 
-fn is_range(op: OpKind) -> bool {
-    matches!(op, OpKind::RangeRows | OpKind::RangeCount | OpKind::RangeMax | OpKind::Scan)
-}
 
 /// True when the report's data is YCSB's usertable: every point's `param` is its record
 /// count, and experiments are drawn per record count against threads.
@@ -212,11 +210,11 @@ pub fn latency_points(points: &[&PointResult]) -> Vec<Point> {
 /// for several.
 fn latency_title(name: &str, points: &[Point], op: OpKind) -> String {
     match points {
-        [one] => format!("{name}: latency by percentile at {}", point_label(one, op)),
+        [one] => format!("{name}: latency by percentile at {}", format::point_words(one, op)),
         _ => {
             let clients: Vec<String> = points.iter().map(|p| p.clients.to_string()).collect();
             let last = Point { clients: points.last().map_or(1, |p| p.clients), ..points[0] };
-            let rest = point_label(&last, op);
+            let rest = format::point_words(&last, op);
             let rest = rest.split_once(", ").map(|(_, r)| format!(", {r}")).unwrap_or_default();
             format!("{name}: latency by percentile at {} clients{rest}", clients.join(", "))
         }
@@ -306,7 +304,7 @@ fn rate_figures(name: &str, op: OpKind, points: &[&PointResult], groups: Vec<Poi
         figures.push(FigureSpec { id: format!("fig-{id}-{suffix}"), title, kind, experiments: vec![name.to_string()] })
     };
     if !groups.is_empty() {
-        let at: Vec<String> = groups.iter().map(|g| point_label(g, op)).collect();
+        let at: Vec<String> = groups.iter().map(|g| format::point_words(g, op)).collect();
         add(
             "latency-throughput",
             format!("{name}: response time vs throughput at {}", at.join("; ")),
@@ -316,8 +314,8 @@ fn rate_figures(name: &str, op: OpKind, points: &[&PointResult], groups: Vec<Poi
     let response = response_points(points);
     if let Some(first) = response.first() {
         let rates: Vec<String> =
-            response.iter().filter_map(|p| p.rate).map(|r| crate::report::console::rate_text(r.ops_per_sec())).collect();
-        let rest = point_label(&Point { rate: None, ..*first }, op);
+            response.iter().filter_map(|p| p.rate).map(|r| format::rate_text(r.ops_per_sec())).collect();
+        let rest = format::point_words(&Point { rate: None, ..*first }, op);
         add(
             "response",
             format!("{name}: response time by percentile at {} ops/s ({rest})", rates.join(", ")),
@@ -355,7 +353,7 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult], ycsb_
         add("batch", format!("{name}: throughput vs batch size"), FigureKind::Throughput { x: XAxis::Batch, log_x: true });
     }
     if !params.is_empty() {
-        if is_range(op) {
+        if format::is_range(op) {
             add("width", format!("{name}: throughput vs range width"), FigureKind::Throughput { x: XAxis::Width, log_x: true });
         } else {
             add("time", format!("{name}: time per run vs keys"), FigureKind::TimeVsRecords { log_x: wants_log(&params) });
@@ -376,20 +374,6 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult], ycsb_
     figures
 }
 
-/// "4 clients", "1 client, batch 100", "8 clients, width 10", "1 client, N 1000".
-pub fn point_label(p: &Point, op: OpKind) -> String {
-    let mut s = format!("{} client{}", p.clients, if p.clients == 1 { "" } else { "s" });
-    if p.batched {
-        s.push_str(&format!(", batch {}", p.batch));
-    }
-    if let Some(v) = p.param {
-        s.push_str(&format!(", {} {v}", if is_range(op) { "width" } else { "N" }));
-    }
-    if let Some(rate) = p.rate {
-        s.push_str(&format!(", {} ops/s", crate::report::console::rate_text(rate.ops_per_sec())));
-    }
-    s
-}
 
 /// The sections of the report, in order.
 /// Experiments of a lifecycle study that sweep record counts (every point has `param`);

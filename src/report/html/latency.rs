@@ -8,13 +8,13 @@
 //! from the saved histograms.
 
 use super::chart::{self, Axis, Pt, Scale, Series};
-use super::figures::{FigureSpec, point_label, points_of};
+use super::figures::{FigureSpec, points_of};
 use super::{
     Colors, Guides, chart_or_error, css, esc, flags_html, legend, point_desc, save_link, small_multiples, table_close, table_open,
     targets_of, void_cells,
 };
 use crate::base::measurement::LatencySummary;
-use crate::report::console::micros;
+use crate::report::format::{micros, point_words as point_label, rate_text};
 use crate::report::model::{PointResult, Report};
 use crate::workload::experiment::Point;
 use std::fmt::Write as _;
@@ -123,7 +123,7 @@ pub(super) fn percentiles(
         _ => {
             let mut cells = Vec::new();
             for (a, series) in &charts {
-                let rate = a.rate.map(|r| crate::report::console::rate_text(r.ops_per_sec()));
+                let rate = a.rate.map(|r| rate_text(r.ops_per_sec()));
                 let name = format!("{}-c{}{}", f.id, a.clients, rate.as_ref().map(|r| format!("-r{r}")).unwrap_or_default());
                 let mut cell = format!(
                     "<div class=\"multiple\" data-clients=\"{}\"{}><div class=\"multiple-head\">{}{}</div>\n",

@@ -23,7 +23,7 @@ mod ycsb;
 use super::model::{Flag, MemoryDelta, PointResult, PointStatus, Report, Spread};
 use crate::base::measurement::RunMeasurement;
 use crate::base::op::OpKind;
-use crate::report::console::micros;
+use crate::report::format::micros;
 use chart::{Axis, BarSeries, Pt, Scale, Series};
 use colors::{Colors, css};
 use figures::{FigureKind, FigureSpec, XAxis, points_of};
@@ -193,7 +193,7 @@ pub fn flags_html(p: &PointResult) -> String {
             ),
             Flag::MissedRate { .. } => format!(
                 r#"<span class="flag warn" title="a fixed-rate point: the system fell behind the schedule; its response times (from each op's intended start) show by how much">{}</span>"#,
-                esc(&crate::report::console::missed_rate(f).unwrap_or_default())
+                esc(&crate::report::format::missed_rate(f).unwrap_or_default())
             ),
         };
         out.push_str(&badge);
@@ -380,7 +380,7 @@ fn latency_files(out: &mut String, r: &Report) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&p.experiment),
             esc(&p.target),
-            esc(&figures::point_label(&p.point, p.op)),
+            esc(&crate::report::format::point_words(&p.point, p.op)),
             link(&files.hgrm, ".hgrm"),
             logs.join(" · ")
         );
@@ -1305,7 +1305,7 @@ fn memory_delta_html(d: MemoryDelta) -> String {
         MemoryDelta::BelowNoise { floor } => {
             format!("<span class=\"noise\" title=\"noise floor {}\">&lt; noise</span>", fmt_bytes(floor))
         }
-        other => esc(&super::console::memory_delta(other)),
+        other => esc(&super::format::memory_delta(other)),
     }
 }
 

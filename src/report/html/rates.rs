@@ -7,13 +7,13 @@
 //! summaries hold.
 
 use super::chart::{self, Axis, Pt, Scale, Series};
-use super::figures::{FigureSpec, point_label, points_of};
+use super::figures::{FigureSpec, points_of};
 use super::{
     Colors, Guides, chart_or_error, css, esc, flags_html, legend, save_link, small_multiples, table_close, table_open, targets_of,
     void_cells,
 };
 use crate::base::op::OpKind;
-use crate::report::console::{micros, rate, rate_text};
+use crate::report::format::{micros, point_words as point_label, rate, rate_text};
 use crate::report::model::{Flag, PointResult, Report};
 use crate::workload::experiment::Point;
 use std::fmt::Write as _;

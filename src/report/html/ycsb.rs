@@ -14,7 +14,7 @@ use super::{
 };
 use crate::base::measurement::LatencySummary;
 use crate::base::op::OpKind;
-use crate::report::console::micros;
+use crate::report::format::micros;
 use crate::report::model::{PointResult, Report};
 use std::fmt::Write as _;
 

@@ -133,7 +133,9 @@ mod tests {
         let busy = Group::start("while :; do :; done");
         let limit = Duration::from_millis(1500);
         let outcome = until_quiet(busy.0.id(), limit, &cancel).await.expect("the group exists");
-        assert!(!outcome.quiet && outcome.cpu_share > 0.3, "{outcome:?}");
+        // A busy loop gets a core on a quiet box and a fair share of two on a loaded one
+        // (load 15: about 0.2): above the quiet line either way.
+        assert!(!outcome.quiet && outcome.cpu_share > QUIET_SHARE, "{outcome:?}");
         assert!(outcome.waited >= limit, "{outcome:?}");
 
         // A child that burns CPU and exits: its time stays with the shell that reaped it.
@@ -147,7 +149,7 @@ mod tests {
         // A busy child in a session of its own (as PostgreSQL's backends are) still counts.
         let own_session = Group::start("setsid timeout 4 sh -c 'while :; do :; done' & wait");
         let outcome = until_quiet(own_session.0.id(), limit, &cancel).await.expect("the group exists");
-        assert!(!outcome.quiet && outcome.cpu_share > 0.3, "{outcome:?}");
+        assert!(!outcome.quiet && outcome.cpu_share > QUIET_SHARE, "{outcome:?}");
 
         let idle = Group::start("sleep 30");
         let outcome = until_quiet(idle.0.id(), LIMIT, &cancel).await.expect("the group exists");

@@ -243,7 +243,7 @@ fn a_void_point_or_a_target_not_run_is_not_comparable_and_names_the_command() {
     let find = verdict(&v, "find-driver-hdd");
     assert!(find.reason.starts_with("not run: this point needs experiment find"), "{}", find.reason);
     assert_eq!(v.judge_with.as_deref(), Some("dbsweep run insert-find --spawn mariadb,redis --experiments find"));
-    assert!(v.not_run_text().unwrap().starts_with("10 findings could not be judged"), "{:?}", v.not_run_text());
+    assert!(v.not_run_text().unwrap().starts_with("14 findings could not be judged"), "{:?}", v.not_run_text());
     // A void point is not a measurement.
     let p = r.points.iter_mut().find(|p| p.experiment == "insert-all" && p.target == "mariadb").unwrap();
     p.flags.push(Flag::Errors { count: 2, failed_ops: 2 });
@@ -303,40 +303,54 @@ fn a_size_sent_in_one_request_is_the_point_of_that_size() {
 }
 
 #[test]
-fn memory_findings_use_the_clients_change_and_its_noise_rule() {
+fn memory_findings_use_the_servers_growth_then_the_clients_change_and_their_noise_rule() {
     // Table 6 at 1,000 records (MB): Cassandra 0 < H2 1.2 < Redis 1.3 = Memcached 1.3.
     let at = PointSpec { experiment: "read-one".into(), param: Some(1000), clients: None, batch: None };
     let sides: [(&str, &[f64]); 4] =
         [("cassandra", &[100.0, 101.0]), ("h2", &[100.0, 101.0]), ("redis", &[100.0, 101.0]), ("memcached", &[100.0, 101.0])];
-    let with_memory = |mib: [f64; 4]| {
+    // `client` and `server` in MiB, per target in the paper's order.
+    let with_memory = |client: [f64; 4], server: [f64; 4]| {
         let mut r = report_at("in-memory", &at, &sides);
-        for (target, m) in ["cassandra", "h2", "redis", "memcached"].iter().zip(mib) {
+        for ((target, c), s) in ["cassandra", "h2", "redis", "memcached"].iter().zip(client).zip(server) {
             let p = r.points.iter_mut().find(|p| p.experiment == "read-one" && p.target == *target).unwrap();
-            let bytes = m * 1048576.0;
+            let (c, s) = (c * 1048576.0, s * 1048576.0);
             p.summary.as_mut().unwrap().memory = Some(crate::report::model::MemorySummary {
                 engine_source: None,
                 engine_delta_bytes: None,
-                server_delta_bytes: None,
-                client_delta_bytes: bytes,
+                server_delta_bytes: Some(s),
+                client_delta_bytes: c,
                 engine_bytes_per_row: None,
                 server_bytes_per_row: None,
                 engine_after_bytes: None,
                 server_after_bytes: None,
                 engine_delta_range: None,
-                server_delta_range: None,
-                client_delta_range: Some([bytes * 0.99, bytes * 1.01]),
+                server_delta_range: Some([s * 0.99, s * 1.01]),
+                client_delta_range: Some([c * 0.99, c * 1.01]),
             });
         }
-        verdict(&PaperVerdicts::of(&r).unwrap(), "table-6-n1000").clone()
+        let v = PaperVerdicts::of(&r).unwrap();
+        (verdict(&v, "table-6-n1000").clone(), verdict(&v, "table-6-n1000-client").clone())
     };
-    let same = with_memory([1.0, 2.0, 3.0, 4.0]);
-    assert_eq!(same.verdict, VerdictKind::Reproduced, "{same:?}");
-    assert!(same.dbsweep.starts_with("client memory cassandra 1.0 MiB < h2 2.0 MiB"), "{}", same.dbsweep);
-    let flipped = with_memory([1.0, 3.0, 2.0, 4.0]);
-    assert_eq!(flipped.verdict, VerdictKind::Differs, "{flipped:?}");
-    assert!(flipped.reason.starts_with("the opposite order here: client memory redis 2.0 MiB <= h2 3.0 MiB"), "{}", flipped.reason);
+    let (server, client) = with_memory([1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]);
+    assert_eq!(client.verdict, VerdictKind::Reproduced, "{client:?}");
+    assert!(client.dbsweep.starts_with("client memory cassandra 1.0 MiB < h2 2.0 MiB"), "{}", client.dbsweep);
+    assert!(client.claim.ends_with("[dbsweep's client's memory change, the paper's metric in kind]"), "{}", client.claim);
+    assert_eq!(server.verdict, VerdictKind::Differs, "{server:?}");
+    assert!(
+        server.reason.starts_with("the opposite order here: server memory h2 3.0 MiB <= cassandra 4.0 MiB (medians, a JVM's PSS"),
+        "{}",
+        server.reason
+    );
+    assert!(server.reason.contains("judged on the server's memory growth"), "{}", server.reason);
+    let (server, client) = with_memory([1.0, 3.0, 2.0, 4.0], [10.0, 20.0, 30.0, 40.0]);
+    assert_eq!(server.verdict, VerdictKind::Reproduced, "{server:?}");
+    assert!(server.dbsweep.starts_with("server memory cassandra 10.0 MiB < h2 20.0 MiB"), "{}", server.dbsweep);
+    assert_eq!(client.verdict, VerdictKind::Differs, "{client:?}");
+    assert!(client.reason.starts_with("the opposite order here: client memory redis 2.0 MiB <= h2 3.0 MiB"), "{}", client.reason);
     // Changes within one page: "< noise", nothing to rank.
-    let noise = with_memory([0.001, 0.002, 0.003, 0.001]);
-    assert_eq!(noise.verdict, VerdictKind::NotComparable);
-    assert!(noise.reason.contains("below the noise floor (< noise)"), "{}", noise.reason);
+    let (server, client) = with_memory([0.001, 0.002, 0.003, 0.001], [0.001, -0.002, 0.003, 0.001]);
+    for noise in [server, client] {
+        assert_eq!(noise.verdict, VerdictKind::NotComparable);
+        assert!(noise.reason.contains("below the noise floor (< noise"), "{}", noise.reason);
+    }
 }

@@ -88,6 +88,20 @@ pub(super) fn compare(quantity: Quantity, (a, pa): (&str, &PointResult), (b, pb)
             let gc = |t: &str, p: &PointResult| server && GARBAGE_COLLECTED.iter().any(|s| p.target.contains(s) || t.contains(s));
             let note = if gc(a, pa) || gc(b, pb) { ", a JVM's PSS follows its garbage collector" } else { "" };
             let mib = |v: f64| format!("{:.1} MiB", v / 1048576.0);
+            let mib = |v: f64| format!("{:.1} MiB", v / 1048576.0);
+            // A server whose memory fell gave back what earlier operations left (a JVM's
+            // collector): that is no growth of this operation to rank.
+            let fell = [(a, delta(pa)), (b, delta(pb))]
+                .into_iter()
+                .find_map(|(t, d)| match d {
+                    Some(MemoryDelta::Bytes(v)) if server && v < 0.0 => Some(format!("{t}'s server memory fell by {}", mib(-v))),
+                    _ => None,
+                });
+            if let Some(fell) = fell {
+                return Err(Pair::CannotRank {
+                    text: format!("{fell} over the operation: memory of earlier operations given back{note}, no growth to rank"),
+                });
+            }
             match (delta(pa), delta(pb)) {
                 (Some(MemoryDelta::Bytes(x)), Some(MemoryDelta::Bytes(y))) if x < y => {
                     let ratio = if x > 0.0 { y / x } else { f64::NAN };

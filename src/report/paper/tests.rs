@@ -347,6 +347,10 @@ fn memory_findings_use_the_servers_growth_then_the_clients_change_and_their_nois
     assert!(server.dbsweep.starts_with("server memory cassandra 10.0 MiB < h2 20.0 MiB"), "{}", server.dbsweep);
     assert_eq!(client.verdict, VerdictKind::Differs, "{client:?}");
     assert!(client.reason.starts_with("the opposite order here: client memory redis 2.0 MiB <= h2 3.0 MiB"), "{}", client.reason);
+    // A server that gave memory back over the operation has no growth to rank.
+    let (server, _) = with_memory([1.0, 2.0, 3.0, 4.0], [1.0, -131.7, 3.0, 4.0]);
+    assert_eq!(server.verdict, VerdictKind::NotComparable, "{server:?}");
+    assert!(server.reason.contains("h2's server memory fell by 131.7 MiB over the operation"), "{}", server.reason);
     // Changes within one page: "< noise", nothing to rank.
     let (server, client) = with_memory([0.001, 0.002, 0.003, 0.001], [0.001, -0.002, 0.003, 0.001]);
     for noise in [server, client] {

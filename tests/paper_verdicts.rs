@@ -70,7 +70,7 @@ fn a_quick_run_shows_every_finding_with_its_verdict_in_console_json_and_html() {
     let section = html.find("<section id=\"paper-verdicts\"").expect("the verdict table");
     assert!(html.find("<section id=\"findings\"").is_some_and(|f| f > section), "before the findings");
     assert!(html.find("</header>").is_none_or(|h| h < section), "after the header");
-    assert_eq!(html.matches("<tr data-finding=").count(), 12);
+    assert_eq!(html.matches("<tr data-finding=").count(), 16);
     assert!(html.contains("<tr data-finding=\"find-cli-ssd\" data-verdict=\"not-comparable\">"));
     assert!(html.contains("<code>dbsweep run insert-find --spawn mariadb,redis --sizes 100000</code> would run them."));
 }

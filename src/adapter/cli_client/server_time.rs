@@ -104,7 +104,8 @@ mod tests {
         assert_eq!(inner.len(), 12);
         assert_eq!(inner[0], " 1) \"1\"");
         assert_eq!(inner[11], "12) (nil)");
-        let (inner, time) = unwrap(Kind::Redis, lines("OK\nQUEUED\nQUEUED\nQUEUED\n1) 1) \"5\"\n   2) \"10\"\n2) OK\n3) 1) \"5\"\n   2) \"17\"\n(0.51s)"));
+        let (inner, time) =
+            unwrap(Kind::Redis, lines("OK\nQUEUED\nQUEUED\nQUEUED\n1) 1) \"5\"\n   2) \"10\"\n2) OK\n3) 1) \"5\"\n   2) \"17\"\n(0.51s)"));
         assert_eq!((inner, time), (vec!["OK".to_string()], Some(Duration::from_micros(7))));
     }
 

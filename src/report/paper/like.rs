@@ -36,12 +36,7 @@ pub(super) fn split(f: &FindingSpec) -> Vec<FindingSpec> {
         _ => return vec![f.clone()],
     };
     let primary = FindingSpec { quantity: like, like_for_like: None, by_construction: Some(how.to_string()), ..f.clone() };
-    let own = FindingSpec {
-        id: format!("{}-{suffix}", f.id),
-        claim: format!("{} [{label}]", f.claim),
-        like_for_like: None,
-        ..f.clone()
-    };
+    let own = FindingSpec { id: format!("{}-{suffix}", f.id), claim: format!("{} [{label}]", f.claim), like_for_like: None, ..f.clone() };
     vec![primary, own]
 }
 
@@ -84,19 +79,18 @@ pub(super) fn compare(quantity: Quantity, (a, pa): (&str, &PointResult), (b, pb)
         Quantity::ServerMemory | Quantity::ClientMemory => {
             let server = quantity == Quantity::ServerMemory;
             let whose = if server { "server" } else { "client" };
-            let delta = |p: &PointResult| p.summary.as_ref().and_then(|s| s.memory.as_ref()).map(|m| if server { m.server() } else { m.client() });
+            let delta =
+                |p: &PointResult| p.summary.as_ref().and_then(|s| s.memory.as_ref()).map(|m| if server { m.server() } else { m.client() });
             let gc = |t: &str, p: &PointResult| server && GARBAGE_COLLECTED.iter().any(|s| p.target.contains(s) || t.contains(s));
             let note = if gc(a, pa) || gc(b, pb) { ", a JVM's PSS follows its garbage collector" } else { "" };
             let mib = |v: f64| format!("{:.1} MiB", v / 1048576.0);
             let mib = |v: f64| format!("{:.1} MiB", v / 1048576.0);
             // A server whose memory fell gave back what earlier operations left (a JVM's
             // collector): that is no growth of this operation to rank.
-            let fell = [(a, delta(pa)), (b, delta(pb))]
-                .into_iter()
-                .find_map(|(t, d)| match d {
-                    Some(MemoryDelta::Bytes(v)) if server && v < 0.0 => Some(format!("{t}'s server memory fell by {}", mib(-v))),
-                    _ => None,
-                });
+            let fell = [(a, delta(pa)), (b, delta(pb))].into_iter().find_map(|(t, d)| match d {
+                Some(MemoryDelta::Bytes(v)) if server && v < 0.0 => Some(format!("{t}'s server memory fell by {}", mib(-v))),
+                _ => None,
+            });
             if let Some(fell) = fell {
                 return Err(Pair::CannotRank {
                     text: format!("{fell} over the operation: memory of earlier operations given back{note}, no growth to rank"),

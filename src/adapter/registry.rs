@@ -198,8 +198,8 @@ fn accepted_params(scheme: &str) -> Option<&'static [&'static str]> {
         "redis" | "ledis" | "ledisdb" => &["cluster", "batch"],
         "postgres" | "postgresql" => &["layout"],
         "cassandra" => &["affected", "replication_factor"],
-        "mysql-cli" | "mariadb-cli" => &["spawn"],
-        "redis-cli" => &["spawn", "batch"],
+        "mysql-cli" | "mariadb-cli" => &["spawn", "timing"],
+        "redis-cli" => &["spawn", "batch", "timing"],
         "mongodb" => return None,
         _ => &[],
     })

@@ -91,6 +91,23 @@ pub struct RunMeasurement {
     /// given (other ops, clients or run); that result is left out and the run is void.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_mismatch: Option<String>,
+    /// The server's own time for the ok requests, added up, where the target reports it
+    /// (`?timing=server` on `redis-cli://` and `mysql-cli://`: the paper's way of timing
+    /// insert-find); `None`: not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_seconds: Option<f64>,
+    /// Requests that reported `server_seconds`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub server_timed_requests: u64,
+    /// Lifecycle studies: the service time of the first request on each client's fresh
+    /// connection (the slowest over the clients), in microseconds. It is not in `service`
+    /// when the client sent more requests than that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_call_us: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Latency over time: the service time (send to reply) of the ok requests of one run, one

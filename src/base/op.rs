@@ -6,6 +6,7 @@
 use crate::base::table::{LazyValue, Row, TableId, Value};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 
 /// What a range operation computes over `lo <= column <= hi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -295,15 +296,18 @@ pub struct Outcome {
     /// Times the adapter ran the request again after the system aborted it for a
     /// concurrent one (`ErrorClass::Conflict`); the request's latency includes them.
     pub retries: u32,
+    /// The time the server itself reported for the request, where the adapter asks for it
+    /// (`redis-cli://…?timing=server`: `TIME` before and after the command in one `MULTI`).
+    pub server_time: Option<Duration>,
 }
 
 impl Outcome {
     pub fn rows(rows: u64) -> Self {
-        Outcome { rows, answer: None, retries: 0 }
+        Outcome { rows, ..Outcome::default() }
     }
 
     pub fn answer(rows: u64, answer: Answer) -> Self {
-        Outcome { rows, answer: Some(answer), retries: 0 }
+        Outcome { rows, answer: Some(answer), ..Outcome::default() }
     }
 
     /// This outcome, reached after `retries` conflicts.

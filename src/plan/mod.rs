@@ -104,8 +104,9 @@ pub struct StudyFile {
     #[serde(default)]
     pub lifecycle: bool,
     /// URL options appended to the targets of spawned servers, by server name (`--spawn`
-    /// names): what the study's paper sent where it differs from the adapter's default,
-    /// e.g. `cassandra = "affected=plain"` for plain DELETEs.
+    /// names; a server's command-line client target by its name, `redis-cli`): what the
+    /// study's paper sent where it differs from the adapter's default, e.g. `cassandra =
+    /// "affected=plain"` for plain DELETEs.
     #[serde(default)]
     pub spawn_target_options: BTreeMap<String, String>,
     /// What the study's paper measured and how dbsweep's measurement differs, shown at the
@@ -513,8 +514,12 @@ impl Plan {
     }
 
     /// The URL of a spawned server's target with the study's options for that server.
+    /// A command-line client's target (`redis-cli://`) takes the options under its own
+    /// name (`redis-cli`), the server's library targets those under the server's.
     pub fn spawned_target_url(&self, server: ServerKind, url: &str) -> String {
-        match self.spawn_target_options.get(server.name()) {
+        let client = url.split_once("://").is_some_and(|(scheme, _)| scheme.ends_with("-cli"));
+        let key = if client { server.client_target_name().unwrap_or_default() } else { server.name().to_string() };
+        match self.spawn_target_options.get(&key) {
             Some(options) => format!("{url}{}{options}", if url.contains('?') { '&' } else { '?' }),
             None => url.to_string(),
         }

@@ -342,7 +342,11 @@ fn op_timeout(opts: &RunOptions) -> Result<f64> {
 /// The servers `--spawn` starts (`all`: the study's `spawn_all`), each once, in order.
 fn spawned_servers(opts: &RunOptions, study: &StudyFile) -> Result<Vec<ServerKind>> {
     for name in study.spawn_target_options.keys() {
-        name.parse::<ServerKind>().map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
+        let server = name.strip_suffix("-cli").filter(|s| s.parse::<ServerKind>().is_ok_and(|k| k.client_target_name().is_some()));
+        server
+            .unwrap_or(name)
+            .parse::<ServerKind>()
+            .map_err(|e: Error| Error::usage(format!("study '{}': spawn_target_options: {e}", study.name)))?;
     }
     let all_kinds = spawn_all(study)?;
     let mut spawn: Vec<ServerKind> = Vec::new();

@@ -13,10 +13,10 @@
 //! Owns the papers' data and the verdict rules; must not read anything but a saved report
 //! and must not print (console and html render `PaperVerdicts`).
 
-use crate::base::span;
-use super::model::{MemoryDelta, PointResult, PointStatus, Report};
+use super::model::{PointResult, PointStatus, Report};
 use super::summary::times;
 use super::uncertainty::{Call, Model, RatioInterval, VariancePart, too_few_hint};
+use crate::base::span;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,6 +90,12 @@ pub enum Quantity {
     /// Memory change over the operation (lower is better); dbsweep's counterpart is the
     /// client's resident memory change (the paper's metric in kind).
     ClientMemory,
+    /// Time of the operation as the server reports it (`?timing=server`), per request.
+    ServerTime,
+    /// Time of one cold call: the first request of a fresh connection.
+    ColdCall,
+    /// The server's memory growth over the operation (PSS of its process group).
+    ServerMemory,
 }
 
 impl Quantity {
@@ -191,6 +197,10 @@ pub struct FindingSpec {
     /// What a method choice decides about this finding, named in its reason.
     #[serde(default)]
     pub by_construction: Option<String>,
+    /// dbsweep measures the paper's own quantity too: the finding is judged on it, and
+    /// again on `quantity`, labelled (`like::split`).
+    #[serde(default)]
+    pub like_for_like: Option<Quantity>,
     pub at: PointSpec,
     /// The paper's order, best first.
     pub order: Vec<Entry>,
@@ -217,6 +227,9 @@ pub struct Table {
     pub within: Option<f64>,
     #[serde(default)]
     pub by_construction: Option<String>,
+    /// See `FindingSpec::like_for_like`.
+    #[serde(default)]
+    pub like_for_like: Option<Quantity>,
     pub rows: Vec<TableRow>,
 }
 
@@ -245,8 +258,13 @@ impl Paper {
     }
 
     /// Every finding: the stated ones, then one per column of each table (the systems in
-    /// the table's order of that column, best first; ties keep the table's row order).
+    /// the table's order of that column, best first; ties keep the table's row order);
+    /// one with a like-for-like quantity as two (`like::split`).
     pub fn findings(&self) -> Vec<FindingSpec> {
+        self.stated_findings().iter().flat_map(like::split).collect()
+    }
+
+    fn stated_findings(&self) -> Vec<FindingSpec> {
         let mut out = self.findings.clone();
         for t in &self.tables {
             for (i, column) in t.columns.iter().enumerate() {
@@ -274,6 +292,7 @@ impl Paper {
                     unit: Some(t.unit.clone()),
                     within: t.within,
                     by_construction: t.by_construction.clone(),
+                    like_for_like: t.like_for_like,
                     at: PointSpec { experiment: t.experiment.clone(), param: Some(*column), clients: None, batch: None },
                     order: order.into_iter().map(|(_, e)| e).collect(),
                 });
@@ -652,28 +671,10 @@ impl<'a> Judge<'a> {
                     }
                 }
             }
-            Quantity::ClientMemory => {
-                let delta = |p: &PointResult| p.summary.as_ref().and_then(|s| s.memory.as_ref()).map(|m| m.client());
-                match (delta(pa), delta(pb)) {
-                    (Some(MemoryDelta::Bytes(x)), Some(MemoryDelta::Bytes(y))) => {
-                        let mib = |v: f64| format!("{:.1} MiB", v / 1048576.0);
-                        if x < y {
-                            let ratio = if x > 0.0 { y / x } else { f64::NAN };
-                            (ratio, format!("client memory {a} {} < {b} {} (medians, no interval)", mib(x), mib(y)))
-                        } else {
-                            return Pair::Reversed { text: format!("client memory {b} {} <= {a} {} (medians)", mib(y), mib(x)) };
-                        }
-                    }
-                    (None, _) | (_, None) => {
-                        return Pair::NotMeasured { text: format!("{a} or {b} has no memory reading at this point"), not_run: false };
-                    }
-                    _ => {
-                        return Pair::CannotRank {
-                            text: format!("the client's memory change of {a} or {b} is below the noise floor (< noise)"),
-                        };
-                    }
-                }
-            }
+            _ => match like::compare(quantity, (a, pa), (b, pb)) {
+                Ok(judged) => judged,
+                Err(pair) => return pair,
+            },
         };
         let beyond = match paper_ratio {
             Some(p) if ratio.is_finite() && (ratio / p > within || p / ratio > within) => Some(format!(
@@ -761,6 +762,8 @@ fn paper_side(sides: &[Side], quantity: Quantity, unit: &str) -> String {
     };
     format!("{}{unit}{ratio}", listed.join(between))
 }
+
+mod like;
 
 #[cfg(test)]
 mod tests;

@@ -62,6 +62,9 @@ pub struct RunJob {
     /// Keep the service time per interval of this length (`--hlog-interval`, measured runs);
     /// `None`: only the whole run's histograms.
     pub intervals: Option<Duration>,
+    /// Keep the first request of each client's fresh connection out of the warm
+    /// histograms, as the run's cold call (`RunMeasurement::cold_call_us`; lifecycle runs).
+    pub cold_call: bool,
 }
 
 /// Clients report progress (and the ops completed, for the monitor) in chunks, so the hot
@@ -350,6 +353,7 @@ async fn send_requests(
     let mut unreported = 0u64;
     let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| epoch + limit);
+    let mut cold = job.cold_call;
     if let Some(width) = job.intervals {
         recorder.intervals = Some(IntervalRecorder::new(width, clock.now() - Instant::now().saturating_duration_since(epoch)));
     }
@@ -397,6 +401,7 @@ async fn send_requests(
             elapsed: clock.delta(t0, now),
             responded: intended.map(|at| Instant::now() - at),
             late: late == Some(true),
+            cold: std::mem::take(&mut cold),
         };
         match record_request(recorder, result, &request) {
             Tally::Answered => consecutive_failures = 0,
@@ -419,6 +424,12 @@ async fn send_requests(
     }
     job.progress.fetch_add(unreported, Ordering::Relaxed);
     counters.completed.fetch_add(unreported, Ordering::Relaxed);
+    // A client whose only request was the cold call: that call is its warm time too.
+    if let Some((kind, elapsed)) = recorder.cold
+        && !recorder.has_service(kind)
+    {
+        recorder.record_service(kind, elapsed);
+    }
     end
 }
 
@@ -498,6 +509,8 @@ struct Request {
     responded: Option<Duration>,
     /// It started later than its turn on the schedule.
     late: bool,
+    /// The client's first request on its connection, timed apart (`RunJob::cold_call`).
+    cold: bool,
 }
 
 /// How a request's result counts towards giving up on the server.
@@ -526,7 +539,15 @@ fn record_request(recorder: &mut Recorder, result: Result<Outcome, OpError>, req
             let found = outcome.found_rows(request.kind);
             if found >= request.expected {
                 recorder.ok_ops += n;
-                recorder.record_service(request.kind, request.elapsed);
+                if request.cold {
+                    recorder.cold = Some((request.kind, request.elapsed));
+                } else {
+                    recorder.record_service(request.kind, request.elapsed);
+                }
+                if let Some(server) = outcome.server_time {
+                    recorder.server_time += server;
+                    recorder.server_timed += 1;
+                }
                 if let Some(response) = request.responded {
                     recorder.record_response(request.kind, response);
                 }

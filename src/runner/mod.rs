@@ -565,6 +565,7 @@ pub(crate) fn run_job(
             .precision_of(experiment)
             .map(|p| monitor::StopRule { precision: p.target, max_time: Duration::from_secs_f64(p.max_time_secs) }),
         intervals: plan.hlog_interval.filter(|_| run >= experiment.warmup),
+        cold_call: false,
     }
 }
 

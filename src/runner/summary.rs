@@ -337,6 +337,9 @@ mod tests {
                 intervals: None,
                 load: None,
                 share_mismatch: None,
+                server_seconds: None,
+                server_timed_requests: 0,
+                cold_call_us: None,
             })
             .collect();
         let mut r = PointResult {

@@ -137,10 +137,23 @@ pub struct Recorder {
     pub sample_answer: Option<(u64, Answer)>,
     /// Service time per interval of the run (all op kinds together); `None`: not kept.
     pub intervals: Option<IntervalRecorder>,
+    /// The server's own time of the ok requests that reported one (`Outcome::server_time`),
+    /// added up, and how many requests reported it.
+    pub server_time: Duration,
+    pub server_timed: u64,
+    /// The first ok request of each client's fresh connection (a cold call), kept out of
+    /// the warm histogram when the run asks for it: its kind and service time, the
+    /// slowest over the clients.
+    pub cold: Option<(OpKind, Duration)>,
 }
 
 impl Recorder {
     #[inline]
+    /// Whether a service time of this kind was recorded.
+    pub fn has_service(&self, kind: OpKind) -> bool {
+        self.service[kind.index()].is_some()
+    }
+
     pub fn record_service(&mut self, kind: OpKind, elapsed: Duration) {
         let h = self.service[kind.index()].get_or_insert_with(new_histogram);
         let nanos = (elapsed.as_nanos() as u64).clamp(1, MAX_NANOS);
@@ -200,6 +213,11 @@ impl Recorder {
             *mine = (mine.0.wrapping_add(theirs.0), mine.1 + theirs.1);
         }
         self.answers += other.answers;
+        self.server_time += other.server_time;
+        self.server_timed += other.server_timed;
+        if other.cold.is_some_and(|(_, theirs)| self.cold.is_none_or(|(_, mine)| theirs > mine)) {
+            self.cold = other.cold;
+        }
         if let Some((seq, answer)) = other.sample_answer {
             self.keep_sample(seq, answer);
         }
@@ -251,6 +269,9 @@ impl Recorder {
             intervals: None,
             load: None,
             share_mismatch: None,
+            server_seconds: (self.server_timed > 0).then(|| self.server_time.as_secs_f64()),
+            server_timed_requests: self.server_timed,
+            cold_call_us: self.cold.map(|(_, d)| d.as_secs_f64() * 1e6),
         }
     }
 }

@@ -306,6 +306,7 @@ async fn measure(target: &Arc<dyn Target>, data: &Dataset, op: ExperimentOp) -> 
         time_limit: None,
         check_rows: true,
         stop: None,
+        cold_call: false,
         intervals: Some(Duration::from_secs(1)),
     };
     run_once(Arc::new(job)).await

@@ -237,6 +237,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
         time_limit: None,
         check_rows: true,
         stop: None,
+        cold_call: false,
         intervals: Some(Duration::from_secs(1)),
     };
     let m = run_once(Arc::new(job)).await;

@@ -5,7 +5,9 @@
 //!
 //! Owns only the subprocess `Connection`: by default one long-lived client process per
 //! `connect()`, fed statements over stdin and read over stdout (stderr merged in); with
-//! `?spawn=per-op` a fresh client per request, as shell scripts do. Each request ends with a
+//! `?spawn=per-op` a fresh client per request, as shell scripts do. With `?timing=server`
+//! each request also reports the server's own time (`server_time`), the insert-find
+//! paper's way of timing, beside dbsweep's end-to-end time. Each request ends with a
 //! unique marker (`SELECT '<marker>';` / `ECHO <marker>`) and is read up to the marker line.
 //! `prepare`, `load`, `count_rows` and `cleanup` are delegated to the library adapter for the
 //! equivalent `mysql://` / `redis://` URL, so the schema, key layout and ownership marker
@@ -33,6 +35,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
+mod server_time;
 mod session;
 mod target;
 mod text;
@@ -57,6 +60,9 @@ struct Launch {
     args: Vec<String>,
     env: Vec<(String, String)>,
     per_op: bool,
+    /// `?timing=server`: each request also asks the server for its own time
+    /// (`server_time`).
+    server_timing: bool,
     /// The target's name, for messages.
     name: String,
     /// The library adapters' namespace: MariaDB's database (`dbsweep`) and Redis's key
@@ -99,7 +105,7 @@ fn inner_url(url: &TargetUrl, scheme: &str) -> Result<TargetUrl> {
         u.set_password(Some(&pw)).map_err(bad)?;
     }
     u.set_path(&format!("/{}", url.database().unwrap_or_default()));
-    let params: Vec<(String, String)> = url.params().into_iter().filter(|(k, _)| k != "spawn").collect();
+    let params: Vec<(String, String)> = url.params().into_iter().filter(|(k, _)| k != "spawn" && k != "timing").collect();
     if !params.is_empty() {
         u.query_pairs_mut().extend_pairs(params);
     }
@@ -117,6 +123,11 @@ impl CliTarget {
             None | Some("per-connection") => false,
             Some("per-op") => true,
             Some(other) => return Err(Error::usage(format!("target '{name}': spawn must be 'per-connection' or 'per-op', got '{other}'"))),
+        };
+        let server_timing = match url.param("timing").as_deref() {
+            None | Some("client") => false,
+            Some("server") => true,
+            Some(other) => return Err(Error::usage(format!("target '{name}': timing must be 'client' or 'server', got '{other}'"))),
         };
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let (inner, program, args, env, system): Setup = match kind {
@@ -181,6 +192,13 @@ impl CliTarget {
             .to_string(),
         );
         settings.insert("client".to_string(), format!("{program} ({client_version})"));
+        if server_timing {
+            let how = match kind {
+                Kind::MySql => "server (SYSDATE(6) before and after the statements, as the server's clock saw them)",
+                Kind::Redis => "server (TIME before and after the command in one MULTI; one-line commands only)",
+            };
+            settings.insert("timing".to_string(), how.to_string());
+        }
         let ops = vec![OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete];
         let base = TargetInfo {
             name: name.to_string(),
@@ -197,6 +215,7 @@ impl CliTarget {
             args,
             env,
             per_op,
+            server_timing,
             name: name.to_string(),
             database: ctx.namespace.name().to_string(),
             key_prefix: ctx.namespace.key_prefix(),

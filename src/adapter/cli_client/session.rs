@@ -2,6 +2,7 @@
 //! stdin, replies parsed from its stdout line by line. Must not write anything the
 //! dialect or the redis mapping did not produce.
 
+use super::server_time;
 use super::text::{redis_quote, redis_reply_value, score, with_literals};
 use super::{Kind, Launch};
 use crate::adapter::Connection;
@@ -146,8 +147,11 @@ impl CliConn {
     }
 
     pub(super) async fn run(&mut self, script: String, parse: Parse) -> Result<Outcome, OpError> {
-        let lines = self.request(&script).await?;
         let kind = self.launch.kind;
+        let (lines, server_time) = match self.launch.server_timing.then(|| server_time::wrap(kind, &script)).flatten() {
+            Some(timed) => server_time::unwrap(kind, self.request(&timed).await?),
+            None => (self.request(&script).await?, None),
+        };
         if let Some(err) = lines.iter().find(|l| is_error_line(kind, l)) {
             let class = if err.starts_with("Could not connect") || err.starts_with("AUTH failed") || err.contains("Can't connect") {
                 ErrorClass::Connection
@@ -174,7 +178,7 @@ impl CliConn {
             Parse::RedisNonNil => lines.iter().filter(|l| redis_reply_value(l).is_some_and(|v| v.starts_with('"'))).count() as u64,
             Parse::RedisInts => lines.iter().filter_map(|l| l.strip_prefix("(integer) ")).map(int).sum::<Result<i64, _>>()?.max(0) as u64,
         };
-        Ok(Outcome::rows(rows))
+        Ok(Outcome { server_time, ..Outcome::rows(rows) })
     }
 
     /// The script and parse rule for a batch of ops of one kind (or a single op).

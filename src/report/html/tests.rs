@@ -414,9 +414,12 @@ fn a_paper_study_opens_with_its_verdict_table_and_other_studies_do_not() {
     let html = render(&r);
     let table = html.find("<section id=\"paper-verdicts\" class=\"card\">").expect("the verdict table");
     assert!(html.find("<section id=\"findings\"").is_some_and(|f| f > table), "before the findings");
-    // Tables 3-10 of the paper, one finding per record count; none measured by the
+    // Tables 3-10 of the paper, one finding per record count, and for the six tables with
+    // a like-for-like quantity (Tables 5 and 7: the cold call; 4, 6, 8, 10: the server's
+    // memory) a second, labelled verdict on dbsweep's own figure; none measured by the
     // embedded targets.
-    assert_eq!(html.matches("<tr data-finding=\"table-").count(), 32);
+    assert_eq!(html.matches("<tr data-finding=\"table-").count(), 32 + 6 * 4);
+    assert_eq!(html.matches("-warm\" data-verdict=").count() + html.matches("-client\" data-verdict=").count(), 6 * 4);
     assert!(html.contains("<tr data-finding=\"table-3-n1000\" data-verdict=\"not-comparable\">"));
     assert!(html.contains("Memcached 23 &lt; Redis 34 &lt; H2 147 &lt; MongoDB 904 &lt; Cassandra 1202 ms"), "escaped");
     let command = "dbsweep run in-memory --spawn cassandra,h2,memcached,redis --experiments delete-one,fetch-all,read-one,write-all";

@@ -54,6 +54,7 @@ async fn timed_mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64,
         check_rows: true,
         stop: None,
         intervals: Some(Duration::from_millis(100)),
+        cold_call: false,
     }
 }
 
@@ -65,6 +66,27 @@ async fn a_failed_request_adds_failed_ops_and_nothing_else() {
     assert_eq!(m.rows, 75, "rows of ok requests only");
     assert_eq!(m.service[&OpKind::Get].count, 75, "only ok requests are timed");
     assert!(m.complete && m.is_void() && m.ops_per_sec().is_none(), "a run with a failure has no throughput");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_call_is_recorded_apart_from_the_warm_histogram() {
+    // Each mock request takes at least 200 µs, so the cold call is a real time.
+    let cold = |clients: usize, ops: u64| async move {
+        let job = RunJob { cold_call: true, ..mock_job("latency_us=200", ExperimentOp::Get, 1, ops, clients).await };
+        run_once(Arc::new(job)).await
+    };
+    let m = cold(1, 50).await;
+    assert_eq!((m.ok_ops, m.service[&OpKind::Get].count), (50, 49), "the first request is not a warm one");
+    assert!(m.cold_call_us.is_some_and(|us| us >= 200.0), "{:?}", m.cold_call_us);
+    let m = cold(2, 50).await;
+    assert_eq!((m.ok_ops, m.service[&OpKind::Get].count), (50, 48), "one cold call per client's connection");
+    // A client whose only request was its cold call keeps it as its warm time too.
+    let m = cold(1, 1).await;
+    assert_eq!(m.service[&OpKind::Get].count, 1);
+    assert!(m.cold_call_us.is_some());
+    // Runs that do not ask for it time every request as warm and keep no cold call.
+    let m = run_on_mock("latency_us=200", ExperimentOp::Get, 1, 50).await;
+    assert_eq!((m.service[&OpKind::Get].count, m.cold_call_us), (50, None));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

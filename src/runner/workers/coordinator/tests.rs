@@ -141,6 +141,7 @@ async fn nodb_job() -> RunJob {
         check_rows: false,
         stop: None,
         intervals: None,
+        cold_call: false,
     }
 }
 

@@ -214,6 +214,18 @@ fn check_params(name: &str, url: &TargetUrl) -> Result<()> {
     Err(Error::usage(format!("target '{name}': unknown URL option '{unknown}' for a {} URL ({known})", url.scheme())))
 }
 
+/// Every scheme `open` builds an adapter for, in the order the capabilities page lists them.
+#[cfg(test)]
+pub(super) fn schemes() -> impl Iterator<Item = &'static str> {
+    SCHEMES.iter().copied()
+}
+
+/// The URL options `scheme` takes (see `accepted_params`), for the capabilities page.
+#[cfg(test)]
+pub(super) fn url_options(scheme: &str) -> Option<&'static [&'static str]> {
+    accepted_params(scheme)
+}
+
 /// Every scheme `open` builds an adapter for.
 const SCHEMES: &[&str] = &[
     "nodb",

@@ -50,7 +50,10 @@ fn listed(dir: &Path) -> Vec<Listed> {
 }
 
 fn schemes(dir: &Path) -> Vec<Scheme> {
-    registry::schemes()
+    let mut schemes: Vec<&str> = registry::schemes().collect();
+    schemes.sort_unstable();
+    schemes
+        .into_iter()
         .map(|scheme| {
             let info = opened(&format!("{scheme}://127.0.0.1:1"), dir).or_else(|| opened(&format!("{scheme}:"), dir));
             let several = TargetUrl::parse(&format!("{scheme}://127.0.0.1:1,127.0.0.2:1")).unwrap();
@@ -111,10 +114,11 @@ fn render(listed: &[Listed], schemes: &[Scheme]) -> String {
         };
         let _ = writeln!(page, "| `{}` | {} | {options} | {} |", s.scheme, s.system, yes(s.several_hosts));
     }
-    let kinds: Vec<OpKind> = OpKind::ALL.into_iter().filter(|k| *k != OpKind::Mixed).collect();
+    let kinds = OpKind::ALL;
     let _ = writeln!(page, "\n## Capabilities\n");
     let _ = writeln!(page, "What each adapter declares before it connects (`x`: runs it; the runner reports any other op as");
-    let _ = writeln!(page, "not supported). A layout may narrow it once the tables are known.\n");
+    let _ = writeln!(page, "not supported; `mixed` is what report.json lists, never an op's own kind). A layout may narrow it");
+    let _ = writeln!(page, "once the tables are known.\n");
     let header: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     let _ = writeln!(page, "| system | {} | queries | native batch | secondary indexes |", header.join(" | "));
     let _ = writeln!(page, "|---|{}---|---|---|", "---|".repeat(kinds.len()));

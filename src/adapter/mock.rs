@@ -10,7 +10,8 @@
 //! `mock:?execution=async_threads` has the runner drive each client on a thread of its own
 //! (as MariaDB's clients are driven).
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::declaration::{CapabilitySet, Declaration, Needs, OpSet, UrlOptions};
+use super::{Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
 use crate::base::table::{Row, TableDef, Value};
 use crate::error::{Error, Result};
@@ -20,6 +21,23 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "mock",
+    url: "mock:",
+    description: "deterministic in-process reference store (a BTreeMap); answers every op exactly",
+    needs: Needs::BuiltIn,
+    schemes: &["mock"],
+    options: UrlOptions::Only(&["latency_us", "fail_every", "lose_deletes_every", "blind_deletes", "execution"]),
+    several_hosts: false,
+    capabilities: CapabilitySet {
+        ops: OpSet::ALL.without(OpKind::Query).without(OpKind::Mixed),
+        queries: &[],
+        native_batch: true,
+        secondary_indexes: false,
+    },
+    open: Some(|name, url, _| Ok(Arc::new(Mock::new(name, url)?))),
+};
 
 type Tables = BTreeMap<String, BTreeMap<i64, Row>>;
 
@@ -77,12 +95,7 @@ impl Mock {
                 system: "mock".into(),
                 url: url.redacted(),
                 execution,
-                capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| !matches!(k, OpKind::Query | OpKind::Mixed)).collect(),
-                    queries: vec![],
-                    native_batch: true,
-                    secondary_indexes: false,
-                },
+                capabilities: SYSTEM.capabilities.to_capabilities(),
                 version: env!("CARGO_PKG_VERSION").into(),
                 settings,
             },

@@ -11,6 +11,7 @@
 #[cfg(test)]
 mod catalog;
 pub mod cli_client;
+pub mod declaration;
 pub mod embedded;
 pub mod kv;
 pub mod lease;

@@ -24,13 +24,15 @@
 //! in the target's settings (`request.*`). A dead client is an `ErrorClass::Connection`
 //! error; the next request starts a new one.
 
-use crate::adapter::{Capabilities, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
+use crate::adapter::{Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::OpKind;
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 pub use session::CliConn;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 mod session;
@@ -39,6 +41,38 @@ mod text;
 
 /// How long `connect()` waits for the client's first answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a client program can send: the ops of one statement or command each.
+const CAPABILITIES: CapabilitySet = CapabilitySet {
+    ops: OpSet::of(&[OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete]),
+    queries: &[],
+    native_batch: true,
+    secondary_indexes: true,
+};
+
+pub const MARIADB_CLI: Declaration = Declaration {
+    system: "mariadb-cli",
+    url: "mysql-cli://",
+    description: "MariaDB through the `mariadb`/`mysql` command-line client over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
+    needs: Needs::Client(ServerKind::Mariadb),
+    schemes: &["mysql-cli", "mariadb-cli"],
+    options: UrlOptions::Only(&["spawn"]),
+    several_hosts: false,
+    capabilities: CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(CliTarget::new(name, url, ctx)?))),
+};
+
+pub const REDIS_CLI: Declaration = Declaration {
+    system: "redis-cli",
+    url: "redis-cli://",
+    description: "Redis through `redis-cli` over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
+    needs: Needs::Client(ServerKind::Redis),
+    schemes: &["redis-cli"],
+    options: UrlOptions::Only(&["spawn", "batch"]),
+    several_hosts: false,
+    capabilities: CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(CliTarget::new(name, url, ctx)?))),
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -67,8 +101,8 @@ struct Launch {
 
 pub struct CliTarget {
     inner: Arc<dyn Target>,
-    base: TargetInfo,
-    described: OnceLock<TargetInfo>,
+    /// What is known before `prepare`, then with the server's version and settings.
+    info: TargetInfoCell,
     launch: Arc<Launch>,
     tables: RwLock<Arc<Vec<Arc<TableDef>>>>,
 }
@@ -109,8 +143,8 @@ fn inner_url(url: &TargetUrl, scheme: &str) -> Result<TargetUrl> {
 impl CliTarget {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let kind = match url.scheme() {
-            "mysql-cli" | "mariadb-cli" => Kind::MySql,
-            "redis-cli" => Kind::Redis,
+            scheme if MARIADB_CLI.schemes.contains(&scheme) => Kind::MySql,
+            scheme if REDIS_CLI.schemes.contains(&scheme) => Kind::Redis,
             other => return Err(Error::usage(format!("target '{name}': not a command-line client scheme: {other}"))),
         };
         let per_op = match url.param("spawn").as_deref() {
@@ -144,7 +178,7 @@ impl CliTarget {
                 if let Some(pw) = crate::adapter::mysql::password(url) {
                     env.push(("MYSQL_PWD".to_string(), pw));
                 }
-                (Arc::new(inner), program, args, env, "mariadb-cli")
+                (Arc::new(inner), program, args, env, MARIADB_CLI.system)
             }
             Kind::Redis => {
                 let inner = crate::adapter::kv::redis::Redis::new(name, &inner_url(url, "redis")?, ctx)?;
@@ -161,7 +195,7 @@ impl CliTarget {
                 if let Some(pw) = crate::adapter::kv::redis::password(url) {
                     env.push(("REDISCLI_AUTH".to_string(), pw));
                 }
-                (Arc::new(inner), program, args, env, "redis-cli")
+                (Arc::new(inner), program, args, env, REDIS_CLI.system)
             }
         };
         let client_version = std::process::Command::new(&program)
@@ -181,13 +215,12 @@ impl CliTarget {
             .to_string(),
         );
         settings.insert("client".to_string(), format!("{program} ({client_version})"));
-        let ops = vec![OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete];
         let base = TargetInfo {
             name: name.to_string(),
             system: system.into(),
             url: url.redacted(),
             execution: Execution::Async,
-            capabilities: Capabilities { ops, queries: vec![], native_batch: true, secondary_indexes: true },
+            capabilities: CAPABILITIES.to_capabilities(),
             version: "unknown (not prepared yet)".into(),
             settings,
         };
@@ -201,7 +234,7 @@ impl CliTarget {
             database: ctx.namespace.name().to_string(),
             key_prefix: ctx.namespace.key_prefix(),
         });
-        Ok(CliTarget { inner, base, described: OnceLock::new(), launch, tables: RwLock::new(Arc::new(Vec::new())) })
+        Ok(CliTarget { inner, info: TargetInfoCell::new(base), launch, tables: RwLock::new(Arc::new(Vec::new())) })
     }
 }
 

@@ -12,7 +12,7 @@
 
 use super::declaration::{CapabilitySet, Declaration, Needs, OpSet, UrlOptions};
 use super::{Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
-use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, Outcome, RangeAgg};
 use crate::base::table::{Row, TableDef, Value};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
@@ -30,12 +30,7 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["mock"],
     options: UrlOptions::Only(&["latency_us", "fail_every", "lose_deletes_every", "blind_deletes", "execution"]),
     several_hosts: false,
-    capabilities: CapabilitySet {
-        ops: OpSet::ALL.without(OpKind::Query).without(OpKind::Mixed),
-        queries: &[],
-        native_batch: true,
-        secondary_indexes: false,
-    },
+    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: false },
     open: Some(|name, url, _| Ok(Arc::new(Mock::new(name, url)?))),
 };
 

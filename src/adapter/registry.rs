@@ -59,45 +59,68 @@ pub const SYSTEMS: &[Declaration] = &[
     ),
 ];
 
-/// The declaration `scheme` opens, if any system takes it.
-fn declared(scheme: &str) -> Option<&'static Declaration> {
-    SYSTEMS.iter().find(|system| system.schemes.contains(&scheme))
+/// A list of declarations and what is looked up in it: dbsweep's is [`SYSTEMS`]; a test
+/// can make one with a system of its own (see docs/adding-a-system.md).
+#[derive(Clone, Copy)]
+pub struct Registry(pub &'static [Declaration]);
+
+impl Registry {
+    /// The declaration `scheme` opens, if any system takes it.
+    fn declared(self, scheme: &str) -> Option<&'static Declaration> {
+        self.0.iter().find(|system| system.schemes.contains(&scheme))
+    }
+
+    /// Every scheme there is an adapter for.
+    pub fn schemes(self) -> impl Iterator<Item = &'static str> {
+        self.0.iter().filter(|system| system.open.is_some()).flat_map(|system| system.schemes.iter().copied())
+    }
+
+    /// Refuses a scheme there is no adapter for: a system that cannot run here says why; a
+    /// misspelt one gets the closest scheme.
+    pub fn check_scheme(self, name: &str, url: &TargetUrl) -> Result<&'static Declaration> {
+        let scheme = url.scheme();
+        match self.declared(scheme) {
+            Some(system) if system.open.is_some() => Ok(system),
+            Some(Declaration { needs: Needs::Unavailable(why), .. }) => {
+                Err(Error::usage(format!("target '{name}': {scheme} cannot run here: {why}")))
+            }
+            _ => Err(Error::usage(format!(
+                "target '{name}': unknown URL scheme '{scheme}:'{}; see `dbsweep targets` for the supported ones",
+                crate::base::suggest::did_you_mean(scheme, self.schemes())
+            ))),
+        }
+    }
+
+    /// Builds the adapter for a target URL, once its scheme, options and hosts passed.
+    pub fn open(self, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
+        let system = self.check_scheme(name, url)?;
+        system.check_options(name, url)?;
+        if url.has_several_hosts() && !system.several_hosts {
+            let several: Vec<String> = self.0.iter().filter(|s| s.several_hosts).map(|s| format!("{}://", s.schemes[0])).collect();
+            return Err(Error::usage(format!(
+                "target '{name}': only {} URLs take several contact points (h1:p,h2:p); name one host (a Redis Cluster: its first node and ?cluster=true)",
+                several.join(" and ")
+            )));
+        }
+        let open = system.open.expect("check_scheme passes only systems with an adapter");
+        open(name, url, ctx)
+    }
 }
 
 /// Every scheme dbsweep has an adapter for.
 pub fn schemes() -> impl Iterator<Item = &'static str> {
-    SYSTEMS.iter().filter(|system| system.open.is_some()).flat_map(|system| system.schemes.iter().copied())
+    Registry(SYSTEMS).schemes()
 }
 
-/// Refuses, when the plan is made (so `--dry-run` too), a scheme dbsweep has no adapter for:
-/// a system that cannot run here says why; a misspelt one gets the closest scheme.
+/// Refuses, when the plan is made (so `--dry-run` too), a scheme dbsweep has no adapter for
+/// (see [`Registry::check_scheme`]).
 pub fn check_scheme(name: &str, url: &TargetUrl) -> Result<&'static Declaration> {
-    let scheme = url.scheme();
-    match declared(scheme) {
-        Some(system) if system.open.is_some() => Ok(system),
-        Some(Declaration { needs: Needs::Unavailable(why), .. }) => {
-            Err(Error::usage(format!("target '{name}': {scheme} cannot run here: {why}")))
-        }
-        _ => Err(Error::usage(format!(
-            "target '{name}': unknown URL scheme '{scheme}:'{}; see `dbsweep targets` for the supported ones",
-            crate::base::suggest::did_you_mean(scheme, schemes())
-        ))),
-    }
+    Registry(SYSTEMS).check_scheme(name, url)
 }
 
 /// Builds the adapter for a target URL.
 pub fn open(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Arc<dyn Target>> {
-    let system = check_scheme(name, url)?;
-    system.check_options(name, url)?;
-    if url.has_several_hosts() && !system.several_hosts {
-        let several: Vec<String> = SYSTEMS.iter().filter(|s| s.several_hosts).map(|s| format!("{}://", s.schemes[0])).collect();
-        return Err(Error::usage(format!(
-            "target '{name}': only {} URLs take several contact points (h1:p,h2:p); name one host (a Redis Cluster: its first node and ?cluster=true)",
-            several.join(" and ")
-        )));
-    }
-    let open = system.open.expect("check_scheme passes only systems with an adapter");
-    open(name, url, ctx)
+    Registry(SYSTEMS).open(name, url, ctx)
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a client program can send: the ops of one statement or command each.
 const CAPABILITIES: CapabilitySet = CapabilitySet {
-    ops: OpSet::of(&[OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete]),
+    ops: OpSet::BY_KEY.without(OpKind::Update).without(OpKind::ReadModifyWrite),
     queries: &[],
     native_batch: true,
     secondary_indexes: true,

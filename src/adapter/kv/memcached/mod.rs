@@ -34,7 +34,7 @@
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
 use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
-use crate::base::op::{ErrorClass, OpError, OpKind};
+use crate::base::op::{ErrorClass, OpError};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
@@ -72,20 +72,7 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["memcached"],
     options: UrlOptions::Only(&[]),
     several_hosts: false,
-    capabilities: CapabilitySet {
-        ops: OpSet::of(&[
-            OpKind::Echo,
-            OpKind::Insert,
-            OpKind::Get,
-            OpKind::MultiGet,
-            OpKind::Delete,
-            OpKind::Update,
-            OpKind::ReadModifyWrite,
-        ]),
-        queries: &[],
-        native_batch: true,
-        secondary_indexes: false,
-    },
+    capabilities: CapabilitySet { ops: OpSet::BY_KEY, queries: &[], native_batch: true, secondary_indexes: false },
     open: Some(|name, url, ctx| Ok(Arc::new(Memcached::new(name, url, ctx)?))),
 };
 

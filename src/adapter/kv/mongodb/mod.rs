@@ -39,7 +39,7 @@
 
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
 use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
-use crate::base::op::{ErrorClass, OpError, OpKind};
+use crate::base::op::{ErrorClass, OpError};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
@@ -86,25 +86,7 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["mongodb"],
     options: UrlOptions::Driver,
     several_hosts: false,
-    capabilities: CapabilitySet {
-        ops: OpSet::of(&[
-            OpKind::Echo,
-            OpKind::Insert,
-            OpKind::Get,
-            OpKind::MultiGet,
-            OpKind::Delete,
-            OpKind::Update,
-            OpKind::ReadModifyWrite,
-            OpKind::Scan,
-            OpKind::RangeRows,
-            OpKind::RangeCount,
-            OpKind::RangeMax,
-            OpKind::FetchAll,
-        ]),
-        queries: &[],
-        native_batch: true,
-        secondary_indexes: true,
-    },
+    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: true },
     open: Some(|name, url, ctx| Ok(Arc::new(MongoDb::new(name, url, ctx)?))),
 };
 

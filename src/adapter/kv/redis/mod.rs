@@ -48,7 +48,7 @@
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
 use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
-use crate::base::op::{ErrorClass, OpError, OpKind, QueryId};
+use crate::base::op::{ErrorClass, OpError, QueryId};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
@@ -120,13 +120,10 @@ enum BatchMode {
     Pipeline,
 }
 
-/// What the Redis mapping runs, on Redis and on LedisDB alike.
-const CAPABILITIES: CapabilitySet = CapabilitySet {
-    ops: OpSet::ALL.without(OpKind::Query).without(OpKind::Mixed),
-    queries: &[QueryId::TpchQ1, QueryId::TpchQ6],
-    native_batch: true,
-    secondary_indexes: true,
-};
+/// What the Redis mapping runs, on Redis and on LedisDB alike (and on any server that
+/// speaks Redis's protocol, see `Redis::speaking_redis`).
+pub const CAPABILITIES: CapabilitySet =
+    CapabilitySet { ops: OpSet::NO_SQL, queries: &[QueryId::TpchQ1, QueryId::TpchQ6], native_batch: true, secondary_indexes: true };
 
 pub const REDIS: Declaration = Declaration {
     system: "redis",
@@ -220,6 +217,17 @@ impl Redis {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let dialect = Dialect::from_scheme(url.scheme())
             .ok_or_else(|| Error::usage(format!("target '{name}': '{}:' is not a Redis-protocol URL", url.scheme())))?;
+        Self::open(dialect, dialect.system(), name, url, ctx)
+    }
+
+    /// A server that speaks Redis's protocol in full (MULTI/EXEC, Lua, `INFO server`'s
+    /// `redis_version`), reported as `system`: what a new Redis-protocol system's
+    /// declaration opens (docs/adding-a-system.md).
+    pub fn speaking_redis(system: &'static str, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
+        Self::open(Dialect::Redis, system, name, url, ctx)
+    }
+
+    fn open(dialect: Dialect, system: &'static str, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let label = dialect.label();
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(6379);
@@ -275,7 +283,7 @@ impl Redis {
         }
         let base = TargetInfo {
             name: name.to_string(),
-            system: dialect.system().into(),
+            system: system.into(),
             url: url.redacted(),
             execution: Execution::Async,
             capabilities: CAPABILITIES.to_capabilities(),

@@ -8,10 +8,11 @@
 //!
 //! Must not connect to anything or name any adapter (the adapters name themselves here).
 
-use super::{Capabilities, OpenContext, Target, TargetInfo, TargetUrl};
+use super::{Capabilities, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::op::{OpKind, QueryId};
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 /// What a system needs to run here.
@@ -162,6 +163,28 @@ impl Declaration {
         match self.needs {
             Needs::Unavailable(why) => Some(why),
             _ => None,
+        }
+    }
+
+    /// What a target of this system says of itself when opened, before it reaches its
+    /// server: its name, this system, the URL without its password, how its clients run,
+    /// these capabilities, the version known so far and the settings that change results.
+    pub fn target_info(
+        &self,
+        name: &str,
+        url: &TargetUrl,
+        execution: Execution,
+        version: impl Into<String>,
+        settings: BTreeMap<String, String>,
+    ) -> TargetInfo {
+        TargetInfo {
+            name: name.to_string(),
+            system: self.system.to_string(),
+            url: url.redacted(),
+            execution,
+            capabilities: self.capabilities.to_capabilities(),
+            version: version.into(),
+            settings,
         }
     }
 

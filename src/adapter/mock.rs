@@ -85,15 +85,7 @@ impl Mock {
             settings.insert("lose_deletes_every".into(), n.to_string());
         }
         Ok(Mock {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "mock".into(),
-                url: url.redacted(),
-                execution,
-                capabilities: SYSTEM.capabilities.to_capabilities(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                settings,
-            },
+            info: SYSTEM.target_info(name, url, execution, env!("CARGO_PKG_VERSION"), settings),
             shared: Arc::new(Shared {
                 tables: Mutex::new(BTreeMap::new()),
                 names: Mutex::new(Vec::new()),

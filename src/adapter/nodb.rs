@@ -38,19 +38,17 @@ pub struct NoDb {
 impl NoDb {
     pub fn new(name: &str, url: &TargetUrl) -> Self {
         NoDb {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "nodb".into(),
-                url: url.redacted(),
+            info: SYSTEM.target_info(
+                name,
+                url,
                 // Each client on a thread of its own: its requests never wait, so as tasks of
                 // the shared runtime two clients woken on one worker ran one after the other
                 // (that worker's LIFO slot is never stolen) and the ceiling came out as one
                 // client's. Timed like any network request.
-                execution: Execution::AsyncThreads,
-                capabilities: SYSTEM.capabilities.to_capabilities(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                settings: BTreeMap::from([("work_per_op".into(), "counter increment".into())]),
-            },
+                Execution::AsyncThreads,
+                env!("CARGO_PKG_VERSION"),
+                BTreeMap::from([("work_per_op".into(), "counter increment".into())]),
+            ),
         }
     }
 }

@@ -25,7 +25,7 @@
 //! error; the next request starts a new one.
 
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
-use crate::adapter::{Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::adapter::{Execution, OpenContext, Target, TargetUrl};
 use crate::base::op::OpKind;
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
@@ -69,9 +69,8 @@ pub const REDIS_CLI: Declaration = Declaration {
     needs: Needs::Client(ServerKind::Redis),
     schemes: &["redis-cli"],
     options: UrlOptions::Only(&["spawn", "batch"]),
-    several_hosts: false,
-    capabilities: CAPABILITIES,
-    open: Some(|name, url, ctx| Ok(Arc::new(CliTarget::new(name, url, ctx)?))),
+    // The same adapter (its client follows the scheme) and capabilities.
+    ..MARIADB_CLI
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,8 +80,8 @@ enum Kind {
 }
 
 /// What `CliTarget::new` picks per system: the library adapter, the client program, its
-/// arguments, its environment (the password) and the system name.
-type Setup = (Arc<dyn Target>, String, Vec<String>, Vec<(String, String)>, &'static str);
+/// arguments, its environment (the password) and the system as listed.
+type Setup = (Arc<dyn Target>, String, Vec<String>, Vec<(String, String)>, &'static Declaration);
 
 /// How to start one client process. The password lives only in `env`.
 struct Launch {
@@ -178,7 +177,7 @@ impl CliTarget {
                 if let Some(pw) = crate::adapter::mysql::password(url) {
                     env.push(("MYSQL_PWD".to_string(), pw));
                 }
-                (Arc::new(inner), program, args, env, MARIADB_CLI.system)
+                (Arc::new(inner), program, args, env, &MARIADB_CLI)
             }
             Kind::Redis => {
                 let inner = crate::adapter::kv::redis::Redis::new(name, &inner_url(url, "redis")?, ctx)?;
@@ -195,7 +194,7 @@ impl CliTarget {
                 if let Some(pw) = crate::adapter::kv::redis::password(url) {
                     env.push(("REDISCLI_AUTH".to_string(), pw));
                 }
-                (Arc::new(inner), program, args, env, REDIS_CLI.system)
+                (Arc::new(inner), program, args, env, &REDIS_CLI)
             }
         };
         let client_version = std::process::Command::new(&program)
@@ -215,15 +214,7 @@ impl CliTarget {
             .to_string(),
         );
         settings.insert("client".to_string(), format!("{program} ({client_version})"));
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: system.into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: CAPABILITIES.to_capabilities(),
-            version: "unknown (not prepared yet)".into(),
-            settings,
-        };
+        let base = system.target_info(name, url, Execution::Async, "unknown (not prepared yet)", settings);
         let launch = Arc::new(Launch {
             kind,
             program,

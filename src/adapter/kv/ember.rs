@@ -18,7 +18,7 @@ pub const SYSTEM: Declaration = Declaration {
     options: UrlOptions::Only(&["batch"]),
     several_hosts: false,
     capabilities: redis::CAPABILITIES,
-    open: Some(|name, url, ctx| Ok(Arc::new(Redis::speaking_redis(SYSTEM.system, name, url, ctx)?))),
+    open: Some(|name, url, ctx| Ok(Arc::new(Redis::speaking_redis(&SYSTEM, name, url, ctx)?))),
 };
 
 #[cfg(test)]

@@ -175,15 +175,7 @@ impl H2 {
         );
         Ok(H2 {
             pg: PgTarget::new(
-                TargetInfo {
-                    name: name.to_string(),
-                    system: "h2".into(),
-                    url: url.redacted(),
-                    execution: Execution::Async,
-                    capabilities: SYSTEM.capabilities.to_capabilities(),
-                    version: "unknown (not connected yet)".into(),
-                    settings,
-                },
+                SYSTEM.target_info(name, url, Execution::Async, "unknown (not connected yet)", settings),
                 &FLAVOR,
                 ctx.namespace.name(),
             ),

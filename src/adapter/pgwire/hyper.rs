@@ -143,19 +143,7 @@ impl Hyper {
         settings.insert("request.insert_batch".into(), "one INSERT … SELECT FROM UNNEST(one array per column), prepared".into());
         settings.insert("request.multi_get".into(), "one SELECT … WHERE <key> = ANY($1::int8[]), prepared".into());
         Ok(Hyper {
-            pg: PgTarget::new(
-                TargetInfo {
-                    name: name.to_string(),
-                    system: "hyper".into(),
-                    url: url.redacted(),
-                    execution: Execution::Async,
-                    capabilities: SYSTEM.capabilities.to_capabilities(),
-                    version: "unknown (not connected yet)".into(),
-                    settings,
-                },
-                &FLAVOR,
-                SCHEMA,
-            ),
+            pg: PgTarget::new(SYSTEM.target_info(name, url, Execution::Async, "unknown (not connected yet)", settings), &FLAVOR, SCHEMA),
             path,
             admin,
             config,

@@ -99,11 +99,12 @@ pub const JSONB_SYSTEM: Declaration = Declaration {
     ..ROW_SYSTEM
 };
 
-fn system(layout: Layout) -> &'static str {
+/// The system each layout is listed as.
+fn declaration(layout: Layout) -> &'static Declaration {
     match layout {
-        Layout::Row => ROW_SYSTEM.system,
-        Layout::Hstore => HSTORE_SYSTEM.system,
-        Layout::Jsonb => JSONB_SYSTEM.system,
+        Layout::Row => &ROW_SYSTEM,
+        Layout::Hstore => &HSTORE_SYSTEM,
+        Layout::Jsonb => &JSONB_SYSTEM,
     }
 }
 
@@ -162,18 +163,16 @@ impl Postgres {
         settings.insert("request.multi_get".to_string(), "one SELECT * … WHERE <key> = ANY($1::int8[]), prepared".to_string());
         Ok(Postgres {
             pg: PgTarget::new(
-                TargetInfo {
-                    name: name.to_string(),
-                    system: system(layout).to_string(),
-                    url: url.redacted(),
+                declaration(layout).target_info(
+                    name,
+                    url,
                     // Measured (bench/README.md, 2026-11-25): a client and its connection
                     // task on a runtime of their own thread cost less CPU per request than
                     // tasks of the shared runtime woken across its threads.
-                    execution: Execution::AsyncThreads,
-                    capabilities: ROW_SYSTEM.capabilities.to_capabilities(),
-                    version: "unknown (not connected yet)".into(),
+                    Execution::AsyncThreads,
+                    "unknown (not connected yet)",
                     settings,
-                },
+                ),
                 flavor(layout),
                 ctx.namespace.name(),
             ),

@@ -152,15 +152,7 @@ impl Redb {
         ]);
         settings.extend(file_settings);
         Ok(Redb {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "redb".into(),
-                url: url.redacted(),
-                execution: Execution::Blocking,
-                capabilities: SYSTEM.capabilities.to_capabilities(),
-                version: env!("DBSWEEP_REDB_VERSION").to_string(),
-                settings,
-            },
+            info: SYSTEM.target_info(name, url, Execution::Blocking, env!("DBSWEEP_REDB_VERSION"), settings),
             path,
             db: Mutex::new(Some(Arc::new(db))),
             tables: Mutex::new(Vec::new()),

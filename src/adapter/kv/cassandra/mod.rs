@@ -34,7 +34,7 @@
 //! (see [`lease`]). Never touches any other keyspace.
 
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
-use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
 use crate::base::op::{ErrorClass, OpError, OpKind};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
@@ -236,15 +236,7 @@ impl Cassandra {
         );
         settings.insert("engine_memory".into(), "none over CQL (memtable sizes are JMX-only); see the server's resident memory".into());
         settings.insert("echo".into(), "SELECT key FROM system.local WHERE key = 'local' (prepared)".into());
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: "cassandra".into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: SYSTEM.capabilities.to_capabilities(),
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = SYSTEM.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         Ok(Cassandra {
             info: TargetInfoCell::new(base),
             node,

@@ -32,7 +32,7 @@
 //! `flush_all`.
 
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
-use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
 use crate::base::durability::{self, Durability};
 use crate::base::op::{ErrorClass, OpError};
 use crate::base::table::TableDef;
@@ -105,15 +105,7 @@ impl Memcached {
         settings.insert("request.multi_get".into(), "one get <key> <key> …".into());
         settings.insert("layout".into(), "one item per row; value = non-key columns, length-prefixed text".into());
         settings.insert("count_rows".into(), "lru_crawler metadump (exact only on a quiet server)".into());
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: "memcached".into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: SYSTEM.capabilities.to_capabilities(),
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = SYSTEM.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         let prefix = ctx.namespace.key_prefix();
         Ok(Memcached {
             info: TargetInfoCell::new(base),

@@ -38,7 +38,7 @@
 //! `lease.rs`), which clearing the database leaves to the lease protocol.
 
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
-use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
 use crate::base::op::{ErrorClass, OpError};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
@@ -116,15 +116,7 @@ impl MongoDb {
         settings.insert("database".into(), database.clone());
         settings.insert("layout".into(), "one document per row {_id: pk, column: value}; an ascending index per indexed column".into());
         settings.insert("write_concern".into(), "the server's default".into());
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: "mongodb".into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: SYSTEM.capabilities.to_capabilities(),
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = SYSTEM.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         Ok(MongoDb {
             info: TargetInfoCell::new(base),
             connection_string: url_with_password(url),

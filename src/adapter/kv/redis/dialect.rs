@@ -60,7 +60,7 @@ impl Dialect {
     }
 
     /// The system as the registry lists it.
-    fn declaration(self) -> &'static crate::adapter::declaration::Declaration {
+    pub(super) fn declaration(self) -> &'static crate::adapter::declaration::Declaration {
         match self {
             Dialect::Redis => &super::REDIS,
             Dialect::LedisDb => &super::LEDISDB,

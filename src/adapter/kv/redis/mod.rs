@@ -46,7 +46,7 @@
 //! send FLUSHDB or FLUSHALL, and must never show the password.
 
 use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
-use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
 use crate::base::durability::{self, Durability};
 use crate::base::op::{ErrorClass, OpError, QueryId};
 use crate::base::table::TableDef;
@@ -143,10 +143,8 @@ pub const LEDISDB: Declaration = Declaration {
     description: "LedisDB 0.5 (ledisdb at d35789ec47e6): Redis protocol on LevelDB, SSDB's design; Redis' mapping, batches as pipelines (no MULTI/EXEC)",
     needs: Needs::Server(ServerKind::LedisDb),
     schemes: &["ledis", "ledisdb"],
-    options: UrlOptions::Only(&["cluster", "batch"]),
-    several_hosts: false,
-    capabilities: CAPABILITIES,
-    open: Some(|name, url, ctx| Ok(Arc::new(Redis::new(name, url, ctx)?))),
+    // The same adapter (its dialect follows the scheme), options and capabilities.
+    ..REDIS
 };
 
 /// How the target reaches its server.
@@ -217,17 +215,17 @@ impl Redis {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let dialect = Dialect::from_scheme(url.scheme())
             .ok_or_else(|| Error::usage(format!("target '{name}': '{}:' is not a Redis-protocol URL", url.scheme())))?;
-        Self::open(dialect, dialect.system(), name, url, ctx)
+        Self::open(dialect, dialect.declaration(), name, url, ctx)
     }
 
     /// A server that speaks Redis's protocol in full (MULTI/EXEC, Lua, `INFO server`'s
-    /// `redis_version`), reported as `system`: what a new Redis-protocol system's
-    /// declaration opens (docs/adding-a-system.md).
-    pub fn speaking_redis(system: &'static str, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
+    /// `redis_version`), reported as the `system` it declares (with its capabilities): what
+    /// a new Redis-protocol system's declaration opens (docs/adding-a-system.md).
+    pub fn speaking_redis(system: &'static Declaration, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         Self::open(Dialect::Redis, system, name, url, ctx)
     }
 
-    fn open(dialect: Dialect, system: &'static str, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
+    fn open(dialect: Dialect, system: &'static Declaration, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let label = dialect.label();
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(6379);
@@ -281,15 +279,7 @@ impl Redis {
         if cluster {
             settings.insert("cluster".to_string(), "Redis Cluster (the redis crate's cluster client)".to_string());
         }
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: system.into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: CAPABILITIES.to_capabilities(),
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = system.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         Ok(Redis {
             info: TargetInfoCell::new(base),
             client,

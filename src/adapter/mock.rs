@@ -10,8 +10,9 @@
 //! `mock:?execution=async_threads` has the runner drive each client on a thread of its own
 //! (as MariaDB's clients are driven).
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
-use crate::base::op::{Answer, ErrorClass, Op, OpError, OpKind, Outcome, RangeAgg};
+use super::declaration::{CapabilitySet, Declaration, Needs, OpSet, UrlOptions};
+use super::{Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use crate::base::op::{Answer, ErrorClass, Op, OpError, Outcome, RangeAgg};
 use crate::base::table::{Row, TableDef, Value};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
@@ -20,6 +21,18 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "mock",
+    url: "mock:",
+    description: "deterministic in-process reference store (a BTreeMap); answers every op exactly",
+    needs: Needs::BuiltIn,
+    schemes: &["mock"],
+    options: UrlOptions::Only(&["latency_us", "fail_every", "lose_deletes_every", "blind_deletes", "execution"]),
+    several_hosts: false,
+    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: false },
+    open: Some(|name, url, _| Ok(Arc::new(Mock::new(name, url)?))),
+};
 
 type Tables = BTreeMap<String, BTreeMap<i64, Row>>;
 
@@ -72,20 +85,7 @@ impl Mock {
             settings.insert("lose_deletes_every".into(), n.to_string());
         }
         Ok(Mock {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "mock".into(),
-                url: url.redacted(),
-                execution,
-                capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| !matches!(k, OpKind::Query | OpKind::Mixed)).collect(),
-                    queries: vec![],
-                    native_batch: true,
-                    secondary_indexes: false,
-                },
-                version: env!("CARGO_PKG_VERSION").into(),
-                settings,
-            },
+            info: SYSTEM.target_info(name, url, execution, env!("CARGO_PKG_VERSION"), settings),
             shared: Arc::new(Shared {
                 tables: Mutex::new(BTreeMap::new()),
                 names: Mutex::new(Vec::new()),

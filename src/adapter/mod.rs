@@ -8,7 +8,10 @@
 //! The systems' modules import this contract and the shared layers below it (`sql`),
 //! never `registry`, which is the only module that names them all.
 
+#[cfg(test)]
+mod catalog;
 pub mod cli_client;
+pub mod declaration;
 pub mod embedded;
 pub mod kv;
 pub mod lease;

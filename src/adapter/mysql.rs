@@ -23,20 +23,22 @@
 //! Bulk loads are multi-row prepared `INSERT`s of 1000 rows; `LOAD DATA LOCAL INFILE`
 //! needs `local_infile` enabled on the server, so it is not used.
 
+use super::declaration::{Declaration, Needs, TargetInfoCell, UrlOptions};
 use super::sql::connection::SqlConnection;
 use super::sql::dialect::{Dialect, SqlTable};
 use super::sql::dialects::MYSQL;
 use super::sql::statement::Statement;
-use super::{Capabilities, Connection, ConnectionRoom, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use super::{Connection, ConnectionRoom, Execution, OpenContext, Target, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
-use crate::base::op::{OpError, OpKind, QueryId};
+use crate::base::op::OpError;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod direct;
@@ -47,8 +49,6 @@ mod session;
 
 use session::{MySession, push_row};
 
-/// The analytic queries MariaDB runs.
-const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
 /// The password for a MariaDB/MySQL URL: the URL's (userinfo or `?password=`), else
 /// `MYSQL_PWD`, else `~/.my.cnf`'s client groups.
 pub fn password(url: &TargetUrl) -> Option<String> {
@@ -64,11 +64,22 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const LOCK: &str = "SELECT GET_LOCK('dbsweep_ddl', 30)";
 const UNLOCK: &str = "SELECT RELEASE_LOCK('dbsweep_ddl')";
 
+pub const SYSTEM: Declaration = Declaration {
+    system: "mariadb",
+    url: "mysql://",
+    description: "MariaDB or MySQL, InnoDB tables (also mariadb://)",
+    needs: Needs::Server(ServerKind::Mariadb),
+    schemes: &["mysql", "mariadb"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: super::sql::CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(MySql::new(name, url, ctx)?))),
+};
+
 pub struct MySql {
-    /// Description before the server was asked for its version and settings.
-    initial: TargetInfo,
-    /// The full description, filled at the first successful connection.
-    described: OnceLock<TargetInfo>,
+    /// Description before the server was asked for its version and settings, then the
+    /// full one, filled at the first successful connection.
+    info: TargetInfoCell,
     /// Connection options, password included (never printed).
     opts: mysql_async::Opts,
     /// How clients' sessions log in; their reads and writes time out after the run's
@@ -153,20 +164,18 @@ impl MySql {
             .stmt_cache_size(256)
             .tcp_nodelay(true);
         let system = if url.scheme() == "mariadb" { "mariadb" } else { "mysql" };
-        let ops = OpKind::ALL.to_vec();
         Ok(MySql {
-            initial: TargetInfo {
+            info: TargetInfoCell::new(TargetInfo {
                 name: name.to_string(),
                 system: system.into(),
                 url: url.redacted(),
                 // The sessions' requests block (dbsweep's own connection, see `direct`): each
                 // client needs a thread of its own.
                 execution: Execution::AsyncThreads,
-                capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
+                capabilities: SYSTEM.capabilities.to_capabilities(),
                 version: "unknown (not connected yet)".into(),
                 settings: BTreeMap::new(),
-            },
-            described: OnceLock::new(),
+            }),
             session_login,
             opts: opts.into(),
             endpoint: format!("{host}:{port}"),
@@ -179,7 +188,7 @@ impl MySql {
     /// The server could not be reached.
     fn unreachable(&self, why: &str) -> Error {
         Error::unreachable(
-            &self.initial.name,
+            &self.info.opened().name,
             format!(
                 "cannot connect to MariaDB/MySQL at {} ({why}); start the server, fix host/port in the URL, or use --spawn mysql",
                 self.endpoint
@@ -190,7 +199,7 @@ impl MySql {
     /// The error of a login the server refused with this code: a wrong password, or a
     /// server out of connections or shutting down; `None` for other codes.
     fn refused(&self, code: u16, message: &str) -> Option<Error> {
-        let name = &self.initial.name;
+        let name = &self.info.opened().name;
         if matches!(code, 1044 | 1045 | 1698) {
             return Some(Error::unreachable(
                 name,
@@ -217,15 +226,15 @@ impl MySql {
             Ok(Err(e)) => return Err(self.unreachable(&describe(&e))),
             Ok(Ok(conn)) => conn,
         };
-        if self.described.get().is_none() {
+        if !self.info.is_reached() {
             let info = self.describe(&mut conn).await?;
-            let _ = self.described.set(info);
+            self.info.set(info);
         }
         Ok(conn)
     }
 
     async fn describe(&self, conn: &mut Conn) -> Result<TargetInfo> {
-        let mut info = self.initial.clone();
+        let mut info = self.info.opened().clone();
         let version: Option<String> = conn.query_first("SELECT VERSION()").await.map_err(|e| self.runtime("SELECT VERSION()", &e))?;
         info.version = version.unwrap_or_default();
         if info.version.contains("MariaDB") {
@@ -260,7 +269,7 @@ impl MySql {
     }
 
     fn runtime(&self, what: &str, e: &mysql_async::Error) -> Error {
-        Error::runtime(format!("target '{}': {what}: {}", self.initial.name, describe(e)))
+        Error::runtime(format!("target '{}': {what}: {}", self.info.opened().name, describe(e)))
     }
 
     async fn run(&self, conn: &mut Conn, sql: &str) -> Result<()> {
@@ -283,7 +292,7 @@ impl MySql {
             .map_err(|e| self.runtime("checking database", &e))?;
         if marked.unwrap_or(0) == 0 {
             return Err(Error::not_owned(
-                &self.initial.name,
+                &self.info.opened().name,
                 format!(
                     "database {database} on {} exists but was not created by dbsweep (no table {database}.{MARKER}); \
                      drop or rename it, or use another server",
@@ -300,7 +309,7 @@ impl MySql {
         if got == Some(1) {
             Ok(())
         } else {
-            Err(Error::runtime(format!("target '{}': another dbsweep held the DDL lock for 30 s", self.initial.name)))
+            Err(Error::runtime(format!("target '{}': another dbsweep held the DDL lock for 30 s", self.info.opened().name)))
         }
     }
 
@@ -376,7 +385,7 @@ impl MySql {
         let index = tables
             .iter()
             .position(|t| t.def.name == def.name)
-            .ok_or_else(|| Error::runtime(format!("target '{}': table {} was not prepared", self.initial.name, def.name)))?;
+            .ok_or_else(|| Error::runtime(format!("target '{}': table {} was not prepared", self.info.opened().name, def.name)))?;
         Ok((tables, index))
     }
 }
@@ -384,12 +393,12 @@ impl MySql {
 #[async_trait]
 impl Target for MySql {
     fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.initial)
+        self.info.get()
     }
 
     async fn prepare(&self, defs: &[Arc<TableDef>]) -> Result<()> {
         if let Some(t) = defs.iter().find(|t| t.name == MARKER) {
-            return Err(Error::usage(format!("target '{}': a table may not be named {}", self.initial.name, t.name)));
+            return Err(Error::usage(format!("target '{}': a table may not be named {}", self.info.opened().name, t.name)));
         }
         let mut conn = self.locked().await?;
         let result = self.prepare_locked(&mut conn, defs).await;
@@ -401,7 +410,7 @@ impl Target for MySql {
         let (tables, index) = self.table(def)?;
         let table = &tables[index];
         let mut conn = self.open_conn().await?;
-        let fail = |e: OpError| Error::runtime(format!("target '{}': loading {}: {e}", self.initial.name, def.name));
+        let fail = |e: OpError| Error::runtime(format!("target '{}': loading {}: {e}", self.info.opened().name, def.name));
         let insert = |rows| table.text(&MYSQL, Statement::Insert { table: index, rows });
         let full = insert(LOAD_CHUNK);
         let mut params = Vec::with_capacity(LOAD_CHUNK * table.def.columns.len());
@@ -430,7 +439,7 @@ impl Target for MySql {
     /// client's own thread). The first connection of a process describes the server, over mysql_async
     /// as setup does.
     async fn connect(&self) -> Result<Box<dyn Connection>> {
-        if self.described.get().is_none() {
+        if !self.info.is_reached() {
             let _ = self.open_conn().await?.disconnect().await;
         }
         let conn = match direct::Connection::open(&self.session_login) {
@@ -446,7 +455,7 @@ impl Target for MySql {
         };
         let tables = self.tables.lock().unwrap().clone();
         let mut session = MySession::new(conn, self.session_login.clone(), tables.clone());
-        session.warm().map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.initial.name)))?;
+        session.warm().map_err(|e| Error::runtime(format!("target '{}': preparing statements: {e}", self.info.opened().name)))?;
         Ok(Box::new(SqlConnection::new(&MYSQL, tables, session)))
     }
 
@@ -480,7 +489,7 @@ impl Target for MySql {
             (Ok(Some(max)), Ok(Some((_, connected)))) => Ok(Some(mysql_room(max, connected.saturating_sub(1)))),
             (max, connected) => {
                 let why = [max.err(), connected.err()].into_iter().flatten().map(|e| describe(&e)).collect::<Vec<_>>().join("; ");
-                tracing::debug!("target '{}': cannot read the connection limit: {why}", self.initial.name);
+                tracing::debug!("target '{}': cannot read the connection limit: {why}", self.info.opened().name);
                 Ok(None)
             }
         }

@@ -4,7 +4,8 @@
 //! ceiling of dbsweep's client machinery for the same settings: a result near it is
 //! client-bound. Must not do any work per op beyond the counter.
 
-use super::{Capabilities, Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
+use super::declaration::{CapabilitySet, Declaration, Needs, OpSet, UrlOptions};
+use super::{Connection, Execution, RowSource, Target, TargetInfo, TargetUrl};
 use crate::base::op::{Op, OpError, OpKind, Outcome, QueryId};
 use crate::base::table::TableDef;
 use crate::error::Result;
@@ -13,6 +14,23 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
+pub const SYSTEM: Declaration = Declaration {
+    system: "nodb",
+    url: "nodb:",
+    description: "no database: each op only bumps a counter (the client-overhead ceiling)",
+    needs: Needs::BuiltIn,
+    schemes: &["nodb"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: CapabilitySet {
+        ops: OpSet::ALL.without(OpKind::Mixed),
+        queries: &[QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
+        native_batch: true,
+        secondary_indexes: false,
+    },
+    open: Some(|name, url, _| Ok(Arc::new(NoDb::new(name, url)))),
+};
+
 pub struct NoDb {
     info: TargetInfo,
 }
@@ -20,24 +38,17 @@ pub struct NoDb {
 impl NoDb {
     pub fn new(name: &str, url: &TargetUrl) -> Self {
         NoDb {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "nodb".into(),
-                url: url.redacted(),
+            info: SYSTEM.target_info(
+                name,
+                url,
                 // Each client on a thread of its own: its requests never wait, so as tasks of
                 // the shared runtime two clients woken on one worker ran one after the other
                 // (that worker's LIFO slot is never stolen) and the ceiling came out as one
                 // client's. Timed like any network request.
-                execution: Execution::AsyncThreads,
-                capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Mixed).collect(),
-                    queries: vec![QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14],
-                    native_batch: true,
-                    secondary_indexes: false,
-                },
-                version: env!("CARGO_PKG_VERSION").into(),
-                settings: BTreeMap::from([("work_per_op".into(), "counter increment".into())]),
-            },
+                Execution::AsyncThreads,
+                env!("CARGO_PKG_VERSION"),
+                BTreeMap::from([("work_per_op".into(), "counter increment".into())]),
+            ),
         }
     }
 }

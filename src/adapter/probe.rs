@@ -10,7 +10,7 @@
 //! Must not: start a server, connect to anything, write outside its scratch directory, or
 //! print (app.rs prints).
 
-use super::registry::{self, Needs, SYSTEMS, SystemEntry};
+use super::registry::{self, Declaration, Needs, SYSTEMS};
 use super::{Capabilities, OpenContext, TargetInfo, TargetUrl};
 use crate::error::{Error, Result};
 use crate::servers::{self, Installed, ServerKind};
@@ -106,19 +106,19 @@ fn server_of(needs: Needs) -> Option<ServerKind> {
 /// system, so its errors read "target 'redis-cli': ...") with its files in `dir`, and
 /// dropped again on the thread that built it (a MonetDB client belongs to its thread);
 /// `None` for a system dbsweep has no adapter for.
-fn open_probe(entry: &SystemEntry, dir: &Path) -> Option<Result<TargetInfo>> {
+fn open_probe(entry: &Declaration, dir: &Path) -> Option<Result<TargetInfo>> {
     if let Needs::Unavailable(_) = entry.needs {
         return None;
     }
-    let url = TargetUrl::parse(&entry.scheme.replace("[PATH]", ""));
+    let url = TargetUrl::parse(&entry.url.replace("[PATH]", ""));
     Some(url.and_then(|url| registry::open(entry.system, &url, &OpenContext::new(dir.to_path_buf()))).map(|target| target.info().clone()))
 }
 
 /// Puts together what was found for one system.
-fn status(entry: &SystemEntry, opened: Option<Result<TargetInfo>>, servers: &BTreeMap<ServerKind, Result<Installed>>) -> SystemStatus {
+fn status(entry: &Declaration, opened: Option<Result<TargetInfo>>, servers: &BTreeMap<ServerKind, Result<Installed>>) -> SystemStatus {
     let capabilities = opened.as_ref().and_then(|o| o.as_ref().ok()).map(|info| info.capabilities.clone());
     let mut found = SystemStatus {
-        scheme: entry.scheme,
+        scheme: entry.url,
         system: entry.system,
         status: Status::Ready,
         version: None,
@@ -192,7 +192,7 @@ mod tests {
         Ok(Installed { version: version.into(), files: vec![PathBuf::from(file)] })
     }
 
-    fn entry(system: &str) -> &'static SystemEntry {
+    fn entry(system: &str) -> &'static Declaration {
         SYSTEMS.iter().find(|e| e.system == system).unwrap()
     }
 

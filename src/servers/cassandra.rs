@@ -486,7 +486,7 @@ mod tests {
             super::super::process::free_port()
         };
         let opts = super::super::SpawnOptions { data_root: Some(root.path().to_path_buf()), ..Default::default() };
-        let server = super::super::spawn_inner(super::super::ServerKind::Cassandra, &opts, None, &mut next_port).await.unwrap();
+        let server = super::super::spawn::spawn_inner(super::super::ServerKind::Cassandra, &opts, None, &mut next_port).await.unwrap();
         assert_eq!(starts, 2, "exactly one retry");
         assert!(TAKEN_STORAGE_PORT.lock().unwrap().is_none(), "the taken port was used");
         assert!(server.version().starts_with("5.0"), "{}", server.version());

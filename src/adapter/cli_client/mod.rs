@@ -26,13 +26,15 @@
 //! in the target's settings (`request.*`). A dead client is an `ErrorClass::Connection`
 //! error; the next request starts a new one.
 
-use crate::adapter::{Capabilities, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
+use crate::adapter::{Execution, OpenContext, Target, TargetUrl};
 use crate::base::op::OpKind;
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 pub use session::CliConn;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 mod server_time;
@@ -43,6 +45,37 @@ mod text;
 /// How long `connect()` waits for the client's first answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What a client program can send: the ops of one statement or command each.
+const CAPABILITIES: CapabilitySet = CapabilitySet {
+    ops: OpSet::BY_KEY.without(OpKind::Update).without(OpKind::ReadModifyWrite),
+    queries: &[],
+    native_batch: true,
+    secondary_indexes: true,
+};
+
+pub const MARIADB_CLI: Declaration = Declaration {
+    system: "mariadb-cli",
+    url: "mysql-cli://",
+    description: "MariaDB through the `mariadb`/`mysql` command-line client over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
+    needs: Needs::Client(ServerKind::Mariadb),
+    schemes: &["mysql-cli", "mariadb-cli"],
+    options: UrlOptions::Only(&["spawn", "timing"]),
+    several_hosts: false,
+    capabilities: CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(CliTarget::new(name, url, ctx)?))),
+};
+
+pub const REDIS_CLI: Declaration = Declaration {
+    system: "redis-cli",
+    url: "redis-cli://",
+    description: "Redis through `redis-cli` over stdin (?spawn=per-op); echo, insert, get, multi-get, delete",
+    needs: Needs::Client(ServerKind::Redis),
+    schemes: &["redis-cli"],
+    options: UrlOptions::Only(&["spawn", "batch", "timing"]),
+    // The same adapter (its client follows the scheme) and capabilities.
+    ..MARIADB_CLI
+};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     MySql,
@@ -50,8 +83,8 @@ enum Kind {
 }
 
 /// What `CliTarget::new` picks per system: the library adapter, the client program, its
-/// arguments, its environment (the password) and the system name.
-type Setup = (Arc<dyn Target>, String, Vec<String>, Vec<(String, String)>, &'static str);
+/// arguments, its environment (the password) and the system as listed.
+type Setup = (Arc<dyn Target>, String, Vec<String>, Vec<(String, String)>, &'static Declaration);
 
 /// How to start one client process. The password lives only in `env`.
 struct Launch {
@@ -73,8 +106,8 @@ struct Launch {
 
 pub struct CliTarget {
     inner: Arc<dyn Target>,
-    base: TargetInfo,
-    described: OnceLock<TargetInfo>,
+    /// What is known before `prepare`, then with the server's version and settings.
+    info: TargetInfoCell,
     launch: Arc<Launch>,
     tables: RwLock<Arc<Vec<Arc<TableDef>>>>,
 }
@@ -115,8 +148,8 @@ fn inner_url(url: &TargetUrl, scheme: &str) -> Result<TargetUrl> {
 impl CliTarget {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let kind = match url.scheme() {
-            "mysql-cli" | "mariadb-cli" => Kind::MySql,
-            "redis-cli" => Kind::Redis,
+            scheme if MARIADB_CLI.schemes.contains(&scheme) => Kind::MySql,
+            scheme if REDIS_CLI.schemes.contains(&scheme) => Kind::Redis,
             other => return Err(Error::usage(format!("target '{name}': not a command-line client scheme: {other}"))),
         };
         let per_op = match url.param("spawn").as_deref() {
@@ -155,7 +188,7 @@ impl CliTarget {
                 if let Some(pw) = crate::adapter::mysql::password(url) {
                     env.push(("MYSQL_PWD".to_string(), pw));
                 }
-                (Arc::new(inner), program, args, env, "mariadb-cli")
+                (Arc::new(inner), program, args, env, &MARIADB_CLI)
             }
             Kind::Redis => {
                 let inner = crate::adapter::kv::redis::Redis::new(name, &inner_url(url, "redis")?, ctx)?;
@@ -172,7 +205,7 @@ impl CliTarget {
                 if let Some(pw) = crate::adapter::kv::redis::password(url) {
                     env.push(("REDISCLI_AUTH".to_string(), pw));
                 }
-                (Arc::new(inner), program, args, env, "redis-cli")
+                (Arc::new(inner), program, args, env, &REDIS_CLI)
             }
         };
         let client_version = std::process::Command::new(&program)
@@ -199,16 +232,7 @@ impl CliTarget {
             };
             settings.insert("timing".to_string(), how.to_string());
         }
-        let ops = vec![OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete];
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: system.into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: Capabilities { ops, queries: vec![], native_batch: true, secondary_indexes: true },
-            version: "unknown (not prepared yet)".into(),
-            settings,
-        };
+        let base = system.target_info(name, url, Execution::Async, "unknown (not prepared yet)", settings);
         let launch = Arc::new(Launch {
             kind,
             program,
@@ -220,7 +244,7 @@ impl CliTarget {
             database: ctx.namespace.name().to_string(),
             key_prefix: ctx.namespace.key_prefix(),
         });
-        Ok(CliTarget { inner, base, described: OnceLock::new(), launch, tables: RwLock::new(Arc::new(Vec::new())) })
+        Ok(CliTarget { inner, info: TargetInfoCell::new(base), launch, tables: RwLock::new(Arc::new(Vec::new())) })
     }
 }
 

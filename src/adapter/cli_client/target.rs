@@ -18,15 +18,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[async_trait]
 impl Target for CliTarget {
     fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.base)
+        self.info.get()
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {
         self.inner.prepare(tables).await?;
         *self.tables.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tables.to_vec());
-        if self.described.get().is_none() {
+        if !self.info.is_reached() {
             let lib = self.inner.info();
-            let mut info = self.base.clone();
+            let mut info = self.info.opened().clone();
             info.version = lib.version.clone();
             for (k, v) in requests(self.launch.kind, tables) {
                 info.settings.insert(k.to_string(), v);
@@ -34,7 +34,7 @@ impl Target for CliTarget {
             for (k, v) in &lib.settings {
                 info.settings.entry(k.clone()).or_insert_with(|| v.clone());
             }
-            let _ = self.described.set(info);
+            self.info.set(info);
         }
         Ok(())
     }

@@ -19,6 +19,7 @@
 use super::session::{Engine, binding_calls};
 use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, load_each_row, sql_target_info};
 use super::{Embedded, clip};
+use crate::adapter::declaration::{Declaration, Needs, UrlOptions};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{DUCKDB, DUCKDB_IN_LIST_MAX};
 use crate::adapter::{EngineMemory, OpenContext, TargetUrl};
@@ -29,9 +30,22 @@ use crate::error::{Error, Result};
 use ::duckdb::appender_params_from_iter;
 use ::duckdb::types::{ToSqlOutput, ValueRef};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Prepared statements kept per connection (multi-gets add one per batch size).
 const STATEMENT_CACHE: usize = 256;
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "duckdb",
+    url: "duckdb:[PATH]",
+    description: "DuckDB, embedded column store (prebuilt libduckdb)",
+    needs: Needs::Library,
+    schemes: &["duckdb"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: crate::adapter::sql::CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(DuckDb::open(name, url, ctx)?))),
+};
 
 pub struct DuckDb {
     /// The admin connection is the one clients are cloned from.

@@ -19,10 +19,6 @@ pub mod target;
 
 pub use target::{DatabaseFile, Embedded, throwaway_dir};
 
-use crate::base::op::QueryId;
-
-/// The analytic queries the embedded SQL engines run.
-pub const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
 /// The marker table listing the tables dbsweep created.
 pub const OWNER_TABLE: &str = "dbsweep_owner";
 

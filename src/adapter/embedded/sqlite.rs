@@ -26,6 +26,7 @@
 use super::session::{Engine, binding_calls};
 use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, load_each_row, sql_target_info};
 use super::{Embedded, clip};
+use crate::adapter::declaration::{Declaration, Needs, UrlOptions};
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::SQLITE;
 use crate::adapter::sql::statement::Statement;
@@ -45,6 +46,18 @@ use std::time::Duration;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Prepared statements kept per connection (multi-gets add one per batch size).
 const STATEMENT_CACHE: usize = 256;
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "sqlite",
+    url: "sqlite:[PATH]",
+    description: "SQLite, embedded row store (WAL, synchronous=NORMAL)",
+    needs: Needs::Library,
+    schemes: &["sqlite"],
+    options: UrlOptions::Only(&["synchronous"]),
+    several_hosts: false,
+    capabilities: crate::adapter::sql::CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(Sqlite::open(name, url, ctx)?))),
+};
 
 pub struct Sqlite {
     file: EmbeddedFile<SqliteEngine>,

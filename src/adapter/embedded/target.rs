@@ -11,13 +11,13 @@
 //! An engine's target is an `EmbeddedSql` (its file, how a client connects, its bulk-load
 //! path and memory figure); `Embedded` makes it a `Target`. Must not time anything.
 
+use super::OWNER_TABLE;
 use super::session::{EmbeddedSession, Engine};
-use super::{OWNER_TABLE, QUERIES};
 use crate::adapter::lease::FileLease;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable, Storage};
-use crate::adapter::{Capabilities, Connection, ConnectionRoom, EngineMemory, Execution, OpenContext, Target, TargetInfo, TargetUrl};
-use crate::base::op::{OpError, OpKind};
+use crate::adapter::{Connection, ConnectionRoom, EngineMemory, Execution, OpenContext, Target, TargetInfo, TargetUrl};
+use crate::base::op::OpError;
 use crate::base::table::{ColumnType, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
@@ -117,7 +117,7 @@ pub fn sql_target_info(
         system: dialect.name().to_string(),
         url: url.redacted(),
         execution: Execution::Blocking,
-        capabilities: Capabilities { ops: OpKind::ALL.to_vec(), queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
+        capabilities: crate::adapter::sql::CAPABILITIES.to_capabilities(),
         version,
         settings,
     }

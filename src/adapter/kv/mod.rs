@@ -7,6 +7,10 @@
 //! the SQL layer (`sql`, `pgwire`, `embedded`): these systems speak no SQL.
 
 pub mod cassandra;
+/// The worked example of docs/adding-a-system.md: a hypothetical system, compiled and
+/// tested, never registered.
+#[cfg(test)]
+mod ember;
 pub mod memcached;
 pub mod mongodb;
 pub mod redis;

@@ -17,9 +17,9 @@
 //! needs more than 65,535 placeholders is sent with literal values (see
 //! [`super::literal`]). Must not create or drop anything, or time anything.
 
-use super::QUERIES;
 use super::direct::{Connection, Login, Prepared, Reply as Wire, Rows, WireError};
 use super::literal;
+use crate::adapter::sql::QUERIES;
 use crate::adapter::sql::connection::{Executor, StatementCache, returns_rows};
 use crate::adapter::sql::dialect::SqlTable;
 use crate::adapter::sql::dialects::MYSQL;

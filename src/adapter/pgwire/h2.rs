@@ -61,16 +61,17 @@
 //! not time anything.
 
 use super::encode::{Param, Wire, pg_type};
-use super::session::QUERIES;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, describe, drive};
+use crate::adapter::declaration::{Declaration, Needs, UrlOptions};
 use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{H2_SQL, Layout, quote_literal};
 use crate::adapter::sql::statement::Statement;
-use crate::adapter::{Capabilities, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
-use crate::base::op::{OpError, OpKind};
+use crate::adapter::{EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::base::op::OpError;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -96,6 +97,18 @@ pub const DEFAULT_PORT: u16 = 5435;
 pub const DEFAULT_USER: &str = "sa";
 /// The database when the URL names none.
 pub const DEFAULT_DATABASE: &str = "mem:dbsweep";
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "h2",
+    url: "h2://",
+    description: "H2 (Java), PostgreSQL wire protocol of its PG server; in-memory database mem:NAME, typed columns",
+    needs: Needs::Server(ServerKind::H2),
+    schemes: &["h2"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: crate::adapter::sql::CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(super::PgWire(H2::new(name, url, ctx)?)))),
+};
 
 pub struct H2 {
     /// Description, flavor and prepared tables.
@@ -160,18 +173,9 @@ impl H2 {
             "request.multi_get".into(),
             format!("SELECT … WHERE <key> IN ($1, …): up to {} distinct keys per statement, padded to a power of two", H2_SQL.max_keys()),
         );
-        let ops = OpKind::ALL.to_vec();
         Ok(H2 {
             pg: PgTarget::new(
-                TargetInfo {
-                    name: name.to_string(),
-                    system: "h2".into(),
-                    url: url.redacted(),
-                    execution: Execution::Async,
-                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
-                    version: "unknown (not connected yet)".into(),
-                    settings,
-                },
+                SYSTEM.target_info(name, url, Execution::Async, "unknown (not connected yet)", settings),
                 &FLAVOR,
                 ctx.namespace.name(),
             ),
@@ -195,7 +199,7 @@ impl H2 {
 
     /// Version and isolation level, through the simple (text) protocol.
     async fn describe(&self, client: &Client) -> Result<TargetInfo> {
-        let mut info = self.pg.initial.clone();
+        let mut info = self.pg.initial().clone();
         let version = first_cell(client, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'info.VERSION'")
             .await
             .map_err(|e| self.pg.runtime("reading H2's version", &e))?;
@@ -493,6 +497,6 @@ mod tests {
         assert_eq!(h.config.get_dbname(), Some("mem:dbsweep;DB_CLOSE_DELAY=-1"));
         assert_eq!(h.pg().info().system, "h2");
         assert!(h.pg().info().capabilities.queries.contains(&crate::base::op::QueryId::TpchQ14));
-        assert!(h.pg().info().capabilities.ops.contains(&OpKind::FetchAll));
+        assert!(h.pg().info().capabilities.ops.contains(&crate::base::op::OpKind::FetchAll));
     }
 }

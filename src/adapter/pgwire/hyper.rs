@@ -32,15 +32,16 @@
 //! `tableau_internal_user`. Must not time anything.
 
 use super::encode::Wire;
-use super::session::QUERIES;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, UrlOptions};
 use crate::adapter::lease::FileLease;
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{HYPER, Layout, SCHEMA, quote_literal};
-use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -64,6 +65,18 @@ static FLAVOR: Flavor = Flavor {
 pub const DEFAULT_USER: &str = "tableau_internal_user";
 /// The marker table, inside the database file.
 const OWNER_TABLE: &str = "dbsweep.dbsweep_owner";
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "hyper",
+    url: "hyper://",
+    description: "HyPer (Tableau Hyper's hyperd), PostgreSQL wire protocol; no indexes (every op scans)",
+    needs: Needs::Server(ServerKind::Hyper),
+    schemes: &["hyper"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: CapabilitySet { ops: OpSet::ALL.without(OpKind::Query), secondary_indexes: false, ..crate::adapter::sql::CAPABILITIES },
+    open: Some(|name, url, ctx| Ok(Arc::new(super::PgWire(Hyper::new(name, url, ctx)?)))),
+};
 
 pub struct Hyper {
     /// Description, flavor and prepared tables.
@@ -129,21 +142,8 @@ impl Hyper {
         settings.insert("request.insert".into(), "INSERT … SELECT $1, … WHERE NOT EXISTS (the key), prepared".into());
         settings.insert("request.insert_batch".into(), "one INSERT … SELECT FROM UNNEST(one array per column), prepared".into());
         settings.insert("request.multi_get".into(), "one SELECT … WHERE <key> = ANY($1::int8[]), prepared".into());
-        let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect();
         Ok(Hyper {
-            pg: PgTarget::new(
-                TargetInfo {
-                    name: name.to_string(),
-                    system: "hyper".into(),
-                    url: url.redacted(),
-                    execution: Execution::Async,
-                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: false },
-                    version: "unknown (not connected yet)".into(),
-                    settings,
-                },
-                &FLAVOR,
-                SCHEMA,
-            ),
+            pg: PgTarget::new(SYSTEM.target_info(name, url, Execution::Async, "unknown (not connected yet)", settings), &FLAVOR, SCHEMA),
             path,
             admin,
             config,
@@ -184,7 +184,7 @@ impl Hyper {
             .await
             .and_then(|r| r.try_get(0))
             .map_err(|e| self.pg.runtime("SELECT version()", &e))?;
-        let mut info = self.pg.initial.clone();
+        let mut info = self.pg.initial().clone();
         info.version = version.split("hyper version ").nth(1).map_or(version.clone(), |v| format!("hyper {v}"));
         Ok(info)
     }

@@ -177,7 +177,7 @@ impl H2 {
 #[async_trait]
 impl LeaseStore for H2 {
     fn place(&self) -> String {
-        format!("schema {} of H2 database {} at {}", self.pg().schema(), self.pg().initial.settings["database"], self.endpoint())
+        format!("schema {} of H2 database {} at {}", self.pg().schema(), self.pg().initial().settings["database"], self.endpoint())
     }
 
     fn alternatives(&self) -> String {

@@ -17,6 +17,7 @@ mod pgpass;
 pub mod postgres;
 pub mod session;
 
+use crate::adapter::declaration::TargetInfoCell;
 use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
@@ -30,7 +31,7 @@ use bytes::Bytes;
 use encode::Wire;
 use futures_util::SinkExt;
 use session::PgSession;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use tokio_postgres::Client;
 
 /// The marker of dbsweep's namespace: the schema comment (PostgreSQL, H2), the value in
@@ -75,10 +76,9 @@ pub struct Flavor {
 /// What the three PostgreSQL-protocol targets keep alike: their description (completed
 /// at the first connection), their session's flavor and the tables of the last `prepare`.
 pub struct PgTarget {
-    /// The description before the server was asked for its version and settings.
-    pub initial: TargetInfo,
-    /// The full description, set once at the first successful connection.
-    described: OnceLock<TargetInfo>,
+    /// The description before the server was asked for its version and settings, then
+    /// the full one, set once at the first successful connection.
+    info: TargetInfoCell,
     pub flavor: &'static Flavor,
     /// The schema that holds dbsweep's tables: the namespace's name.
     schema: String,
@@ -89,7 +89,7 @@ pub struct PgTarget {
 impl PgTarget {
     /// A target whose tables live in `schema` (see `lease::Namespace`).
     pub fn new(initial: TargetInfo, flavor: &'static Flavor, schema: &str) -> Self {
-        PgTarget { initial, described: OnceLock::new(), flavor, schema: schema.to_string(), tables: Mutex::new(Arc::new(Vec::new())) }
+        PgTarget { info: TargetInfoCell::new(initial), flavor, schema: schema.to_string(), tables: Mutex::new(Arc::new(Vec::new())) }
     }
 
     pub fn schema(&self) -> &str {
@@ -97,22 +97,26 @@ impl PgTarget {
     }
 
     pub fn name(&self) -> &str {
-        &self.initial.name
+        &self.info.opened().name
     }
 
     pub fn info(&self) -> &TargetInfo {
-        self.described.get().unwrap_or(&self.initial)
+        self.info.get()
+    }
+
+    /// The description before the server was asked.
+    pub fn initial(&self) -> &TargetInfo {
+        self.info.opened()
     }
 
     pub fn is_described(&self) -> bool {
-        self.described.get().is_some()
+        self.info.is_reached()
     }
 
     /// Completes the description at the first successful connection.
     pub async fn describe_once<F: std::future::Future<Output = Result<TargetInfo>>>(&self, describe: impl FnOnce() -> F) -> Result<()> {
-        if self.described.get().is_none() {
-            let info = describe().await?;
-            let _ = self.described.set(info);
+        if !self.info.is_reached() {
+            self.info.set(describe().await?);
         }
         Ok(())
     }

@@ -12,17 +12,17 @@
 
 use super::direct::{DirectSession, Login, LoginError};
 use super::encode::Wire;
-use super::session::QUERIES;
-use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive, pgpass};
+use super::{Commit, Flavor, MARKER, PgServer, PgTarget, PgWire, copy_columns, copy_in, describe, drive, pgpass};
+use crate::adapter::declaration::{Declaration, Needs, UrlOptions};
 use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
 use crate::adapter::sql::dialects::{Layout, PG_HSTORE, PG_JSONB, PG_ROW, quote_literal};
-use crate::adapter::{Capabilities, Connection, ConnectionRoom, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Connection, ConnectionRoom, EngineMemory, Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
-use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -67,11 +67,44 @@ fn flavor(layout: Layout) -> &'static Flavor {
 }
 
 /// The system name of a layout's target.
-fn system(layout: Layout) -> &'static str {
+pub const ROW_SYSTEM: Declaration = Declaration {
+    system: "pg-row",
+    url: "postgres://",
+    description: "PostgreSQL, a typed column per attribute (?layout=row, the default)",
+    needs: Needs::Server(ServerKind::Postgres),
+    schemes: &["postgres", "postgresql"],
+    options: UrlOptions::Only(&["layout"]),
+    several_hosts: false,
+    capabilities: crate::adapter::sql::CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(PgWire(Postgres::new(name, url, ctx)?)))),
+};
+
+/// The same adapter in its hstore layout, one more line of `dbsweep targets` (opened by
+/// `postgres://` with `?layout=hstore`).
+pub const HSTORE_SYSTEM: Declaration = Declaration {
+    system: "pg-hstore",
+    url: "postgres://?layout=hstore",
+    description: "PostgreSQL, key-value table (pk, hstore) with expression indexes",
+    schemes: &[],
+    ..ROW_SYSTEM
+};
+
+/// The same adapter in its jsonb layout, one more line of `dbsweep targets` (opened by
+/// `postgres://` with `?layout=jsonb`).
+pub const JSONB_SYSTEM: Declaration = Declaration {
+    system: "pg-jsonb",
+    url: "postgres://?layout=jsonb",
+    description: "PostgreSQL, key-value table (pk, jsonb) with expression indexes",
+    schemes: &[],
+    ..ROW_SYSTEM
+};
+
+/// The system each layout is listed as.
+fn declaration(layout: Layout) -> &'static Declaration {
     match layout {
-        Layout::Row => "pg-row",
-        Layout::Hstore => "pg-hstore",
-        Layout::Jsonb => "pg-jsonb",
+        Layout::Row => &ROW_SYSTEM,
+        Layout::Hstore => &HSTORE_SYSTEM,
+        Layout::Jsonb => &JSONB_SYSTEM,
     }
 }
 
@@ -128,21 +161,18 @@ impl Postgres {
         settings.insert("request.insert".to_string(), "INSERT INTO <table> VALUES ($1, …), prepared".to_string());
         settings.insert("request.insert_batch".to_string(), "one INSERT … SELECT FROM UNNEST(one array per column), prepared".to_string());
         settings.insert("request.multi_get".to_string(), "one SELECT * … WHERE <key> = ANY($1::int8[]), prepared".to_string());
-        let ops = OpKind::ALL.to_vec();
         Ok(Postgres {
             pg: PgTarget::new(
-                TargetInfo {
-                    name: name.to_string(),
-                    system: system(layout).to_string(),
-                    url: url.redacted(),
+                declaration(layout).target_info(
+                    name,
+                    url,
                     // Measured (bench/README.md, 2026-11-25): a client and its connection
                     // task on a runtime of their own thread cost less CPU per request than
                     // tasks of the shared runtime woken across its threads.
-                    execution: Execution::AsyncThreads,
-                    capabilities: Capabilities { ops, queries: QUERIES.to_vec(), native_batch: true, secondary_indexes: true },
-                    version: "unknown (not connected yet)".into(),
+                    Execution::AsyncThreads,
+                    "unknown (not connected yet)",
                     settings,
-                },
+                ),
                 flavor(layout),
                 ctx.namespace.name(),
             ),
@@ -220,7 +250,7 @@ impl Postgres {
 
     /// Asks the server for its version and the settings that change results.
     async fn describe(&self, client: &Client) -> Result<TargetInfo> {
-        let mut info = self.pg.initial.clone();
+        let mut info = self.pg.initial().clone();
         let show = |name: &'static str| async move {
             let row = client.query_one(&format!("SHOW {name}"), &[]).await.map_err(|e| self.pg.runtime("SHOW", &e))?;
             row.try_get::<_, String>(0).map_err(|e| self.pg.runtime("SHOW", &e))

@@ -9,6 +9,7 @@
 
 use super::encode::{Cell, Param, Wire, as_type, parse_cell, pg_type};
 use super::{Commit, Flavor, op_error};
+use crate::adapter::sql::QUERIES;
 use crate::adapter::sql::connection::{Executor, StatementCache, returns_rows};
 use crate::adapter::sql::dialect::{KeyList, RowBatch, SqlTable};
 use crate::adapter::sql::plan::{Answered, Args, Reply, Step};
@@ -22,9 +23,6 @@ use std::sync::Arc;
 use std::task::Poll;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Statement as Prepared};
-
-/// The analytic queries the PostgreSQL-protocol engines run.
-pub const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
 
 /// What one sent statement returned, before it is read as the step expects: the rows it
 /// counted (CommandComplete's tag, or DataRows counted), or its rows' cells.

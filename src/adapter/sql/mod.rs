@@ -19,3 +19,14 @@ pub mod listing;
 pub mod plan;
 pub mod statement;
 pub mod tpch;
+
+use crate::adapter::declaration::{CapabilitySet, OpSet};
+use crate::base::op::QueryId;
+
+/// The analytic queries every SQL engine's dialect spells (`tpch`).
+pub const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14];
+
+/// What a SQL engine runs through this layer: every op, the TPC-H queries, a batch in one
+/// transaction, secondary indexes. An engine that does less says so from this
+/// (`CapabilitySet { secondary_indexes: false, ..CAPABILITIES }`).
+pub const CAPABILITIES: CapabilitySet = CapabilitySet { ops: OpSet::ALL, queries: &QUERIES, native_batch: true, secondary_indexes: true };

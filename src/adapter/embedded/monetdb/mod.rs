@@ -38,6 +38,7 @@ use self::values::{AppendColumn, AppendDate};
 use super::Embedded;
 use super::session::Engine;
 use super::target::{DatabaseFile, EmbeddedFile, EmbeddedSql, Requests, in_transaction, sql_target_info};
+use crate::adapter::declaration::{Declaration, Needs, UrlOptions};
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{MONETDB, MONETDB_MAX_KEYS};
 use crate::adapter::{ConnectionRoom, EngineMemory, OpenContext, TargetUrl};
@@ -46,11 +47,24 @@ use crate::base::table::{ColumnType, Row, RowSource, TableDef, Value};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::ffi::CString;
+use std::sync::Arc;
 
 /// MonetDB's schema for dbsweep's tables (MonetDBe's user works in `sys`).
 const SCHEMA: &str = "sys";
 /// Rows appended per `monetdbe_append` call (columns are built in memory first).
 const APPEND_CHUNK: usize = 100_000;
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "monetdb",
+    url: "monetdb:[PATH]",
+    description: "MonetDB 11.41 embedded (MonetDBe, prebuilt libmonetdbe), column store; a database directory, one per process",
+    needs: Needs::Library,
+    schemes: &["monetdb"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: crate::adapter::sql::CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(MonetDb::open(name, url, ctx)?))),
+};
 
 pub struct MonetDb {
     /// The admin connection also keeps the database open between runs (MonetDB shuts it

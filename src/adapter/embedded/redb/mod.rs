@@ -27,10 +27,11 @@
 //! it back, fix the index. All clients share one `redb::Database` (`Execution::Blocking`);
 //! redb runs one writer at a time and readers concurrently. Must not time anything.
 
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, UrlOptions};
 use crate::adapter::embedded::clip;
 use crate::adapter::embedded::target::DatabaseFile;
 use crate::adapter::lease::FileLease;
-use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
 use crate::base::durability::{self, Durability};
 use crate::base::op::{OpError, OpKind};
 use crate::base::table::TableDef;
@@ -61,6 +62,18 @@ type Index<'a> = TableDefinition<'a, (i64, i64), ()>;
 type Owner<'a> = TableDefinition<'a, &'static str, &'static str>;
 
 type IndexTable<'t> = ::redb::Table<'t, (i64, i64), ()>;
+
+pub const SYSTEM: Declaration = Declaration {
+    system: "redb",
+    url: "redb:[PATH]",
+    description: "redb, embedded copy-on-write B-tree key-value store",
+    needs: Needs::Library,
+    schemes: &["redb"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: CapabilitySet { ops: OpSet::ALL.without(OpKind::Query), queries: &[], native_batch: true, secondary_indexes: true },
+    open: Some(|name, url, ctx| Ok(Arc::new(Redb::open(name, url, ctx)?))),
+};
 
 pub struct Redb {
     info: TargetInfo,
@@ -139,20 +152,7 @@ impl Redb {
         ]);
         settings.extend(file_settings);
         Ok(Redb {
-            info: TargetInfo {
-                name: name.to_string(),
-                system: "redb".into(),
-                url: url.redacted(),
-                execution: Execution::Blocking,
-                capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect(),
-                    queries: vec![],
-                    native_batch: true,
-                    secondary_indexes: true,
-                },
-                version: env!("DBSWEEP_REDB_VERSION").to_string(),
-                settings,
-            },
+            info: SYSTEM.target_info(name, url, Execution::Blocking, env!("DBSWEEP_REDB_VERSION"), settings),
             path,
             db: Mutex::new(Some(Arc::new(db))),
             tables: Mutex::new(Vec::new()),

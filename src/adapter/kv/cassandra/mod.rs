@@ -33,10 +33,12 @@
 //! it. The run's lease record is the one row of the keyspace's table `dbsweep_lease`
 //! (see [`lease`]). Never touches any other keyspace.
 
-use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
 use crate::base::op::{ErrorClass, OpError, OpKind};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 pub use connection::CassandraConnection;
 use connection::{applied, single_value};
 use scylla::client::session::Session;
@@ -44,7 +46,7 @@ use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::{ExecutionError, RequestAttemptError};
 use scylla::statement::prepared::PreparedStatement;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use table::{TableCql, quote};
 
@@ -131,10 +133,26 @@ fn is_connection_error(e: &ExecutionError) -> bool {
     )
 }
 
+pub const SYSTEM: Declaration = Declaration {
+    system: "cassandra",
+    url: "cassandra://",
+    description: "Apache Cassandra (CQL, scylla driver): several contact points h1:p,h2:p, ?replication_factor=N; prepared statements, token-aware; SAI indexes for ranges; IF EXISTS deletes/updates (?affected=read: read then write; ?affected=plain: plain DELETE, read back after the run); no scans",
+    needs: Needs::Server(ServerKind::Cassandra),
+    schemes: &["cassandra"],
+    options: UrlOptions::Only(&["affected", "replication_factor"]),
+    several_hosts: true,
+    capabilities: CapabilitySet {
+        ops: OpSet::NO_SQL.without(OpKind::ReadModifyWrite).without(OpKind::Scan),
+        queries: &[],
+        native_batch: true,
+        secondary_indexes: true,
+    },
+    open: Some(|name, url, ctx| Ok(Arc::new(Cassandra::new(name, url, ctx)?))),
+};
+
 pub struct Cassandra {
-    /// Filled in by `prepare` with the server's version.
-    probed: OnceLock<TargetInfo>,
-    base: TargetInfo,
+    /// What is known before the server was asked, then what `prepare` learned from it.
+    info: TargetInfoCell,
     /// The contact points, `host:port` joined by commas.
     node: String,
     keyspace: String,
@@ -218,34 +236,9 @@ impl Cassandra {
         );
         settings.insert("engine_memory".into(), "none over CQL (memtable sizes are JMX-only); see the server's resident memory".into());
         settings.insert("echo".into(), "SELECT key FROM system.local WHERE key = 'local' (prepared)".into());
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: "cassandra".into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: Capabilities {
-                ops: vec![
-                    OpKind::Echo,
-                    OpKind::Insert,
-                    OpKind::Get,
-                    OpKind::MultiGet,
-                    OpKind::Delete,
-                    OpKind::Update,
-                    OpKind::RangeRows,
-                    OpKind::RangeCount,
-                    OpKind::RangeMax,
-                    OpKind::FetchAll,
-                ],
-                queries: vec![],
-                native_batch: true,
-                secondary_indexes: true,
-            },
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = SYSTEM.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         Ok(Cassandra {
-            probed: OnceLock::new(),
-            base,
+            info: TargetInfoCell::new(base),
             node,
             keyspace,
             replication_factor,
@@ -256,7 +249,7 @@ impl Cassandra {
     }
 
     fn name(&self) -> &str {
-        &self.base.name
+        &self.info.opened().name
     }
 
     async fn new_session(&self) -> Result<Session> {
@@ -301,14 +294,14 @@ impl Cassandra {
 
     /// Reads the server's version once.
     async fn probe(&self) -> Result<()> {
-        if self.probed.get().is_some() {
+        if self.info.is_reached() {
             return Ok(());
         }
         let result = self.run("SELECT release_version FROM system.local", ()).await?;
         let version = single_value(result).ok().flatten().and_then(|v| v.into_string()).unwrap_or_else(|| "unknown".into());
-        let mut info = self.base.clone();
+        let mut info = self.info.opened().clone();
         info.version = version;
-        let _ = self.probed.set(info);
+        self.info.set(info);
         Ok(())
     }
 

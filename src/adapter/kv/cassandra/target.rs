@@ -40,7 +40,7 @@ pub(super) async fn count_pages(session: &Session, stmt: &PreparedStatement, val
 #[async_trait]
 impl Target for Cassandra {
     fn info(&self) -> &TargetInfo {
-        self.probed.get().unwrap_or(&self.base)
+        self.info.get()
     }
 
     fn blind_deletes(&self) -> bool {

@@ -31,15 +31,17 @@
 //! The server's version and settings are read by `prepare`. This module must never send
 //! `flush_all`.
 
-use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
 use crate::base::durability::{self, Durability};
-use crate::base::op::{ErrorClass, OpError, OpKind};
+use crate::base::op::{ErrorClass, OpError};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 pub use connection::MemcachedConnection;
 use lease::LEASE_KEY;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use wire::Wire;
 
@@ -62,10 +64,22 @@ const CAS_RETRIES: usize = 16;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+pub const SYSTEM: Declaration = Declaration {
+    system: "memcached",
+    url: "memcached://",
+    description: "Memcached: one item per row (text protocol); no scans, ranges or queries",
+    needs: Needs::Server(ServerKind::Memcached),
+    schemes: &["memcached"],
+    options: UrlOptions::Only(&[]),
+    several_hosts: false,
+    capabilities: CapabilitySet { ops: OpSet::BY_KEY, queries: &[], native_batch: true, secondary_indexes: false },
+    open: Some(|name, url, ctx| Ok(Arc::new(Memcached::new(name, url, ctx)?))),
+};
+
 pub struct Memcached {
     /// Filled in by `prepare` with the server's version and settings.
-    probed: OnceLock<TargetInfo>,
-    base: TargetInfo,
+    /// What is known before the server was asked, then what `prepare` learned from it.
+    info: TargetInfoCell,
     /// `host:port`, for connecting and for messages.
     address: String,
     /// The namespace's key prefix (`dbsweep:`), the marker item and the lease item.
@@ -91,32 +105,10 @@ impl Memcached {
         settings.insert("request.multi_get".into(), "one get <key> <key> …".into());
         settings.insert("layout".into(), "one item per row; value = non-key columns, length-prefixed text".into());
         settings.insert("count_rows".into(), "lru_crawler metadump (exact only on a quiet server)".into());
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: "memcached".into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: Capabilities {
-                ops: vec![
-                    OpKind::Echo,
-                    OpKind::Insert,
-                    OpKind::Get,
-                    OpKind::MultiGet,
-                    OpKind::Delete,
-                    OpKind::Update,
-                    OpKind::ReadModifyWrite,
-                ],
-                queries: vec![],
-                native_batch: true,
-                secondary_indexes: false,
-            },
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = SYSTEM.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         let prefix = ctx.namespace.key_prefix();
         Ok(Memcached {
-            probed: OnceLock::new(),
-            base,
+            info: TargetInfoCell::new(base),
             address,
             marker_key: format!("{prefix}{MARKER_KEY}"),
             lease_key: format!("{prefix}{LEASE_KEY}"),
@@ -126,7 +118,7 @@ impl Memcached {
     }
 
     fn name(&self) -> &str {
-        &self.base.name
+        &self.info.opened().name
     }
 
     async fn admin(&self) -> Result<Wire> {
@@ -148,10 +140,10 @@ impl Memcached {
     }
 
     async fn probe(&self, wire: &mut Wire) {
-        if self.probed.get().is_some() {
+        if self.info.is_reached() {
             return;
         }
-        let mut info = self.base.clone();
+        let mut info = self.info.opened().clone();
         if let Ok(v) = wire.version().await {
             info.version = v;
         }
@@ -162,7 +154,7 @@ impl Memcached {
                 }
             }
         }
-        let _ = self.probed.set(info);
+        self.info.set(info);
     }
 
     /// All keys with our prefix (the marker too, not the lease record), from a fresh

@@ -16,7 +16,7 @@ use std::sync::Arc;
 #[async_trait]
 impl Target for Memcached {
     fn info(&self) -> &TargetInfo {
-        self.probed.get().unwrap_or(&self.base)
+        self.info.get()
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {

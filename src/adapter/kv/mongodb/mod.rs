@@ -37,10 +37,12 @@
 //! there is no `dropDatabase`. The run's lease record lives in `dbsweep_lease` (see
 //! `lease.rs`), which clearing the database leaves to the lease protocol.
 
-use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
-use crate::base::op::{ErrorClass, OpError, OpKind};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
+use crate::base::op::{ErrorClass, OpError};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 pub use connection::MongoConnection;
 use futures_util::TryStreamExt;
 use mongodb::bson::{Document, doc};
@@ -48,7 +50,7 @@ use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
@@ -76,11 +78,21 @@ const LOAD_CHUNK: usize = 1000;
 /// How long the driver looks for a usable server before an op or a setup step fails.
 const SERVER_WAIT: Duration = Duration::from_secs(10);
 
+pub const SYSTEM: Declaration = Declaration {
+    system: "mongodb",
+    url: "mongodb://",
+    description: "MongoDB wire protocol (official driver): a document per row, indexes for ranges; a real MongoDB you run, or FerretDB 1.24 (--spawn ferretdb, on SQLite)",
+    needs: Needs::Server(ServerKind::FerretDb),
+    schemes: &["mongodb"],
+    options: UrlOptions::Driver,
+    several_hosts: false,
+    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: true },
+    open: Some(|name, url, ctx| Ok(Arc::new(MongoDb::new(name, url, ctx)?))),
+};
+
 pub struct MongoDb {
-    /// Filled in by `prepare` with the server's version and settings.
-    probed: OnceLock<TargetInfo>,
-    /// What is known before the server was asked.
-    base: TargetInfo,
+    /// What is known before the server was asked, then what `prepare` learned from it.
+    info: TargetInfoCell,
     /// The URL as the user wrote it, password included: only ever handed to the driver.
     connection_string: String,
     database: String,
@@ -104,36 +116,9 @@ impl MongoDb {
         settings.insert("database".into(), database.clone());
         settings.insert("layout".into(), "one document per row {_id: pk, column: value}; an ascending index per indexed column".into());
         settings.insert("write_concern".into(), "the server's default".into());
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: "mongodb".into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: Capabilities {
-                ops: vec![
-                    OpKind::Echo,
-                    OpKind::Insert,
-                    OpKind::Get,
-                    OpKind::MultiGet,
-                    OpKind::Delete,
-                    OpKind::Update,
-                    OpKind::ReadModifyWrite,
-                    OpKind::Scan,
-                    OpKind::RangeRows,
-                    OpKind::RangeCount,
-                    OpKind::RangeMax,
-                    OpKind::FetchAll,
-                ],
-                queries: vec![],
-                native_batch: true,
-                secondary_indexes: true,
-            },
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = SYSTEM.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         Ok(MongoDb {
-            probed: OnceLock::new(),
-            base,
+            info: TargetInfoCell::new(base),
             connection_string: url_with_password(url),
             database,
             address,
@@ -143,21 +128,21 @@ impl MongoDb {
     }
 
     fn name(&self) -> &str {
-        &self.base.name
+        &self.info.opened().name
     }
 
     /// The driver's client (one pool per target), created on first use.
     async fn client(&self) -> Result<&Client> {
         self.client
             .get_or_try_init(|| async {
-                let mut options = ClientOptions::parse(&self.connection_string)
-                    .await
-                    .map_err(|e| Error::usage(format!("target '{}': bad MongoDB URL {}: {}", self.name(), self.base.url, e.kind)))?;
+                let mut options = ClientOptions::parse(&self.connection_string).await.map_err(|e| {
+                    Error::usage(format!("target '{}': bad MongoDB URL {}: {}", self.name(), self.info.opened().url, e.kind))
+                })?;
                 options.app_name.get_or_insert_with(|| "dbsweep".to_string());
                 options.server_selection_timeout.get_or_insert(SERVER_WAIT);
                 options.connect_timeout.get_or_insert(SERVER_WAIT);
                 Client::with_options(options)
-                    .map_err(|e| Error::usage(format!("target '{}': bad MongoDB URL {}: {}", self.name(), self.base.url, e.kind)))
+                    .map_err(|e| Error::usage(format!("target '{}': bad MongoDB URL {}: {}", self.name(), self.info.opened().url, e.kind)))
             })
             .await
     }
@@ -180,10 +165,10 @@ impl MongoDb {
     /// Asks the server for its version (FerretDB names itself) and storage engine.
     async fn probe(&self, db: &Database) -> Result<()> {
         let build = db.run_command(doc! {"buildInfo": 1}).await.map_err(|e| self.setup_error("buildInfo", e))?;
-        if self.probed.get().is_some() {
+        if self.info.is_reached() {
             return Ok(());
         }
-        let mut info = self.base.clone();
+        let mut info = self.info.opened().clone();
         let version = build.get_str("version").unwrap_or("unknown").to_string();
         match build.get_str("ferretdbVersion") {
             Ok(ferret) => {
@@ -198,7 +183,7 @@ impl MongoDb {
         {
             info.settings.insert("storage_engine".into(), engine.to_string());
         }
-        let _ = self.probed.set(info);
+        self.info.set(info);
         Ok(())
     }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 #[async_trait]
 impl Target for MongoDb {
     fn info(&self) -> &TargetInfo {
-        self.probed.get().unwrap_or(&self.base)
+        self.info.get()
     }
 
     async fn prepare(&self, tables: &[Arc<TableDef>]) -> Result<()> {

@@ -56,19 +56,20 @@ const LEDIS_SPACES: &[KeySpace] = &[
 impl Dialect {
     /// The dialect of a URL scheme the Redis adapter accepts.
     pub(super) fn from_scheme(scheme: &str) -> Option<Dialect> {
-        match scheme {
-            "redis" => Some(Dialect::Redis),
-            "ledis" | "ledisdb" => Some(Dialect::LedisDb),
-            _ => None,
+        [Dialect::Redis, Dialect::LedisDb].into_iter().find(|dialect| dialect.declaration().schemes.contains(&scheme))
+    }
+
+    /// The system as the registry lists it.
+    pub(super) fn declaration(self) -> &'static crate::adapter::declaration::Declaration {
+        match self {
+            Dialect::Redis => &super::REDIS,
+            Dialect::LedisDb => &super::LEDISDB,
         }
     }
 
     /// The `system` of the target (results, reports).
     pub(super) fn system(self) -> &'static str {
-        match self {
-            Dialect::Redis => "redis",
-            Dialect::LedisDb => "ledisdb",
-        }
+        self.declaration().system
     }
 
     /// The server's name in messages.

@@ -45,11 +45,13 @@
 //! script); clearing the namespace leaves it to the lease protocol. This module must never
 //! send FLUSHDB or FLUSHALL, and must never show the password.
 
-use crate::adapter::{Capabilities, Execution, OpenContext, TargetInfo, TargetUrl};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, TargetInfoCell, UrlOptions};
+use crate::adapter::{Execution, OpenContext, TargetUrl};
 use crate::base::durability::{self, Durability};
-use crate::base::op::{ErrorClass, OpError, OpKind, QueryId};
+use crate::base::op::{ErrorClass, OpError, QueryId};
 use crate::base::table::TableDef;
 use crate::error::{Error, Result};
+use crate::servers::ServerKind;
 use cluster::Conn;
 pub use connection::RedisConnection;
 use connection::{MAX_LUA, UPDATE_LUA};
@@ -59,7 +61,7 @@ use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisConn
 use rows::key_of;
 pub(crate) use rows::value_text;
 use rows::{TableKeys, describe_mappings};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 mod cluster;
@@ -118,6 +120,33 @@ enum BatchMode {
     Pipeline,
 }
 
+/// What the Redis mapping runs, on Redis and on LedisDB alike (and on any server that
+/// speaks Redis's protocol, see `Redis::speaking_redis`).
+pub const CAPABILITIES: CapabilitySet =
+    CapabilitySet { ops: OpSet::NO_SQL, queries: &[QueryId::TpchQ1, QueryId::TpchQ6], native_batch: true, secondary_indexes: true };
+
+pub const REDIS: Declaration = Declaration {
+    system: "redis",
+    url: "redis://",
+    description: "Redis: a hash per row, sorted sets for keys and indexes, Lua for MAX (?batch=multi|pipeline); two-column pairs tables as plain string keys (SET/MGET/MSET)",
+    needs: Needs::Server(ServerKind::Redis),
+    schemes: &["redis"],
+    options: UrlOptions::Only(&["cluster", "batch"]),
+    several_hosts: false,
+    capabilities: CAPABILITIES,
+    open: Some(|name, url, ctx| Ok(Arc::new(Redis::new(name, url, ctx)?))),
+};
+
+pub const LEDISDB: Declaration = Declaration {
+    system: "ledisdb",
+    url: "ledis://",
+    description: "LedisDB 0.5 (ledisdb at d35789ec47e6): Redis protocol on LevelDB, SSDB's design; Redis' mapping, batches as pipelines (no MULTI/EXEC)",
+    needs: Needs::Server(ServerKind::LedisDb),
+    schemes: &["ledis", "ledisdb"],
+    // The same adapter (its dialect follows the scheme), options and capabilities.
+    ..REDIS
+};
+
 /// How the target reaches its server.
 #[expect(clippy::large_enum_variant, reason = "one per target: boxing would save nothing that matters")]
 enum Client {
@@ -132,10 +161,8 @@ enum Client {
 }
 
 pub struct Redis {
-    /// Filled in by `prepare` with the server's version and settings.
-    probed: OnceLock<TargetInfo>,
-    /// What is known before the server was asked.
-    base: TargetInfo,
+    /// What is known before the server was asked, then what `prepare` learned from it.
+    info: TargetInfoCell,
     client: Client,
     /// Redis or LedisDB.
     dialect: Dialect,
@@ -188,6 +215,17 @@ impl Redis {
     pub fn new(name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let dialect = Dialect::from_scheme(url.scheme())
             .ok_or_else(|| Error::usage(format!("target '{name}': '{}:' is not a Redis-protocol URL", url.scheme())))?;
+        Self::open(dialect, dialect.declaration(), name, url, ctx)
+    }
+
+    /// A server that speaks Redis's protocol in full (MULTI/EXEC, Lua, `INFO server`'s
+    /// `redis_version`), reported as the `system` it declares (with its capabilities): what
+    /// a new Redis-protocol system's declaration opens (docs/adding-a-system.md).
+    pub fn speaking_redis(system: &'static Declaration, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
+        Self::open(Dialect::Redis, system, name, url, ctx)
+    }
+
+    fn open(dialect: Dialect, system: &'static Declaration, name: &str, url: &TargetUrl, ctx: &OpenContext) -> Result<Self> {
         let label = dialect.label();
         let host = url.host().unwrap_or("127.0.0.1").to_string();
         let port = url.port().unwrap_or(6379);
@@ -241,36 +279,9 @@ impl Redis {
         if cluster {
             settings.insert("cluster".to_string(), "Redis Cluster (the redis crate's cluster client)".to_string());
         }
-        let base = TargetInfo {
-            name: name.to_string(),
-            system: dialect.system().into(),
-            url: url.redacted(),
-            execution: Execution::Async,
-            capabilities: Capabilities {
-                ops: vec![
-                    OpKind::Echo,
-                    OpKind::Insert,
-                    OpKind::Get,
-                    OpKind::MultiGet,
-                    OpKind::Delete,
-                    OpKind::Update,
-                    OpKind::ReadModifyWrite,
-                    OpKind::Scan,
-                    OpKind::RangeRows,
-                    OpKind::RangeCount,
-                    OpKind::RangeMax,
-                    OpKind::FetchAll,
-                ],
-                queries: vec![QueryId::TpchQ1, QueryId::TpchQ6],
-                native_batch: true,
-                secondary_indexes: true,
-            },
-            version: "unknown (not yet connected)".into(),
-            settings,
-        };
+        let base = system.target_info(name, url, Execution::Async, "unknown (not yet connected)", settings);
         Ok(Redis {
-            probed: OnceLock::new(),
-            base,
+            info: TargetInfoCell::new(base),
             client,
             dialect,
             address: format!("{host}:{port}/{db}"),
@@ -286,7 +297,7 @@ impl Redis {
     }
 
     fn name(&self) -> &str {
-        &self.base.name
+        &self.info.opened().name
     }
 
     fn is_cluster(&self) -> bool {
@@ -357,10 +368,10 @@ impl Redis {
     /// Asks the server (a cluster: its first master) for its version and the settings that
     /// change results, and describes the mappings `tables` use (capabilities and requests).
     async fn probe(&self, conn: &mut Conn, tables: &[Arc<TableDef>]) {
-        if self.probed.get().is_some() {
+        if self.info.is_reached() {
             return;
         }
-        let mut info = self.base.clone();
+        let mut info = self.info.opened().clone();
         describe_mappings(self.dialect, &mut info, tables);
         let nodes = self.nodes(conn).await.unwrap_or_default();
         if self.is_cluster() {
@@ -401,7 +412,7 @@ impl Redis {
             let durability = durability_of(appendonly, appendfsync, save);
             info.settings.insert(durability::SETTING.into(), durability);
         }
-        let _ = self.probed.set(info);
+        self.info.set(info);
     }
 
     /// Deletes every key under our prefix (not the lease record), page by page, and the

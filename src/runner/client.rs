@@ -62,6 +62,19 @@ pub struct RunJob {
     /// Keep the service time per interval of this length (`--hlog-interval`, measured runs);
     /// `None`: only the whole run's histograms.
     pub intervals: Option<Duration>,
+    /// `--budget`: what is left of it when the run starts; `None`: no budget.
+    pub budget: Option<BudgetEnd>,
+}
+
+/// The end of a run's `--budget`: no request starts that would not end before it, judged
+/// by the slowest request the client has seen (at first the slowest one calibration
+/// timed). The run is complete with the ops done by then, as at a time limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetEnd {
+    /// Time left of the budget from the run's start.
+    pub left: Duration,
+    /// The slowest single request expected before any was timed.
+    pub slowest_request: Duration,
 }
 
 /// Clients report progress (and the ops completed, for the monitor) in chunks, so the hot
@@ -350,6 +363,8 @@ async fn send_requests(
     let mut unreported = 0u64;
     let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| epoch + limit);
+    let budget_end = job.budget.map(|b| epoch + b.left);
+    let mut slowest = job.budget.map_or(Duration::ZERO, |b| b.slowest_request);
     if let Some(width) = job.intervals {
         recorder.intervals = Some(IntervalRecorder::new(width, clock.now() - Instant::now().saturating_duration_since(epoch)));
     }
@@ -359,6 +374,12 @@ async fn send_requests(
         }
         if let Some(at) = deadline
             && Instant::now() >= at
+        {
+            end.time_limited = true;
+            break;
+        }
+        if let Some(at) = budget_end
+            && Instant::now() + slowest >= at
         {
             end.time_limited = true;
             break;
@@ -389,6 +410,7 @@ async fn send_requests(
         if let Some(intervals) = &mut recorder.intervals {
             intervals.advance(clock.scaled(now));
         }
+        slowest = slowest.max(clock.delta(t0, now));
         let request = Request {
             first,
             n,
@@ -681,6 +703,7 @@ mod tests {
             check_rows: true,
             stop: None,
             intervals: Some(Duration::from_millis(100)),
+            budget: None,
         }
     }
 

@@ -219,6 +219,7 @@ async fn run_target(
                 check_rows: checks_rows,
                 stop: None,
                 intervals: shared.plan.hlog_interval.filter(|_| !warmup),
+                budget: None,
             });
             let load_before = HostLoad::now();
             let mut m = client::run_once(job).await;

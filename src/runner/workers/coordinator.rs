@@ -687,6 +687,7 @@ mod tests {
             check_rows: false,
             stop: None,
             intervals: None,
+            budget: None,
         }
     }
 

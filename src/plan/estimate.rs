@@ -384,6 +384,67 @@ mod tests {
         assert_eq!(small.precision.unwrap(), stopping::Precision { target: 0.02, max_time_secs: stopping::DEFAULT_MAX_TIME_SECS });
     }
 
+    /// Every (target, experiment) of `p` at the same measured cost.
+    fn measured(p: &Plan, cost: cost::Cost) -> CostModel {
+        let mut model = CostModel { calibration_secs: 10.0, ..Default::default() };
+        for name in p.target_names() {
+            for i in 0..p.experiments.len() {
+                model.costs.insert((name.clone(), i), cost);
+            }
+            model.load_us_per_row.insert(name, 1.0);
+        }
+        model
+    }
+
+    #[test]
+    fn measured_costs_replace_the_typical_ones_and_extrapolate_over_widths() {
+        let mut p = plan(RunOptions { experiments: Some(vec!["range-count".into()]), ..Default::default() });
+        let fixed = estimate(&p);
+        let cost = cost::Cost { request_us: 100.0, key_us: 2.0, slowest_request_us: 0.0 };
+        p.costs = Some(std::sync::Arc::new(measured(&p, cost)));
+        let calibrated = estimate(&p);
+        assert_eq!(estimate_fixed(&p), fixed, "the typical estimate stays what it was");
+        // Per target: 100,000 rows at 1 µs each, then every point's runs at 100 µs a request
+        // and 2 µs a further key of its width (the echo floor's keys are one each).
+        let points: f64 = p
+            .experiments
+            .iter()
+            .flat_map(|e| e.points.iter().map(move |pt| (e, pt)))
+            .map(|(e, pt)| {
+                let extra_keys = pt.param.filter(|_| e.op.is_range()).map_or(0.0, |w| (w - 1) as f64);
+                f64::from(e.warmup + e.runs) * e.ops_at(pt) as f64 * (100.0 + extra_keys * 2.0) / cost::parallelism(pt.clients) / 1e6
+            })
+            .sum();
+        assert!(p.experiments.iter().any(|e| e.op.is_range() && e.points.iter().any(|pt| pt.param > Some(1))));
+        for (name, secs) in &calibrated.per_target {
+            assert!((secs - (0.1 + points)).abs() < 1e-6, "{name}: {secs} against {}", 0.1 + points);
+        }
+    }
+
+    #[test]
+    fn a_budget_refits_from_measured_costs_without_changing_the_plan_or_its_hash() {
+        let mut p = plan(RunOptions { budget: Some("10m".into()), ..Default::default() });
+        let (hash, precision) = (p.hash.clone(), p.precision);
+        // Slow: 2 ms a request, one of 0.3 s.
+        let cost = cost::Cost { request_us: 2000.0, key_us: 0.0, slowest_request_us: 300_000.0 };
+        p.costs = Some(std::sync::Arc::new(measured(&p, cost)));
+        let line = fit_budget(&mut p, 600.0).unwrap();
+        assert!(line.contains("from measured costs"), "{line}");
+        assert_eq!((p.hash.clone(), p.precision), (hash, precision), "the resolved plan stays");
+        let cap = p.calibrated_cap_secs.unwrap();
+        assert!(cap >= MIN_RUN_SECS && cap < precision.unwrap().max_time_secs, "{cap}");
+        let capped = p.experiments.iter().find(|e| p.precision_of(e).is_some()).unwrap();
+        assert_eq!(p.precision_of(capped).unwrap().max_time_secs, cap);
+        // The estimate fits 90 % of the budget less the sample's 10 s, each capped run
+        // counted at least one slowest request.
+        let after = estimate(&p);
+        assert!(after.total() <= 600.0 * BUDGET_SHARE - 10.0 + 1e-6, "{}", after.total());
+        assert!(after.capped_runs.iter().all(|r| r.secs_at(cap) >= r.count as f64 * r.uncapped_secs.min(0.3)), "{after:?}");
+        // Measured costs too high for any cap are refused with what would do.
+        let e = fit_budget(&mut p, 20.0).unwrap_err().to_string();
+        assert!(e.contains("too short") && e.contains("give at least"), "{e}");
+    }
+
     #[test]
     fn a_fixed_rate_paces_the_estimate() {
         let opts =

@@ -453,10 +453,14 @@ fn finish(report: &report::model::Report) -> Result<()> {
 
 /// Whether a run times a calibration sample first: with `--calibrate`, or by default when
 /// the estimate from typical costs is long or a `--budget` is to be fitted; never for a
-/// smoke run, time-based runs (their length is known), a resumed run or one with workers.
+/// smoke run, time-based runs (their length is known), a resumed run, one with workers, or
+/// a `--dry-run` without `--calibrate` (which starts nothing).
 fn calibrates(args: &RunArgs, plan: &plan::Plan, workers: bool) -> bool {
     if workers || args.resume.is_some() {
         return false;
+    }
+    if args.dry_run {
+        return args.calibrate;
     }
     let long = || plan::estimate::estimate(plan).total() > plan::estimate::LONG_RUN_SECS;
     args.calibrate || (!plan.quick && plan.duration_secs().is_none() && (plan.budget_secs.is_some() || long()))

@@ -319,7 +319,7 @@ pub struct RunArgs {
     /// and estimate, cap (--budget) and forecast the run from the measured costs. With
     /// --dry-run: start the servers, run only the sample, print the calibrated estimate.
     /// Without this flag it runs when the estimate from typical costs exceeds 10 minutes or
-    /// with --budget, except with --quick, --duration, --resume or --workers.
+    /// with --budget, except with --dry-run, --quick, --duration, --resume or --workers.
     #[arg(long)]
     pub calibrate: bool,
     /// Continue the interrupted or failed run in DIR: the same plan (its saved command

@@ -542,8 +542,9 @@ async fn run_with_servers(
     }
     plan.servers_joined = true;
     if calibration != Calibration::None {
-        let before = plan::estimate::human(plan::estimate::estimate(plan).total());
-        say(&format!("calibrating: timing a short sample of each target and experiment (estimate from typical costs: {before})\n"))?;
+        // The estimate from typical costs first, as every run prints it; then the sample's.
+        let typical = report::console::fit(&announcement(plan), report::console::width());
+        say(&format!("{typical}calibrating: timing a short sample of each target and experiment to estimate from measured costs\n"))?;
         activity.doing("timing the calibration sample".to_string());
         plan.costs = Some(Arc::new(runner::calibrate::calibrate(plan, &ctx).await?));
         if let Some(budget) = plan.budget_secs {

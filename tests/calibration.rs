@@ -12,6 +12,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The tests here time things: one at a time, so neither loads the machine under the other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn dbsweep(args: &[&str], tmp: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).env("COLUMNS", "1000").env("TMPDIR", tmp).output().unwrap()
 }
@@ -34,6 +37,7 @@ const STUDY: &[&str] = &[
 
 #[test]
 fn the_sample_alone_prints_the_calibrated_estimate_per_target_and_leaves_nothing_behind() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     let mut args = STUDY.to_vec();
@@ -48,8 +52,11 @@ fn the_sample_alone_prints_the_calibrated_estimate_per_target_and_leaves_nothing
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].starts_with("calibrating: timing a short sample"), "{stdout}");
-    assert!(lines[1].starts_with("estimated duration: ") && lines[1].contains("(calibrated: costs measured by a "), "{stdout}");
+    // The estimate from typical costs, the sample, the calibrated estimate.
+    assert!(lines[0].starts_with("estimated duration: ") && lines[0].contains("typical per-op costs"), "{stdout}");
+    let sample = lines.iter().position(|l| l.starts_with("calibrating: timing a short sample")).expect(&stdout);
+    let lines = &lines[sample + 1..];
+    assert!(lines[0].starts_with("estimated duration: ") && lines[0].contains("(calibrated: costs measured by a "), "{stdout}");
     for target in ["nodb", "sqlite", "duckdb"] {
         assert!(lines.iter().any(|l| l.trim_start().starts_with(&format!("{target} ")) && l.contains("typical costs: ")), "{target}: {stdout}");
     }
@@ -61,6 +68,7 @@ fn the_sample_alone_prints_the_calibrated_estimate_per_target_and_leaves_nothing
 
 #[test]
 fn a_calibrated_estimate_is_within_twice_the_real_time_and_both_are_in_the_report() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let mut args = STUDY.to_vec();
@@ -75,7 +83,7 @@ fn a_calibrated_estimate_is_within_twice_the_real_time_and_both_are_in_the_repor
         (number(&timing["estimated_fixed_secs"]), number(&timing["estimated_calibrated_secs"]), number(&timing["real_secs"]));
     assert!(number(&timing["calibration_secs"]) > 0.0, "{timing}");
     assert!(fixed > 0.0 && real > 0.0, "{timing}");
-    assert!(calibrated > real / 2.0 && calibrated < real * 2.0, "calibrated {calibrated:.1} s, real {real:.1} s (typical costs: {fixed:.1} s)");
+    assert!(calibrated > real / 2.0 && calibrated < real * 2.0, "calibrated {calibrated:.1} s, real {real:.1} s (typical costs: {fixed:.1} s): {timing}");
     // Per target, both estimates and the real time; the targets' real times add up to at
     // most the run's.
     let targets = timing["per_target"].as_array().unwrap();
@@ -87,7 +95,8 @@ fn a_calibrated_estimate_is_within_twice_the_real_time_and_both_are_in_the_repor
     }
     let summed: f64 = targets.iter().map(|t| number(&t["real_secs"])).sum();
     assert!(summed <= real * 1.001, "{summed} of {real}");
-    // The console says it too: the corrected estimate first, the real time after the results.
-    assert!(stdout.lines().nth(1).is_some_and(|l| l.contains("(calibrated: ")), "{stdout}");
+    // The console says it too: the corrected estimate before the results, the real time after.
+    let calibrated = stdout.lines().position(|l| l.contains("(calibrated: ")).expect(&stdout);
+    assert!(stdout.lines().nth(calibrated - 1).is_some_and(|l| l.starts_with("calibrating: ")), "{stdout}");
     assert!(stdout.contains("\ntook ") && stdout.contains("from measured costs"), "{stdout}");
 }

@@ -180,7 +180,8 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     // Computed before servers are spawned (they become targets of the plan), printed by
     // the run once its leases are taken: a refused run stays a one-line refusal.
     let announcement = announcement(&plan);
-    if args.dry_run {
+    let calibrate = calibrates(&args, &plan, role.is_some());
+    if args.dry_run && !calibrate {
         return say(&format!("{}{announcement}", budget_text(&plan)));
     }
     let token = match &role {
@@ -231,7 +232,12 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     let watched = runtime.block_on(async {
         let watcher = watch_signals(cancel.clone(), activity.clone(), abandon.clone());
         let workers = role.as_ref().zip(token);
-        let run = run_with_servers(&mut plan, ctx, &activity, workers, raw_args, resume);
+        let calibration = match (calibrate, args.dry_run) {
+            (false, _) => Calibration::None,
+            (true, false) => Calibration::First,
+            (true, true) => Calibration::Only,
+        };
+        let run = run_with_servers(&mut plan, ctx, &activity, workers, raw_args, resume, calibration);
         // A second signal abandons the cleanup: dropping the run kills the spawned servers.
         let result = tokio::select! {
             result = run => result,
@@ -242,10 +248,14 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     });
     // Embedded clients or loads still blocked in a call after a stop are not waited for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    let (report, dir) = watched?;
+    let Some((report, dir)) = watched? else { return Ok(()) };
     let files = [report::REPORT_JSON, report::RESULTS_CSV, report::RESULTS_OPS_CSV, report::REPORT_HTML].join(",");
     let paths = report::console::fit(&format!("\nresults: {}/{{{files}}}\n", dir.display()), report::console::width());
-    say(&format!("{}{paths}", report::console::render(&report)))?;
+    let mut timing = report.timing.as_ref().map(timing_lines).unwrap_or_default();
+    if let Some(short) = short_of_precision(&report) {
+        timing.push_str(&format!("{short}\n"));
+    }
+    say(&format!("{}{timing}{paths}", report::console::render(&report)))?;
     finish(&report)
 }
 
@@ -438,8 +448,46 @@ fn finish(report: &report::model::Report) -> Result<()> {
     Ok(())
 }
 
+/// Whether a run times a calibration sample first: with `--calibrate`, or by default when
+/// the estimate from typical costs is long or a `--budget` is to be fitted; never for a
+/// smoke run, time-based runs (their length is known), a resumed run, one with workers, or
+/// a `--dry-run` without `--calibrate` (which starts nothing).
+fn calibrates(args: &RunArgs, plan: &plan::Plan, workers: bool) -> bool {
+    if workers || args.resume.is_some() {
+        return false;
+    }
+    if args.dry_run {
+        return args.calibrate;
+    }
+    let long = || plan::estimate::estimate(plan).total() > plan::estimate::LONG_RUN_SECS;
+    args.calibrate || (!plan.quick && plan.duration_secs().is_none() && (plan.budget_secs.is_some() || long()))
+}
+
+/// Whether `run_with_servers` times a calibration sample: not, before the run, or only
+/// that (`--dry-run --calibrate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Calibration {
+    None,
+    First,
+    Only,
+}
+
+/// The lines after a run's results: how long it took against its estimates, and which
+/// points `--budget` left short of their precision or did not run.
+fn timing_lines(timing: &report::model::Timing) -> String {
+    use plan::estimate::human;
+    let calibrated = match (timing.estimated_calibrated_secs, timing.calibration_secs) {
+        (Some(secs), Some(sample)) => format!("{} from measured costs (a {} sample before the run), ", human(secs), human(sample)),
+        _ => String::new(),
+    };
+    let budget = timing.budget_secs.map(|b| format!("; budget {}", human(b))).unwrap_or_default();
+    format!("\ntook {} (estimated {calibrated}{} from typical costs){budget}\n", human(timing.real_secs), human(timing.estimated_fixed_secs))
+}
+
 /// Starts the spawned servers (killed again, directories removed, at an error or a
-/// signal), adds their targets to the plan, runs it, and stops the servers.
+/// signal), adds their targets to the plan, times the calibration sample (`calibration`),
+/// runs the plan, and stops the servers. `None`: only the sample ran (`--dry-run
+/// --calibrate`), and its estimate was printed.
 async fn run_with_servers(
     plan: &mut plan::Plan,
     ctx: RunContext,
@@ -447,7 +495,8 @@ async fn run_with_servers(
     workers: Option<(&Role, Arc<Token>)>,
     raw_args: &[OsString],
     resume: Option<runner::resume::Resume>,
-) -> Result<(report::model::Report, PathBuf)> {
+    calibration: Calibration,
+) -> Result<Option<(report::model::Report, PathBuf)>> {
     let cancel = ctx.cancel.clone();
     let mut servers = Vec::new();
     let names = plan.target_names();
@@ -488,6 +537,28 @@ async fn run_with_servers(
     if let Some(work) = plan.shard.clone() {
         plan.targets.retain(|t| work.has_target(&t.name));
     }
+    plan.servers_joined = true;
+    if calibration != Calibration::None {
+        // The estimate from typical costs first, as every run prints it; then the sample's.
+        let typical = report::console::fit(&announcement(plan), report::console::width());
+        say(&format!("{typical}calibrating: timing a short sample of each target and experiment to estimate from measured costs\n"))?;
+        activity.doing("timing the calibration sample".to_string());
+        plan.costs = Some(Arc::new(runner::calibrate::calibrate(plan, &ctx).await?));
+        if let Some(budget) = plan.budget_secs {
+            plan.budget_note = Some(plan::estimate::fit_budget(plan, budget)?);
+        }
+        let announcement = announcement(plan);
+        if calibration == Calibration::Only {
+            say(&report::console::fit(&announcement, report::console::width()))?;
+            stop_servers(servers, &cancel, activity).await;
+            return Ok(None);
+        }
+        ctx.on_leases_taken = Some(Box::new(move || {
+            if let Err(e) = say(&report::console::fit(&announcement, report::console::width())) {
+                tracing::warn!("{e}");
+            }
+        }));
+    }
     let mut local_workers = None;
     if let Some((Role::Coordinator { count, listen, spawn_local }, token)) = workers {
         let (coordinator, local) = gather_workers(plan, &ctx, *count, listen.as_deref(), *spawn_local, token, raw_args).await?;
@@ -503,9 +574,14 @@ async fn run_with_servers(
             tracing::warn!("{warning}");
         }
     }
+    stop_servers(servers, &cancel, activity).await;
+    result.map(Some)
+}
+
+/// Stops the spawned servers; those of a stopped run are killed (dropped, directories
+/// removed): a graceful shutdown would first write out data nobody keeps.
+async fn stop_servers(servers: Vec<(Option<String>, servers::Server)>, cancel: &Cancel, activity: &Activity) {
     for (_, server) in servers {
-        // Throwaway servers of a stopped run are killed (dropped, directories removed): a
-        // graceful shutdown would first write out data nobody keeps.
         if cancel.is_stopped() {
             continue;
         }
@@ -514,7 +590,6 @@ async fn run_with_servers(
             tracing::warn!("stopping a spawned server: {e}");
         }
     }
-    result
 }
 
 /// A run that failed while a spawned server was dead failed because of that server: exit 1
@@ -633,6 +708,36 @@ fn named_points(report: &report::model::Report, select: fn(&report::model::Point
         if named.len() == 1 { "" } else { "s" },
         named[..named.len().min(NAMED)].join(", ")
     ))
+}
+
+/// Names the points that fell short of their precision (`--precision`, `--budget`) and
+/// by how much, the first few in full, and those a `--budget` left unrun.
+fn short_of_precision(report: &report::model::Report) -> Option<String> {
+    const NAMED: usize = 5;
+    let mut short = Vec::new();
+    for p in &report.points {
+        for flag in &p.flags {
+            if let report::model::Flag::NotConverged { asked, reached } = flag {
+                let reached = reached.map_or("too short to tell".to_string(), |r| format!("±{:.1}%", r * 100.0));
+                let label = format!("{} / {} / {}", p.experiment, p.target, report::format::point_label(&p.point, p.op));
+                short.push(format!("{label} reached {reached} of ±{:.1}%", asked * 100.0));
+            }
+        }
+    }
+    let unrun = report
+        .points
+        .iter()
+        .filter(|p| matches!(&p.status, report::model::PointStatus::Incomplete { reason } if reason.contains("--budget")))
+        .count();
+    let mut lines = Vec::new();
+    if !short.is_empty() {
+        let more = if short.len() > NAMED { format!(" and {} more (see report.json)", short.len() - NAMED) } else { String::new() };
+        lines.push(format!("{} points fell short of their precision: {}{more}", short.len(), short[..short.len().min(NAMED)].join(", ")));
+    }
+    if unrun > 0 {
+        lines.push(format!("{unrun} points were not run: the --budget was spent"));
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// Whether a shard runs anything on one of the targets server `kind` gets in the spawn

@@ -311,9 +311,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", env = "DBSWEEP_BUDGET", allow_hyphen_values = true)]
     pub budget: Option<String>,
     /// Print what the run would do (experiments, points, runs, ops per target) and exit
-    /// without connecting to or starting anything.
+    /// without connecting to or starting anything (with --calibrate: after the sample).
     #[arg(long)]
     pub dry_run: bool,
+    /// Time a short sample of every target and experiment first (seconds: a few hundred
+    /// ops at a few points each, on a small copy of the data it creates and removes again)
+    /// and estimate, cap (--budget) and forecast the run from the measured costs. With
+    /// --dry-run: start the servers, run only the sample, print the calibrated estimate.
+    /// Without this flag it runs when the estimate from typical costs exceeds 10 minutes or
+    /// with --budget, except with --dry-run, --quick, --duration, --resume or --workers.
+    #[arg(long)]
+    pub calibrate: bool,
     /// Continue the interrupted or failed run in DIR: the same plan (its saved command
     /// when nothing else is given), completed points kept as saved, servers started and
     /// data loaded again, measuring from the first incomplete point. Not with --out (the

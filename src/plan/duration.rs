@@ -113,11 +113,11 @@ mod tests {
         assert!(fixed.to_json().get("duration_secs").is_none(), "fixed-ops plans (and their hashes) stay as they were");
         assert!(!fixed.to_json()["experiments"][0].as_object().unwrap().contains_key("duration_secs"));
         assert_ne!(plan.hash, fixed.hash);
-        // Shards share the plan out by time: every run of every point weighs the same.
+        // Shards share the plan out by time: every run of every point weighs its 500 ms.
         let get = plan.experiments.iter().position(|e| e.name == "get").unwrap();
         let unit = plan.work_units().into_iter().find(|u| u.experiment == Some(get)).unwrap();
         let e = &plan.experiments[get];
-        assert_eq!(unit.weight, e.points.len() as u64 * u64::from(e.warmup + e.runs));
+        assert_eq!(unit.weight, 500 * e.points.len() as u64 * u64::from(e.warmup + e.runs));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! the estimate is an upper bound: runs stop at their caps or sooner. Must not connect to
 //! or start anything.
 
+use super::cost::{self, CostModel};
 use super::{Plan, stopping};
 use crate::base::op::OpKind;
 use crate::data::Dataset;
@@ -26,9 +27,26 @@ pub struct Estimate {
     /// (target, seconds), in the plan's target order.
     pub per_target: Vec<(String, f64)>,
     /// Runs whose length the stopping rule caps (all targets), for `--budget`.
-    pub capped_runs: u64,
+    pub capped_runs: Vec<CappedRun>,
     /// Seconds that no cap shortens: loading, and experiments that run all of their ops.
     pub uncapped_secs: f64,
+}
+
+/// Runs of one point on one target that the stopping rule caps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CappedRun {
+    pub count: u64,
+    /// One run's seconds without a cap (infinite: it reaches any cap the plan had).
+    pub uncapped_secs: f64,
+    /// The slowest single request: no cap stops a run sooner.
+    pub slowest_request_secs: f64,
+}
+
+impl CappedRun {
+    /// Seconds of these runs under a cap of `cap` seconds each.
+    fn secs_at(&self, cap: f64) -> f64 {
+        self.count as f64 * self.uncapped_secs.min(cap.max(self.slowest_request_secs))
+    }
 }
 
 impl Estimate {
@@ -39,20 +57,22 @@ impl Estimate {
 
 /// The system family of each target the plan will have (named as `Plan::target_names`).
 fn families(plan: &Plan) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = plan.targets.iter().map(|t| (t.name.clone(), t.url.scheme().to_string())).collect();
     let names = plan.target_names();
-    for (label, _) in plan.spawn_rounds().iter().filter(|_| !plan.spawn.is_empty()) {
-        for kind in &plan.spawn {
-            let clients = kind.client_target_name().filter(|_| plan.cli_clients);
-            for name in kind.target_names().into_iter().chain(clients.clone()) {
-                let family = if clients.as_deref() == Some(name.as_str()) { "cli".to_string() } else { kind.name().to_string() };
-                let named = Plan::spawned_target_name(label.as_deref(), &name, |n| out.iter().any(|(t, _)| t == n));
-                out.push((named, family));
-            }
-        }
-    }
+    let mut out = plan.target_families();
     out.retain(|(name, _)| names.contains(name));
     out
+}
+
+/// The estimated seconds of all runs of `experiment` (warm-up included) on a system of
+/// `family` at its typical costs, without caps: what `--shard` balances.
+pub fn fixed_secs(family: &str, experiment: &Experiment, scale: f64) -> f64 {
+    let runs = f64::from(experiment.warmup + experiment.runs);
+    let one = |point: &Point| {
+        let ops = experiment.ops_at(point);
+        let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
+        experiment.duration_secs.unwrap_or_else(|| run_secs(family, experiment, point, ops, scale).max(paced))
+    };
+    runs * experiment.points.iter().map(one).sum::<f64>()
 }
 
 /// Typical service time of one single-row request (µs) of a system family, one client.
@@ -109,48 +129,88 @@ fn run_secs(family: &str, experiment: &Experiment, point: &Point, ops: u64, scal
     ops as f64 * per_op / parallel / 1e6
 }
 
-/// Seconds of one run of `point` of `experiment` (whose op stream is `stream`) on a
-/// system of `family` (a target URL's scheme or a spawned server's kind): its `--duration`,
-/// or its ops at the family's typical cost (at least their time at a fixed rate); under
-/// `--precision` at most its `--max-time`. The progress display starts from these and
-/// corrects them with the time the finished points took.
-pub fn one_run_secs(plan: &Plan, family: &str, experiment: &Experiment, stream: &OpStream, point: &Point) -> f64 {
+/// Where one run happens and what it runs: the target (its name and system family), the
+/// experiment (and its index in the plan), its op stream and point, and the rows of the
+/// data it runs over.
+pub struct RunOf<'a> {
+    pub target: &'a str,
+    pub family: &'a str,
+    pub index: usize,
+    pub experiment: &'a Experiment,
+    pub stream: &'a OpStream,
+    pub point: &'a Point,
+    pub data_rows: u64,
+}
+
+/// Seconds of one run (`at`): its `--duration`, or its work at the target's measured costs
+/// (`--calibrate`) or else its family's typical ones (at least its time at a fixed rate);
+/// under `--precision` at most its cap, but never less than its slowest single request.
+/// The progress display starts from these and corrects them with the time the finished
+/// points took.
+pub fn one_run_secs(plan: &Plan, at: &RunOf<'_>) -> f64 {
+    one_run_secs_with(plan, at, plan.costs.as_deref())
+}
+
+fn one_run_secs_with(plan: &Plan, at: &RunOf<'_>, costs: Option<&CostModel>) -> f64 {
     let scale = match &plan.data {
         crate::data::DataSpec::Tpch { scale } => *scale,
         _ => 0.0,
     };
-    let ops = stream.ops_at(point);
+    let ops = at.stream.ops_at(at.point);
     // A fixed rate paces the run: it lasts at least its ops at that rate.
-    let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
-    let one = experiment.duration_secs.unwrap_or_else(|| run_secs(family, experiment, point, ops, scale).max(paced));
-    match plan.precision_of(experiment) {
-        Some(p) => one.min(p.max_time_secs),
-        None => one,
+    let paced = at.point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
+    let measured = costs.and_then(|c| c.cost(at.target, at.index));
+    let uncapped = match (at.experiment.duration_secs, measured) {
+        (Some(secs), _) => secs,
+        (None, Some(cost)) => cost.secs(cost::work(at.experiment, at.point, ops, at.data_rows)).max(paced),
+        (None, None) => run_secs(at.family, at.experiment, at.point, ops, scale).max(paced),
+    };
+    match plan.precision_of(at.experiment) {
+        Some(p) => uncapped.min(p.max_time_secs.max(measured.map_or(0.0, |c| c.slowest_request_us / 1e6))),
+        None => uncapped,
     }
 }
 
-/// The plan's expected duration per target; under `--precision` each capped run counts
-/// at most its `--max-time`.
+/// The plan's expected duration per target, from the measured costs when `--calibrate`
+/// took them; under `--precision` each capped run counts at most its cap.
 pub fn estimate(plan: &Plan) -> Estimate {
+    estimate_with(plan, plan.costs.as_deref())
+}
+
+/// The estimate from the families' typical costs only, as it was before any calibration.
+pub fn estimate_fixed(plan: &Plan) -> Estimate {
+    estimate_with(plan, None)
+}
+
+fn estimate_with(plan: &Plan, costs: Option<&CostModel>) -> Estimate {
     let dataset = Dataset::new(&plan.data, plan.seed);
     let rows: u64 = (0..dataset.tables.len()).map(|t| dataset.initial_rows(t)).sum();
     let streams: Vec<OpStream> =
         plan.experiments.iter().enumerate().map(|(i, e)| OpStream::new(e, i, &dataset, plan.seed, e.warmup + e.runs)).collect();
-    let mut estimate = Estimate { per_target: Vec::new(), capped_runs: 0, uncapped_secs: 0.0 };
+    let mut estimate = Estimate { per_target: Vec::new(), capped_runs: Vec::new(), uncapped_secs: 0.0 };
     for (name, family) in families(plan) {
-        let load = rows as f64 * load_micros(&family) / 1e6;
+        let load_us = costs.and_then(|c| c.load_us_per_row.get(&name).copied()).unwrap_or_else(|| load_micros(&family));
+        let load = rows as f64 * load_us / 1e6;
         let mut secs = load;
         estimate.uncapped_secs += load;
-        for (_, (e, stream)) in plan.experiments.iter().zip(&streams).enumerate().filter(|(i, _)| plan.runs_unit(&name, *i)) {
+        for (index, (e, stream)) in plan.experiments.iter().zip(&streams).enumerate().filter(|(i, _)| plan.runs_unit(&name, *i)) {
             let capped = plan.precision_of(e).is_some();
             for point in &e.points {
                 let runs = (e.warmup + e.runs) as u64;
-                let all_runs = runs as f64 * one_run_secs(plan, &family, e, stream, point);
-                secs += all_runs;
+                let at = RunOf { target: &name, family: &family, index, experiment: e, stream, point, data_rows: rows };
+                let one = one_run_secs_with(plan, &at, costs);
+                let overhead = costs.map_or(0.0, |c| c.point_overhead_secs);
+                secs += runs as f64 * one + overhead;
+                estimate.uncapped_secs += overhead;
                 if capped {
-                    estimate.capped_runs += runs;
+                    let slowest = costs.and_then(|c| c.cost(&name, index)).map_or(0.0, |c| c.slowest_request_us / 1e6);
+                    let uncapped = match plan.precision_of(e) {
+                        Some(p) if one >= p.max_time_secs => f64::INFINITY,
+                        _ => one,
+                    };
+                    estimate.capped_runs.push(CappedRun { count: runs, uncapped_secs: uncapped, slowest_request_secs: slowest });
                 } else {
-                    estimate.uncapped_secs += all_runs;
+                    estimate.uncapped_secs += runs as f64 * one;
                 }
             }
         }
@@ -159,42 +219,70 @@ pub fn estimate(plan: &Plan) -> Estimate {
     estimate
 }
 
-/// `--budget`: caps every run the stopping rule applies to (`--max-time`) so the plan's
-/// estimate fits `budget_secs` (`--budget` implies a stopping rule: see
-/// `stopping::resolve`). Returns the line that says what the budget buys.
+/// The share of a budget the plan is fitted into: the rest is room for what no estimate
+/// counts (connecting, cleaning up, a loaded machine).
+const BUDGET_SHARE: f64 = 0.9;
+
+/// `--budget`: the cap of every run the stopping rule applies to (`--max-time`) so that
+/// the plan's estimate fits `budget_secs`: the longest cap at which the runs that reach it,
+/// each counted at least one slowest request, and the work no cap shortens fit
+/// (`--budget` implies a stopping rule: see `stopping::resolve`). With measured costs
+/// (`plan.costs`) the cap goes to `plan.calibrated_cap_secs` and the resolved plan (its
+/// hash) stays as it was. Returns the line that says what the budget buys.
 pub fn fit_budget(plan: &mut Plan, budget_secs: f64) -> Result<String> {
     let Some(precision) = plan.precision else {
         return Err(Error::usage("--budget needs a stopping rule: add --precision 2%"));
     };
+    let asked = *plan.budget_asked.get_or_insert(precision);
+    plan.calibrated_cap_secs = None;
+    let resolved = plan.precision;
+    plan.precision = Some(asked);
     let before = estimate(plan);
-    if before.total() <= budget_secs {
-        return Ok(format!(
-            "budget {}: the plan fits ({} estimated) with runs capped at {}; each stops once its throughput is known to ±{:.1}%",
-            human(budget_secs),
-            human(before.total()),
-            human(precision.max_time_secs),
-            precision.target * 100.0
-        ));
-    }
-    let room = budget_secs - before.uncapped_secs;
-    let per_run = if before.capped_runs > 0 { room / before.capped_runs as f64 } else { 0.0 };
-    if per_run < MIN_RUN_SECS {
+    plan.precision = resolved;
+    let room = budget_secs * BUDGET_SHARE - plan.costs.as_ref().map_or(0.0, |c| c.calibration_secs);
+    let total_at = |cap: f64| before.uncapped_secs + before.capped_runs.iter().map(|r| r.secs_at(cap)).sum::<f64>();
+    let calibrated = plan.costs.is_some();
+    let runs: u64 = before.capped_runs.iter().map(|r| r.count).sum();
+    let fits = |cap: f64| total_at(cap) <= room;
+    let cap = if fits(asked.max_time_secs) {
+        asked.max_time_secs
+    } else if !fits(MIN_RUN_SECS) {
         return Err(Error::usage(format!(
-            "--budget {}: too short for this plan ({} of loading and fixed-size work, {} runs of at least {MIN_RUN_SECS} s): give at least {}, or fewer targets, experiments or points",
+            "--budget {}: too short for this plan ({} of loading and fixed-size work, {runs} runs of at least {MIN_RUN_SECS} s): give at least {}, or fewer targets, experiments or points",
             human(budget_secs),
             human(before.uncapped_secs),
-            before.capped_runs,
-            human(before.uncapped_secs + before.capped_runs as f64 * MIN_RUN_SECS)
+            human(total_at(MIN_RUN_SECS) / BUDGET_SHARE)
         )));
+    } else {
+        // The longest cap that fits: the total grows with the cap.
+        let (mut lo, mut hi) = (MIN_RUN_SECS, asked.max_time_secs);
+        for _ in 0..60 {
+            let mid = (lo + hi) / 2.0;
+            if fits(mid) { lo = mid } else { hi = mid }
+        }
+        lo
+    };
+    match calibrated {
+        true => plan.calibrated_cap_secs = Some(cap),
+        false => plan.precision = Some(stopping::Precision { max_time_secs: cap, ..asked }),
     }
-    plan.precision = Some(stopping::Precision { max_time_secs: per_run.min(precision.max_time_secs), ..precision });
+    let costs = if calibrated { "measured costs" } else { "typical costs" };
+    if cap >= asked.max_time_secs {
+        return Ok(format!(
+            "budget {}: the plan fits ({} estimated from {costs}) with runs capped at {}; each stops once its throughput is known to ±{:.1}%",
+            human(budget_secs),
+            human(total_at(cap)),
+            human(cap),
+            asked.target * 100.0
+        ));
+    }
     Ok(format!(
-        "budget {}: each of the {} runs gets at most {}; it stops sooner once its throughput is known to ±{:.1}%, and one that reaches {} first is flagged not converged with the precision it reached",
+        "budget {}: each of the {runs} runs gets at most {} ({} estimated from {costs}); it stops sooner once its throughput is known to ±{:.1}%, and one that reaches {} first is flagged not converged with the precision it reached",
         human(budget_secs),
-        before.capped_runs,
-        human(per_run),
-        precision.target * 100.0,
-        human(per_run)
+        human(cap),
+        human(total_at(cap)),
+        asked.target * 100.0,
+        human(cap)
     ))
 }
 
@@ -212,13 +300,27 @@ pub fn human(secs: f64) -> String {
 
 /// The estimate as lines for the terminal: per target and the total.
 pub fn describe(plan: &Plan, estimate: &Estimate) -> String {
+    let at_most = if plan.precision.is_some() { " at most" } else { "" };
+    let Some(costs) = &plan.costs else {
+        let mut out = format!(
+            "estimated duration{at_most}: {} (rough: typical per-op costs on a 2-core machine; real runs depend on the hardware and its load)\n",
+            human(estimate.total())
+        );
+        for (name, secs) in &estimate.per_target {
+            out.push_str(&format!("  {name:<20} {}\n", human(*secs)));
+        }
+        return out;
+    };
+    let fixed = estimate_fixed(plan);
     let mut out = format!(
-        "estimated duration{}: {} (rough: typical per-op costs on a 2-core machine; real runs depend on the hardware and its load)\n",
-        if plan.precision.is_some() { " at most" } else { "" },
-        human(estimate.total())
+        "estimated duration{at_most}: {} (calibrated: costs measured by a {} sample on this machine; typical costs said {})\n",
+        human(estimate.total()),
+        human(costs.calibration_secs),
+        human(fixed.total())
     );
     for (name, secs) in &estimate.per_target {
-        out.push_str(&format!("  {name:<20} {}\n", human(*secs)));
+        let typical = fixed.per_target.iter().find(|(n, _)| n == name).map_or(0.0, |(_, s)| *s);
+        out.push_str(&format!("  {name:<20} {:<10} (typical costs: {})\n", human(*secs), human(typical)));
     }
     out
 }
@@ -280,6 +382,67 @@ mod tests {
         let small = plan(RunOptions { budget: Some("1h".into()), ..Default::default() });
         assert!(small.budget_note.as_deref().unwrap().contains("fits"));
         assert_eq!(small.precision.unwrap(), stopping::Precision { target: 0.02, max_time_secs: stopping::DEFAULT_MAX_TIME_SECS });
+    }
+
+    /// Every (target, experiment) of `p` at the same measured cost.
+    fn measured(p: &Plan, cost: cost::Cost) -> CostModel {
+        let mut model = CostModel { calibration_secs: 10.0, ..Default::default() };
+        for name in p.target_names() {
+            for i in 0..p.experiments.len() {
+                model.costs.insert((name.clone(), i), cost);
+            }
+            model.load_us_per_row.insert(name, 1.0);
+        }
+        model
+    }
+
+    #[test]
+    fn measured_costs_replace_the_typical_ones_and_extrapolate_over_widths() {
+        let mut p = plan(RunOptions { experiments: Some(vec!["range-count".into()]), ..Default::default() });
+        let fixed = estimate(&p);
+        let cost = cost::Cost { request_us: 100.0, key_us: 2.0, slowest_request_us: 0.0 };
+        p.costs = Some(std::sync::Arc::new(measured(&p, cost)));
+        let calibrated = estimate(&p);
+        assert_eq!(estimate_fixed(&p), fixed, "the typical estimate stays what it was");
+        // Per target: 100,000 rows at 1 µs each, then every point's runs at 100 µs a request
+        // and 2 µs a further key of its width (the echo floor's keys are one each).
+        let points: f64 = p
+            .experiments
+            .iter()
+            .flat_map(|e| e.points.iter().map(move |pt| (e, pt)))
+            .map(|(e, pt)| {
+                let extra_keys = pt.param.filter(|_| e.op.is_range()).map_or(0.0, |w| (w - 1) as f64);
+                f64::from(e.warmup + e.runs) * e.ops_at(pt) as f64 * (100.0 + extra_keys * 2.0) / cost::parallelism(pt.clients) / 1e6
+            })
+            .sum();
+        assert!(p.experiments.iter().any(|e| e.op.is_range() && e.points.iter().any(|pt| pt.param > Some(1))));
+        for (name, secs) in &calibrated.per_target {
+            assert!((secs - (0.1 + points)).abs() < 1e-6, "{name}: {secs} against {}", 0.1 + points);
+        }
+    }
+
+    #[test]
+    fn a_budget_refits_from_measured_costs_without_changing_the_plan_or_its_hash() {
+        let mut p = plan(RunOptions { budget: Some("10m".into()), ..Default::default() });
+        let (hash, precision) = (p.hash.clone(), p.precision);
+        // Slow: 2 ms a request, one of 0.3 s.
+        let cost = cost::Cost { request_us: 2000.0, key_us: 0.0, slowest_request_us: 300_000.0 };
+        p.costs = Some(std::sync::Arc::new(measured(&p, cost)));
+        let line = fit_budget(&mut p, 600.0).unwrap();
+        assert!(line.contains("from measured costs"), "{line}");
+        assert_eq!((p.hash.clone(), p.precision), (hash, precision), "the resolved plan stays");
+        let cap = p.calibrated_cap_secs.unwrap();
+        assert!(cap >= MIN_RUN_SECS && cap < precision.unwrap().max_time_secs, "{cap}");
+        let capped = p.experiments.iter().find(|e| p.precision_of(e).is_some()).unwrap();
+        assert_eq!(p.precision_of(capped).unwrap().max_time_secs, cap);
+        // The estimate fits 90 % of the budget less the sample's 10 s, each capped run
+        // counted at least one slowest request.
+        let after = estimate(&p);
+        assert!(after.total() <= 600.0 * BUDGET_SHARE - 10.0 + 1e-6, "{}", after.total());
+        assert!(after.capped_runs.iter().all(|r| r.secs_at(cap) >= r.count as f64 * r.uncapped_secs.min(0.3)), "{after:?}");
+        // Measured costs too high for any cap are refused with what would do.
+        let e = fit_budget(&mut p, 20.0).unwrap_err().to_string();
+        assert!(e.contains("too short") && e.contains("give at least"), "{e}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub mod bounds;
+pub mod cost;
 mod duration;
 pub mod estimate;
 mod experiments;
@@ -411,6 +412,19 @@ pub struct Plan {
     pub precision: Option<stopping::Precision>,
     /// `--budget`: what the budget buys (the cap it chose), for the user.
     pub budget_note: Option<String>,
+    /// `--budget` in seconds: the run stops issuing requests when it is spent.
+    pub budget_secs: Option<f64>,
+    /// `--budget`: the stopping rule asked for, before the budget capped its runs.
+    pub budget_asked: Option<stopping::Precision>,
+    /// `--budget` refitted from measured costs: the cap of every capped run (the resolved
+    /// `precision`, which the hash covers, stays as resolved).
+    pub calibrated_cap_secs: Option<f64>,
+    /// `--calibrate`: the targets' measured costs, once the sample ran; the estimate uses
+    /// them (not part of the plan's JSON or hash: they differ from machine to machine).
+    pub costs: Option<std::sync::Arc<cost::CostModel>>,
+    /// The spawned servers are up and their targets are in `targets` (the run sets it):
+    /// `target_names` then names the targets as they are.
+    pub servers_joined: bool,
     /// `shard::plan_hash` of the resolved plan before servers are spawned: equal in every
     /// shard (and worker) of one plan.
     pub hash: String,
@@ -481,7 +495,11 @@ impl Plan {
 
     /// The stopping rule of `experiment`'s runs (see `stopping::Precision::applies_to`).
     pub fn precision_of(&self, experiment: &Experiment) -> Option<stopping::Precision> {
-        self.precision.filter(|_| stopping::Precision::applies_to(experiment))
+        let precision = self.precision.filter(|_| stopping::Precision::applies_to(experiment))?;
+        Some(match self.calibrated_cap_secs {
+            Some(cap) => stopping::Precision { max_time_secs: cap, ..precision },
+            None => precision,
+        })
     }
 
     /// The name a spawned server's target gets: its own, with the data root's label when
@@ -497,13 +515,27 @@ impl Plan {
     /// Every target the run will have, in order: the plan's, then each spawned server's
     /// (round by round), named as they will be once the servers are up.
     pub fn target_names(&self) -> Vec<String> {
+        self.target_families().into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// `target_names` with each target's system family (its URL's scheme, a spawned
+    /// server's kind, `cli` for a command-line client).
+    pub fn target_families(&self) -> Vec<(String, String)> {
+        let user = self.targets.iter().map(|t| (t.name.clone(), t.url.scheme().to_string())).collect();
+        if self.servers_joined {
+            return user;
+        }
         let labels: Vec<Option<String>> = self.spawn_rounds().into_iter().map(|(label, _)| label).collect();
-        shard::target_names(self.targets.iter().map(|t| t.name.clone()).collect(), &self.spawn, &labels, self.cli_clients)
+        shard::target_families(user, &self.spawn, &labels, self.cli_clients)
     }
 
     /// The plan's work units for `--shard` (`shard::work_units`).
     pub fn work_units(&self) -> Vec<shard::WorkUnit> {
-        shard::work_units(&self.target_names(), &self.experiments)
+        let scale = match &self.data {
+            DataSpec::Tpch { scale } => *scale,
+            _ => 0.0,
+        };
+        shard::work_units(&self.target_families(), &self.experiments, scale)
     }
 
     /// Whether this process runs `experiment` (index in the plan) on `target`: always,

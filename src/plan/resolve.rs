@@ -107,6 +107,11 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
         shard: None,
         precision,
         budget_note: None,
+        budget_secs: None,
+        budget_asked: None,
+        calibrated_cap_secs: None,
+        costs: None,
+        servers_joined: false,
         hash: String::new(),
         planned_targets: serde_json::Value::Null,
     };
@@ -115,6 +120,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     if let Some(budget) = &opts.budget {
         let secs = stopping::parse_duration("--budget", budget)?;
         plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
+        plan.budget_secs = Some(secs);
     }
     // After --budget, which may shorten the runs the method lines state.
     plan.method = method::fill(plan.method.take(), &plan.experiments, plan.precision, &plan.data);

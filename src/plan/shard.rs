@@ -33,7 +33,7 @@ pub struct WorkUnit {
     /// The experiment's index in the plan, or `None` for all lifecycle experiments of the
     /// target together (their phases run in order on one table and cannot be split).
     pub experiment: Option<usize>,
-    /// Ops this unit sends (the plan's budget): what the split balances.
+    /// Milliseconds this unit is estimated to take: what the split balances.
     pub weight: u64,
 }
 
@@ -72,61 +72,124 @@ impl ShardWork {
     }
 }
 
+/// Shards whose estimated times differ by more than this factor are not balanced.
+const BALANCED: f64 = 1.5;
+
 /// The shard of each unit: units stay in plan order (target by target) and are cut into
-/// `count` contiguous stretches of about equal weight, so each shard sends about the same
-/// number of ops and loads the data into as few targets as the balance allows. A unit goes
-/// to the shard its weight's midpoint falls in; every unit is in exactly one shard.
+/// `count` contiguous stretches whose estimated times are as even as can be
+/// (`contiguous`), so each shard loads the data into as few targets as the balance allows;
+/// when a few heavy units leave those stretches more than `BALANCED` apart, the units are
+/// dealt out heaviest first, each to the shard with the least time so far (`dealt`).
+/// Every unit is in exactly one shard; deterministic.
 pub fn assign(units: &[WorkUnit], count: usize) -> Vec<usize> {
-    let weights: Vec<u128> = units.iter().map(|u| u.weight.max(1) as u128).collect();
-    let total: u128 = weights.iter().sum();
-    let mut before: u128 = 0;
-    weights
-        .iter()
-        .map(|&w| {
-            let middle2 = 2 * before + w; // twice the midpoint, to stay in integers
-            before += w;
-            ((middle2 * count as u128) / (2 * total.max(1))).min(count as u128 - 1) as usize
-        })
-        .collect()
+    let cut = contiguous(units, count);
+    let times = |owners: &[usize]| {
+        let mut secs = vec![0u128; count];
+        units.iter().zip(owners).for_each(|(u, &o)| secs[o] += u.weight.max(1) as u128);
+        secs
+    };
+    let spread = |secs: Vec<u128>| *secs.iter().max().unwrap_or(&0) as f64 / (*secs.iter().min().unwrap_or(&0)).max(1) as f64;
+    if units.len() < count || spread(times(&cut)) <= BALANCED {
+        return cut;
+    }
+    let dealt = dealt(units, count);
+    if spread(times(&dealt)) < spread(times(&cut)) { dealt } else { cut }
+}
+
+/// Heaviest unit first, each to the shard with the least estimated time so far (the
+/// lowest-numbered of equals).
+fn dealt(units: &[WorkUnit], count: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(units[i].weight), i));
+    let mut secs = vec![0u128; count];
+    let mut owners = vec![0; units.len()];
+    for i in order {
+        let shard = (0..count).min_by_key(|&s| (secs[s], s)).unwrap_or(0);
+        secs[shard] += units[i].weight.max(1) as u128;
+        owners[i] = shard;
+    }
+    owners
+}
+
+/// `count` contiguous stretches of `units` with the least sum of squared estimated times;
+/// the first of equally good cuts.
+fn contiguous(units: &[WorkUnit], count: usize) -> Vec<usize> {
+    let n = units.len();
+    let mut prefix = vec![0f64; n + 1];
+    for (i, u) in units.iter().enumerate() {
+        prefix[i + 1] = prefix[i] + u.weight.max(1) as f64;
+    }
+    let cost = |from: usize, to: usize| (prefix[to] - prefix[from]).powi(2);
+    // best[k][j]: the least cost of the first j units in k shards; cut[k][j]: where the k-th begins.
+    let mut best = vec![vec![f64::INFINITY; n + 1]; count + 1];
+    let mut cut = vec![vec![0usize; n + 1]; count + 1];
+    best[0][0] = 0.0;
+    for k in 1..=count {
+        for j in 0..=n {
+            for i in 0..=j {
+                let total = best[k - 1][i] + cost(i, j);
+                if total < best[k][j] {
+                    best[k][j] = total;
+                    cut[k][j] = i;
+                }
+            }
+        }
+    }
+    let mut owners = vec![0; n];
+    let mut end = n;
+    for k in (1..=count).rev() {
+        let start = cut[k][end];
+        owners[start..end].iter_mut().for_each(|o| *o = k - 1);
+        end = start;
+    }
+    owners
 }
 
 /// Every target a run has, in order: the plan's own (`user`), then each spawned server's,
 /// round by round (`rounds`: each data root's label, `None` for one root), named as they
 /// will be once the servers are up (`Plan::spawned_target_name`).
-pub fn target_names(mut user: Vec<String>, spawn: &[ServerKind], rounds: &[Option<String>], cli_clients: bool) -> Vec<String> {
+pub fn target_names(user: Vec<String>, spawn: &[ServerKind], rounds: &[Option<String>], cli_clients: bool) -> Vec<String> {
+    let user = user.into_iter().map(|name| (name, String::new())).collect();
+    target_families(user, spawn, rounds, cli_clients).into_iter().map(|(name, _)| name).collect()
+}
+
+/// `target_names` with each target's system family: the user's (name, URL scheme) as
+/// given, a spawned server's kind, `cli` for its command-line client's target.
+pub fn target_families(
+    mut user: Vec<(String, String)>,
+    spawn: &[ServerKind],
+    rounds: &[Option<String>],
+    cli_clients: bool,
+) -> Vec<(String, String)> {
     for label in rounds.iter().filter(|_| !spawn.is_empty()) {
         for kind in spawn {
             let clients = kind.client_target_name().filter(|_| cli_clients);
-            for name in kind.target_names().into_iter().chain(clients) {
-                let name = super::Plan::spawned_target_name(label.as_deref(), &name, |n| user.iter().any(|t| t == n));
-                user.push(name);
+            for name in kind.target_names().into_iter().chain(clients.clone()) {
+                let family = if clients.as_deref() == Some(name.as_str()) { "cli".to_string() } else { kind.name().to_string() };
+                let name = super::Plan::spawned_target_name(label.as_deref(), &name, |n| user.iter().any(|(t, _)| t == n));
+                user.push((name, family));
             }
         }
     }
     user
 }
 
-/// A plan's work units, in plan order: per target, each experiment, with all lifecycle
-/// experiments of a target as one unit; weighted by their ops (warm-up included), or by
-/// their runs when every run lasts the same duration (`--duration`).
-pub fn work_units(targets: &[String], experiments: &[Experiment]) -> Vec<WorkUnit> {
-    let timed = experiments.iter().any(|e| e.duration_secs.is_some());
-    let weights: Vec<u64> = experiments
-        .iter()
-        .map(|e| {
-            let runs = u64::from(e.warmup + e.runs);
-            if timed { e.points.len() as u64 * runs } else { e.points.iter().map(|p| e.ops_at(p)).sum::<u64>() * runs }
-        })
-        .collect();
-    let lifecycle_ops: u64 = experiments.iter().zip(&weights).filter(|(e, _)| e.lifecycle).map(|(_, w)| w).sum();
+/// A plan's work units, in plan order: per target (name, family), each experiment, with
+/// all lifecycle experiments of a target as one unit; weighted by their estimated time in
+/// milliseconds (warm-up included) at the family's typical costs (`estimate::fixed_secs`:
+/// the same on every machine, so every shard splits alike), over TPC-H data of `scale`.
+pub fn work_units(targets: &[(String, String)], experiments: &[Experiment], scale: f64) -> Vec<WorkUnit> {
     let has_lifecycle = experiments.iter().any(|e| e.lifecycle);
+    let millis = |secs: f64| (secs * 1000.0).round().max(1.0) as u64;
     let mut units = Vec::new();
-    for target in targets {
-        for (i, (_, &weight)) in experiments.iter().zip(&weights).enumerate().filter(|(_, (e, _))| !e.lifecycle) {
-            units.push(WorkUnit { target: target.clone(), experiment: Some(i), weight });
+    for (target, family) in targets {
+        let secs: Vec<f64> = experiments.iter().map(|e| super::estimate::fixed_secs(family, e, scale)).collect();
+        for (i, _) in experiments.iter().enumerate().filter(|(_, e)| !e.lifecycle) {
+            units.push(WorkUnit { target: target.clone(), experiment: Some(i), weight: millis(secs[i]) });
         }
         if has_lifecycle {
-            units.push(WorkUnit { target: target.clone(), experiment: None, weight: lifecycle_ops });
+            let lifecycle: f64 = experiments.iter().zip(&secs).filter(|(e, _)| e.lifecycle).map(|(_, s)| s).sum();
+            units.push(WorkUnit { target: target.clone(), experiment: None, weight: millis(lifecycle) });
         }
     }
     units
@@ -157,14 +220,16 @@ impl SavedPlan {
                 .map_err(|e| format!("its saved plan's {key} cannot be read ({e})"))
         }
         #[derive(serde::Deserialize)]
-        struct Named {
-            name: String,
-        }
-        #[derive(serde::Deserialize)]
         struct Labelled {
             label: String,
         }
         let experiments: Vec<Experiment> = field(plan, "experiments")?;
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: String,
+            #[serde(default)]
+            url: String,
+        }
         let user: Vec<Named> = field(plan, "targets")?;
         let spawn: Vec<String> = field(plan, "spawn")?;
         let spawn = spawn.iter().map(|k| k.parse::<ServerKind>().map_err(|e| e.to_string())).collect::<std::result::Result<Vec<_>, _>>()?;
@@ -175,8 +240,14 @@ impl SavedPlan {
         };
         let cli_clients: bool = field(plan, "cli_clients")?;
         let data: Option<crate::data::DataSpec> = field(plan, "data")?;
-        let targets = target_names(user.into_iter().map(|t| t.name).collect(), &spawn, &rounds, cli_clients);
-        let units = work_units(&targets, &experiments);
+        let user = user.into_iter().map(|t| (t.name, t.url.split(':').next().unwrap_or_default().to_string())).collect();
+        let families = target_families(user, &spawn, &rounds, cli_clients);
+        let scale = match &data {
+            Some(crate::data::DataSpec::Tpch { scale }) => *scale,
+            _ => 0.0,
+        };
+        let units = work_units(&families, &experiments, scale);
+        let targets = families.into_iter().map(|(name, _)| name).collect();
         Ok(SavedPlan {
             seed: field(plan, "seed")?,
             precision: plan.get("precision").is_some_and(|p| !p.is_null()),
@@ -238,6 +309,14 @@ mod tests {
     }
 
     #[test]
+    fn a_few_heavy_units_are_dealt_out_when_stretches_cannot_balance() {
+        let owners = assign(&units(&[10, 50, 10, 10, 50, 10, 10, 50, 10]), 3);
+        assert_eq!(owners, [0, 0, 0, 1, 1, 1, 2, 2, 2], "stretches balance: kept");
+        let owners = assign(&units(&[90, 90, 10, 10, 10, 10, 10, 10, 10]), 2);
+        assert_eq!(owners, [0, 1, 0, 1, 0, 1, 0, 1, 0], "dealt: {owners:?}");
+    }
+
+    #[test]
     fn every_unit_is_in_exactly_one_shard_in_contiguous_balanced_stretches() {
         let all = units(&[10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
         for count in 1..=7 {
@@ -263,7 +342,33 @@ mod tests {
         let owners = assign(&units(&[1000, 1, 1, 1, 1, 1000]), 2);
         assert_eq!(owners, [0, 0, 0, 1, 1, 1]);
         let owners = assign(&units(&[90, 5, 5]), 3);
-        assert_eq!(owners, [1, 2, 2], "the midpoint of the first unit is in the middle shard");
+        assert_eq!(owners, [0, 1, 2], "each unit its own shard");
+        let owners = assign(&units(&[90, 5, 5, 5, 5, 90]), 2);
+        assert_eq!(owners, [0, 0, 0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn the_shards_of_a_study_are_within_one_and_a_half_times_of_each_other_in_estimated_time() {
+        use crate::plan::{RunOptions, resolve};
+        let studies = [
+            RunOptions { study: Some("kv-vs-relational".into()), scale: Some(0.1), ..Default::default() },
+            RunOptions { study: Some("kv-vs-relational".into()), quick: true, spawn: vec!["all".into()], ..Default::default() },
+            RunOptions::default(),
+            RunOptions { study: Some("ycsb".into()), spawn: vec!["redis".into(), "ledisdb".into()], ..Default::default() },
+        ];
+        for options in studies {
+            let plan = resolve(&options).unwrap();
+            let units = plan.work_units();
+            for count in [2, 3] {
+                let owners = assign(&units, count);
+                let mut secs = vec![0u64; count];
+                for (u, &owner) in units.iter().zip(&owners) {
+                    secs[owner] += u.weight;
+                }
+                let (least, most) = (*secs.iter().min().unwrap(), *secs.iter().max().unwrap());
+                assert!(most as f64 <= 1.5 * least as f64, "{:?} in {count} shards: {secs:?} ms", options.study);
+            }
+        }
     }
 
     #[test]
@@ -323,11 +428,14 @@ mod tests {
                 }
             }
         }
-        // The budget's weights are the units' weights.
+        // A unit weighs its experiment's estimated milliseconds on its target's system.
         let plan = resolve(&RunOptions::default()).unwrap();
-        let budget: Vec<u64> = plan.budget().iter().map(|b| b.ops).collect();
-        let units: Vec<u64> = plan.work_units().iter().take(budget.len()).map(|u| u.weight).collect();
-        assert_eq!(units, budget);
+        for u in plan.work_units() {
+            let (_, family) = plan.target_families().into_iter().find(|(t, _)| *t == u.target).unwrap();
+            let e = &plan.experiments[u.experiment.unwrap()];
+            let ms = (crate::plan::estimate::fixed_secs(&family, e, 0.0) * 1000.0).round().max(1.0) as u64;
+            assert_eq!(u.weight, ms, "{} / {}", u.target, e.name);
+        }
     }
 
     #[test]

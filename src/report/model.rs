@@ -10,6 +10,39 @@ use crate::workload::experiment::Point;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A run's estimated and real duration (`Report::timing`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Timing {
+    /// The estimate from each system's typical costs, in seconds.
+    pub estimated_fixed_secs: f64,
+    /// The estimate from the costs the calibration sample measured (`--calibrate`);
+    /// absent when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_calibrated_secs: Option<f64>,
+    /// The seconds the calibration sample took (before the run, not in `real_secs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_secs: Option<f64>,
+    /// The run's wall time from its start to its last point, in seconds (cleanup excluded).
+    pub real_secs: f64,
+    /// `--budget` in seconds, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_secs: Option<f64>,
+    pub per_target: Vec<TargetTiming>,
+}
+
+/// One target's estimated and real duration: loading its data and its points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TargetTiming {
+    pub target: String,
+    pub estimated_fixed_secs: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_calibrated_secs: Option<f64>,
+    /// Seconds its initial load took.
+    pub load_secs: f64,
+    /// Seconds of its load and of its points, each point from the end of the one before.
+    pub real_secs: f64,
+}
+
 /// 2: `ops` counts every op sent and throughput counts only `ok_ops`; `failed_ops`,
 /// `short_ops` and `missing_rows` were added; a point with errors or missing rows is void
 /// (no throughput in its summary); `errors` counts failed requests in every run, warm-up
@@ -74,6 +107,11 @@ pub struct Report {
     /// older dbsweeps and in merged reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_targets: Option<serde_json::Value>,
+    /// How long the run was estimated to take (from typical costs, and from the costs
+    /// `--calibrate` measured) and how long it took, overall and per target. Absent in
+    /// reports of older dbsweeps and in merged reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
     /// Shows that this file is as the run wrote it (`report::seal`); absent in reports of
     /// older dbsweeps and in merged reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -65,6 +65,19 @@ pub struct RunJob {
     /// Keep the first request of each client's fresh connection out of the warm
     /// histograms, as the run's cold call (`RunMeasurement::cold_call_us`; lifecycle runs).
     pub cold_call: bool,
+    /// `--budget`: what is left of it when the run starts; `None`: no budget.
+    pub budget: Option<BudgetEnd>,
+}
+
+/// The end of a run's `--budget`: no request starts that would not end before it, judged
+/// by the slowest request the client has seen (at first the slowest one calibration
+/// timed). The run is complete with the ops done by then, as at a time limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetEnd {
+    /// Time left of the budget from the run's start.
+    pub left: Duration,
+    /// The slowest single request expected before any was timed.
+    pub slowest_request: Duration,
 }
 
 /// Clients report progress (and the ops completed, for the monitor) in chunks, so the hot
@@ -354,6 +367,8 @@ async fn send_requests(
     let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| epoch + limit);
     let mut cold = job.cold_call;
+    let budget_end = job.budget.map(|b| epoch + b.left);
+    let mut slowest = job.budget.map_or(Duration::ZERO, |b| b.slowest_request);
     if let Some(width) = job.intervals {
         recorder.intervals = Some(IntervalRecorder::new(width, clock.now() - Instant::now().saturating_duration_since(epoch)));
     }
@@ -363,6 +378,12 @@ async fn send_requests(
         }
         if let Some(at) = deadline
             && Instant::now() >= at
+        {
+            end.time_limited = true;
+            break;
+        }
+        if let Some(at) = budget_end
+            && Instant::now() + slowest >= at
         {
             end.time_limited = true;
             break;
@@ -393,6 +414,7 @@ async fn send_requests(
         if let Some(intervals) = &mut recorder.intervals {
             intervals.advance(clock.scaled(now));
         }
+        slowest = slowest.max(clock.delta(t0, now));
         let request = Request {
             first,
             n,

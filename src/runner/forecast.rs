@@ -114,6 +114,17 @@ impl Forecast {
         self.planned[i].estimate_secs.max(MIN_ESTIMATE_SECS)
     }
 
+    /// The seconds the measured points of each target took.
+    pub fn took_by_target(&self) -> std::collections::BTreeMap<String, f64> {
+        let mut took = std::collections::BTreeMap::new();
+        for (planned, state) in self.planned.iter().zip(&self.states) {
+            if let State::Took(secs) = state {
+                *took.entry(planned.at.target.clone()).or_insert(0.0) += secs;
+            }
+        }
+        took
+    }
+
     /// Points done (measured or skipped) and all points.
     pub fn points_done(&self) -> (usize, usize) {
         (self.states.iter().filter(|s| **s != State::ToDo).count(), self.states.len())

@@ -220,6 +220,7 @@ async fn run_target(
                 stop: None,
                 intervals: shared.plan.hlog_interval.filter(|_| !warmup),
                 cold_call: true,
+                budget: None,
             });
             let load_before = HostLoad::now();
             let mut m = client::run_once(job).await;

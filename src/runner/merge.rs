@@ -41,6 +41,7 @@ pub fn merge(parts: Vec<(PathBuf, Report)>, command: Vec<String>, token: Option<
     merged.points = Vec::new();
     merged.warnings = Vec::new();
     merged.merged_from = Vec::new();
+    merged.timing = None;
     // A shard's resumptions are its own (its directory's report keeps them).
     merged.resumed = Vec::new();
     // The merged plan lists every part's targets; the seal is each part's own.

@@ -8,6 +8,7 @@
 
 pub mod cancel;
 mod cleanup;
+pub mod calibrate;
 pub mod client;
 mod connections;
 mod forecast;
@@ -44,7 +45,7 @@ use progress::Progress;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
 use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
 use targets::{prepare_and_load, release_targets, reload};
@@ -92,6 +93,9 @@ pub(super) struct Shared<'a> {
     pub targets: &'a [Arc<dyn Target>],
     pub dataset: &'a Dataset,
     pub out_dir: &'a Path,
+    /// When `--budget` is spent: no point starts after it, no request that would end
+    /// after it.
+    pub budget_end: Option<Instant>,
 }
 
 /// What the measuring steps add to as they go.
@@ -109,6 +113,12 @@ struct Sweep {
 /// returns the report and the directory it was written to.
 pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resume>) -> Result<(Report, PathBuf)> {
     let started = SystemTime::now();
+    let began = Instant::now();
+    // The calibration sample came out of the budget already.
+    let budget_end = plan.budget_secs.map(|secs| {
+        let calibration = plan.costs.as_ref().map_or(0.0, |c| c.calibration_secs);
+        began + Duration::from_secs_f64((secs - calibration).max(0.0))
+    });
     // Claimed first, so a second run with the same --out refuses at once.
     let mut run_dir = match resume {
         Some(_) => report::RunDir::reopen(&out_path(plan, ctx, started))?,
@@ -151,8 +161,9 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
     let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
     let mut settled = BTreeMap::new();
+    let mut loaded = BTreeMap::new();
     let setup = tokio::select! {
-        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &mut settled, ctx) => result,
+        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &mut settled, &mut loaded, ctx) => result,
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
@@ -181,7 +192,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     run_dir.keep();
     let mut stop_reason: Option<String> = (!save(&out_dir, &mut report, ctx)).then(|| ctx.cancel.reason());
 
-    let shared = Shared { plan, ctx, targets: &targets, dataset: &dataset, out_dir: &out_dir };
+    let shared = Shared { plan, ctx, targets: &targets, dataset: &dataset, out_dir: &out_dir, budget_end };
     let streams: Vec<Arc<OpStream>> =
         crate::workload::experiment::streams(&plan.experiments, &dataset, plan.seed).into_iter().map(Arc::new).collect();
     match plan.duration_secs() {
@@ -202,6 +213,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     }
     let Sweep { mut report, mut progress, .. } = sweep;
     progress.finish();
+    report.timing = Some(timing(plan, &loaded, &progress.took_by_target(), began.elapsed().as_secs_f64()));
 
     if !save_before_cleanup(&out_dir, &mut report, stop_reason.as_deref(), ctx) && stop_reason.is_none() {
         stop_reason = Some(ctx.cancel.reason());
@@ -212,12 +224,42 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     finish(report, stop_reason, ctx, &out_dir)
 }
 
+/// The run's estimated and real duration, overall and per target: `loaded` the seconds
+/// of each target's initial load, `took` of its points, `real_secs` the whole run's.
+fn timing(plan: &Plan, loaded: &BTreeMap<String, f64>, took: &BTreeMap<String, f64>, real_secs: f64) -> report::model::Timing {
+    let fixed = crate::plan::estimate::estimate_fixed(plan);
+    let calibrated = plan.costs.as_ref().map(|_| crate::plan::estimate::estimate(plan));
+    let per_target = fixed
+        .per_target
+        .iter()
+        .map(|(target, secs)| {
+            let load_secs = loaded.get(target).copied().unwrap_or(0.0);
+            report::model::TargetTiming {
+                target: target.clone(),
+                estimated_fixed_secs: *secs,
+                estimated_calibrated_secs: calibrated.as_ref().and_then(|c| c.per_target.iter().find(|(t, _)| t == target).map(|(_, s)| *s)),
+                load_secs,
+                real_secs: load_secs + took.get(target).copied().unwrap_or(0.0),
+            }
+        })
+        .collect();
+    report::model::Timing {
+        estimated_fixed_secs: fixed.total(),
+        estimated_calibrated_secs: calibrated.map(|c| c.total()),
+        calibration_secs: plan.costs.as_ref().map(|c| c.calibration_secs),
+        real_secs,
+        budget_secs: plan.budget_secs,
+        per_target,
+    }
+}
+
 /// Every point on every target this process runs, with its up-front estimate and its work
 /// in the progress counter's unit (ops, or milliseconds of time-based runs), warm-up runs
 /// included.
 fn forecast(shared: &Shared<'_>, streams: &[Arc<OpStream>]) -> Forecast {
     let plan = shared.plan;
     let per_run_ms = plan.duration_secs().map_or(0, |secs| progress::per_run_ms(Duration::from_secs_f64(secs)));
+    let data_rows: u64 = (0..shared.dataset.tables.len()).map(|t| shared.dataset.initial_rows(t)).sum();
     let mut planned = Vec::new();
     for (ei, (e, stream)) in plan.experiments.iter().zip(streams).enumerate() {
         let runs = u64::from(e.warmup + e.runs);
@@ -225,8 +267,10 @@ fn forecast(shared: &Shared<'_>, streams: &[Arc<OpStream>]) -> Forecast {
             for target in shared.targets.iter().map(|t| t.info().name.clone()).filter(|name| plan.runs_unit(name, ei)) {
                 let family = plan.targets.iter().find(|t| t.name == target).map_or("", |t| t.url.scheme());
                 let per_run_work = if stream.time_based() { per_run_ms } else { stream.ops_at(point) };
+                let at = crate::plan::estimate::RunOf { target: &target, family, index: ei, experiment: e, stream, point, data_rows };
+                let overhead = plan.costs.as_ref().map_or(0.0, |c| c.point_overhead_secs);
                 planned.push(Planned {
-                    estimate_secs: runs as f64 * crate::plan::estimate::one_run_secs(plan, family, e, stream, point),
+                    estimate_secs: runs as f64 * crate::plan::estimate::one_run_secs(plan, &at) + overhead,
                     work: per_run_work * runs,
                     at: PointOnTarget { target, experiment: ei, point: pi },
                 });
@@ -434,6 +478,13 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
             PointResult { status: PointStatus::Incomplete { reason: format!("skipped: {why}") }, flags: vec![Flag::Incomplete], ..base };
         return (skipped, None);
     }
+    if let Some(end) = unit.shared.budget_end
+        && Instant::now() >= end
+    {
+        sweep.progress.skipped(&at);
+        let reason = format!("not run: the --budget of {} was spent", crate::plan::estimate::human(unit.shared.plan.budget_secs.unwrap_or(0.0)));
+        return (PointResult { status: PointStatus::Incomplete { reason }, flags: vec![Flag::Incomplete], ..base }, None);
+    }
     if !info.capabilities.meets(&experiment.op.needs(unit.stream.workload())) {
         let what = match experiment.op.query() {
             Some(q) => format!("{q:?}"),
@@ -491,7 +542,14 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
         }
         // Time-based runs show their time, not their ops (`Progress::start_timed`).
         let ops_done = if stream.time_based() { Arc::default() } else { sweep.progress.counter() };
-        let job = run_job(unit.shared.plan, experiment, target, stream, unit.point_index, run, ctx.cancel.flag(), ops_done);
+        let mut job = run_job(unit.shared.plan, experiment, target, stream, unit.point_index, run, ctx.cancel.flag(), ops_done);
+        if let Some(end) = unit.shared.budget_end {
+            let slowest = unit.shared.plan.costs.as_ref().and_then(|c| c.cost(&info.name, unit.experiment_index)).map_or(0.0, |c| c.slowest_request_us);
+            job.budget = Some(client::BudgetEnd {
+                left: end.saturating_duration_since(Instant::now()),
+                slowest_request: Duration::from_secs_f64(slowest / 1e6),
+            });
+        }
         let label = format!("{} / {} / c={} b={} run {run}", experiment.name, info.name, unit.point.clients, unit.point.batch);
         let id = workers::protocol::RunId {
             round: unit.round,
@@ -566,6 +624,7 @@ pub(crate) fn run_job(
             .map(|p| monitor::StopRule { precision: p.target, max_time: Duration::from_secs_f64(p.max_time_secs) }),
         intervals: plan.hlog_interval.filter(|_| run >= experiment.warmup),
         cold_call: false,
+        budget: None,
     }
 }
 

@@ -192,6 +192,11 @@ impl Progress {
         }));
     }
 
+    /// The seconds the measured points of each target took (`Forecast::took_by_target`).
+    pub fn took_by_target(&self) -> std::collections::BTreeMap<String, f64> {
+        self.live.forecast.lock().ok().and_then(|f| f.as_ref().map(|(_, f)| f.took_by_target())).unwrap_or_default()
+    }
+
     /// The counter clients add their finished ops to.
     pub fn counter(&self) -> Arc<AtomicU64> {
         self.live.done.clone()

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// Prepares every target and loads its initial rows; `prepared` collects the targets that
 /// need cleaning up, `settled` how long each spawned server took to go quiet after its
-/// load. A stop request ends a load early (its row stream dries up), so even an engine
+/// load, `loaded` the seconds each load took. A stop request ends a load early (its row stream dries up), so even an engine
 /// whose load blocks its thread returns promptly.
 pub(super) async fn prepare_and_load(
     targets: &[Arc<dyn Target>],
@@ -22,6 +22,7 @@ pub(super) async fn prepare_and_load(
     progress: &mut Progress,
     prepared: &mut Vec<Arc<dyn Target>>,
     settled: &mut BTreeMap<String, Settling>,
+    loaded: &mut BTreeMap<String, f64>,
     ctx: &RunContext,
 ) -> Result<()> {
     step(progress, ctx, "generating the data".into());
@@ -42,7 +43,9 @@ pub(super) async fn prepare_and_load(
             ctx.activity.holds_data(name);
         }
         prepared.push(t.clone());
+        let began = std::time::Instant::now();
         load_tables(t.as_ref(), dataset, progress, ctx).await?;
+        loaded.insert(name.clone(), began.elapsed().as_secs_f64());
         if ctx.cancel.is_stopped() {
             return Ok(());
         }

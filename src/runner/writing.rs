@@ -62,6 +62,7 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
         planned_targets: Some(plan.planned_targets.clone()),
         seal: None,
         paper_verdicts: None,
+        timing: None,
     };
     if let Some(asked) = plan.durability {
         let lines = durability_warnings(asked, &report.targets);

@@ -307,6 +307,7 @@ async fn measure(target: &Arc<dyn Target>, data: &Dataset, op: ExperimentOp) -> 
         check_rows: true,
         stop: None,
         cold_call: false,
+        budget: None,
         intervals: Some(Duration::from_secs(1)),
     };
     run_once(Arc::new(job)).await

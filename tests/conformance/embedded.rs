@@ -238,6 +238,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
         check_rows: true,
         stop: None,
         cold_call: false,
+        budget: None,
         intervals: Some(Duration::from_secs(1)),
     };
     let m = run_once(Arc::new(job)).await;

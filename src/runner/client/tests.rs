@@ -55,6 +55,7 @@ async fn timed_mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64,
         stop: None,
         intervals: Some(Duration::from_millis(100)),
         cold_call: false,
+        budget: None,
     }
 }
 

@@ -142,6 +142,7 @@ async fn nodb_job() -> RunJob {
         stop: None,
         intervals: None,
         cold_call: false,
+        budget: None,
     }
 }
 

@@ -78,7 +78,7 @@ impl Mock {
                 url: url.redacted(),
                 execution,
                 capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| !matches!(k, OpKind::Query | OpKind::Mixed)).collect(),
+                    ops: OpKind::ALL.iter().copied().filter(|k| !matches!(k, OpKind::Query | OpKind::Script | OpKind::Mixed)).collect(),
                     queries: vec![],
                     native_batch: true,
                     secondary_indexes: false,
@@ -224,6 +224,7 @@ impl MockConnection {
                 }
             }
             Op::Query(q) => return Err(OpError::new(ErrorClass::Unsupported, format!("mock does not run {q:?}"))),
+            Op::Script { .. } => return Err(OpError::unsupported(op.kind(), "mock")),
         })
     }
 }

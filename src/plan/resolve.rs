@@ -153,7 +153,7 @@ pub fn defaults(name: &str) -> Result<Vec<(&'static str, String)>> {
     ];
     match &study.data {
         DataSpec::Kv { rows, .. } | DataSpec::Pairs { rows, .. } => values.push(("rows", rows.to_string())),
-        DataSpec::Tpch { scale } => values.push(("scale", scale.to_string())),
+        DataSpec::Tpch { scale } | DataSpec::Pgbench { scale } => values.push(("scale", scale.to_string())),
         DataSpec::Ycsb { recordcount, .. } => {
             values.push(("rows", list(&recordcount.to_vec().iter().map(u64::to_string).collect::<Vec<_>>())))
         }
@@ -488,6 +488,14 @@ fn sized_data(
                 *scale = s;
             }
             crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
+        }
+        DataSpec::Pgbench { scale } => {
+            if let Some(s) = opts.scale.or(quick.scale) {
+                *scale = s;
+            }
+            if !(scale.is_finite() && *scale * crate::data::pgbench::ACCOUNTS_PER_SCALE >= 1.0 && *scale <= 100_000.0) {
+                return Err(Error::usage(format!("--scale {scale}: pgbench data needs a scale from 0.00001 (one account) to 100000")));
+            }
         }
     }
     // Before anything makes a record's columns.

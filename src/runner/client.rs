@@ -645,6 +645,7 @@ mod tests {
             name: "run".into(),
             op,
             workload: None,
+            script: None,
             ycsb: None,
             time_limit_secs: None,
             duration_secs,

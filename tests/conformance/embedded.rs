@@ -224,6 +224,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
         name: "insert".into(),
         op: ExperimentOp::Insert,
         workload: None,
+        script: None,
         ycsb: None,
         time_limit_secs: None,
         duration_secs: None,

@@ -656,6 +656,7 @@ mod tests {
             name: "get".into(),
             op: ExperimentOp::Get,
             workload: None,
+            script: None,
             ycsb: None,
             time_limit_secs: None,
             duration_secs: None,

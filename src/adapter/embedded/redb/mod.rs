@@ -145,7 +145,7 @@ impl Redb {
                 url: url.redacted(),
                 execution: Execution::Blocking,
                 capabilities: Capabilities {
-                    ops: OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Query).collect(),
+                    ops: OpKind::ALL.iter().copied().filter(|k| !matches!(k, OpKind::Query | OpKind::Script)).collect(),
                     queries: vec![],
                     native_batch: true,
                     secondary_indexes: true,

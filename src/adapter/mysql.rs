@@ -153,7 +153,8 @@ impl MySql {
             .stmt_cache_size(256)
             .tcp_nodelay(true);
         let system = if url.scheme() == "mariadb" { "mariadb" } else { "mysql" };
-        let ops = OpKind::ALL.to_vec();
+        // Its session reads no text-protocol rows yet, which a user's script needs.
+        let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Script).collect();
         Ok(MySql {
             initial: TargetInfo {
                 name: name.to_string(),

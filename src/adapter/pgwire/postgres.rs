@@ -128,7 +128,8 @@ impl Postgres {
         settings.insert("request.insert".to_string(), "INSERT INTO <table> VALUES ($1, …), prepared".to_string());
         settings.insert("request.insert_batch".to_string(), "one INSERT … SELECT FROM UNNEST(one array per column), prepared".to_string());
         settings.insert("request.multi_get".to_string(), "one SELECT * … WHERE <key> = ANY($1::int8[]), prepared".to_string());
-        let ops = OpKind::ALL.to_vec();
+        // A user's script names pgbench's columns: only the row layout has them.
+        let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Script || layout == Layout::Row).collect();
         Ok(Postgres {
             pg: PgTarget::new(
                 TargetInfo {

@@ -125,7 +125,9 @@ impl MonetDb {
                 "SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"
             ),
         };
-        let info = sql_target_info(name, url, &MONETDB, version, &file, requests, settings);
+        let mut info = sql_target_info(name, url, &MONETDB, version, &file, requests, settings);
+        // Its engine reads no result of a user's script yet (`Engine::query_any`).
+        info.capabilities.ops.retain(|k| *k != crate::base::op::OpKind::Script);
         Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
     }
 }

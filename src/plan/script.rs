@@ -6,7 +6,57 @@
 //! `BEGIN;`/`END;`), pgbench's built-in scripts, and the one-line refusal of anything else,
 //! naming the line. Must not run or evaluate anything (`workload::script` draws the values).
 
+use super::{ExperimentEntry, RunOptions, StudyFile};
 use crate::base::script::{BinaryOp, Command, Expr, Function, Script, SqlKind, SqlPart, SqlStatement};
+use crate::data::{DataSpec, Dataset};
+use crate::error::{Error, Result};
+use crate::workload::experiment::ExperimentOp;
+use std::sync::Arc;
+
+/// The study a run with `--sql-file` or `--builtin` uses when none is named.
+pub const SCRIPT_STUDY: &str = "pgbench";
+
+/// The built-in script a `script` experiment runs when no script is named (pgbench's default).
+const DEFAULT_BUILTIN: &str = "tpcb-like";
+
+/// Whether the run names a script.
+pub(super) fn named(opts: &RunOptions) -> bool {
+    opts.sql_file.is_some() || opts.builtin.is_some()
+}
+
+/// A study run with a script: one that has no `script` experiment measures the script
+/// instead of its own experiments, on its own data.
+pub(super) fn adapt_study(study: &mut StudyFile) {
+    if !study.experiments.iter().any(|e| e.op == ExperimentOp::Script) {
+        let entry: ExperimentEntry = toml::from_str("name = \"script\"\nop = \"script\"\nsweep = [\"clients\"]").expect("a valid entry");
+        study.experiments = vec![entry];
+    }
+}
+
+/// The script of the run's `script` experiments, parsed against the data's tables and its
+/// first pass drawn (so a parameter out of range is refused now, not mid-run); `None` when
+/// no experiment runs a script. Errors are usage errors (exit 2).
+pub(super) fn resolve_script(opts: &RunOptions, study: &StudyFile, data: &DataSpec, seed: u64) -> Result<Option<Arc<Script>>> {
+    if !study.experiments.iter().any(|e| e.op == ExperimentOp::Script) {
+        return Ok(None);
+    }
+    let (name, text) = match (&opts.sql_file, &opts.builtin) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::usage(format!("--sql-file {}: {e}", path.display())))?;
+            (path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned()), text)
+        }
+        (None, builtin) => {
+            let name = builtin.as_deref().unwrap_or(DEFAULT_BUILTIN);
+            (name.to_string(), builtin_text(name).map_err(Error::usage)?.to_string())
+        }
+    };
+    let dataset = Dataset::new(data, seed);
+    let tables: Vec<String> = dataset.tables.iter().map(|t| t.name.clone()).collect();
+    let script = parse(&name, &text, &tables).map_err(Error::usage)?;
+    let stream = crate::base::rng::Stream::new(seed, 0);
+    crate::workload::script::values(&script, data.pgbench_scale().unwrap_or(1.0), &stream, 0).map_err(Error::usage)?;
+    Ok(Some(Arc::new(script)))
+}
 
 /// pgbench's built-in scripts (`pgbench -b NAME`), as pgbench writes them.
 pub const BUILTINS: [(&str, &str); 3] = [
@@ -34,7 +84,7 @@ pub const BUILTINS: [(&str, &str); 3] = [
 ];
 
 /// The text of built-in script `name`, or the one-line error listing them.
-pub fn builtin(name: &str) -> Result<&'static str, String> {
+pub fn builtin_text(name: &str) -> Result<&'static str, String> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, text)| *text).ok_or_else(|| {
         let names: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
         format!("unknown built-in script '{name}' in --builtin; pgbench's built-ins are: {}", names.join(", "))
@@ -418,14 +468,14 @@ mod tests {
             let script = parse(name, text, &pgbench_tables()).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(script.read_only(), name == "select-only", "{name}");
         }
-        let tpcb = parse("tpcb-like", builtin("tpcb-like").unwrap(), &pgbench_tables()).unwrap();
+        let tpcb = parse("tpcb-like", builtin_text("tpcb-like").unwrap(), &pgbench_tables()).unwrap();
         assert_eq!(tpcb.variables, ["scale", "aid", "bid", "tid", "delta"]);
         let kinds: Vec<SqlKind> = tpcb.commands.iter().filter_map(|c| if let Command::Sql(s) = c { Some(s.kind) } else { None }).collect();
         assert_eq!(
             kinds,
             [SqlKind::Begin, SqlKind::Write, SqlKind::Read, SqlKind::Write, SqlKind::Write, SqlKind::Write, SqlKind::Commit]
         );
-        assert!(builtin("nope").unwrap_err().contains("tpcb-like, simple-update, select-only"));
+        assert!(builtin_text("nope").unwrap_err().contains("tpcb-like, simple-update, select-only"));
     }
 
     #[test]

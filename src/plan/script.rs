@@ -106,13 +106,14 @@ pub fn parse(name: &str, text: &str, tables: &[String]) -> Result<Script, String
         let trimmed = line.trim();
         let at = |e: String| format!("{name} line {number}: {e}");
         if let Some(meta) = trimmed.strip_prefix('\\') {
-            if !pending.trim().is_empty() {
+            if !strip_comments(&pending).trim().is_empty() {
                 return Err(at("a meta-command inside an unfinished SQL statement (end the statement with ';')".into()));
             }
             parser.meta(meta, number).map_err(at)?;
             continue;
         }
-        if pending.trim().is_empty() {
+        if strip_comments(&pending).trim().is_empty() {
+            pending.clear();
             if let Some(directive) = trimmed.strip_prefix("--").map(str::trim).and_then(|c| c.strip_prefix("dbsweep:")) {
                 directives.read(directive).map_err(at)?;
                 continue;

@@ -42,8 +42,11 @@ fn runtime(e: ::duckdb::Error) -> Error {
     Error::runtime(format!("duckdb: {e}"))
 }
 
+/// A write that met a concurrent one's ("TransactionContext Error: Conflict on ...") was
+/// rolled back whole: `ErrorClass::Conflict`, which the SQL session retries.
 fn op_error(e: ::duckdb::Error) -> OpError {
-    OpError::server(clip(format!("duckdb: {e}")))
+    let message = clip(format!("duckdb: {e}"));
+    if message.contains("TransactionContext Error: Conflict") { OpError::conflict(message) } else { OpError::server(message) }
 }
 
 impl DuckDb {

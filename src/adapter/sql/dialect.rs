@@ -314,7 +314,9 @@ impl SqlTable {
     /// The statements that create the table and its indexes.
     pub fn create(&self, d: &dyn Dialect) -> Vec<String> {
         let indexes = self.def.indexed.iter().filter(|&&c| c != 0).filter_map(|&c| d.create_index(self, c));
-        let create = if crate::data::pgbench::keyless(&self.def) { create_keyless(d, self) } else { d.create_table(self) };
+        // Document layouts keep their `(pk, document)` shape: scripts do not run there.
+        let keyless = crate::data::pgbench::keyless(&self.def) && !matches!(d.storage(), Storage::Document { .. });
+        let create = if keyless { create_keyless(d, self) } else { d.create_table(self) };
         std::iter::once(create).chain(indexes).collect()
     }
 

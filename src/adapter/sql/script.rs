@@ -14,7 +14,7 @@
 
 use super::connection::{Executor, SqlConnection};
 use super::plan::Answered;
-use crate::base::op::{Answer, OpError, Outcome};
+use crate::base::op::{Answer, ErrorClass, OpError, Outcome};
 use crate::base::rng::{hash_str, mix};
 use crate::base::script::{Command, Script, ScriptValue, SqlKind, SqlPart, SqlStatement};
 use crate::base::table::Value;
@@ -23,7 +23,7 @@ impl<E: Executor> SqlConnection<E> {
     /// Runs one pass of `script` with `values` (by slot).
     pub(super) async fn run_script(&mut self, script: &Script, values: &[ScriptValue]) -> Result<Outcome, OpError> {
         let dialect = self.dialect.name();
-        let (mut rows, mut digest, mut in_transaction) = (0u64, ROWS_SEED, false);
+        let (mut rows, mut digest, mut in_transaction, mut ran) = (0u64, ROWS_SEED, false, 0);
         for (index, command) in script.commands.iter().enumerate() {
             let Command::Sql(statement) = command else { continue };
             if !statement.runs_on(dialect) {
@@ -55,11 +55,18 @@ impl<E: Executor> SqlConnection<E> {
                 },
             };
             if let Err(e) = result {
+                // A conflict is retried only where nothing of the pass stands: inside its
+                // transaction (rolled back here), or at its first statement.
+                let class = match e.class {
+                    ErrorClass::Conflict if !in_transaction && ran > 0 => ErrorClass::Server,
+                    class => class,
+                };
                 if in_transaction {
                     self.executor.rollback().await;
                 }
-                return Err(OpError::new(e.class, format!("{} line {}: {}", script.name, statement.line, e.message)));
+                return Err(OpError::new(class, format!("{} line {}: {}", script.name, statement.line, e.message)));
             }
+            ran += 1;
         }
         if in_transaction {
             self.executor.commit().await?;

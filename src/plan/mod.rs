@@ -26,7 +26,7 @@ pub mod estimate;
 mod experiments;
 pub mod method;
 mod resolve;
-pub(crate) mod script;
+pub mod script;
 pub mod shard;
 pub mod stopping;
 pub mod ycsb;

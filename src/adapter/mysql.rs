@@ -153,8 +153,7 @@ impl MySql {
             .stmt_cache_size(256)
             .tcp_nodelay(true);
         let system = if url.scheme() == "mariadb" { "mariadb" } else { "mysql" };
-        // Its session reads no text-protocol rows yet, which a user's script needs.
-        let ops = OpKind::ALL.iter().copied().filter(|k| *k != OpKind::Script).collect();
+        let ops = OpKind::ALL.to_vec();
         Ok(MySql {
             initial: TargetInfo {
                 name: name.to_string(),

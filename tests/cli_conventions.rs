@@ -259,7 +259,7 @@ fn studies_list_as_json() {
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let studies = json["studies"].as_array().unwrap();
     let names: Vec<&str> = studies.iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["embedded", "kv-vs-relational", "insert-find", "ycsb", "in-memory"]);
+    assert_eq!(names, ["embedded", "kv-vs-relational", "insert-find", "ycsb", "in-memory", "pgbench"]);
     let study = |name: &str| studies.iter().find(|s| s["name"] == name).unwrap();
     let text = String::from_utf8_lossy(&dbsweep_with(&[], &["studies"]).stdout).into_owned();
     for s in studies {

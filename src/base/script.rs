@@ -56,9 +56,11 @@ pub struct SqlStatement {
 }
 
 impl SqlStatement {
-    /// Whether it runs on the dialect named `dialect`.
+    /// Whether it runs on the dialect named `dialect` (a name in `only`/`not` also names
+    /// its layouts: `postgres` is `postgres-row`).
     pub fn runs_on(&self, dialect: &str) -> bool {
-        (self.only.is_empty() || self.only.iter().any(|d| d == dialect)) && !self.not.iter().any(|d| d == dialect)
+        let named = |d: &String| d == dialect || dialect.split('-').next() == Some(d.as_str());
+        (self.only.is_empty() || self.only.iter().any(named)) && !self.not.iter().any(named)
     }
 }
 

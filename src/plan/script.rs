@@ -542,5 +542,8 @@ mod tests {
             })
             .collect();
         assert_eq!(runs, [(false, true), (true, false), (true, true)]);
+        let postgres = parse("q", "-- dbsweep:on=postgres\nSELECT 1;", &[]).unwrap();
+        let Command::Sql(s) = &postgres.commands[0] else { panic!("a statement") };
+        assert!(s.runs_on("postgres-row") && !s.runs_on("hyper"));
     }
 }

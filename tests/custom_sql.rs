@@ -118,12 +118,32 @@ fn select_only_runs_on_sqlite_duckdb_and_a_spawned_postgres_with_answers_agreein
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = dbsweep(&[
-        "run", "--builtin", "select-only", "--scale", "0.01", "--spawn", "postgres", "--target", "sqlite:", "--target", "duckdb:",
-        "--ops", "150", "--runs", "2", "--warmup", "0", "--clients", "1,2", "--out", out.to_str().unwrap(),
+        "run",
+        "--builtin",
+        "select-only",
+        "--scale",
+        "0.01",
+        "--spawn",
+        "postgres",
+        "--target",
+        "sqlite:",
+        "--target",
+        "duckdb:",
+        "--ops",
+        "150",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--clients",
+        "1,2",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let points = script_points(&out);
-    let measured: Vec<&str> = points.iter().filter(|p| p.0 != "nodb" && p.2.first().is_some_and(|d| d != "none")).map(|p| p.0.as_str()).collect();
+    let measured: Vec<&str> =
+        points.iter().filter(|p| p.0 != "nodb" && p.2.first().is_some_and(|d| d != "none")).map(|p| p.0.as_str()).collect();
     assert_eq!(measured, ["sqlite", "duckdb", "pg-row", "sqlite", "duckdb", "pg-row"], "{points:?}");
     let digest = &points.iter().find(|p| p.0 == "sqlite").unwrap().2[0];
     for (target, ops, digests, flags) in points.iter().filter(|p| measured.contains(&p.0.as_str())) {
@@ -151,8 +171,27 @@ fn a_different_answer_on_one_dialect_is_an_answer_mismatch_and_exit_1() {
     .unwrap();
     let out = dir.path().join("run");
     let run = dbsweep(&[
-        "run", "--sql-file", sql.to_str().unwrap(), "--scale", "0.01", "--target", "sqlite:", "--target", "lite2=sqlite:",
-        "--target", "duckdb:", "--ops", "100", "--runs", "1", "--warmup", "0", "--clients", "1", "--out", out.to_str().unwrap(),
+        "run",
+        "--sql-file",
+        sql.to_str().unwrap(),
+        "--scale",
+        "0.01",
+        "--target",
+        "sqlite:",
+        "--target",
+        "lite2=sqlite:",
+        "--target",
+        "duckdb:",
+        "--ops",
+        "100",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
     assert!(String::from_utf8_lossy(&run.stderr).contains("ANSWER MISMATCH"));

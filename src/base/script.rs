@@ -38,7 +38,11 @@ impl Script {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Command {
     /// `\set name expr` (line `line` of the file).
-    Set { slot: usize, expr: Expr, line: usize },
+    Set {
+        slot: usize,
+        expr: Expr,
+        line: usize,
+    },
     Sql(SqlStatement),
 }
 

@@ -247,7 +247,10 @@ impl Parser<'_> {
     }
 
     fn defined(&self, name: &str) -> Result<usize, String> {
-        self.variables.iter().position(|v| v == name).ok_or_else(|| format!("undefined variable :{name} (set it with \\set {name} ... first)"))
+        self.variables
+            .iter()
+            .position(|v| v == name)
+            .ok_or_else(|| format!("undefined variable :{name} (set it with \\set {name} ... first)"))
     }
 }
 
@@ -304,7 +307,8 @@ fn tokens(text: &str) -> Result<Vec<Token>, String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
-    let word_end = |from: usize| (from..chars.len()).find(|&j| !(chars[j].is_ascii_alphanumeric() || chars[j] == '_')).unwrap_or(chars.len());
+    let word_end =
+        |from: usize| (from..chars.len()).find(|&j| !(chars[j].is_ascii_alphanumeric() || chars[j] == '_')).unwrap_or(chars.len());
     while i < chars.len() {
         let c = chars[i];
         if c.is_whitespace() {
@@ -366,34 +370,21 @@ impl ExprParser<'_> {
         hit
     }
 
-    fn sum(&mut self) -> Result<Expr, String> {
-        let mut left = self.product()?;
-        loop {
-            let op = if self.eat('+') {
-                BinaryOp::Add
-            } else if self.eat('-') {
-                BinaryOp::Subtract
-            } else {
-                return Ok(left);
-            };
-            left = Expr::Binary(op, Box::new(left), Box::new(self.product()?));
+    /// One level of left-associative operators: `next (operator next)*`.
+    fn level(&mut self, operators: &[(char, BinaryOp)], next: fn(&mut Self) -> Result<Expr, String>) -> Result<Expr, String> {
+        let mut left = next(self)?;
+        while let Some(&(_, op)) = operators.iter().find(|(symbol, _)| self.eat(*symbol)) {
+            left = Expr::Binary(op, Box::new(left), Box::new(next(self)?));
         }
+        Ok(left)
+    }
+
+    fn sum(&mut self) -> Result<Expr, String> {
+        self.level(&[('+', BinaryOp::Add), ('-', BinaryOp::Subtract)], Self::product)
     }
 
     fn product(&mut self) -> Result<Expr, String> {
-        let mut left = self.unary()?;
-        loop {
-            let op = if self.eat('*') {
-                BinaryOp::Multiply
-            } else if self.eat('/') {
-                BinaryOp::Divide
-            } else if self.eat('%') {
-                BinaryOp::Modulo
-            } else {
-                return Ok(left);
-            };
-            left = Expr::Binary(op, Box::new(left), Box::new(self.unary()?));
-        }
+        self.level(&[('*', BinaryOp::Multiply), ('/', BinaryOp::Divide), ('%', BinaryOp::Modulo)], Self::unary)
     }
 
     fn unary(&mut self) -> Result<Expr, String> {
@@ -472,16 +463,15 @@ mod tests {
         let tpcb = parse("tpcb-like", builtin_text("tpcb-like").unwrap(), &pgbench_tables()).unwrap();
         assert_eq!(tpcb.variables, ["scale", "aid", "bid", "tid", "delta"]);
         let kinds: Vec<SqlKind> = tpcb.commands.iter().filter_map(|c| if let Command::Sql(s) = c { Some(s.kind) } else { None }).collect();
-        assert_eq!(
-            kinds,
-            [SqlKind::Begin, SqlKind::Write, SqlKind::Read, SqlKind::Write, SqlKind::Write, SqlKind::Write, SqlKind::Commit]
-        );
+        assert_eq!(kinds, [SqlKind::Begin, SqlKind::Write, SqlKind::Read, SqlKind::Write, SqlKind::Write, SqlKind::Write, SqlKind::Commit]);
         assert!(builtin_text("nope").unwrap_err().contains("tpcb-like, simple-update, select-only"));
     }
 
     #[test]
     fn statements_are_cut_into_text_variables_and_tables() {
-        let script = parse("q.sql", "\\set k random(1, 10)\nSELECT a::int, ':x' FROM pgbench_accounts\n WHERE aid = :k;", &pgbench_tables()).unwrap();
+        let script =
+            parse("q.sql", "\\set k random(1, 10)\nSELECT a::int, ':x' FROM pgbench_accounts\n WHERE aid = :k;", &pgbench_tables())
+                .unwrap();
         let Command::Sql(s) = &script.commands[1] else { panic!("a statement") };
         assert_eq!(
             s.parts,
@@ -500,11 +490,20 @@ mod tests {
         let script = parse("q", "\\set d -5 + 2 * (3 - :scale) % 4\nSELECT :d;", &[]).unwrap();
         let Command::Set { expr, .. } = &script.commands[0] else { panic!("a set") };
         use BinaryOp::*;
-        let product =
-            Expr::Binary(Modulo, Box::new(Expr::Binary(Multiply, Box::new(Expr::Int(2)), Box::new(Expr::Binary(Subtract, Box::new(Expr::Int(3)), Box::new(Expr::Variable(0)))))), Box::new(Expr::Int(4)));
+        let product = Expr::Binary(
+            Modulo,
+            Box::new(Expr::Binary(
+                Multiply,
+                Box::new(Expr::Int(2)),
+                Box::new(Expr::Binary(Subtract, Box::new(Expr::Int(3)), Box::new(Expr::Variable(0)))),
+            )),
+            Box::new(Expr::Int(4)),
+        );
         assert_eq!(*expr, Expr::Binary(Add, Box::new(Expr::Int(-5)), Box::new(product)));
         let zipf = parse("q", "\\set k random_zipfian(1, 100, 1.5)\nSELECT :k;", &[]).unwrap();
-        assert!(matches!(&zipf.commands[0], Command::Set { expr: Expr::Call(Function::RandomZipfian, args), .. } if args[2] == Expr::Float(1.5)));
+        assert!(
+            matches!(&zipf.commands[0], Command::Set { expr: Expr::Call(Function::RandomZipfian, args), .. } if args[2] == Expr::Float(1.5))
+        );
     }
 
     #[test]

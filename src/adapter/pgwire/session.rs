@@ -339,7 +339,9 @@ impl Executor for PgSession {
         for message in self.client.simple_query(sql).await.map_err(op_error)? {
             match message {
                 SimpleQueryMessage::Row(row) => rows.push(
-                    (0..row.len()).map(|i| row.get(i).map_or(crate::base::table::Value::Null, |t| crate::base::table::Value::Text(t.into()))).collect(),
+                    (0..row.len())
+                        .map(|i| row.get(i).map_or(crate::base::table::Value::Null, |t| crate::base::table::Value::Text(t.into())))
+                        .collect(),
                 ),
                 SimpleQueryMessage::CommandComplete(n) => changed += n,
                 _ => {}

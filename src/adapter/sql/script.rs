@@ -117,11 +117,7 @@ fn cell_digest(value: &Value) -> u64 {
             _ => return hash_str(t.trim_end()),
         },
     };
-    if number.fract() == 0.0 && number.abs() < 9e15 {
-        mix(0x1A7, number as i64 as u64)
-    } else {
-        hash_str(&format!("{number:.11e}"))
-    }
+    if number.fract() == 0.0 && number.abs() < 9e15 { mix(0x1A7, number as i64 as u64) } else { hash_str(&format!("{number:.11e}")) }
 }
 
 #[cfg(test)]
@@ -131,7 +127,10 @@ mod tests {
     #[test]
     fn rows_agree_whatever_their_order_type_or_padding() {
         let a = vec![vec![Value::Int(3), Value::Text("x  ".into())], vec![Value::Float(2.5), Value::Null]];
-        let b = vec![vec![Value::Text("2.5".into()), Value::Null], vec![Value::Decimal(crate::base::table::Decimal(300)), Value::Text("x".into())]];
+        let b = vec![
+            vec![Value::Text("2.5".into()), Value::Null],
+            vec![Value::Decimal(crate::base::table::Decimal(300)), Value::Text("x".into())],
+        ];
         assert_eq!(rows_digest(&a), rows_digest(&b));
         let c = vec![vec![Value::Int(4), Value::Text("x".into())], vec![Value::Float(2.5), Value::Null]];
         assert_ne!(rows_digest(&a), rows_digest(&c), "a different number");

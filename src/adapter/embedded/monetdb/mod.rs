@@ -153,8 +153,12 @@ impl EmbeddedSql for MonetDb {
         let key = MONETDB.quote(&MONETDB.primary_key_name(&name));
         let key_column = MONETDB.quote(&table.columns[0].name);
         let ddl = |engine: &mut MonetDbEngine, sql: String| engine.batch(&sql).map_err(|e| Error::runtime(e.message));
+        // A keyless table (pgbench's history) has no constraint to drop.
+        let keyed = !crate::data::pgbench::keyless(table);
         in_transaction(admin, &MONETDB, |engine| {
-            ddl(engine, format!("ALTER TABLE {quoted} DROP CONSTRAINT {key}"))?;
+            if keyed {
+                ddl(engine, format!("ALTER TABLE {quoted} DROP CONSTRAINT {key}"))?;
+            }
             let mut n = 0;
             let mut rows = rows.peekable();
             while rows.peek().is_some() {
@@ -162,7 +166,9 @@ impl EmbeddedSql for MonetDb {
                 engine.conn.append(SCHEMA, &name, &append_columns(table, &chunk)?).map_err(runtime)?;
                 n += chunk.len() as u64;
             }
-            ddl(engine, format!("ALTER TABLE {quoted} ADD CONSTRAINT {key} PRIMARY KEY ({key_column})"))?;
+            if keyed {
+                ddl(engine, format!("ALTER TABLE {quoted} ADD CONSTRAINT {key} PRIMARY KEY ({key_column})"))?;
+            }
             Ok(n)
         })
     }

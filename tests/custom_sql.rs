@@ -93,8 +93,20 @@ async fn scripts_load_run_and_agree_on_sqlite_duckdb_and_postgres() {
     assert_ne!(fresh[0].answer, *totals, "the writes changed what the totals read");
 }
 
-/// The script points' (target, ops of each run, answer digest of each run, flags).
-fn script_points(dir: &Path) -> Vec<(String, Vec<u64>, Vec<String>, Vec<String>)> {
+/// One script point of a run's report.
+#[derive(Debug)]
+struct ScriptPoint {
+    target: String,
+    /// Ops of each run.
+    ops: Vec<u64>,
+    /// Answer digest of each run (`none` when it has none).
+    digests: Vec<String>,
+    /// Its flags about answers, errors and support.
+    flags: Vec<String>,
+}
+
+/// The script points of a run's report, in order.
+fn script_points(dir: &Path) -> Vec<ScriptPoint> {
     let report = report(dir);
     report["points"]
         .as_array()
@@ -103,12 +115,16 @@ fn script_points(dir: &Path) -> Vec<(String, Vec<u64>, Vec<String>, Vec<String>)
         .filter(|p| p["experiment"] == "script")
         .map(|p| {
             let runs = p["runs"].as_array().unwrap();
-            (
-                p["target"].as_str().unwrap().to_string(),
-                runs.iter().map(|r| r["ops"].as_u64().unwrap()).collect(),
-                runs.iter().map(|r| r["answer_digest"].as_str().unwrap_or("none").to_string()).collect(),
-                p["flags"].as_array().unwrap().iter().map(|f| f["flag"].as_str().unwrap().to_string()).collect(),
-            )
+            ScriptPoint {
+                target: p["target"].as_str().unwrap().to_string(),
+                ops: runs.iter().map(|r| r["ops"].as_u64().unwrap()).collect(),
+                digests: runs.iter().map(|r| r["answer_digest"].as_str().unwrap_or("none").to_string()).collect(),
+                // The flags that say what a point answered (not timing ones such as client-bound).
+                flags: (p["flags"].as_array().unwrap().iter())
+                    .map(|f| f["flag"].as_str().unwrap().to_string())
+                    .filter(|f| ["answer_mismatch", "errors", "missing_rows", "not_supported"].contains(&f.as_str()))
+                    .collect(),
+            }
         })
         .collect()
 }
@@ -143,16 +159,16 @@ fn select_only_runs_on_sqlite_duckdb_and_a_spawned_postgres_with_answers_agreein
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let points = script_points(&out);
     let measured: Vec<&str> =
-        points.iter().filter(|p| p.0 != "nodb" && p.2.first().is_some_and(|d| d != "none")).map(|p| p.0.as_str()).collect();
+        points.iter().filter(|p| p.target != "nodb" && p.digests.first().is_some_and(|d| d != "none")).map(|p| p.target.as_str()).collect();
     assert_eq!(measured, ["sqlite", "duckdb", "pg-row", "sqlite", "duckdb", "pg-row"], "{points:?}");
-    let digest = &points.iter().find(|p| p.0 == "sqlite").unwrap().2[0];
-    for (target, ops, digests, flags) in points.iter().filter(|p| measured.contains(&p.0.as_str())) {
-        assert_eq!(ops, &[150, 150], "{target}: every run does --ops passes");
-        assert!(digests.iter().all(|d| d == digest), "{target}: {digests:?} vs {digest}");
-        assert!(flags.is_empty(), "{target}: {flags:?}");
+    let digest = &points.iter().find(|p| p.target == "sqlite").unwrap().digests[0];
+    for p in points.iter().filter(|p| measured.contains(&p.target.as_str())) {
+        assert_eq!(p.ops, [150, 150], "{}: every run does --ops passes", p.target);
+        assert!(p.digests.iter().all(|d| d == digest), "{}: {:?} vs {digest}", p.target, p.digests);
+        assert!(p.flags.is_empty(), "{}: {:?}", p.target, p.flags);
     }
-    for (target, _, _, flags) in points.iter().filter(|p| p.0.starts_with("pg-") && p.0 != "pg-row") {
-        assert_eq!(flags, &["not_supported"], "{target}: a document layout has no pgbench columns");
+    for p in points.iter().filter(|p| p.target.starts_with("pg-") && p.target != "pg-row") {
+        assert_eq!(p.flags, ["not_supported"], "{}: a document layout has no pgbench columns", p.target);
     }
     let rows = csv_rows(&out);
     assert!(rows.iter().any(|r| r["experiment"] == "script" && r["op"] == "script" && r["target"] == "pg-row"), "{rows:?}");
@@ -195,7 +211,7 @@ fn a_different_answer_on_one_dialect_is_an_answer_mismatch_and_exit_1() {
     ]);
     assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
     assert!(String::from_utf8_lossy(&run.stderr).contains("ANSWER MISMATCH"));
-    let flagged: Vec<(String, Vec<String>)> = script_points(&out).into_iter().map(|p| (p.0, p.3)).collect();
+    let flagged: Vec<(String, Vec<String>)> = script_points(&out).into_iter().map(|p| (p.target, p.flags)).collect();
     assert_eq!(
         flagged,
         [

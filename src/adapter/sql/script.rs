@@ -94,7 +94,7 @@ impl<E: Executor> SqlConnection<E> {
     }
 }
 
-const ROWS_SEED: u64 = 0x5C21_B7;
+const ROWS_SEED: u64 = 0x005C_21B7;
 
 /// The digest of one statement's rows, whatever their order: a sum of the rows' digests,
 /// mixed with their count.

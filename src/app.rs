@@ -303,6 +303,8 @@ fn run_options(args: &RunArgs) -> RunOptions {
         data_roots: args.data_roots.clone(),
         namespace: args.namespace.clone(),
         ycsb_files: args.ycsb_files.clone(),
+        sql_file: args.sql_file.clone(),
+        builtin: args.builtin.clone(),
         ycsb_properties: args.ycsb_properties.clone(),
         shard: args.shard.clone(),
         precision: args.precision.clone(),

@@ -158,6 +158,16 @@ pub struct RunArgs {
     /// recordcount=5000. Properties dbsweep does not honour are listed as warnings.
     #[arg(short = 'p', value_name = "KEY=VALUE")]
     pub ycsb_properties: Vec<String>,
+    /// Your own SQL script, in pgbench's script language (`\set name random(lo, hi)`,
+    /// `:name`, statements ending in ';'), run as the measured op on every SQL target: on
+    /// pgbench's tables (the pgbench study) unless the study names other data. One op is
+    /// one pass of the script; answers of read-only scripts are compared across systems.
+    #[arg(long = "sql-file", value_name = "FILE", env = "DBSWEEP_SQL_FILE", conflicts_with = "builtin")]
+    pub sql_file: Option<PathBuf>,
+    /// One of pgbench's built-in scripts instead of --sql-file, as pgbench -b:
+    /// tpcb-like, simple-update or select-only.
+    #[arg(long, value_name = "NAME", env = "DBSWEEP_BUILTIN")]
+    pub builtin: Option<String>,
     /// A target as NAME=URL (repeatable), e.g. pg=postgres://user@127.0.0.1:5432/db. With
     /// --target or --spawn the run measures exactly the systems named, beside the NO-DB
     /// ceiling (nodb), on the study's experiments; the study's own targets run only with
@@ -205,7 +215,8 @@ pub struct RunArgs {
     /// sweeps record counts (each loaded on its own), e.g. 1000,5000,10000.
     #[arg(long, value_delimiter = ',', value_name = "N[,N...]", value_parser = count::<u64>, env = "DBSWEEP_ROWS", allow_hyphen_values = true)]
     pub rows: Option<Vec<u64>>,
-    /// TPC-H scale factor (studies with TPC-H data), e.g. 0.01 or 1.
+    /// Scale factor of TPC-H data, e.g. 0.01 or 1, or of pgbench data (100,000 accounts
+    /// per unit, as pgbench -s; below 1 allowed).
     #[arg(short = 's', long, value_name = "SF", value_parser = scale_factor, env = "DBSWEEP_SCALE", allow_hyphen_values = true)]
     pub scale: Option<f64>,
     /// Seed for data and operations.

@@ -259,7 +259,7 @@ fn studies_list_as_json() {
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let studies = json["studies"].as_array().unwrap();
     let names: Vec<&str> = studies.iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["embedded", "kv-vs-relational", "insert-find", "ycsb", "in-memory"]);
+    assert_eq!(names, ["embedded", "kv-vs-relational", "insert-find", "ycsb", "in-memory", "pgbench"]);
     let study = |name: &str| studies.iter().find(|s| s["name"] == name).unwrap();
     let text = String::from_utf8_lossy(&dbsweep_with(&[], &["studies"]).stdout).into_owned();
     for s in studies {
@@ -292,7 +292,7 @@ fn completions_offer_studies_servers_and_durability_levels() {
     assert_eq!(offered("--durability"), "COMPREPLY=($(compgen -W \"none periodic commit\" -- \"${cur}\"))");
     // The study argument: the built-in studies among run's words.
     let run_words = script.lines().find(|l| l.contains("opts=\"") && l.contains("--with-study-targets")).unwrap();
-    assert!(run_words.ends_with(" embedded kv-vs-relational insert-find ycsb in-memory\""), "{run_words}");
+    assert!(run_words.ends_with(" embedded kv-vs-relational insert-find ycsb in-memory pgbench\""), "{run_words}");
     // Still any value: a study file, a list of servers with all.
     let tmp = tempfile::tempdir().unwrap();
     let o = dbsweep_with(

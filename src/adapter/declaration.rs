@@ -51,9 +51,9 @@ impl OpSet {
     pub const NONE: OpSet = OpSet(0);
     /// Every kind, `Mixed` included (report.json lists it for the SQL engines).
     pub const ALL: OpSet = OpSet::of(&OpKind::ALL);
-    /// Every kind a store without SQL can run: all but `Query` (and `Mixed`, never an
-    /// op's own kind).
-    pub const NO_SQL: OpSet = OpSet::ALL.without(OpKind::Query).without(OpKind::Mixed);
+    /// Every kind a store without SQL can run: all but `Query` and `Script` (and `Mixed`,
+    /// never an op's own kind).
+    pub const NO_SQL: OpSet = OpSet::ALL.without(OpKind::Query).without(OpKind::Script).without(OpKind::Mixed);
     /// The ops that name their rows by key: a round trip, writes and reads of whole rows.
     pub const BY_KEY: OpSet =
         OpSet::of(&[OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete, OpKind::Update, OpKind::ReadModifyWrite]);

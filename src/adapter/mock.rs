@@ -224,6 +224,7 @@ impl MockConnection {
                 }
             }
             Op::Query(q) => return Err(OpError::new(ErrorClass::Unsupported, format!("mock does not run {q:?}"))),
+            Op::Script { .. } => return Err(OpError::unsupported(op.kind(), "mock")),
         })
     }
 }

@@ -85,6 +85,13 @@ pub enum Op {
     FetchAll {
         table: TableId,
     },
+    /// One pass of a user's SQL script (one pgbench "transaction") with the values of its
+    /// variables, by slot (see [`crate::base::script`]), or why they could not be drawn
+    /// (a `\set` that failed for this pass: the op fails).
+    Script {
+        script: std::sync::Arc<crate::base::script::Script>,
+        values: Result<Vec<crate::base::script::ScriptValue>, String>,
+    },
 }
 
 /// What a stream of ops needs from a target: an analytic query, or op kinds.
@@ -111,12 +118,14 @@ pub enum OpKind {
     RangeMax,
     Query,
     FetchAll,
+    /// One pass of a user's SQL script (`run --sql-file`, `--builtin`).
+    Script,
     /// A point whose ops mix several kinds (YCSB workloads); never an op's own kind.
     Mixed,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 14] = [
+    pub const ALL: [OpKind; 15] = [
         OpKind::Echo,
         OpKind::Insert,
         OpKind::Get,
@@ -130,6 +139,7 @@ impl OpKind {
         OpKind::RangeMax,
         OpKind::Query,
         OpKind::FetchAll,
+        OpKind::Script,
         OpKind::Mixed,
     ];
 
@@ -152,6 +162,7 @@ impl OpKind {
             OpKind::RangeMax => "range_max",
             OpKind::Query => "query",
             OpKind::FetchAll => "fetch_all",
+            OpKind::Script => "script",
             OpKind::Mixed => "mixed",
         }
     }
@@ -185,7 +196,7 @@ impl Op {
     /// The table the op works on (`None` for echo and analytic queries).
     pub fn table(&self) -> Option<TableId> {
         match self {
-            Op::Echo | Op::Query(_) => None,
+            Op::Echo | Op::Query(_) | Op::Script { .. } => None,
             Op::Insert { table, .. }
             | Op::Get { table, .. }
             | Op::MultiGet { table, .. }
@@ -213,6 +224,7 @@ impl Op {
             Op::Range { agg: RangeAgg::Max { .. }, .. } => OpKind::RangeMax,
             Op::Query(_) => OpKind::Query,
             Op::FetchAll { .. } => OpKind::FetchAll,
+            Op::Script { .. } => OpKind::Script,
         }
     }
 }

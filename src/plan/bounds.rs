@@ -123,6 +123,8 @@ fn row_bytes(data: &DataSpec) -> u64 {
         }
         // A lineitem row, the widest: 16 values, about 130 bytes of text.
         DataSpec::Tpch { .. } => 16 * value + 130,
+        // An account row: four values and its 84-byte filler.
+        DataSpec::Pgbench { .. } => 4 * value + 84,
     }
 }
 
@@ -157,7 +159,7 @@ fn check_rows(plan: &Plan, machine: &Machine) -> Result<()> {
     let rows = match &plan.data {
         DataSpec::Kv { rows, .. } | DataSpec::Pairs { rows, .. } => vec![*rows],
         DataSpec::Ycsb { recordcount, .. } => recordcount.to_vec(),
-        DataSpec::Tpch { .. } => return Ok(()),
+        DataSpec::Tpch { .. } | DataSpec::Pgbench { .. } => return Ok(()),
     };
     let per_row = held_bytes_per_row(&plan.data);
     for n in rows {

@@ -27,6 +27,8 @@ pub(super) struct ExperimentScope<'a> {
     /// The YCSB record counts were set by `--rows`, `-p recordcount` or `--quick`; a
     /// workload file's own count does not replace them.
     pub records_fixed: bool,
+    /// The script of `script` experiments (`--sql-file`, `--builtin`).
+    pub script: Option<&'a std::sync::Arc<crate::base::script::Script>>,
 }
 
 /// The selected experiments, the echo floor first, and the YCSB record counts they sweep
@@ -126,6 +128,7 @@ fn experiment(
         name: e.name.clone(),
         op: e.op,
         workload: e.workload.clone(),
+        script: if e.op == ExperimentOp::Script { scope.script.cloned() } else { None },
         time_limit_secs: workload.as_ref().and_then(|w| w.time_limit_secs),
         duration_secs: None,
         ycsb: workload.map(|w| w.workload),

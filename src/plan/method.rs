@@ -130,6 +130,7 @@ mod tests {
             ("insert-find", "median and min-max of 2 runs after a warm-up."),
             ("ycsb", "median and min-max of 2 runs after a warm-up;"),
             ("in-memory", "median of 2 runs without a warm-up;"),
+            ("pgbench", "median and min-max of 2 runs after a warm-up."),
         ];
         assert_eq!(
             quick.map(|(name, _)| name).to_vec(),

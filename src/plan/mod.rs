@@ -27,6 +27,7 @@ pub mod estimate;
 mod experiments;
 pub mod method;
 mod resolve;
+pub mod script;
 pub mod shard;
 pub mod stopping;
 pub mod ycsb;
@@ -45,6 +46,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("insert-find", include_str!("studies/insert-find.toml")),
     ("ycsb", include_str!("studies/ycsb.toml")),
     ("in-memory", include_str!("studies/in-memory.toml")),
+    ("pgbench", include_str!("studies/pgbench.toml")),
 ];
 
 /// The experiment every run starts with: each target's echo round trip.
@@ -323,6 +325,10 @@ pub struct RunOptions {
     pub ycsb_files: Vec<PathBuf>,
     /// `-p key=value`: YCSB properties, overriding the files.
     pub ycsb_properties: Vec<String>,
+    /// `--sql-file FILE`: the user's script in pgbench's language (the `script` experiment).
+    pub sql_file: Option<PathBuf>,
+    /// `--builtin NAME`: one of pgbench's built-in scripts instead.
+    pub builtin: Option<String>,
     /// Per-op timeout in seconds.
     pub timeout_secs: Option<f64>,
     /// `--hlog-interval`: seconds per interval histogram (0: none).

@@ -5,7 +5,7 @@
 //! Owns the precedence of settings (flags, then YCSB's `-P`/`-p`, then `--quick`, then the
 //! study file, then the defaults) and the run-wide checks; the experiments' own checks live
 //! in `experiments`; the machine's limits are `bounds`'. Must not open connections or touch
-//! the file system beyond reading the study and YCSB workload files.
+//! the file system beyond reading the study, YCSB workload files and `--sql-file`.
 
 use super::experiments::{self, ExperimentScope};
 use super::method::and_list;
@@ -50,6 +50,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     let mut data = sized_data(opts, &study, &quick, rows.as_deref(), machine)?;
     let targets = plan_targets(opts, &study)?;
     let description = run_description(opts, &study, &spawn, &data_roots)?;
+    let script = super::script::resolve_script(opts, &study, &data, settings.seed)?;
     let scope = ExperimentScope {
         study: &study,
         only: opts.experiments.as_deref(),
@@ -58,6 +59,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
         data: &data,
         ycsb: ycsb.as_ref(),
         records_fixed: rows.is_some() || (opts.quick && quick.rows.is_some()),
+        script: script.as_ref(),
     };
     let (mut experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
     clients_within_ops(&experiments)?;
@@ -159,7 +161,7 @@ pub fn defaults(name: &str) -> Result<Vec<(&'static str, String)>> {
     ];
     match &study.data {
         DataSpec::Kv { rows, .. } | DataSpec::Pairs { rows, .. } => values.push(("rows", rows.to_string())),
-        DataSpec::Tpch { scale } => values.push(("scale", scale.to_string())),
+        DataSpec::Tpch { scale } | DataSpec::Pgbench { scale } => values.push(("scale", scale.to_string())),
         DataSpec::Ycsb { recordcount, .. } => {
             values.push(("rows", list(&recordcount.to_vec().iter().map(u64::to_string).collect::<Vec<_>>())))
         }
@@ -181,7 +183,11 @@ struct StudyWithYcsb {
 /// Loads the study (`-P` alone means the ycsb study) and applies YCSB's properties to it.
 fn study_with_ycsb(opts: &RunOptions) -> Result<StudyWithYcsb> {
     let (study_name, ycsb_files) = ycsb::study_and_files(opts.study.as_deref(), &opts.ycsb_files, !opts.ycsb_properties.is_empty());
-    let mut study = load_study(study_name.as_deref().unwrap_or(DEFAULT_STUDY))?;
+    let default_study = if super::script::named(opts) { super::script::SCRIPT_STUDY } else { DEFAULT_STUDY };
+    let mut study = load_study(study_name.as_deref().unwrap_or(default_study))?;
+    if super::script::named(opts) {
+        super::script::adapt_study(&mut study);
+    }
     let ycsb = ycsb::CommandLine::read(&ycsb_files, &opts.ycsb_properties)?;
     let mut warnings = Vec::new();
     let mut from_ycsb = ycsb::ClientOverrides::default();
@@ -498,6 +504,14 @@ fn sized_data(
                 *scale = s;
             }
             crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
+        }
+        DataSpec::Pgbench { scale } => {
+            if let Some(s) = opts.scale.or(quick.scale) {
+                *scale = s;
+            }
+            if !(scale.is_finite() && *scale * crate::data::pgbench::ACCOUNTS_PER_SCALE >= 1.0 && *scale <= 100_000.0) {
+                return Err(Error::usage(format!("--scale {scale}: pgbench data needs a scale from 0.00001 (one account) to 100000")));
+            }
         }
     }
     // Before anything makes a record's columns.

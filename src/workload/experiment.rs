@@ -39,6 +39,9 @@ pub enum ExperimentOp {
     Ycsb,
     /// Read every row of the table in one request (the in-memory study's "fetch all").
     FetchAll,
+    /// One pass of the user's SQL script (`run --sql-file`, `--builtin`): the experiment's
+    /// `script`.
+    Script,
 }
 
 impl ExperimentOp {
@@ -88,6 +91,7 @@ impl ExperimentOp {
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 | ExperimentOp::TpchQ14 => OpKind::Query,
             ExperimentOp::Ycsb => OpKind::Mixed,
             ExperimentOp::FetchAll => OpKind::FetchAll,
+            ExperimentOp::Script => OpKind::Script,
         }
     }
 
@@ -150,6 +154,9 @@ pub struct Experiment {
     pub op: ExperimentOp,
     /// YCSB experiments: the core workload letter or workload file, as given.
     pub workload: Option<String>,
+    /// Script experiments: the parsed script each op runs a pass of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<std::sync::Arc<crate::base::script::Script>>,
     /// YCSB experiments: the workload as resolved (file, `-P`, `-p` and the data's shape).
     #[serde(default)]
     pub ycsb: Option<Workload>,
@@ -207,6 +214,7 @@ impl Experiment {
             name: name.into(),
             op,
             workload: None,
+            script: None,
             ycsb: None,
             time_limit_secs: None,
             duration_secs: None,
@@ -314,6 +322,8 @@ pub struct OpStream {
     /// Lifecycle experiments: the `ops` of the delete phases that run before this one, so
     /// reads know which keys are gone.
     deletes_before: Vec<u64>,
+    /// Script experiments: the script.
+    script: Option<std::sync::Arc<crate::base::script::Script>>,
 }
 
 impl OpStream {
@@ -348,6 +358,7 @@ impl OpStream {
             lifecycle: experiment.lifecycle,
             range_counter: if experiment.op.is_range() { dataset.range_counter(table, experiment.column) } else { None },
             deletes_before: Vec::new(),
+            script: experiment.script.clone(),
             dataset: dataset.clone(),
             ycsb: experiment.ycsb.as_ref().map(|w| {
                 let mut workload = w.clone();
@@ -410,6 +421,15 @@ impl OpStream {
             }
         };
         PlannedOp { op, expected_rows }
+    }
+
+    /// One pass of the experiment's script with the values drawn for `seq` (the same in
+    /// every run and on every system).
+    fn script_op(&self, seq: u64) -> Op {
+        let script = self.script.clone().expect("script experiments carry their script");
+        let scale = self.dataset.spec.pgbench_scale().unwrap_or(1.0);
+        let values = crate::workload::script::values(&script, scale, &self.stream, seq);
+        Op::Script { script, values }
     }
 
     /// Lifecycle streams: records that delete phases with these `ops` run before this one.
@@ -496,6 +516,7 @@ impl OpStream {
         let (op, expected_rows) = match self.op {
             ExperimentOp::FetchAll => (Op::FetchAll { table }, self.dataset.initial_rows(table)),
             ExperimentOp::Echo => (Op::Echo, 0),
+            ExperimentOp::Script => (self.script_op(seq), 0),
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 | ExperimentOp::TpchQ14 => {
                 (Op::Query(self.op.query().expect("query experiments name a query")), 0)
             }

@@ -271,6 +271,7 @@ fn stream(op: ExperimentOp, data: &Dataset) -> OpStream {
         name: format!("{op:?}"),
         op,
         workload: None,
+        script: None,
         ycsb: None,
         time_limit_secs: None,
         duration_secs: None,

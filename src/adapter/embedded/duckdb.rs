@@ -56,8 +56,11 @@ fn runtime(e: ::duckdb::Error) -> Error {
     Error::runtime(format!("duckdb: {e}"))
 }
 
+/// A write that met a concurrent one's ("TransactionContext Error: Conflict on ...") was
+/// rolled back whole: `ErrorClass::Conflict`, which the SQL session retries.
 fn op_error(e: ::duckdb::Error) -> OpError {
-    OpError::server(clip(format!("duckdb: {e}")))
+    let message = clip(format!("duckdb: {e}"));
+    if message.contains("TransactionContext Error: Conflict") { OpError::conflict(message) } else { OpError::server(message) }
 }
 
 impl DuckDb {
@@ -190,6 +193,30 @@ fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
         (ValueRef::Text(s), ColumnType::Text) => Value::Text(String::from_utf8_lossy(s).into()),
         (other, ty) => return Err(OpError::client(format!("duckdb: a {ty:?} column returned {:?}", other.data_type()))),
     })
+}
+
+/// A cell of a user's script's result as its own type reads: integers, floating point
+/// (decimals too), text and dates as dbsweep's values; any other type as its debug text.
+fn natural(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Boolean(b) => Value::Int(i64::from(b)),
+        ValueRef::TinyInt(v) => Value::Int(v.into()),
+        ValueRef::SmallInt(v) => Value::Int(v.into()),
+        ValueRef::Int(v) => Value::Int(v.into()),
+        ValueRef::BigInt(v) => Value::Int(v),
+        ValueRef::HugeInt(v) => i64::try_from(v).map_or(Value::Float(v as f64), Value::Int),
+        ValueRef::UTinyInt(v) => Value::Int(v.into()),
+        ValueRef::USmallInt(v) => Value::Int(v.into()),
+        ValueRef::UInt(v) => Value::Int(v.into()),
+        ValueRef::UBigInt(v) => i64::try_from(v).map_or(Value::Float(v as f64), Value::Int),
+        ValueRef::Float(v) => Value::Float(v.into()),
+        ValueRef::Double(v) => Value::Float(v),
+        ValueRef::Decimal(d) => Value::Float(d.value() as f64 / 10f64.powi(i32::from(d.scale()))),
+        ValueRef::Text(s) => Value::Text(String::from_utf8_lossy(s).into()),
+        ValueRef::Date32(d) => Value::Date(Date(d)),
+        other => Value::Text(format!("{other:?}").into()),
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,13 @@ pub trait Engine: Send {
     /// decoded into those types and handed to `row`. Returns the number of rows.
     fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError>;
 
+    /// Runs a statement of a user's script that returns rows, each cell in the value its
+    /// own type reads as (see `natural` in the engines' modules). Returns the number of rows.
+    fn query_any(&mut self, sql: &str, row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
+        let _ = (sql, row);
+        Err(OpError::unsupported(crate::base::op::OpKind::Script, "this engine"))
+    }
+
     /// Runs a statement that changes rows; returns how many.
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, OpError>;
 
@@ -39,8 +46,9 @@ pub trait Engine: Send {
 
 /// `Engine::query`, `execute` and `batch` over a connection of a rusqlite-style binding
 /// (rusqlite; duckdb-rs follows its API): one implementation over each binding's types.
-/// The caller has `Bind` (a `ToSql` of `&Value`), `decode` (a cell as a `ColumnType`) and
-/// `op_error` in scope, and the connection in field `0`.
+/// The caller has `Bind` (a `ToSql` of `&Value`), `decode` (a cell as a `ColumnType`),
+/// `natural` (a cell as its own type reads) and `op_error` in scope, and the connection in
+/// field `0`.
 macro_rules! binding_calls {
     ($binding:ident) => {
         fn query(&mut self, sql: &str, params: &[Value], types: &[ColumnType], row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
@@ -49,6 +57,18 @@ macro_rules! binding_calls {
             let mut n = 0;
             while let Some(r) = rows.next().map_err(op_error)? {
                 row(types.iter().enumerate().map(|(i, ty)| decode(r.get_ref(i).map_err(op_error)?, *ty)).collect::<Result<Row, _>>()?);
+                n += 1;
+            }
+            Ok(n)
+        }
+
+        fn query_any(&mut self, sql: &str, row: &mut dyn FnMut(Row)) -> Result<u64, OpError> {
+            let mut stmt = self.0.prepare_cached(sql).map_err(op_error)?;
+            let mut rows = stmt.query([]).map_err(op_error)?;
+            let mut n = 0;
+            while let Some(r) = rows.next().map_err(op_error)? {
+                let columns = r.as_ref().column_count();
+                row((0..columns).map(|i| r.get_ref(i).map(natural).map_err(op_error)).collect::<Result<Row, _>>()?);
                 n += 1;
             }
             Ok(n)
@@ -163,6 +183,15 @@ impl<E: Engine> Executor for EmbeddedSession<E> {
 
     async fn control(&mut self, sql: &str) -> Result<(), OpError> {
         self.engine.batch(sql)
+    }
+
+    async fn run_text(&mut self, sql: &str, reads: bool) -> Result<Answered, OpError> {
+        if !reads {
+            return self.engine.execute(sql, &[]).map(Answered::Rows);
+        }
+        let mut rows = Vec::new();
+        self.engine.query_any(sql, &mut |row| rows.push(row))?;
+        Ok(Answered::Table(rows))
     }
 
     fn begin_statement(&self, writes: bool) -> &'static str {

@@ -263,6 +263,17 @@ fn decode(value: ValueRef<'_>, ty: ColumnType) -> Result<Value, OpError> {
     })
 }
 
+/// A cell of a user's script's result as its own type reads (blobs as lowercase hex).
+fn natural(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(v) => Value::Int(v),
+        ValueRef::Real(v) => Value::Float(v),
+        ValueRef::Text(s) => Value::Text(String::from_utf8_lossy(s).into()),
+        ValueRef::Blob(b) => Value::Text(b.iter().map(|byte| format!("{byte:02x}")).collect::<String>().into()),
+    }
+}
+
 fn op_error(e: rusqlite::Error) -> OpError {
     OpError::server(clip(format!("sqlite: {e}")))
 }

@@ -21,7 +21,7 @@ use mysql_common::Value as MyValue;
 use mysql_common::constants::{CapabilityFlags, MariadbCapabilities, StatusFlags};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, AuthSwitchRequest, Column, HandshakePacket, HandshakeResponse};
-use mysql_common::proto::{Binary, MySerialize};
+use mysql_common::proto::{Binary, MySerialize, Text};
 use mysql_common::row::RowDeserializer;
 use mysql_common::value::ServerSide;
 use std::io::{self, Read, Write};
@@ -97,6 +97,8 @@ pub struct Prepared {
 pub enum Rows {
     Count,
     Keep,
+    /// Kept, from a text query (a user's script): each cell as the server's text.
+    KeepText,
 }
 
 /// A request's reply: an OK packet's affected rows, or the rows of a result set (counted,
@@ -350,6 +352,12 @@ impl Connection {
         self.result(None, Rows::Count)
     }
 
+    /// Sends `sql` as a text query: its affected rows, or its rows kept as text cells.
+    pub fn query_rows(&mut self, sql: &str) -> Result<Reply, WireError> {
+        self.command(COM_QUERY, sql.as_bytes())?;
+        self.result(None, Rows::KeepText)
+    }
+
     /// The first column of the first row of a text query, `None` for NULL or no row.
     fn query_first(&mut self, sql: &str) -> Result<Option<String>, WireError> {
         self.command(COM_QUERY, sql.as_bytes())?;
@@ -410,11 +418,11 @@ impl Connection {
                         let mut defs = Vec::with_capacity(count as usize);
                         for _ in 0..count {
                             let packet = self.packet()?;
-                            if rows == Rows::Keep {
+                            if rows != Rows::Count {
                                 defs.push(ParseBuf(packet).parse::<Column>(())?);
                             }
                         }
-                        if rows == Rows::Keep {
+                        if rows != Rows::Count {
                             columns = Some(defs.into());
                         }
                     }
@@ -424,6 +432,11 @@ impl Connection {
                         match row.first() {
                             Some(0xFE) if row.len() < 9 => break eof_status(row),
                             Some(0xFF) => return Err(server_error(row)),
+                            _ if rows == Rows::KeepText => {
+                                let columns = columns.clone().ok_or_else(|| protocol("a text result without its columns"))?;
+                                let row: RowDeserializer<ServerSide, Text> = ParseBuf(row).parse(columns)?;
+                                kept.push(row.into_inner().unwrap());
+                            }
                             _ if rows == Rows::Keep => {
                                 let columns = columns.clone().ok_or_else(|| protocol("text rows are only counted"))?;
                                 let row: RowDeserializer<ServerSide, Binary> = ParseBuf(row).parse(columns)?;
@@ -443,7 +456,7 @@ impl Connection {
             }
         }
         Ok(match outcome {
-            Some(Reply::Counted(_)) if rows == Rows::Keep => Reply::Kept(kept),
+            Some(Reply::Counted(_)) if rows != Rows::Count => Reply::Kept(kept),
             Some(Reply::Counted(_)) => Reply::Counted(counted),
             other => other.unwrap_or(Reply::Done { affected: 0 }),
         })

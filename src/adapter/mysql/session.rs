@@ -371,6 +371,22 @@ impl Executor for MySession {
         self.query(sql).map(drop)
     }
 
+    /// A statement of a user's script as a text query: its cells as the server's text.
+    async fn run_text(&mut self, sql: &str, reads: bool) -> Result<Answered, OpError> {
+        self.reconnect_if_cut_off()?;
+        let text = |value: &MyValue| match value {
+            MyValue::NULL => Value::Null,
+            MyValue::Bytes(bytes) => Value::Text(String::from_utf8_lossy(bytes).into()),
+            other => Value::Text(other.as_sql(true).into()),
+        };
+        Ok(match self.conn.query_rows(sql).map_err(|e| self.error(e))? {
+            Wire::Kept(rows) if reads => Answered::Table(rows.iter().map(|row| row.iter().map(text).collect()).collect()),
+            Wire::Kept(rows) => Answered::Rows(rows.len() as u64),
+            Wire::Done { affected } if !reads => Answered::Rows(affected),
+            Wire::Done { .. } | Wire::Counted(_) => Answered::Table(Vec::new()),
+        })
+    }
+
     fn begin_statement(&self, _writes: bool) -> &'static str {
         "START TRANSACTION"
     }

@@ -23,6 +23,8 @@
 //! no TLS (as the tokio-postgres sessions: `NoTls`). Must not create or drop anything, time
 //! anything, or show the password.
 
+mod script;
+
 use super::Flavor;
 use super::encode::Cell;
 use super::session::{Raw, answer, bind, common_statements, param_types};
@@ -741,6 +743,10 @@ impl Executor for DirectSession {
 
     async fn control(&mut self, sql: &str) -> Result<(), OpError> {
         self.simple(sql)
+    }
+
+    async fn run_text(&mut self, sql: &str, reads: bool) -> Result<Answered, OpError> {
+        self.simple_rows(sql, reads)
     }
 
     /// `BEGIN; ...; COMMIT` as one pipeline: after a failed statement COMMIT only rolls

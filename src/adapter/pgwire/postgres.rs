@@ -13,7 +13,7 @@
 use super::direct::{DirectSession, Login, LoginError};
 use super::encode::Wire;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, PgWire, copy_columns, copy_in, describe, drive, pgpass};
-use crate::adapter::declaration::{Declaration, Needs, UrlOptions};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, UrlOptions};
 use crate::adapter::lease::LeaseStore;
 use crate::adapter::sql::connection::SqlConnection;
 use crate::adapter::sql::dialect::{Dialect, SqlTable};
@@ -79,6 +79,11 @@ pub const ROW_SYSTEM: Declaration = Declaration {
     open: Some(|name, url, ctx| Ok(Arc::new(PgWire(Postgres::new(name, url, ctx)?)))),
 };
 
+/// The key-value layouts run everything the row layout does but a user's script, whose SQL
+/// names pgbench's columns (only the row layout has them).
+const KEY_VALUE_LAYOUT: CapabilitySet =
+    CapabilitySet { ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script), ..crate::adapter::sql::CAPABILITIES };
+
 /// The same adapter in its hstore layout, one more line of `dbsweep targets` (opened by
 /// `postgres://` with `?layout=hstore`).
 pub const HSTORE_SYSTEM: Declaration = Declaration {
@@ -86,6 +91,7 @@ pub const HSTORE_SYSTEM: Declaration = Declaration {
     url: "postgres://?layout=hstore",
     description: "PostgreSQL, key-value table (pk, hstore) with expression indexes",
     schemes: &[],
+    capabilities: KEY_VALUE_LAYOUT,
     ..ROW_SYSTEM
 };
 
@@ -96,6 +102,7 @@ pub const JSONB_SYSTEM: Declaration = Declaration {
     url: "postgres://?layout=jsonb",
     description: "PostgreSQL, key-value table (pk, jsonb) with expression indexes",
     schemes: &[],
+    capabilities: KEY_VALUE_LAYOUT,
     ..ROW_SYSTEM
 };
 

@@ -330,6 +330,24 @@ impl Executor for PgSession {
         self.client.batch_execute(sql).await.map_err(op_error)
     }
 
+    /// A statement of a user's script as a simple query: its rows' cells as text.
+    async fn run_text(&mut self, sql: &str, reads: bool) -> Result<Answered, OpError> {
+        use tokio_postgres::SimpleQueryMessage;
+        let (mut rows, mut changed) = (Vec::new(), 0);
+        for message in self.client.simple_query(sql).await.map_err(op_error)? {
+            match message {
+                SimpleQueryMessage::Row(row) => rows.push(
+                    (0..row.len())
+                        .map(|i| row.get(i).map_or(crate::base::table::Value::Null, |t| crate::base::table::Value::Text(t.into())))
+                        .collect(),
+                ),
+                SimpleQueryMessage::CommandComplete(n) => changed += n,
+                _ => {}
+            }
+        }
+        Ok(if reads { Answered::Table(rows) } else { Answered::Rows(changed) })
+    }
+
     async fn transaction(&mut self, steps: &[Step<'_>], writes: bool) -> Result<Vec<Answered>, OpError> {
         if self.flavor.commit == Commit::WhenAllSucceeded || steps.iter().any(|s| matches!(s.reply, Reply::Answer(_))) {
             self.begin(writes).await?;

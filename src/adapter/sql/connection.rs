@@ -40,6 +40,13 @@ pub trait Executor: Send {
         Ok(answers)
     }
 
+    /// Runs one statement of a user's script as text, without parameters: its rows
+    /// (`reads`), each cell as its own type reads, or the rows it changed.
+    async fn run_text(&mut self, sql: &str, reads: bool) -> Result<Answered, OpError> {
+        let _ = (sql, reads);
+        Err(OpError::unsupported(OpKind::Script, "this SQL session"))
+    }
+
     /// Runs a statement without parameters or results (transaction control).
     async fn control(&mut self, sql: &str) -> Result<(), OpError>;
 
@@ -144,9 +151,9 @@ impl StatementCache<Arc<str>> {
 
 /// One SQL client session: ops in, outcomes out.
 pub struct SqlConnection<E> {
-    dialect: &'static dyn Dialect,
-    tables: Arc<Vec<SqlTable>>,
-    executor: E,
+    pub(super) dialect: &'static dyn Dialect,
+    pub(super) tables: Arc<Vec<SqlTable>>,
+    pub(super) executor: E,
 }
 
 impl<E: Executor> SqlConnection<E> {
@@ -182,6 +189,7 @@ impl<E: Executor> SqlConnection<E> {
     async fn execute_once(&mut self, op: &Op) -> Result<Outcome, OpError> {
         match op {
             Op::ReadModifyWrite { .. } => self.read_modify_write(op).await,
+            Op::Script { script, values } => self.run_script(script, values.as_deref().map_err(OpError::client)?).await,
             op => self.run_op(op).await,
         }
     }
@@ -371,9 +379,10 @@ impl<E: Executor> Connection for SqlConnection<E> {
     }
 
     /// A batch is one request: aborted by a conflict, it runs again as a whole. Analytic
-    /// queries are long: a batch of them runs one after another, each retried on its own.
+    /// queries are long, scripts transactions of their own: a batch of them runs one after
+    /// another, each retried on its own.
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
-        if ops.first().is_some_and(|op| op.kind() == OpKind::Query) {
+        if ops.first().is_some_and(|op| matches!(op.kind(), OpKind::Query | OpKind::Script)) {
             let (mut rows, mut retries) = (0, 0);
             for op in ops {
                 let outcome = self.execute(op).await?;

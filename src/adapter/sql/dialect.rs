@@ -279,6 +279,12 @@ pub fn default_create_table(d: &(impl Dialect + ?Sized), t: &SqlTable) -> String
     format!("CREATE TABLE {} ({}){}", t.name, columns.join(", "), d.table_options())
 }
 
+/// `CREATE TABLE` without a key, for a table whose column 0 repeats (pgbench's history).
+fn create_keyless(d: &(impl Dialect + ?Sized), t: &SqlTable) -> String {
+    let columns: Vec<String> = t.def.columns.iter().map(|c| format!("{} {}", d.quote(&c.name), d.sql_type(c.ty, false))).collect();
+    format!("CREATE TABLE {} ({})", t.name, columns.join(", "))
+}
+
 /// `Dialect::insert_row`'s default: every column, one parameter each.
 pub fn default_insert_row(d: &(impl Dialect + ?Sized), t: &SqlTable, first: usize) -> (Vec<String>, Vec<String>) {
     let columns = t.def.columns.iter().map(|c| d.quote(&c.name)).collect();
@@ -308,7 +314,10 @@ impl SqlTable {
     /// The statements that create the table and its indexes.
     pub fn create(&self, d: &dyn Dialect) -> Vec<String> {
         let indexes = self.def.indexed.iter().filter(|&&c| c != 0).filter_map(|&c| d.create_index(self, c));
-        std::iter::once(d.create_table(self)).chain(indexes).collect()
+        // Document layouts keep their `(pk, document)` shape: scripts do not run there.
+        let keyless = crate::data::pgbench::keyless(&self.def) && !matches!(d.storage(), Storage::Document { .. });
+        let create = if keyless { create_keyless(d, self) } else { d.create_table(self) };
+        std::iter::once(create).chain(indexes).collect()
     }
 
     pub fn drop(&self) -> String {

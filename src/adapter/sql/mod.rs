@@ -7,6 +7,7 @@
 //! - `plan`: ops -> statements with their arguments, replies -> outcomes (the one planner);
 //!   `connection`: `SqlConnection`, the session of every SQL engine over its driver's
 //!   `Executor`, and the one statement cache.
+//! - `script`: one pass of a user's SQL script (`run --sql-file`) and its answer;
 //! - `tpch`: the TPC-H query texts, per dialect; `listing`: every statement of every
 //!   dialect, locked by `tests/golden/statements.txt`.
 //!
@@ -17,6 +18,7 @@ pub mod dialect;
 pub mod dialects;
 pub mod listing;
 pub mod plan;
+pub mod script;
 pub mod statement;
 pub mod tpch;
 

@@ -8,6 +8,7 @@ fn experiment(op: ExperimentOp) -> Experiment {
         name: format!("{op:?}"),
         op,
         workload: None,
+        script: None,
         ycsb: None,
         time_limit_secs: None,
         duration_secs: None,

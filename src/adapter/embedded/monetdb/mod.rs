@@ -62,7 +62,11 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["monetdb"],
     options: UrlOptions::Only(&[]),
     several_hosts: false,
-    capabilities: crate::adapter::sql::CAPABILITIES,
+    // Its engine reads no result of a user's script yet (`Engine::query_any`).
+    capabilities: crate::adapter::declaration::CapabilitySet {
+        ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script),
+        ..crate::adapter::sql::CAPABILITIES
+    },
     open: Some(|name, url, ctx| Ok(Arc::new(MonetDb::open(name, url, ctx)?))),
 };
 
@@ -139,7 +143,9 @@ impl MonetDb {
                 "SELECT … WHERE <key> IN (?, …) of bound keys padded to a power of two, at most {MONETDB_MAX_KEYS} per statement"
             ),
         };
-        let info = sql_target_info(name, url, &MONETDB, version, &file, requests, settings);
+        let mut info = sql_target_info(name, url, &MONETDB, version, &file, requests, settings);
+        // Its engine reads no result of a user's script yet (`Engine::query_any`).
+        info.capabilities.ops.retain(|k| *k != crate::base::op::OpKind::Script);
         Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
     }
 }
@@ -165,8 +171,12 @@ impl EmbeddedSql for MonetDb {
         let key = MONETDB.quote(&MONETDB.primary_key_name(&name));
         let key_column = MONETDB.quote(&table.columns[0].name);
         let ddl = |engine: &mut MonetDbEngine, sql: String| engine.batch(&sql).map_err(|e| Error::runtime(e.message));
+        // A keyless table (pgbench's history) has no constraint to drop.
+        let keyed = !crate::data::pgbench::keyless(table);
         in_transaction(admin, &MONETDB, |engine| {
-            ddl(engine, format!("ALTER TABLE {quoted} DROP CONSTRAINT {key}"))?;
+            if keyed {
+                ddl(engine, format!("ALTER TABLE {quoted} DROP CONSTRAINT {key}"))?;
+            }
             let mut n = 0;
             let mut rows = rows.peekable();
             while rows.peek().is_some() {
@@ -174,7 +184,9 @@ impl EmbeddedSql for MonetDb {
                 engine.conn.append(SCHEMA, &name, &append_columns(table, &chunk)?).map_err(runtime)?;
                 n += chunk.len() as u64;
             }
-            ddl(engine, format!("ALTER TABLE {quoted} ADD CONSTRAINT {key} PRIMARY KEY ({key_column})"))?;
+            if keyed {
+                ddl(engine, format!("ALTER TABLE {quoted} ADD CONSTRAINT {key} PRIMARY KEY ({key_column})"))?;
+            }
             Ok(n)
         })
     }

@@ -292,6 +292,7 @@ impl RedisConnection {
                 one(cmd, Reduce::Max(of_col.ty))
             }
             Op::Scan { .. } | Op::Range { agg: RangeAgg::Rows, .. } | Op::ReadModifyWrite { .. } | Op::FetchAll { .. } => None,
+            Op::Script { .. } => return Err(OpError::unsupported(op.kind(), "redis")),
             Op::Query(q) => {
                 let unsupported = || OpError::new(ErrorClass::Unsupported, format!("redis does not run {q:?}"));
                 let t = self.tables.iter().find(|t| t.def.name == tpch::LINEITEM).ok_or_else(|| {

@@ -5,11 +5,8 @@
 //! multi-get, values with awkward characters, and the password kept off the client's
 //! command line.
 
-#[path = "conformance/body.rs"]
-#[allow(unused_macros)]
-mod body;
-#[path = "support/mod.rs"]
-mod support;
+use crate::body;
+use crate::support;
 
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};

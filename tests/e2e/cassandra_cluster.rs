@@ -6,7 +6,7 @@
 //! Opt-in (two more JVMs, ~1.5 GB, minutes to start on a loaded machine):
 //! `cargo test --test cassandra_cluster -- --ignored`.
 
-mod support;
+use crate::support;
 
 #[test]
 #[ignore = "opt-in: a two-node Cassandra ring (~1.5 GB, minutes to start); run with --ignored"]

@@ -1,7 +1,7 @@
 //! End-to-end tests of the `dbsweep` binary on in-process targets: counts, determinism,
 //! re-rendering, bad input and interruption.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! End-to-end tests of the command-line conventions: short flags, `DBSWEEP_*` variables,
 //! help (defaults, wrapping, examples).
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 use support::{csv_rows, report};

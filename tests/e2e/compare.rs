@@ -7,7 +7,7 @@
 //! what is called by chance). `--quick` findings never print an interval wider than 100x. Also keeps
 //! every target of every run.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use support::dbsweep;

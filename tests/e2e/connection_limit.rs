@@ -4,7 +4,7 @@
 //! the numbers and the fix, and writes nothing; a run just under the limit runs; servers
 //! dbsweep spawns are started with a limit above what the plan needs. Each test spawns its own server, since it changes its limit or fills it.
 
-mod support;
+use crate::support;
 
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! as it lands, and results.csv and results_ops.csv sum, name and count the way a plain
 //! `groupby` expects.
 
-mod support;
+use crate::support;
 
 use dbsweep::report::{self, console::point_label, model::Report};
 use std::collections::{BTreeMap, HashMap};

@@ -3,7 +3,7 @@
 //! open at it, every target's `durability` setting states its level, a target that cannot
 //! follow is named in the warnings, and the findings call out targets that differ.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use support::{dbsweep, report};

@@ -3,7 +3,7 @@
 //! throughput is those ops over its time, and the inputs a time-based run cannot take are
 //! refused with one line, exit code 2 and nothing written.
 
-mod support;
+use crate::support;
 
 use dbsweep::servers::ServerKind;
 use support::{csv_rows, dbsweep, report};

@@ -6,7 +6,7 @@
 //! max and p99 equal within the histogram's precision. The `.hgrm` files' totals match too,
 //! and `dbsweep report` writes the same files again.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! Each run ends with exit code 130 and leaves no server or directory behind. (SIGTERM
 //! ends runs the same way with 143: tests/endings.rs.)
 
-mod support;
+use crate::support;
 
 use support::entries;
 

@@ -5,7 +5,7 @@
 //! and store every inserted row. The servers of the study (`--spawn all`) are covered by
 //! `servers_e2e` and the conformance suite.
 
-mod support;
+use crate::support;
 
 use support::{csv_rows, dbsweep, report};
 

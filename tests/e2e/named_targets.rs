@@ -2,7 +2,7 @@
 //! systems beside the NO-DB ceiling, not the study's own engines, and the saved report
 //! (its plan's description, the report's title data, the method box) says what ran.
 
-mod support;
+use crate::support;
 
 use support::{dbsweep, report};
 

@@ -6,7 +6,7 @@
 //! canary must appear in no output file, nor on stdout or stderr. A wrong password is
 //! refused with a one-line error that does not show it either.
 
-mod support;
+use crate::support;
 
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use mysql_async::prelude::Queryable;

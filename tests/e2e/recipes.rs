@@ -4,7 +4,7 @@
 //! structurally with each shard pod's command line run as `--dry-run` (no Kubernetes
 //! cluster runs here).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! keys, spread over every master) beside one Redis server: every point the single server
 //! measures, the cluster measures too, with the same ops, ok ops and rows.
 
-mod support;
+use crate::support;
 
 /// Runs `study` on a spawned Redis and a spawned Redis Cluster: both measured the same
 /// points with the same counts, on three spawned masters.

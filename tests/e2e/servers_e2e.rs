@@ -2,7 +2,7 @@
 //! across PostgreSQL (three layouts), MariaDB, Redis and Memcached stores and reads back
 //! exactly the generated rows, and leaves data it did not create untouched.
 
-mod support;
+use crate::support;
 
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use mysql_async::prelude::Queryable;

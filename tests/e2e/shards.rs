@@ -5,7 +5,7 @@
 //! tampered with (a point, a run, a throughput, the seed, the plan, another plan's shard),
 //! or one not signed with the worker token merge is given, is refused.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! peak RSS stays far below it); Ctrl-C while the cache is generated answers at once and
 //! leaves neither files nor a generator behind, and so does a generator stopped directly.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -8,7 +8,7 @@
 //! lines) are closed, told nothing about the plan, and neither join nor stall the run; the
 //! coordinator listens only where asked, IPv6 included.
 
-mod support;
+use crate::support;
 
 use dbsweep::servers::ServerKind;
 use serde_json::Value;

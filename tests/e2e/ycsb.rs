@@ -3,15 +3,15 @@
 //! operation names, and a real Redis holding exactly the records and receiving exactly the
 //! operations asked for.
 
-mod support;
+use crate::support;
 
 use dbsweep::servers::ServerKind;
 use support::{csv_rows, dbsweep, op_type_rows, report};
 
 /// YCSB's `workloads/workloada` and `workloadc`, as shipped with YCSB.
-const WORKLOADA: &str = include_str!("fixtures/ycsb/workloada");
+const WORKLOADA: &str = include_str!("../fixtures/ycsb/workloada");
 
-const WORKLOADC: &str = include_str!("fixtures/ycsb/workloadc");
+const WORKLOADC: &str = include_str!("../fixtures/ycsb/workloadc");
 
 fn redis_info(url: &str, section: &str) -> String {
     let client = redis::Client::open(url).unwrap();

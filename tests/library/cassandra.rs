@@ -11,7 +11,7 @@ use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use std::sync::Arc;
 
-mod support;
+use crate::support;
 
 fn server_url() -> String {
     support::url(dbsweep::servers::ServerKind::Cassandra)

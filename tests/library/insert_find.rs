@@ -4,8 +4,7 @@
 //! SELECT), the rows stored and found at N = 100,000, and the study end to end with the
 //! command-line client targets, two data roots and the settings that say what was sent.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{Connection, OpenContext, Target, TargetUrl};

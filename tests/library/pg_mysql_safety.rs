@@ -10,7 +10,7 @@ use dbsweep::error::Error;
 use mysql_async::prelude::Queryable;
 use std::sync::Arc;
 
-mod support;
+use crate::support;
 
 fn pg_url() -> String {
     support::url(dbsweep::servers::ServerKind::Postgres)

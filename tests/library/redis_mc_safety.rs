@@ -10,7 +10,7 @@ use dbsweep::error::Error;
 use std::io::{BufRead, BufReader, Write};
 use std::sync::Arc;
 
-mod support;
+use crate::support;
 
 fn env_url(kind: dbsweep::servers::ServerKind) -> url::Url {
     url::Url::parse(&support::url(kind)).expect("a spawned server's URL")

@@ -1,22 +1,42 @@
-//! Shared by the end-to-end tests: running the `dbsweep` binary and reading its run
-//! directory, and servers started by dbsweep's own spawn code (the same code `--spawn`
-//! uses): one server per kind per test binary, shared by its tests, killed and removed
-//! when the test binary exits.
+//! The one place the test binaries (`e2e`, `library`, `conformance`) share helpers from:
+//! running the `dbsweep` binary and reading its run directories (here), servers started
+//! by dbsweep's own spawn code (`servers`), clients of the libraries' own (`clients`),
+//! and waiting on processes (`processes`). Test modules call these and define no copy of
+//! their own; nothing here asserts on timing.
 
-#![allow(dead_code)]
+// Each test binary uses a part of what is here.
+#![allow(dead_code, unused_imports)]
 
+mod clients;
 pub mod faults;
+mod processes;
+mod servers;
 pub mod slurm;
 
-use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+pub use clients::{open, open_in, pg_client};
+pub use processes::{process_exists, wait_until};
+pub use servers::{pid, url, url_as};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::{Mutex, Once};
+use std::process::{Child, Command, Output, Stdio};
 
-/// Runs the dbsweep binary with `args`.
+/// The dbsweep binary as a command, with its stdout and stderr piped: add arguments and
+/// environment, then `output()` or `spawn()`.
+pub fn command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+/// Runs the dbsweep binary with `args` to its end.
 pub fn dbsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().expect("run dbsweep")
+    command().args(args).output().expect("run dbsweep")
+}
+
+/// Starts the dbsweep binary with `args` (stdout and stderr piped) and returns at once.
+pub fn start(args: &[&str]) -> Child {
+    command().args(args).spawn().expect("start dbsweep")
 }
 
 /// Names of the entries of `dir`, sorted (none when it does not exist).
@@ -53,7 +73,6 @@ pub fn csv_rows(dir: &Path) -> Vec<HashMap<String, String>> {
 
 /// The rows of a run directory's results_ops.csv (each operation type of YCSB workloads'
 /// runs), by column name.
-#[allow(dead_code)]
 pub fn op_type_rows(dir: &Path) -> Vec<HashMap<String, String>> {
     rows_of(&dir.join("results_ops.csv"))
 }
@@ -100,45 +119,12 @@ pub fn cluster_counts_what_one_server_counts(study: &[&str], spawn: &str, single
 
 /// A run directory's report.json.
 pub fn report(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+    let text = std::fs::read_to_string(dir.join("report.json")).unwrap_or_else(|e| panic!("{}/report.json: {e}", dir.display()));
+    serde_json::from_str(&text).expect("report.json is valid JSON")
 }
 
-static SERVERS: Mutex<Vec<Server>> = Mutex::new(Vec::new());
-static AT_EXIT: Once = Once::new();
-
-extern "C" fn stop_all() {
-    let servers = std::mem::take(&mut *SERVERS.lock().unwrap_or_else(|e| e.into_inner()));
-    drop(servers);
+/// Whether a report.json point carries the flag `flag` (`"not_converged"`, `"void"`, ...).
+pub fn has_flag(point: &serde_json::Value, flag: &str) -> bool {
+    point["flags"].as_array().unwrap().iter().any(|f| f["flag"] == flag)
 }
 
-/// The URL of this test binary's server of `kind`, starting it on first use.
-pub fn url(kind: ServerKind) -> String {
-    AT_EXIT.call_once(|| {
-        // SAFETY: registers a plain function to run at process exit.
-        unsafe {
-            libc::atexit(stop_all);
-        }
-    });
-    let mut servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = servers.iter().find(|s| s.kind() == kind) {
-        return s.url();
-    }
-    // Spawn on a runtime of our own: test runtimes end with their test, the server must not.
-    let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        rt.block_on(servers::spawn(kind, &SpawnOptions::default()))
-    })
-    .join()
-    .expect("spawn thread")
-    .unwrap_or_else(|e| panic!("could not start {kind}: {e} (run scripts/setup-servers)"));
-    let url = server.url();
-    servers.push(server);
-    url
-}
-
-/// The process id of this test binary's server of `kind` (started on first use), e.g. to
-/// pause it with SIGSTOP.
-pub fn pid(kind: ServerKind) -> u32 {
-    url(kind);
-    SERVERS.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|s| s.kind() == kind).expect("started above").pid()
-}

@@ -5,6 +5,7 @@
 //! multi-get, values with awkward characters, and the password kept off the client's
 //! command line.
 
+use crate::support::open;
 use crate::body;
 use crate::support;
 
@@ -16,29 +17,17 @@ use dbsweep::data::kv::{self, KvGen};
 use dbsweep::servers::ServerKind;
 use std::sync::Arc;
 
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
-}
-
-/// The spawned server's URL with the scheme swapped and an optional query.
-fn url(kind: ServerKind, scheme: &str, query: &str) -> String {
-    let lib = support::url(kind);
-    let rest = lib.split_once("://").unwrap().1;
-    format!("{scheme}://{rest}{query}")
-}
-
 async fn mysql_cli() -> (Arc<dyn Target>, ()) {
-    (open("mycli", &url(ServerKind::Mariadb, "mysql-cli", "")), ())
+    (open("mycli", &support::url_as(ServerKind::Mariadb, "mysql-cli")), ())
 }
 async fn mysql_cli_per_op() -> (Arc<dyn Target>, ()) {
-    (open("mycli1", &url(ServerKind::Mariadb, "mysql-cli", "?spawn=per-op")), ())
+    (open("mycli1", &format!("{}?spawn=per-op", support::url_as(ServerKind::Mariadb, "mysql-cli"))), ())
 }
 async fn redis_cli() -> (Arc<dyn Target>, ()) {
-    (open("rcli", &url(ServerKind::Redis, "redis-cli", "")), ())
+    (open("rcli", &support::url_as(ServerKind::Redis, "redis-cli")), ())
 }
 async fn redis_cli_per_op() -> (Arc<dyn Target>, ()) {
-    (open("rcli1", &url(ServerKind::Redis, "redis-cli", "?spawn=per-op")), ())
+    (open("rcli1", &format!("{}?spawn=per-op", support::url_as(ServerKind::Redis, "redis-cli"))), ())
 }
 
 // Tests against one server share its namespace; run them one at a time per server.

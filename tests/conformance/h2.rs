@@ -2,16 +2,12 @@
 //! code: the shared body, typed values and batches, the ownership marker, the settings
 //! the spawn records, and what the engine reports as its memory.
 
+use crate::support::open;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::error::Error;
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::sync::Arc;
-
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
-}
 
 /// A target on this test binary's H2 server, in its own in-memory database (tests run
 /// in parallel, and each owns the `dbsweep` schema of its database).

@@ -2,6 +2,7 @@
 //! shared body, typed values and batches, the ownership marker, and TPC-H SF 0.01 (load
 //! all tables, Q1/Q3/Q6/Q14 against the reference answers).
 
+use crate::support::open;
 use crate::body::Fault;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
@@ -16,11 +17,6 @@ use std::time::Instant;
 
 async fn server() -> Server {
     servers::spawn(ServerKind::Hyper, &SpawnOptions::default()).await.expect("spawn hyperd (run scripts/setup-servers)")
-}
-
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 async fn make() -> (Arc<dyn Target>, Server) {

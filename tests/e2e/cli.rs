@@ -353,7 +353,7 @@ fn failing_ops_are_counted_by_class_and_flagged() {
 fn ctrl_c_writes_partial_results_marked_incomplete_and_exits_130() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let child = support::command()
         .args([
             "run",
             "--target",
@@ -404,7 +404,7 @@ fn report_has_points(dir: &Path) -> bool {
 
 /// `dbsweep targets --format json`, run with `env` set for the child, parsed.
 fn targets_json(env: &[(&str, &Path)]) -> Vec<serde_json::Value> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+    let mut command = support::command();
     command.args(["targets", "--format", "json"]);
     for var in ["DBSWEEP_HYPERD", "DBSWEEP_H2_JAR", "DBSWEEP_CASSANDRA_LIB", "DBSWEEP_LEDIS_SERVER", "DBSWEEP_FERRETDB"] {
         command.env_remove(var);
@@ -508,7 +508,7 @@ fn targets_say_what_to_install_when_nothing_is_found() {
     for name in ["redis", "pg-row", "mariadb", "sqlite", "monetdb"] {
         assert_eq!(system(&systems, name)["status"], "ready", "{}", system(&systems, name));
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let o = support::command()
         .arg("targets")
         .env("PATH", "")
         .env("HOME", empty.path())

@@ -8,7 +8,7 @@ use support::{csv_rows, report};
 
 /// Runs dbsweep with `args` and the environment variables `vars` added.
 fn dbsweep_with(vars: &[(&str, &str)], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).envs(vars.iter().copied()).output().expect("run dbsweep")
+    support::command().args(args).envs(vars.iter().copied()).output().expect("run dbsweep")
 }
 
 /// Measured ops of target `m`'s get experiment, by (clients, batched), summed over runs, and
@@ -128,7 +128,7 @@ fn completions_and_man_page_name_every_subcommand_and_run_flag() {
 fn with_stdout_closed(args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).stdout(writer).output().expect("run dbsweep")
+    support::command().args(args).stdout(writer).output().expect("run dbsweep")
 }
 
 #[test]
@@ -165,7 +165,7 @@ fn a_closed_stdout_ends_every_command_quietly() {
     assert!(std::path::Path::new(&b).join("report.json").exists(), "a run whose stdout closed still writes its report");
 
     // `dbsweep gen keys 200000 | head -1`: the reader takes a line, then closes.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(["gen", "keys", "200000"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -13,7 +13,7 @@ use support::{csv_rows, op_type_rows};
 
 /// Runs dbsweep with `COLUMNS` set to `columns` (stdout and stderr are pipes, not terminals).
 fn dbsweep_at(columns: usize, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).env("COLUMNS", columns.to_string()).output().expect("run dbsweep")
+    support::command().args(args).env("COLUMNS", columns.to_string()).output().expect("run dbsweep")
 }
 
 /// Three embedded engines and seven mock targets.

@@ -10,6 +10,7 @@
 //! with `--help` appended, which clap answers only when every argument before it parses)
 //! and so are its paths.
 
+use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -146,7 +147,7 @@ fn run_dbsweep(args: &[String], env: &[(String, String)], dir: &Path) -> (Option
     // test waits for it.
     let output = tempfile::tempdir().expect("a directory for the output");
     let (stdout, stderr) = (output.path().join("stdout"), output.path().join("stderr"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(args)
         .envs(env.iter().cloned())
         .env("DBSWEEP_CACHE", dir.join("cache"))

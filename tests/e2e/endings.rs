@@ -7,37 +7,11 @@
 //! killed with SIGKILL leaves its directories, and the next run (`--resume` too) removes
 //! them; those of a run stopped with SIGSTOP stay while it lives.
 
+use crate::support::{entries, report, start_in, wait_until};
+use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// dbsweep with its temporary directories (spawned servers' data, scratch) in `tmp`, so
-/// the test sees everything it leaves behind.
-fn dbsweep(tmp: &Path, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep"))
-        .args(args)
-        .env("TMPDIR", tmp)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start dbsweep")
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !ready() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn terminate(child: Child) -> Output {
     // SAFETY: sends SIGTERM to the child this test started.
@@ -45,10 +19,6 @@ fn terminate(child: Child) -> Output {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     child.wait_with_output().unwrap()
-}
-
-fn report(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).expect("report.json")).expect("valid JSON")
 }
 
 fn report_has_points(dir: &Path) -> bool {
@@ -94,7 +64,7 @@ fn sigterm_while_measuring_finishes_the_report_and_removes_servers_and_scratch()
     let tmp = tempfile::tempdir().unwrap();
     let (scratch, out) = (tmp.path().join("tmp"), tmp.path().join("run"));
     std::fs::create_dir(&scratch).unwrap();
-    let child = dbsweep(
+    let child = start_in(
         &scratch,
         &[
             "run",
@@ -136,7 +106,7 @@ fn sigterm_while_loading_finishes_the_report_without_points() {
     let tmp = tempfile::tempdir().unwrap();
     let (scratch, out) = (tmp.path().join("tmp"), tmp.path().join("run"));
     std::fs::create_dir(&scratch).unwrap();
-    let child = dbsweep(
+    let child = start_in(
         &scratch,
         &[
             "run",
@@ -169,7 +139,7 @@ fn sigterm_while_servers_start_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let (scratch, out) = (tmp.path().join("tmp"), tmp.path().join("run"));
     std::fs::create_dir(&scratch).unwrap();
-    let child = dbsweep(&scratch, &["run", "--spawn", "postgres", "--experiments", "get", "--no-progress", "--out", out.to_str().unwrap()]);
+    let child = start_in(&scratch, &["run", "--spawn", "postgres", "--experiments", "get", "--no-progress", "--out", out.to_str().unwrap()]);
     wait_until("the server's directory exists", || entries(&scratch).iter().any(|n| n.starts_with("dbsweep-postgres-")));
     let o = terminate(child);
     assert_ended(&o, 143, "terminated by SIGTERM; nothing was written", &scratch);
@@ -209,7 +179,7 @@ fn a_full_disk_under_out_ends_the_run_with_a_finished_report() {
     std::fs::create_dir(&scratch).unwrap();
     let disk = Tmpfs::mount(tmp.path().join("disk"), "2m");
     let out = disk.0.join("run");
-    let child = dbsweep(
+    let child = start_in(
         &scratch,
         &[
             "run",
@@ -295,7 +265,7 @@ fn a_spawned_server_dying_mid_load_is_a_run_failure_quoting_its_log() {
         "--batch",
         "1",
     ];
-    let child = dbsweep(&scratch, &[&args[..], &["--rows", rows, "--no-progress", "--out", out.to_str().unwrap()]].concat());
+    let child = start_in(&scratch, &[&args[..], &["--rows", rows, "--no-progress", "--out", out.to_str().unwrap()]].concat());
     let mut server = None;
     wait_until("rows reach the spawned Redis", || {
         server = processes_in(&scratch).into_iter().find(|pid| redis_port(pid).is_some_and(|port| redis_keys(port) > 1000));
@@ -346,7 +316,7 @@ fn directories_of_a_run_killed_with_sigkill_are_removed_by_the_next_run_and_a_st
         "--out",
         out.to_str().unwrap(),
     ];
-    let killed = dbsweep(&scratch, &first);
+    let killed = start_in(&scratch, &first);
     wait_until("the first point is saved", || report_has_points(&out));
     let pid = killed.id();
     let theirs = entries(&scratch);
@@ -361,7 +331,7 @@ fn directories_of_a_run_killed_with_sigkill_are_removed_by_the_next_run_and_a_st
     // Stopped, the run is still alive: another run leaves its directories alone.
     signal(pid, libc::SIGSTOP);
     let other = tmp.path().join("other");
-    let o = dbsweep(
+    let o = start_in(
         &scratch,
         &[
             "run",
@@ -396,7 +366,7 @@ fn directories_of_a_run_killed_with_sigkill_are_removed_by_the_next_run_and_a_st
     wait_until("the spawned server is gone", || processes_in(&scratch).is_empty());
     assert_eq!(entries(&scratch), expected, "kill -9 leaves the directories");
     // ...and the next run, a resumed one, removes them: only what dbsweep did not create stays.
-    let o = dbsweep(&scratch, &["run", "--resume", out.to_str().unwrap(), "--no-progress"]).wait_with_output().unwrap();
+    let o = start_in(&scratch, &["run", "--resume", out.to_str().unwrap(), "--no-progress"]).wait_with_output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(report(&out)["complete"], true);
     assert_eq!(entries(&scratch), vec!["dbsweep-redis-foreign".to_string()]);

@@ -2,6 +2,7 @@
 //! the hint of the kv-vs-relational study without servers, and `--budget`. End to end
 //! with the binary; on the in-process targets only (nothing here needs a server).
 
+use crate::support;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -10,8 +11,9 @@ use std::process::{Command, Output, Stdio};
 /// lines to `COLUMNS`).
 const UNWRAPPED: &str = "1000";
 
-fn dbsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).env("COLUMNS", UNWRAPPED).output().unwrap()
+/// dbsweep run to its end with `args`, on a console wide enough to wrap nothing.
+fn unwrapped(args: &[&str]) -> Output {
+    support::command().args(args).env("COLUMNS", UNWRAPPED).output().unwrap()
 }
 
 const NO_SERVERS: &str = "no server targets: this runs kv-vs-relational on the in-process engines only";
@@ -20,7 +22,7 @@ const NO_SERVERS: &str = "no server targets: this runs kv-vs-relational on the i
 fn kv_vs_relational_without_servers_prints_its_estimate_and_the_hint_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(["run", "kv-vs-relational", "--no-progress", "--out", out.to_str().unwrap()])
         .env("COLUMNS", UNWRAPPED)
         .stdout(Stdio::piped())
@@ -61,7 +63,7 @@ fn kv_vs_relational_without_servers_prints_its_estimate_and_the_hint_before_any_
 
 #[test]
 fn every_run_starts_with_its_estimate_and_a_budget_says_what_it_buys() {
-    let o = dbsweep(&["run", "kv-vs-relational", "--dry-run"]);
+    let o = unwrapped(&["run", "kv-vs-relational", "--dry-run"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("estimated duration: ") && stdout.contains("  duckdb "), "{stdout}");
@@ -69,7 +71,7 @@ fn every_run_starts_with_its_estimate_and_a_budget_says_what_it_buys() {
     // A real run prints the same before it loads anything: its first lines.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let o = dbsweep(&[
+    let o = unwrapped(&[
         "run",
         "kv-vs-relational",
         "--target",
@@ -87,15 +89,15 @@ fn every_run_starts_with_its_estimate_and_a_budget_says_what_it_buys() {
     assert!(first[0].starts_with("estimated duration: ") && first[1].trim_start().starts_with("nodb "), "{stdout}");
     assert!(first[2].starts_with(NO_SERVERS), "{stdout}");
     // With servers the hint is not given.
-    let o = dbsweep(&["run", "kv-vs-relational", "--scale", "1", "--spawn", "all", "--dry-run"]);
+    let o = unwrapped(&["run", "kv-vs-relational", "--scale", "1", "--spawn", "all", "--dry-run"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("  pg-jsonb ") && !stdout.contains(NO_SERVERS), "{stdout}");
     // --budget says what it chose; a budget too short is refused, writing nothing.
-    let o = dbsweep(&["run", "kv-vs-relational", "--scale", "1", "--spawn", "all", "--budget", "8h", "--dry-run"]);
+    let o = unwrapped(&["run", "kv-vs-relational", "--scale", "1", "--spawn", "all", "--budget", "8h", "--dry-run"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("budget 8h 00m: each of the") && stdout.contains("±2.0%"), "{stdout}");
     let refused = dir.path().join("refused");
-    let o = dbsweep(&["run", "kv-vs-relational", "--target", "nodb=nodb:", "--budget", "1s", "--out", refused.to_str().unwrap()]);
+    let o = unwrapped(&["run", "kv-vs-relational", "--target", "nodb=nodb:", "--budget", "1s", "--out", refused.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--budget 1.0s: too short") && stderr.contains("give at least"), "{stderr}");

@@ -3,6 +3,7 @@
 //! the shared runtime: Redis; on threads of their own: PostgreSQL, MariaDB). A server that
 //! stops answering for longer than `--timeout` costs timeouts, then the run goes on.
 
+use crate::support;
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ async fn kill_mid_run(kind: ServerKind, target: &str) {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let child = support::command()
         .args([
             "run",
             "--target",
@@ -160,7 +161,7 @@ async fn paused_past_the_timeout(kind: ServerKind, target: &str, executions: fn(
     let server = servers::spawn(kind, &SpawnOptions::default()).await.expect("spawn");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let child = support::command()
         .args(["run", "--target", &format!("{target}={}", server.url()), "--experiments", "get", "--ops", "400000", "--runs", "2"])
         .args(["--clients", "2", "--batch", "1", "--rows", "2000", "--timeout", "1", "--no-progress", "--out"])
         .arg(&out)
@@ -213,7 +214,7 @@ async fn a_paused_server_shows_in_response_time_not_service_time() {
     )
     .unwrap();
     let out = tmp.path().join("run");
-    let child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let child = support::command()
         .args(["run", study.to_str().unwrap(), "--target", &format!("redis={}", server.url()), "--rate", "500", "--no-progress"])
         .arg("--out")
         .arg(&out)

@@ -12,6 +12,7 @@
 //! A deliberate format change: run `UPDATE_GOLDEN=1 cargo test --test golden`, review the
 //! diff of the golden files, and bump `FORMAT_VERSION` when a field changes meaning.
 
+use crate::support;
 use dbsweep::report::{self, model::Report};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,7 +71,7 @@ fn report_dir_rerenders_the_same_files() {
     // `dbsweep report DIR` from the saved JSON reproduces report.json and results.csv.
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(root().join("tests/golden/report.json"), dir.path().join("report.json")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_dbsweep")).arg("report").arg(dir.path()).output().unwrap();
+    let out = support::command().arg("report").arg(dir.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("re-rendered results.csv, results_ops.csv and report.html"), "{stdout}");
@@ -128,7 +129,7 @@ fn fixture_validates_against_the_schema_and_broken_reports_do_not() {
 fn a_fresh_run_validates_against_the_schema() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let out = support::command()
         .args(["run", "embedded", "--quick", "--experiments", "get,range-count", "--ops", "50", "--runs", "1", "--no-progress", "--out"])
         .arg(&out_dir)
         .output()

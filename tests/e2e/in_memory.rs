@@ -4,6 +4,7 @@
 //! memory grows after writes, and the bytes each record costs lie in a sane band for the
 //! known pair size (an 8-byte key and a 100-byte value).
 
+use crate::support;
 use serde_json::Value;
 use std::process::Command;
 
@@ -12,7 +13,7 @@ const RAW_PAIR: f64 = 8.0 + VALUE_BYTES;
 const SIZES: [u64; 2] = [1000, 4000];
 
 fn run_study(out: &std::path::Path, spawn: &str) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let output = support::command()
         .args(["run", "in-memory", "--quick", "--no-progress", "--spawn", spawn, "--sizes", "1000,4000", "--runs", "2", "--ops", "100"])
         .arg("--out")
         .arg(out)

@@ -4,6 +4,7 @@
 //! Each run ends with exit code 130 and leaves no server or directory behind. (SIGTERM
 //! ends runs the same way with 143: tests/endings.rs.)
 
+use crate::support::{pg_client, wait_until};
 use crate::support;
 
 use support::entries;
@@ -21,7 +22,7 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 /// dbsweep with its temporary directories (spawned servers' data, scratch) in `tmp`, and
 /// its stderr lines sent to the returned channel as they come.
 fn start(tmp: &Path, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(args)
         .env("TMPDIR", tmp)
         .stdout(Stdio::null())
@@ -42,14 +43,6 @@ fn interrupt(child: &Child) {
     // SAFETY: sends SIGINT to the child this test started.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
-    }
-}
-
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !ready() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -93,12 +86,6 @@ fn exit_after_interrupt(mut child: Child, lines: &mpsc::Receiver<String>) -> (Op
         }
     }
     (status.code(), took, rest.join("\n"))
-}
-
-async fn pg_client(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = url.parse::<tokio_postgres::Config>().unwrap().connect(tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    client
 }
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -324,7 +311,7 @@ fn a_second_ctrl_c_during_cleanup_leaves_the_keys_marked_and_the_next_run_remove
 
     // The next run takes the namespace as dbsweep's, and its cleanup removes every key.
     let second = args(&tmp.path().join("again"));
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(&second).env("TMPDIR", tmp.path()).output().unwrap();
+    let o = support::command().args(&second).env("TMPDIR", tmp.path()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(redis_query::<u64>(&url, &["DBSIZE"]), 0, "every key removed");
 }

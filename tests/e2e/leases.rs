@@ -3,18 +3,14 @@
 //! the end side by side, each with all of its own rows; no foreign row is touched; a lease
 //! left by a run that is gone is taken over and the report says so.
 
+use crate::support::{pg_client, report};
+use crate::support;
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const ROWS: u64 = 2000;
-
-fn dbsweep() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    c
-}
 
 /// `run` arguments for a small get experiment on both servers, written to `out`.
 fn run_args(pg: &Server, redis: &Server, out: &Path) -> Vec<String> {
@@ -58,16 +54,6 @@ fn finished(child: Child) -> Output {
 
 fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn report(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
-}
-
-async fn pg(server: &Server) -> tokio_postgres::Client {
-    let (client, connection) = server.url().parse::<tokio_postgres::Config>().unwrap().connect(tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    client
 }
 
 async fn redis(server: &Server) -> redis::aio::MultiplexedConnection {
@@ -127,7 +113,7 @@ fn point_errors(json: &serde_json::Value, target: &str) -> Vec<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_run_refuses_and_namespaces_run_side_by_side() {
     let (pg_server, redis_server) = spawn_both().await;
-    let db = pg(&pg_server).await;
+    let db = pg_client(&pg_server.url()).await;
     let mut kv = redis(&redis_server).await;
     // Somebody else's data on both servers.
     db.batch_execute("CREATE TABLE public.keep_me (id int PRIMARY KEY, note text); INSERT INTO public.keep_me VALUES (1, 'theirs')")
@@ -138,13 +124,13 @@ async fn a_second_run_refuses_and_namespaces_run_side_by_side() {
     let tmp = tempfile::tempdir().unwrap();
     // The first run: at 1,000 gets per second, each target's point lasts 6 s.
     let first_out = tmp.path().join("first");
-    let first = dbsweep().args(run_args(&pg_server, &redis_server, &first_out)).args(["--ops", "6000", "--rate", "1000"]).spawn().unwrap();
+    let first = support::piped().args(run_args(&pg_server, &redis_server, &first_out)).args(["--ops", "6000", "--rate", "1000"]).spawn().unwrap();
     wait_for_lease(&db, &mut kv).await;
 
     // The same namespace: refused at once, naming the first run, writing nothing.
     let second_out = tmp.path().join("second");
     let started = Instant::now();
-    let second = finished(dbsweep().args(run_args(&pg_server, &redis_server, &second_out)).args(["--ops", "100"]).spawn().unwrap());
+    let second = finished(support::piped().args(run_args(&pg_server, &redis_server, &second_out)).args(["--ops", "100"]).spawn().unwrap());
     let said = text(&second);
     assert_eq!(second.status.code(), Some(2), "{said}");
     assert!(started.elapsed() < Duration::from_secs(30), "refused at once, not after waiting");
@@ -154,7 +140,7 @@ async fn a_second_run_refuses_and_namespaces_run_side_by_side() {
     assert!(!second_out.exists(), "a refused run writes nothing");
     // Redis alone is refused the same way.
     let redis_only = finished(
-        dbsweep()
+        support::piped()
             .args(["run", "--target", &format!("redis={}", redis_server.url()), "--experiments", "get", "--ops", "100", "--no-progress"])
             .arg("--out")
             .arg(tmp.path().join("redis-only"))
@@ -168,7 +154,7 @@ async fn a_second_run_refuses_and_namespaces_run_side_by_side() {
     // Side by side in its own namespace: runs to the end while the first still runs.
     let side_out = tmp.path().join("side");
     let side = finished(
-        dbsweep().args(run_args(&pg_server, &redis_server, &side_out)).args(["--ops", "2000", "--namespace", "side"]).spawn().unwrap(),
+        support::piped().args(run_args(&pg_server, &redis_server, &side_out)).args(["--ops", "2000", "--namespace", "side"]).spawn().unwrap(),
     );
     assert!(side.status.success(), "{}", text(&side));
     let mut first = first;
@@ -199,7 +185,7 @@ async fn a_second_run_refuses_and_namespaces_run_side_by_side() {
     let gone_out = tmp.path().join("gone");
     let mut args = run_args(&pg_server, &redis_server, &gone_out);
     args.retain(|a| a != "--keep-data");
-    let gone = finished(dbsweep().args(args).args(["--ops", "500", "--namespace", "gone"]).spawn().unwrap());
+    let gone = finished(support::piped().args(args).args(["--ops", "500", "--namespace", "gone"]).spawn().unwrap());
     assert!(gone.status.success(), "{}", text(&gone));
     assert_eq!(scalar(&db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'dbsweep_gone'").await, 0);
     let keys: Vec<String> = redis::cmd("KEYS").arg("dbsweep_gone*").query_async(&mut kv).await.unwrap();
@@ -229,7 +215,7 @@ async fn a_lease_left_by_a_dead_run_is_taken_over_and_reported() {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let record =
         serde_json::json!({"run": "d0d0d0d0d0d0", "host": host, "pid": dead_pid, "started": now - 100, "renewed": now - 5}).to_string();
-    let db = pg(&pg_server).await;
+    let db = pg_client(&pg_server.url()).await;
     db.batch_execute(&format!(
         "CREATE SCHEMA dbsweep; COMMENT ON SCHEMA dbsweep IS 'dbsweep-owned'; \
          CREATE TABLE dbsweep.dbsweep_lease (id int PRIMARY KEY, holder text NOT NULL); \
@@ -244,7 +230,7 @@ async fn a_lease_left_by_a_dead_run_is_taken_over_and_reported() {
     let out = tmp.path().join("run");
     let mut args = run_args(&pg_server, &redis_server, &out);
     args.retain(|a| a != "--keep-data");
-    let o = finished(dbsweep().args(args).args(["--ops", "500"]).spawn().unwrap());
+    let o = finished(support::piped().args(args).args(["--ops", "500"]).spawn().unwrap());
     assert!(o.status.success(), "{}", text(&o));
     let json = report(&out);
     let warnings: Vec<&str> = json["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();

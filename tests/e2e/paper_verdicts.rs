@@ -5,13 +5,14 @@
 //! the paper's names, forces the measured order of PG-row and PG-jsonb (kv-vs-relational's
 //! batched selects) one way and the other: the verdict flips from reproduced to differs.
 
+use crate::support;
 use std::path::Path;
 use std::process::Command;
 
 /// Runs `dbsweep run STUDY --quick` with `extra` arguments into `out` at 100 columns;
 /// returns stdout.
 fn run(study: &str, out: &Path, extra: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let output = support::command()
         .args(["run", study, "--quick", "--no-progress", "--out"])
         .arg(out)
         .args(extra)

@@ -45,7 +45,7 @@ fn run(system: &str, channel: &Channel) -> (Output, Vec<(String, String)>) {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
     let out = home.path().join("out");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+    let mut command = support::command();
     command
         .args(["run", "--target", &format!("{system}={}", channel.url), "--experiments", "get", "--clients", "1", "--batch", "1"])
         .args(["--runs", "1", "--warmup", "0", "--rows", &ROWS.to_string(), "--ops", "200", "--no-progress"])

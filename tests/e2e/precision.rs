@@ -3,6 +3,7 @@
 //! a low-noise target (NO-DB) stops far before the op cap that the fixed-ops mode would
 //! run to. End to end on the in-process targets (NO-DB and SQLite).
 
+use crate::support::{dbsweep, has_flag, report};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -10,18 +11,6 @@ use std::process::{Command, Output};
 const ASKED: f64 = 0.10;
 const CAP: u64 = 3_000_000;
 const MAX_TIME_SECS: f64 = 0.5;
-
-fn dbsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().unwrap()
-}
-
-fn report(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
-}
-
-fn has_flag(point: &Value, flag: &str) -> bool {
-    point["flags"].as_array().unwrap().iter().any(|f| f["flag"] == flag)
-}
 
 fn measured(point: &Value) -> Vec<&Value> {
     point["runs"].as_array().unwrap().iter().filter(|r| r["warmup"] == false).collect()

@@ -22,7 +22,7 @@ fn script(name: &str, vars: &[(&str, &str)]) -> std::process::Output {
 /// Runs a recipe script with bash, `vars` in its environment and `args` after it.
 fn script_with_args(name: &str, vars: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new("bash");
-    cmd.arg(root().join("recipes/slurm").join(name)).args(args).env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"));
+    cmd.arg(root().join("recipes/slurm").join(name)).args(args).env("DBSWEEP", support::BIN);
     for (k, v) in vars {
         cmd.env(k, v);
     }
@@ -201,7 +201,7 @@ fn merge_job_tolerates_a_missing_shard(merge_script: &str, mount: &str, n: u64) 
         ]);
         assert!(o.status.success(), "shard {shard}: {}", String::from_utf8_lossy(&o.stderr));
     }
-    let bin = Path::new(env!("CARGO_BIN_EXE_dbsweep")).parent().unwrap().display().to_string();
+    let bin = Path::new(support::BIN).parent().unwrap().display().to_string();
     let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
     let merge = || Command::new("sh").arg("-c").arg(merge_script.replace(mount, volume)).env("PATH", &path).output().unwrap();
     let o = merge();
@@ -238,7 +238,7 @@ fn slurm_workers_script_runs_one_study_as_three_workers_under_sbatch() {
     sbatch
         .current_dir(tmp.path())
         .args(["--wait", "--time=5", &format!("--export=ALL,DBSWEEP_ARGS_FILE={}", args_file.display())])
-        .env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"))
+        .env("DBSWEEP", support::BIN)
         .env("DBSWEEP_RESULTS", &results)
         .env("DBSWEEP_COORDINATOR_PORT", port.to_string())
         .arg(root().join("recipes/slurm/workers.sbatch"));
@@ -291,7 +291,7 @@ fn slurm_array_and_merge_run_under_sbatch_with_commas_in_the_arguments() {
             .current_dir(tmp.path())
             .args(["--time=5"])
             .args(args)
-            .env("DBSWEEP", env!("CARGO_BIN_EXE_dbsweep"))
+            .env("DBSWEEP", support::BIN)
             .env("DBSWEEP_RESULTS", &results);
         let o = waited(sbatch, &slurm);
         assert!(o.status.success(), "sbatch {args:?}: {}\n{}", String::from_utf8_lossy(&o.stderr), slurm.logs());

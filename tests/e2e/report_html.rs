@@ -16,6 +16,7 @@
 //! first chart start within the first 1,500 px, each system keeps its colour from one
 //! report to the next, and a quick rate sweep is a few screens tall.
 
+use crate::support;
 use dbsweep::report::{self, html::figures};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -148,7 +149,7 @@ fn picture_stats(path: &Path) -> (u32, u32, usize, f64) {
 fn report_html_renders_in_headless_chromium_with_every_figure_and_no_network() {
     let dir = tempfile::tempdir().unwrap();
     let run_dir = dir.path().join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let out = support::command()
         .args(["run", "embedded", "--quick", "--experiments", "echo,insert,get,range-count", "--ops", "100", "--no-progress", "--out"])
         .arg(&run_dir)
         .output()
@@ -350,7 +351,7 @@ impl Layout {
 /// The binary whose reports are measured: this build's, or `DBSWEEP_LAYOUT_BIN` (to see
 /// the checks fail on another build's reports).
 fn dbsweep_bin() -> PathBuf {
-    std::env::var_os("DBSWEEP_LAYOUT_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_dbsweep")))
+    std::env::var_os("DBSWEEP_LAYOUT_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(support::BIN))
 }
 
 /// A real `--quick` run of the binary into `dir/name`; returns its report.html.

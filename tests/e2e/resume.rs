@@ -4,6 +4,8 @@
 //! resume whose plan or dbsweep differs, or of a complete run, is refused (exit 2) and
 //! writes nothing. End to end on the in-process targets (NO-DB and SQLite).
 
+use crate::support;
+use crate::support::{dbsweep, report};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -17,14 +19,6 @@ fn run_args(out: &Path) -> Vec<String> {
     let mut args: Vec<String> = args.split(' ').map(str::to_string).collect();
     args.push(out.display().to_string());
     args
-}
-
-fn dbsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().unwrap()
-}
-
-fn report(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
 }
 
 fn points(r: &Value) -> &Vec<Value> {
@@ -45,7 +39,7 @@ fn identity(p: &Value) -> String {
 /// exit code.
 fn interrupt(out: &Path, signal: &str) -> i32 {
     let mut child =
-        Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(run_args(out)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        support::command().args(run_args(out)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         assert!(Instant::now() < deadline, "the run saved no point in 5 minutes");
@@ -83,7 +77,7 @@ fn interrupted_mid_point_and_resumed(signal: &str, exit_code: i32) {
     // Resumed with its directory only: the saved command gives the plan. A DBSWEEP_OUT in
     // the environment does not apply: the run continues in its own directory.
     let elsewhere = dir.path().join("elsewhere");
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let o = support::command()
         .args(["run", "--resume", out.to_str().unwrap(), "--no-progress"])
         .env("DBSWEEP_OUT", &elsewhere)
         .output()

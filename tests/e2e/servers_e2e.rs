@@ -112,7 +112,7 @@ async fn a_small_study_across_every_server_stores_and_reads_exact_rows_and_spare
         for (name, url) in &targets {
             args.extend(["--target".to_string(), format!("{name}={url}")]);
         }
-        let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(&args).output().unwrap();
+        let o = support::command().args(&args).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
     run(&out, "insert,get,range-count,delete", true);
@@ -169,7 +169,7 @@ async fn a_small_study_across_every_server_stores_and_reads_exact_rows_and_spare
 fn spawn_flag_starts_records_and_removes_servers() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let o = support::command()
         .args(["run", "--quick", "--spawn", "redis,memcached", "--experiments", "get", "--no-progress", "--out", out.to_str().unwrap()])
         .output()
         .unwrap();
@@ -188,7 +188,7 @@ fn spawn_flag_starts_records_and_removes_servers() {
         let dir = t["settings"]["server.data_dir"].as_str().expect("data dir recorded");
         assert!(!std::path::Path::new(dir).exists(), "{dir} left behind");
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(["run", "--spawn", "oracle", "--no-progress"]).output().unwrap();
+    let o = support::command().args(["run", "--spawn", "oracle", "--no-progress"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--spawn"));
 }
@@ -200,7 +200,7 @@ async fn a_canary_password_never_reaches_any_output() {
     let url = format!("postgres://postgres:{canary}@127.0.0.1:{}/postgres", server.port());
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let o = support::command()
         .args(["run", "--quick", "--experiments", "get", "--no-progress", "--target"])
         .arg(format!("pg={url}"))
         .args(["--target", &format!("pg2=postgres://postgres@127.0.0.1:{}/postgres", server.port())])
@@ -218,7 +218,7 @@ async fn a_canary_password_never_reaches_any_output() {
     }
     assert!(!seen.contains(canary), "the password leaked into an output");
     // Also an unreachable server's error line.
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let o = support::command()
         .args(["run", "--quick", "--no-progress", "--target", &format!("pg=postgres://postgres:{canary}@127.0.0.1:1/postgres")])
         .output()
         .unwrap();

@@ -17,7 +17,7 @@ const STUDY: &[&str] = &["run", "embedded", "--quick", "--ops", "200", "--no-pro
 
 /// Starts `dbsweep run` with STUDY, `extra` and `--out out` in the background.
 fn start(out: &Path, extra: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    support::command()
         .args(STUDY)
         .args(extra)
         .args(["--out", out.to_str().unwrap()])
@@ -156,7 +156,7 @@ fn kv_vs_relational_in_three_shards_merges_into_one_report_with_every_target() {
         .iter()
         .enumerate()
         .map(|(i, dir)| {
-            Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+            support::command()
                 .args(study)
                 .args(["--shard", &format!("{i}/3"), "--out", dir.to_str().unwrap()])
                 .stdout(Stdio::null())
@@ -239,7 +239,7 @@ fn small_shards(dir: &Path, extra: &[&str], token: Option<&str>) -> [std::path::
         .iter()
         .enumerate()
         .map(|(i, out)| {
-            let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+            let mut command = support::command();
             command.args(SMALL).args(extra).args(["--shard", &format!("{i}/2"), "--out", out.to_str().unwrap()]);
             command.env_remove("DBSWEEP_WORKER_TOKEN").env_remove("DBSWEEP_WORKER_TOKEN_FILE");
             if let Some(token) = token {
@@ -256,7 +256,7 @@ fn small_shards(dir: &Path, extra: &[&str], token: Option<&str>) -> [std::path::
 
 /// `dbsweep merge` of `dirs` into `out`, with the worker token `token`.
 fn merge_with(dirs: &[&Path], out: &Path, token: Option<&str>) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+    let mut command = support::command();
     command.arg("merge").args(dirs).args(["--out", out.to_str().unwrap()]);
     command.env_remove("DBSWEEP_WORKER_TOKEN").env_remove("DBSWEEP_WORKER_TOKEN_FILE");
     if let Some(token) = token {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use support::{entries, report};
 
 fn dbsweep_with_cache(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).env("DBSWEEP_CACHE", cache).output().expect("run dbsweep")
+    support::command().args(args).env("DBSWEEP_CACHE", cache).output().expect("run dbsweep")
 }
 
 /// Waits (up to 120 s) until SF 1's lineitem file has its first MiB in the partial
@@ -93,7 +93,7 @@ fn gen_tpch_writes_dbgens_files_once_and_refuses_a_bad_scale() {
 /// Runs dbsweep and returns its output with its own peak resident memory in bytes (from
 /// wait4: the process and the children it waited for).
 fn run_measuring_peak_rss(cache: &Path, args: &[&str]) -> (std::process::ExitStatus, String, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(args)
         .env("DBSWEEP_CACHE", cache)
         .stdout(Stdio::null())
@@ -191,7 +191,7 @@ fn ctrl_c_while_generating_the_cache_exits_130_within_2_s_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
     let out = tmp.path().join("run");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(["run", "kv-vs-relational", "--scale", "1", "--target", "nodb=nodb:", "--experiments", "get-region"])
         .args(["--no-progress", "--out", out.to_str().unwrap()])
         .env("DBSWEEP_CACHE", &cache)
@@ -239,7 +239,7 @@ fn a_generator_stopped_with_sigterm_or_ctrl_c_removes_its_partial_files() {
     for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
         let tmp = tempfile::tempdir().unwrap();
         let cache = tmp.path().join("cache");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        let mut child = support::command()
             .args(["gen", "tpch", "--scale", "1"])
             .env("DBSWEEP_CACHE", &cache)
             .stdout(Stdio::null())

@@ -3,6 +3,8 @@
 //! a running `get` experiment. The points are flagged and void (no throughput in any
 //! output), the results are saved, and the run exits 1 naming them.
 
+use crate::support::{has_flag, report};
+use crate::support;
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use serde_json::Value;
 use std::path::Path;
@@ -15,26 +17,13 @@ async fn redis() -> (Server, redis::aio::MultiplexedConnection) {
     (server, conn)
 }
 
-fn dbsweep(target: &str, out: &Path, args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep"))
-        .args(["run", "--target", target, "--no-progress", "--out", out.to_str().unwrap()])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn report(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
+/// Starts `dbsweep run` on `target` (one `name=url`), written to `out`, with `args`.
+fn start_run(target: &str, out: &Path, args: &[&str]) -> std::process::Child {
+    support::start(&[&["run", "--target", target, "--no-progress", "--out", out.to_str().unwrap()], args].concat())
 }
 
 fn points<'a>(report: &'a Value, target: &str, experiment: &str) -> Vec<&'a Value> {
     report["points"].as_array().unwrap().iter().filter(|p| p["target"] == target && p["experiment"] == experiment).collect()
-}
-
-fn has_flag(point: &Value, flag: &str) -> bool {
-    point["flags"].as_array().unwrap().iter().any(|f| f["flag"] == flag)
 }
 
 fn sum(point: &Value, field: &str) -> u64 {
@@ -76,7 +65,7 @@ async fn requests_the_server_refuses_void_their_points() {
     let out = tmp.path().join("run");
     let target = format!("r=redis://noreads:noreads-pw@127.0.0.1:{}/0", server.port());
     let args = ["--experiments", "get,insert", "--ops", "300", "--runs", "2", "--warmup", "1", "--clients", "1", "--batch", "10"];
-    let o = dbsweep(&target, &out, &[&args[..], &["--rows", "500"]].concat()).wait_with_output().unwrap();
+    let o = start_run(&target, &out, &[&args[..], &["--rows", "500"]].concat()).wait_with_output().unwrap();
     assert_exit_1_naming(&o, "get", "r");
 
     let json = report(&out);
@@ -135,7 +124,7 @@ async fn keys_deleted_under_a_running_get_are_missing_rows() {
     let out = tmp.path().join("run");
     let args =
         ["--experiments", "get", "--ops", "30000", "--runs", "2", "--warmup", "1", "--clients", "2", "--batch", "10", "--rows", "2000"];
-    let child = dbsweep(&format!("r={}", server.url()), &out, &args);
+    let child = start_run(&format!("r={}", server.url()), &out, &args);
     let deadline = Instant::now() + Duration::from_secs(120);
     while !reading(&mut conn).await {
         assert!(Instant::now() < deadline, "dbsweep never started reading");

@@ -206,7 +206,7 @@ fn a_worker_killed_mid_run_voids_its_point_keeps_the_rest_and_ends_the_run_with_
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     // Fixed-rate runs of about 8 s each, so the kill lands in the middle of one.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(["run", "ycsb", "--spawn", "redis", "--target", "nodb=nodb:", "-p", "recordcount=1000"])
         .args(["--experiments", "workload-c", "--clients", "3,6", "--ops", "1600", "--rate", "200", "--runs", "1", "--warmup", "0"])
         .args(["--workers", "3", "--no-progress", "--out", out.to_str().unwrap()])
@@ -325,7 +325,7 @@ fn workers_in_their_own_network_namespaces_send_the_one_process_runs_ops() {
     };
     std::thread::sleep(Duration::from_millis(300));
     let one = tmp.path().join("one");
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args(&one)).output().unwrap();
+    let o = support::command().args(args(&one)).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let three = tmp.path().join("three");
@@ -334,7 +334,7 @@ fn workers_in_their_own_network_namespaces_send_the_one_process_runs_ops() {
         .into_iter()
         .map(|(index, ns)| {
             Command::new("ip")
-                .args(["netns", "exec", &ns.name, env!("CARGO_BIN_EXE_dbsweep")])
+                .args(["netns", "exec", &ns.name, support::BIN])
                 .args(args(&tmp.path().join(format!("worker{index}"))))
                 .args(["--workers", "3", "--worker", &index.to_string(), "--coordinator", &coordinator])
                 .env("DBSWEEP_WORKER_TOKEN", TOKEN)
@@ -344,7 +344,7 @@ fn workers_in_their_own_network_namespaces_send_the_one_process_runs_ops() {
                 .unwrap()
         })
         .collect();
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let o = support::command()
         .args(args(&three))
         .args(["--workers", "3", "--worker", "0", "--coordinator", &coordinator])
         .env("DBSWEEP_WORKER_TOKEN", TOKEN)
@@ -373,7 +373,7 @@ fn sigterm_to_the_coordinator_alone_stops_the_workers_mid_run() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     // One fixed-rate run of about 330 s: it cannot end before the stop.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let mut child = support::command()
         .args(["run", "ycsb", "--target", "nodb=nodb:", "-p", "recordcount=1000", "--experiments", "workload-c"])
         .args(["--clients", "3", "--ops", "100000", "--rate", "300", "--runs", "1", "--warmup", "0"])
         .args(["--workers", "3", "--no-progress", "--out", out.to_str().unwrap()])
@@ -434,7 +434,7 @@ fn under_slurms_srun_three_tasks_are_three_workers_that_send_the_one_process_run
         .command("srun")
         .args(["-n", "3", "--overcommit", "--kill-on-bad-exit=1", "--time=5"])
         .arg(format!("--export=ALL,DBSWEEP_COORDINATOR={coordinator},DBSWEEP_WORKER_TOKEN={TOKEN}"))
-        .arg(env!("CARGO_BIN_EXE_dbsweep"))
+        .arg(support::BIN)
         .args(args(&three))
         .args(["--workers", "3"])
         .output()
@@ -481,7 +481,7 @@ fn nodb_run(out: &Path) -> Vec<String> {
 /// Worker `index` of 3 (0: the coordinator) of `nodb_run`, meeting at `coordinator`, with
 /// the tests' token.
 fn worker_process(out: &Path, index: usize, coordinator: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    support::command()
         .args(nodb_run(out))
         .args(["--workers", "3", "--worker", &index.to_string(), "--coordinator", coordinator])
         .env("DBSWEEP_WORKER_TOKEN", TOKEN)
@@ -667,7 +667,7 @@ fn workers_that_start_on_their_own_need_the_token_and_the_count_is_capped() {
     let run = nodb_run(&out);
     let run: Vec<&str> = run.iter().map(String::as_str).collect();
     let without_token = |extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+        support::command()
             .args(&run)
             .args(extra)
             .env_remove("DBSWEEP_WORKER_TOKEN")
@@ -710,10 +710,10 @@ fn workload_d_with_3_workers_finds_every_row_it_reads() {
             .collect()
     };
     let one = tmp.path().join("one");
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args(&one)).output().unwrap();
+    let o = support::command().args(args(&one)).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let three = tmp.path().join("three");
-    let o = Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args(&three)).args(["--workers", "3"]).output().unwrap();
+    let o = support::command().args(args(&three)).args(["--workers", "3"]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let point = |r: &Value| {
         r["points"].as_array().unwrap().iter().find(|p| p["experiment"] == "workload-d" && p["target"] == "redis").unwrap().clone()

@@ -17,11 +17,6 @@ fn server_url() -> String {
     support::url(dbsweep::servers::ServerKind::Cassandra)
 }
 
-fn open(url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open("cassandra", &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
-}
-
 async fn client(url: &str) -> Session {
     let node = url.trim_start_matches("cassandra://");
     SessionBuilder::new().known_node(node).build().await.expect("a CQL session")
@@ -57,7 +52,7 @@ async fn a_foreign_keyspace_of_the_same_name_is_refused_and_survives() {
     cql(&session, "CREATE TABLE foreign_ks.kv (k bigint PRIMARY KEY, v text)").await;
     cql(&session, "INSERT INTO foreign_ks.kv (k, v) VALUES (1, 'theirs')").await;
 
-    let target = open(&format!("{base}/foreign_ks"));
+    let target = support::open("cassandra", &format!("{base}/foreign_ks"));
     let err = target.prepare(&[kv::shared_def()]).await.unwrap_err();
     assert!(matches!(err, Error::NotOwned { .. }), "{err}");
     assert_eq!(err.exit_code(), 2);
@@ -71,7 +66,7 @@ async fn a_foreign_keyspace_of_the_same_name_is_refused_and_survives() {
 async fn a_foreign_table_in_dbsweeps_keyspace_is_refused_and_survives() {
     let base = server_url();
     let session = client(&base).await;
-    let target = open(&format!("{base}/dbsweep_mixed"));
+    let target = support::open("cassandra", &format!("{base}/dbsweep_mixed"));
     let ours = Arc::new(TableDef { name: "ours".into(), ..kv::table_def() });
     target.prepare(std::slice::from_ref(&ours)).await.expect("prepare creates the keyspace");
     // Someone else adds a table named like dbsweep's kv table to the keyspace.
@@ -91,7 +86,7 @@ async fn a_foreign_table_in_dbsweeps_keyspace_is_refused_and_survives() {
     cql(&session, "DROP KEYSPACE dbsweep_mixed").await;
 
     // With nothing foreign in it, cleanup removes the whole keyspace.
-    let target = open(&format!("{base}/dbsweep_alone"));
+    let target = support::open("cassandra", &format!("{base}/dbsweep_alone"));
     target.prepare(std::slice::from_ref(&ours)).await.expect("prepare");
     assert!(keyspace_exists(&session, "dbsweep_alone").await);
     target.cleanup().await.expect("cleanup");
@@ -101,7 +96,7 @@ async fn a_foreign_table_in_dbsweeps_keyspace_is_refused_and_survives() {
 #[tokio::test]
 async fn an_unreachable_server_is_a_setup_error() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let target = open(&format!("cassandra://127.0.0.1:{port}"));
+    let target = support::open("cassandra", &format!("cassandra://127.0.0.1:{port}"));
     let err = target.prepare(&[kv::shared_def()]).await.unwrap_err();
     assert!(matches!(err, Error::Unreachable { .. }), "{err}");
     assert_eq!(err.exit_code(), 2);
@@ -143,7 +138,7 @@ async fn tpch_tables_load_and_typed_values_come_back() {
     use dbsweep::base::table::Value;
     use dbsweep::data::tpch::{LINEITEM, TABLE_NAMES};
     use dbsweep::data::{DataSpec, Dataset};
-    let target = open(&format!("{}/dbsweep_tpch", server_url()));
+    let target = support::open("cassandra", &format!("{}/dbsweep_tpch", server_url()));
     let dataset = Dataset::new(&DataSpec::Tpch { scale: 0.001 }, 3);
     target.prepare(&dataset.tables).await.expect("prepare");
     for (id, table) in dataset.tables.iter().enumerate() {

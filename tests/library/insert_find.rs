@@ -4,6 +4,7 @@
 //! SELECT), the rows stored and found at N = 100,000, and the study end to end with the
 //! command-line client targets, two data roots and the settings that say what was sent.
 
+use crate::support::open;
 use crate::support;
 
 use dbsweep::adapter::registry;
@@ -35,15 +36,6 @@ fn request(plan: &plan::Plan, data: &Dataset, name: &str) -> Vec<Op> {
     let stream = OpStream::new(e, index, data, plan.seed, e.warmup + e.runs);
     let point = e.points[0];
     (0..stream.ops_at(&point)).map(|seq| stream.op(&point, 0, 0, seq)).collect()
-}
-
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext::new(std::env::temp_dir())).unwrap()
-}
-
-/// The spawned server's URL with another scheme.
-fn with_scheme(kind: ServerKind, scheme: &str) -> String {
-    format!("{scheme}://{}", support::url(kind).split_once("://").unwrap().1)
 }
 
 async fn prepared(target: &Arc<dyn Target>, data: &Dataset) -> Box<dyn Connection> {
@@ -79,7 +71,7 @@ async fn redis_gets_one_mset_per_insert_all_and_one_mget_per_find() {
     let insert_all = request(&plan, &data, "insert-all");
     let find = request(&plan, &data, "find");
     assert_eq!((insert_all.len() as u64, find.len()), (N, 1));
-    for (name, url) in [("redis", support::url(ServerKind::Redis)), ("redis-cli", with_scheme(ServerKind::Redis, "redis-cli"))] {
+    for (name, url) in [("redis", support::url(ServerKind::Redis)), ("redis-cli", support::url_as(ServerKind::Redis, "redis-cli"))] {
         let target = open(name, &url);
         let mut conn = prepared(&target, &data).await;
         let before = redis_calls().await;
@@ -125,7 +117,7 @@ async fn mariadb_gets_one_insert_and_one_select_at_the_papers_largest_n() {
     let insert_all = request(&plan, &data, "insert-all");
     let find = request(&plan, &data, "find");
     let mut admin = mysql_async::Conn::from_url(support::url(ServerKind::Mariadb)).await.unwrap();
-    for (name, url) in [("mariadb", support::url(ServerKind::Mariadb)), ("mariadb-cli", with_scheme(ServerKind::Mariadb, "mysql-cli"))] {
+    for (name, url) in [("mariadb", support::url(ServerKind::Mariadb)), ("mariadb-cli", support::url_as(ServerKind::Mariadb, "mysql-cli"))] {
         let cli = name == "mariadb-cli";
         let target = open(name, &url);
         let mut conn = prepared(&target, &data).await;
@@ -172,7 +164,7 @@ async fn mariadb_gets_one_insert_and_one_select_at_the_papers_largest_n() {
 fn the_study_runs_with_cli_clients_on_two_data_roots() {
     let (a, b, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let roots = format!("a={},b={}", a.path().display(), b.path().display());
-    let output = Command::new(env!("CARGO_BIN_EXE_dbsweep"))
+    let output = support::command()
         .args(["run", "insert-find", "--spawn", "mariadb,redis", "--sizes", "100,40000", "--rows", "40000", "--runs", "1"])
         .args(["--warmup", "0", "--experiments", "insert-all,find", "--no-progress", "--data-root", &roots, "--out"])
         .arg(out.path().join("run"))

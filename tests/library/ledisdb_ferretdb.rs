@@ -3,6 +3,7 @@
 //! dbsweep), data dbsweep did not create survives prepare, load and cleanup, an unmarked
 //! `dbsweep` namespace is refused, and the server leaves nothing behind when stopped.
 
+use crate::support::{open, process_exists};
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::base::op::Op;
@@ -15,10 +16,6 @@ use std::sync::Arc;
 
 const ROWS: i64 = 200;
 
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &OpenContext::new(std::env::temp_dir())).unwrap()
-}
-
 /// Prepares the `kv` table and loads ROWS generated rows.
 async fn load(target: &dyn Target) -> KvGen {
     let table = kv::shared_def();
@@ -28,11 +25,6 @@ async fn load(target: &dyn Target) -> KvGen {
     assert_eq!(target.load(&table, rows).await.expect("load"), ROWS as u64);
     assert_eq!(target.count_rows(&table).await.expect("count"), ROWS as u64);
     rowgen
-}
-
-fn process_exists(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
 }
 
 async fn stop_and_check_gone(server: servers::Server) {

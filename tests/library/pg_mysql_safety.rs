@@ -2,6 +2,7 @@
 //! schemas and databases alone, refuse a `dbsweep` namespace they did not create, never
 //! show a password, and report an unreachable server as a setup error (exit code 2).
 
+use crate::support::{open, pg_client};
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::base::table::TableDef;
@@ -23,11 +24,6 @@ fn my_url() -> String {
 /// MariaDB tests share the server-wide `dbsweep` database, so they take turns.
 static MARIADB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
-}
-
 fn with_path(base: &str, path: &str) -> String {
     let mut url = url::Url::parse(base).unwrap();
     url.set_path(path);
@@ -36,12 +32,6 @@ fn with_path(base: &str, path: &str) -> String {
 
 fn lineitem_def() -> Arc<TableDef> {
     Arc::new(TableDef { name: "lineitem".into(), ..kv::table_def() })
-}
-
-async fn pg_client(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = url.parse::<tokio_postgres::Config>().unwrap().connect(tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    client
 }
 
 /// A fresh database of this test's own on the PostgreSQL server, so tests do not share

@@ -3,6 +3,7 @@
 //! is refused with `NotOwned`; passwords never show; an unreachable server is a setup
 //! error with exit code 2.
 
+use crate::support::open;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::data::kv::{self, KvGen};
@@ -25,11 +26,6 @@ fn redis_url(db: u32) -> String {
 
 fn memcached_url() -> String {
     env_url(dbsweep::servers::ServerKind::Memcached).to_string()
-}
-
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
 }
 
 async fn raw_redis(db: u32) -> redis::aio::MultiplexedConnection {

@@ -2,10 +2,11 @@
 //! checked), Q1 and Q6 as server-side Lua scripts checked against the exact Rust reference
 //! answers, the joins Q3 and Q14 refused as unsupported, and a range COUNT on
 //! `lineitem.l_orderkey` checked against a count over the generated rows.
-//!
-//! `redis_tpch_sf01_timings` (ignored: it loads 0.87 M rows) prints load and query times at
-//! SF 0.1: `cargo test --test redis_tpch -- --ignored --nocapture`.
+//! Load and query times at SF 0.1 and SF 1 are bench/'s: `SERVER=redis SF=0.1
+//! bench/tpch-load` times the load next to `redis-cli --pipe`, and `dbsweep run
+//! kv-vs-relational` measures the queries.
 
+use crate::support::open;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{Connection, OpenContext, Target, TargetUrl};
 use dbsweep::base::op::{Answer, ErrorClass, Op, QueryId, RangeAgg};
@@ -13,53 +14,42 @@ use dbsweep::base::table::Value;
 use dbsweep::data::{DataSpec, Dataset, tpch_reference};
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-fn open(url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open("redis", &TargetUrl::parse(url).unwrap(), &ctx).expect("open redis target")
-}
 
 /// Prepares and loads every table of `dataset`, checking each table's row count.
-async fn load_all(target: &dyn Target, dataset: &Dataset) -> Duration {
-    let started = Instant::now();
+async fn load_all(target: &dyn Target, dataset: &Dataset) {
     target.prepare(&dataset.tables).await.expect("prepare");
     for (t, def) in dataset.tables.iter().enumerate() {
         let loaded = target.load(def, dataset.initial(t)).await.expect("load");
         assert_eq!(loaded, dataset.initial_rows(t), "rows loaded into {}", def.name);
         assert_eq!(target.count_rows(def).await.expect("count_rows"), dataset.initial_rows(t), "count_rows({})", def.name);
     }
-    started.elapsed()
 }
 
-/// Runs `q` once, checks its answer against the reference at `scale`, returns its time.
-async fn run_query(conn: &mut dyn Connection, q: QueryId, scale: f64) -> Duration {
-    let started = Instant::now();
+/// Runs `q` once and checks its answer against the reference at `scale`.
+async fn run_query(conn: &mut dyn Connection, q: QueryId, scale: f64) {
     let outcome = conn.execute(&Op::Query(q)).await.unwrap_or_else(|e| panic!("{q:?}: {e:?}"));
-    let took = started.elapsed();
     let got = outcome.answer.unwrap_or_else(|| panic!("{q:?} returned no answer"));
     let expected = tpch_reference::answer(q, scale);
     assert!(got.agrees_with(&expected), "{q:?} at SF {scale}\n redis:     {got:?}\n reference: {expected:?}");
     let Answer::Table(rows) = &got else { panic!("{q:?}: not a table: {got:?}") };
     assert_eq!(outcome.rows, rows.len() as u64, "{q:?}: Outcome.rows is the number of result rows");
-    took
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_runs_tpch_q1_q6_as_lua_scripts_at_sf_001() {
     const SF: f64 = 0.01;
     let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn redis (run scripts/setup-servers)");
-    let target = open(&server.url());
+    let target = open("redis", &server.url());
     let dataset = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
-    let load = load_all(target.as_ref(), &dataset).await;
+    load_all(target.as_ref(), &dataset).await;
 
     let caps = &target.info().capabilities;
     assert_eq!(caps.queries, vec![QueryId::TpchQ1, QueryId::TpchQ6]);
     assert!(target.info().settings.contains_key("lua-time-limit"), "{:?}", target.info().settings);
 
     let mut conn = target.connect().await.expect("connect");
-    let q1 = run_query(conn.as_mut(), QueryId::TpchQ1, SF).await;
-    let q6 = run_query(conn.as_mut(), QueryId::TpchQ6, SF).await;
+    run_query(conn.as_mut(), QueryId::TpchQ1, SF).await;
+    run_query(conn.as_mut(), QueryId::TpchQ6, SF).await;
     // Q1 at SF 0.01 has the four (returnflag, linestatus) groups.
     let Some(Answer::Table(groups)) = conn.execute(&Op::Query(QueryId::TpchQ1)).await.unwrap().answer else { panic!() };
     let flags: Vec<(String, String)> = groups
@@ -89,25 +79,6 @@ async fn redis_runs_tpch_q1_q6_as_lua_scripts_at_sf_001() {
         assert_eq!(outcome.answer, Some(Answer::Scalar(Value::Int(expected))), "COUNT l_orderkey in [{lo}, {hi}]");
     }
 
-    eprintln!("redis SF {SF}: load {load:?}, Q1 {q1:?}, Q6 {q6:?}");
-    target.cleanup().await.expect("cleanup");
-    server.stop().await.expect("stop redis");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "loads 0.87 M rows; run by hand for timings"]
-async fn redis_tpch_sf01_timings() {
-    const SF: f64 = 0.1;
-    let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn redis");
-    let target = open(&server.url());
-    let dataset = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
-    let load = load_all(target.as_ref(), &dataset).await;
-    let mut conn = target.connect().await.expect("connect");
-    let mut times = Vec::new();
-    for _ in 0..3 {
-        times.push((run_query(conn.as_mut(), QueryId::TpchQ1, SF).await, run_query(conn.as_mut(), QueryId::TpchQ6, SF).await));
-    }
-    eprintln!("redis SF {SF}: load {load:?}; (Q1, Q6) per run: {times:?}");
     target.cleanup().await.expect("cleanup");
     server.stop().await.expect("stop redis");
 }

@@ -2,6 +2,7 @@
 //! protocol (checked here with the systems' own clients or raw protocol exchanges), and
 //! leaves nothing behind after `stop` or `Drop`.
 
+use crate::support::process_exists;
 use dbsweep::adapter::url::TargetUrl;
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::path::{Path, PathBuf};
@@ -32,11 +33,6 @@ async fn run(program: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
-fn process_exists(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
 }
 
 fn group_exists(pgid: u32) -> bool {
@@ -341,8 +337,10 @@ async fn pdeathsig_helper() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_die_with_dbsweep() {
     let exe = std::env::current_exe().unwrap();
+    // The helper's full test name in this binary: its module path without the crate's name.
+    let helper_name = format!("{}::pdeathsig_helper", module_path!().split_once("::").expect("a module of the test binary").1);
     let mut helper = tokio::process::Command::new(exe)
-        .args(["--exact", "pdeathsig_helper", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["--exact", &helper_name, "--ignored", "--nocapture", "--test-threads=1"])
         .env("DBSWEEP_PDEATHSIG_HELPER", "1")
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)

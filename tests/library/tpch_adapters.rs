@@ -4,9 +4,10 @@
 //! computed exactly by `tpch_reference`, with the result types `answer_columns` names.
 //!
 //! PostgreSQL (three layouts on one server) and MariaDB run on throwaway servers started
-//! by `servers::spawn`; SQLite and DuckDB use throwaway files, MonetDB a throwaway database directory. The `#[ignore]`d
-//! `pg_row_load_sf*` tests time bulk loads (run them in release with `--nocapture`).
+//! by `servers::spawn`; SQLite and DuckDB use throwaway files, MonetDB a throwaway database directory. Bulk-load
+//! times are bench/'s (`bench/tpch-load`, next to `psql \copy` and `LOAD DATA`).
 
+use crate::support::open_in;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::base::op::{Answer, Op, QueryId};
@@ -17,7 +18,6 @@ use dbsweep::data::tpch_reference;
 use dbsweep::data::{DataSpec, Dataset};
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 const SF: f64 = 0.01;
 const SEED: u64 = 11;
@@ -48,10 +48,8 @@ async fn check_tpch(target: Arc<dyn Target>) {
     assert_eq!(dataset.tables.len(), TABLE_NAMES.len());
     target.prepare(&dataset.tables).await.unwrap_or_else(|e| panic!("{system}: prepare: {e}"));
     for (id, table) in dataset.tables.iter().enumerate() {
-        let start = Instant::now();
         let loaded = target.load(table, dataset.initial(id)).await.unwrap_or_else(|e| panic!("{system}: load {}: {e}", table.name));
         let expected = dataset.initial_rows(id);
-        eprintln!("{system}: loaded {loaded} {} rows in {:.2?}", table.name, start.elapsed());
         assert_eq!(loaded, expected, "{system}: load reports the rows of {}", table.name);
         assert_eq!(target.count_rows(table).await.unwrap(), expected, "{system}: rows stored in {}", table.name);
     }
@@ -98,17 +96,12 @@ async fn check_tpch(target: Arc<dyn Target>) {
     target.cleanup().await.unwrap_or_else(|e| panic!("{system}: cleanup: {e}"));
 }
 
-fn open(name: &str, url: &str, scratch: &std::path::Path) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(scratch.to_path_buf());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_layouts_load_and_answer_tpch() {
     let server = servers::spawn(ServerKind::Postgres, &SpawnOptions::default()).await.expect("spawn postgres");
     let dir = tempfile::tempdir().unwrap();
     for layout in ["row", "hstore", "jsonb"] {
-        let target = open(&format!("pg-{layout}"), &format!("{}?layout={layout}", server.url()), dir.path());
+        let target = open_in(&format!("pg-{layout}"), &format!("{}?layout={layout}", server.url()), dir.path());
         check_tpch(target).await;
     }
     server.stop().await.unwrap();
@@ -118,69 +111,24 @@ async fn postgres_layouts_load_and_answer_tpch() {
 async fn mariadb_loads_and_answers_tpch() {
     let server = servers::spawn(ServerKind::Mariadb, &SpawnOptions::default()).await.expect("spawn mariadb");
     let dir = tempfile::tempdir().unwrap();
-    check_tpch(open("mariadb", &server.url(), dir.path())).await;
+    check_tpch(open_in("mariadb", &server.url(), dir.path())).await;
     server.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_loads_and_answers_tpch() {
     let dir = tempfile::tempdir().unwrap();
-    check_tpch(open("sqlite", "sqlite:", dir.path())).await;
+    check_tpch(open_in("sqlite", "sqlite:", dir.path())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duckdb_loads_and_answers_tpch() {
     let dir = tempfile::tempdir().unwrap();
-    check_tpch(open("duckdb", "duckdb:", dir.path())).await;
+    check_tpch(open_in("duckdb", "duckdb:", dir.path())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monetdb_loads_and_answers_tpch() {
     let dir = tempfile::tempdir().unwrap();
-    check_tpch(open("monetdb", "monetdb:", dir.path())).await;
-}
-
-/// Times a pg-row bulk load of every table at `scale`, table by table.
-async fn time_pg_row_load(scale: f64) {
-    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions::default()).await.expect("spawn postgres");
-    let dir = tempfile::tempdir().unwrap();
-    let target = open("pg-row", &server.url(), dir.path());
-    let dataset = Dataset::new(&DataSpec::Tpch { scale }, SEED);
-    target.prepare(&dataset.tables).await.unwrap();
-    let all = Instant::now();
-    let mut generating = std::time::Duration::ZERO;
-    for (id, table) in dataset.tables.iter().enumerate() {
-        // Generation alone, for comparison (the text pool is built before the clock starts).
-        let _ = dataset.initial(id).next();
-        let start = Instant::now();
-        let generated = dataset.initial(id).count();
-        let generation = start.elapsed();
-        generating += generation;
-        let start = Instant::now();
-        let loaded = target.load(table, dataset.initial(id)).await.unwrap();
-        assert_eq!(loaded, dataset.initial_rows(id));
-        assert_eq!(generated as u64, loaded);
-        eprintln!(
-            "SF {scale}: {:>9} rows of {:<8} in {:>8.2?} (generating them alone: {generation:.2?})",
-            loaded,
-            table.name,
-            start.elapsed()
-        );
-    }
-    eprintln!("SF {scale}: generating all tables alone took {generating:.2?}");
-    eprintln!("SF {scale}: all tables loaded in {:.2?} (including the generation-only passes)", all.elapsed());
-    target.cleanup().await.unwrap();
-    server.stop().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "timing: run in release with --nocapture"]
-async fn pg_row_load_sf01() {
-    time_pg_row_load(0.1).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "timing: run in release with --nocapture"]
-async fn pg_row_load_sf1() {
-    time_pg_row_load(1.0).await;
+    check_tpch(open_in("monetdb", "monetdb:", dir.path())).await;
 }

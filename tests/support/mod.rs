@@ -21,10 +21,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-/// The dbsweep binary as a command, with its stdout and stderr piped: add arguments and
-/// environment, then `output()` or `spawn()`.
+/// The path of the dbsweep binary under test (for scripts and wrappers that run it:
+/// `DBSWEEP=` for the recipes, `srun`, `ip netns exec`).
+pub const BIN: &str = env!("CARGO_BIN_EXE_dbsweep");
+
+/// The dbsweep binary as a command: add arguments and environment, then run it.
 pub fn command() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dbsweep"));
+    Command::new(BIN)
+}
+
+/// The dbsweep binary as a command with its stdout and stderr piped, to start it and
+/// collect its output when it ends (`wait_with_output`).
+pub fn piped() -> Command {
+    let mut command = command();
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
@@ -36,7 +45,13 @@ pub fn dbsweep(args: &[&str]) -> Output {
 
 /// Starts the dbsweep binary with `args` (stdout and stderr piped) and returns at once.
 pub fn start(args: &[&str]) -> Child {
-    command().args(args).spawn().expect("start dbsweep")
+    piped().args(args).spawn().expect("start dbsweep")
+}
+
+/// Starts the dbsweep binary with `args` and its temporary directories (spawned servers'
+/// data, scratch) in `tmp`, so the test sees everything it leaves behind.
+pub fn start_in(tmp: &Path, args: &[&str]) -> Child {
+    piped().args(args).env("TMPDIR", tmp).spawn().expect("start dbsweep")
 }
 
 /// Names of the entries of `dir`, sorted (none when it does not exist).

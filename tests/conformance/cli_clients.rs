@@ -5,12 +5,11 @@
 //! multi-get, values with awkward characters, and the password kept off the client's
 //! command line.
 
-use crate::support::open;
 use crate::body;
 use crate::support;
+use crate::support::open;
 
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::adapter::Target;
 use dbsweep::base::op::{ErrorClass, Op, OpKind};
 use dbsweep::base::table::Value;
 use dbsweep::data::kv::{self, KvGen};

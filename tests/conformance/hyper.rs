@@ -2,10 +2,9 @@
 //! shared body, typed values and batches, the ownership marker, and TPC-H SF 0.01 (load
 //! all tables, Q1/Q3/Q6/Q14 against the reference answers).
 
-use crate::support::open;
 use crate::body::Fault;
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use crate::support::open;
+use dbsweep::adapter::Target;
 use dbsweep::base::op::{Op, QueryId};
 use dbsweep::data::tpch_reference;
 use dbsweep::data::{DataSpec, Dataset};

@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use support::{csv_rows, report};
 
 /// Runs dbsweep with `args` and the environment variables `vars` added.

@@ -8,7 +8,7 @@ use crate::support;
 use dbsweep::report::{self, console::point_label, model::Report};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use support::{csv_rows, op_type_rows};
 
 /// Runs dbsweep with `COLUMNS` set to `columns` (stdout and stderr are pipes, not terminals).

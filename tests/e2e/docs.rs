@@ -12,7 +12,7 @@
 
 use crate::support;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const NOT_RUN: &str = "<!-- docs-test: not run";

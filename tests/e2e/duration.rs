@@ -193,11 +193,7 @@ fn inputs_a_time_based_run_cannot_take_exit_2_with_one_line_and_write_nothing() 
         assert!(!std::path::Path::new(out).exists(), "{args:?} wrote nothing");
     }
     // The variable is read like the flag.
-    let o = support::command()
-        .args(["run", "--no-progress", "--out", out])
-        .env("DBSWEEP_DURATION", "0ms")
-        .output()
-        .unwrap();
+    let o = support::command().args(["run", "--no-progress", "--out", out]).env("DBSWEEP_DURATION", "0ms").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--duration '0ms'"));
 }

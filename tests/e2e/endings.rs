@@ -8,10 +8,8 @@
 //! them; those of a run stopped with SIGSTOP stay while it lives.
 
 use crate::support::{entries, report, start_in, wait_until};
-use crate::support;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Output};
 
 fn terminate(child: Child) -> Output {
     // SAFETY: sends SIGTERM to the child this test started.
@@ -139,7 +137,8 @@ fn sigterm_while_servers_start_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let (scratch, out) = (tmp.path().join("tmp"), tmp.path().join("run"));
     std::fs::create_dir(&scratch).unwrap();
-    let child = start_in(&scratch, &["run", "--spawn", "postgres", "--experiments", "get", "--no-progress", "--out", out.to_str().unwrap()]);
+    let child =
+        start_in(&scratch, &["run", "--spawn", "postgres", "--experiments", "get", "--no-progress", "--out", out.to_str().unwrap()]);
     wait_until("the server's directory exists", || entries(&scratch).iter().any(|n| n.starts_with("dbsweep-postgres-")));
     let o = terminate(child);
     assert_ended(&o, 143, "terminated by SIGTERM; nothing was written", &scratch);

@@ -15,7 +15,6 @@
 use crate::support;
 use dbsweep::report::{self, model::Report};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

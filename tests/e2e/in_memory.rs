@@ -6,7 +6,6 @@
 
 use crate::support;
 use serde_json::Value;
-use std::process::Command;
 
 const VALUE_BYTES: f64 = 100.0;
 const RAW_PAIR: f64 = 8.0 + VALUE_BYTES;

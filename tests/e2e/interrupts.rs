@@ -4,15 +4,15 @@
 //! Each run ends with exit code 130 and leaves no server or directory behind. (SIGTERM
 //! ends runs the same way with 143: tests/endings.rs.)
 
-use crate::support::{pg_client, wait_until};
 use crate::support;
+use crate::support::{pg_client, wait_until};
 
 use support::entries;
 
 use dbsweep::servers::ServerKind;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -22,13 +22,8 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 /// dbsweep with its temporary directories (spawned servers' data, scratch) in `tmp`, and
 /// its stderr lines sent to the returned channel as they come.
 fn start(tmp: &Path, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
-    let mut child = support::command()
-        .args(args)
-        .env("TMPDIR", tmp)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start dbsweep");
+    let mut child =
+        support::command().args(args).env("TMPDIR", tmp).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start dbsweep");
     let (tx, rx) = mpsc::channel();
     let stderr = child.stderr.take().unwrap();
     std::thread::spawn(move || {

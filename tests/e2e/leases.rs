@@ -3,11 +3,11 @@
 //! the end side by side, each with all of its own rows; no foreign row is touched; a lease
 //! left by a run that is gone is taken over and the report says so.
 
-use crate::support::{pg_client, report};
 use crate::support;
+use crate::support::{pg_client, report};
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 const ROWS: u64 = 2000;
@@ -124,7 +124,8 @@ async fn a_second_run_refuses_and_namespaces_run_side_by_side() {
     let tmp = tempfile::tempdir().unwrap();
     // The first run: at 1,000 gets per second, each target's point lasts 6 s.
     let first_out = tmp.path().join("first");
-    let first = support::piped().args(run_args(&pg_server, &redis_server, &first_out)).args(["--ops", "6000", "--rate", "1000"]).spawn().unwrap();
+    let first =
+        support::piped().args(run_args(&pg_server, &redis_server, &first_out)).args(["--ops", "6000", "--rate", "1000"]).spawn().unwrap();
     wait_for_lease(&db, &mut kv).await;
 
     // The same namespace: refused at once, naming the first run, writing nothing.
@@ -154,7 +155,11 @@ async fn a_second_run_refuses_and_namespaces_run_side_by_side() {
     // Side by side in its own namespace: runs to the end while the first still runs.
     let side_out = tmp.path().join("side");
     let side = finished(
-        support::piped().args(run_args(&pg_server, &redis_server, &side_out)).args(["--ops", "2000", "--namespace", "side"]).spawn().unwrap(),
+        support::piped()
+            .args(run_args(&pg_server, &redis_server, &side_out))
+            .args(["--ops", "2000", "--namespace", "side"])
+            .spawn()
+            .unwrap(),
     );
     assert!(side.status.success(), "{}", text(&side));
     let mut first = first;

@@ -7,7 +7,6 @@
 
 use crate::support;
 use std::path::Path;
-use std::process::Command;
 
 /// Runs `dbsweep run STUDY --quick` with `extra` arguments into `out` at 100 columns;
 /// returns stdout.

@@ -10,7 +10,7 @@ use crate::support;
 
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use mysql_async::prelude::Queryable;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 const CANARY: &str = "Canary-Pw-9173x";
 const WRONG: &str = "Wrong-Canary-5521y";

@@ -6,7 +6,6 @@
 use crate::support::{dbsweep, has_flag, report};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
 
 const ASKED: f64 = 0.10;
 const CAP: u64 = 3_000_000;

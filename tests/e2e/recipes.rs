@@ -287,12 +287,7 @@ fn slurm_array_and_merge_run_under_sbatch_with_commas_in_the_arguments() {
     let results = tmp.path().join("results");
     let submit = |args: &[&str]| {
         let mut sbatch = slurm.command("sbatch");
-        sbatch
-            .current_dir(tmp.path())
-            .args(["--time=5"])
-            .args(args)
-            .env("DBSWEEP", support::BIN)
-            .env("DBSWEEP_RESULTS", &results);
+        sbatch.current_dir(tmp.path()).args(["--time=5"]).args(args).env("DBSWEEP", support::BIN).env("DBSWEEP_RESULTS", &results);
         let o = waited(sbatch, &slurm);
         assert!(o.status.success(), "sbatch {args:?}: {}\n{}", String::from_utf8_lossy(&o.stderr), slurm.logs());
         String::from_utf8_lossy(&o.stdout).trim().to_string()

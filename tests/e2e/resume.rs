@@ -8,7 +8,7 @@ use crate::support;
 use crate::support::{dbsweep, report};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Echo floor, 4 insert and 4 get points, on two targets: 18 point results.
@@ -38,8 +38,7 @@ fn identity(p: &Value) -> String {
 /// both targets) and a few milliseconds into the next, sends `signal`, and returns the
 /// exit code.
 fn interrupt(out: &Path, signal: &str) -> i32 {
-    let mut child =
-        support::command().args(run_args(out)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = support::command().args(run_args(out)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         assert!(Instant::now() < deadline, "the run saved no point in 5 minutes");

@@ -7,7 +7,6 @@ use crate::support;
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use mysql_async::prelude::Queryable;
 use std::collections::HashMap;
-use std::process::Command;
 
 fn csv_rows(text: &str) -> Vec<HashMap<String, String>> {
     let mut lines = text.lines();

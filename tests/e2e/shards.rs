@@ -9,7 +9,7 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use support::{csv_rows, dbsweep, report};
 
 /// The embedded study, small: every engine, every experiment.

@@ -7,7 +7,7 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 use support::{entries, report};
 

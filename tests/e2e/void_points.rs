@@ -3,12 +3,12 @@
 //! a running `get` experiment. The points are flagged and void (no throughput in any
 //! output), the results are saved, and the run exits 1 naming them.
 
-use crate::support::{has_flag, report};
 use crate::support;
+use crate::support::{has_flag, report};
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 async fn redis() -> (Server, redis::aio::MultiplexedConnection) {

@@ -2,8 +2,6 @@
 //! dbsweep did not create is refused with `NotOwned` and survives `prepare` and `cleanup`;
 //! an unreachable server is a setup error.
 
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::base::table::TableDef;
 use dbsweep::data::kv;
 use dbsweep::error::Error;

@@ -4,11 +4,10 @@
 //! SELECT), the rows stored and found at N = 100,000, and the study end to end with the
 //! command-line client targets, two data roots and the settings that say what was sent.
 
-use crate::support::open;
 use crate::support;
+use crate::support::open;
 
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{Connection, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::{Connection, Target};
 use dbsweep::base::op::Op;
 use dbsweep::data::Dataset;
 use dbsweep::plan::{self, RunOptions};
@@ -16,7 +15,6 @@ use dbsweep::servers::ServerKind;
 use dbsweep::workload::experiment::OpStream;
 use mysql_async::prelude::Queryable;
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Arc;
 
 /// The paper's largest N: beyond 65,535 placeholders for MariaDB's driver.
@@ -117,7 +115,8 @@ async fn mariadb_gets_one_insert_and_one_select_at_the_papers_largest_n() {
     let insert_all = request(&plan, &data, "insert-all");
     let find = request(&plan, &data, "find");
     let mut admin = mysql_async::Conn::from_url(support::url(ServerKind::Mariadb)).await.unwrap();
-    for (name, url) in [("mariadb", support::url(ServerKind::Mariadb)), ("mariadb-cli", support::url_as(ServerKind::Mariadb, "mysql-cli"))] {
+    for (name, url) in [("mariadb", support::url(ServerKind::Mariadb)), ("mariadb-cli", support::url_as(ServerKind::Mariadb, "mysql-cli"))]
+    {
         let cli = name == "mariadb-cli";
         let target = open(name, &url);
         let mut conn = prepared(&target, &data).await;

@@ -12,7 +12,6 @@ use dbsweep::error::Error;
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use mongodb::bson::{Bson, Document, doc};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 const ROWS: i64 = 200;
 

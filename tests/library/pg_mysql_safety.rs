@@ -3,8 +3,6 @@
 //! show a password, and report an unreachable server as a setup error (exit code 2).
 
 use crate::support::{open, pg_client};
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::base::table::TableDef;
 use dbsweep::data::kv::{self, KvGen};
 use dbsweep::error::Error;

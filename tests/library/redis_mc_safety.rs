@@ -4,12 +4,10 @@
 //! error with exit code 2.
 
 use crate::support::open;
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::adapter::Target;
 use dbsweep::data::kv::{self, KvGen};
 use dbsweep::error::Error;
 use std::io::{BufRead, BufReader, Write};
-use std::sync::Arc;
 
 use crate::support;
 

@@ -7,13 +7,11 @@
 //! kv-vs-relational` measures the queries.
 
 use crate::support::open;
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{Connection, OpenContext, Target, TargetUrl};
+use dbsweep::adapter::{Connection, Target};
 use dbsweep::base::op::{Answer, ErrorClass, Op, QueryId, RangeAgg};
 use dbsweep::base::table::Value;
 use dbsweep::data::{DataSpec, Dataset, tpch_reference};
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
-use std::sync::Arc;
 
 /// Prepares and loads every table of `dataset`, checking each table's row count.
 async fn load_all(target: &dyn Target, dataset: &Dataset) {

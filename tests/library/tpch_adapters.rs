@@ -8,8 +8,7 @@
 //! times are bench/'s (`bench/tpch-load`, next to `psql \copy` and `LOAD DATA`).
 
 use crate::support::open_in;
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{OpenContext, Target, TargetUrl};
+use dbsweep::adapter::Target;
 use dbsweep::base::op::{Answer, Op, QueryId};
 use dbsweep::base::table::{ColumnType, Value};
 use dbsweep::data::tpch::{LINEITEM, ORDERS, REGION, TABLE_NAMES};

@@ -142,4 +142,3 @@ pub fn report(dir: &Path) -> serde_json::Value {
 pub fn has_flag(point: &serde_json::Value, flag: &str) -> bool {
     point["flags"].as_array().unwrap().iter().any(|f| f["flag"] == flag)
 }
-

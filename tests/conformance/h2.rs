@@ -68,26 +68,7 @@ async fn h2_spawn_settings_and_engine_memory() {
 /// agree with the reference answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_tpch_sf001() {
-    use dbsweep::base::op::{Op, QueryId};
-    use dbsweep::data::tpch_reference;
-    use dbsweep::data::{DataSpec, Dataset};
-    const SF: f64 = 0.01;
-    let (target, _) = make_in("tpch").await;
-    let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
-    target.prepare(&data.tables).await.unwrap();
-    for (t, def) in data.tables.iter().enumerate() {
-        assert_eq!(target.load(def, Box::new(data.initial(t))).await.unwrap(), data.initial_rows(t), "{}", def.name);
-        assert_eq!(target.count_rows(def).await.unwrap(), data.initial_rows(t), "{}", def.name);
-    }
-    let mut conn = target.connect().await.unwrap();
-    for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
-        let out = conn.execute(&Op::Query(q)).await.unwrap_or_else(|e| panic!("{q:?}: {e:?}"));
-        let got = out.answer.expect("a query answers");
-        let want = tpch_reference::answer(q, SF);
-        assert!(got.agrees_with(&want), "{q:?}:\n got {got:?}\nwant {want:?}");
-    }
-    drop(conn);
-    target.cleanup().await.unwrap();
+    crate::body::check_tpch_sf001(make_in("tpch").await.0).await;
 }
 
 /// A `dbsweep` schema dbsweep did not create (no marker comment) is refused and kept.

@@ -50,19 +50,9 @@ fn redis_command(url: &str, args: &[&str]) -> redis::Value {
     cmd.query(&mut conn).unwrap()
 }
 
-/// `calls=` of one command in `INFO commandstats`.
+/// `calls=` of one command in `INFO commandstats` of the Redis server at `url`.
 fn calls(url: &str, command: &str) -> u64 {
-    let info = match redis_command(url, &["INFO", "commandstats"]) {
-        redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
-        redis::Value::VerbatimString { text, .. } => text,
-        other => panic!("INFO answered {other:?}"),
-    };
-    info.lines()
-        .find(|l| l.starts_with(&format!("cmdstat_{command}:")))
-        .and_then(|l| l.split("calls=").nth(1))
-        .and_then(|v| v.split(',').next())
-        .map(|v| v.parse().unwrap())
-        .unwrap_or(0)
+    support::redis_calls(&support::redis_info(url, "commandstats"), command)
 }
 
 /// The measured runs of `target` in `experiment`, from report.json.

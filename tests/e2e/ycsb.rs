@@ -4,6 +4,7 @@
 //! operations asked for.
 
 use crate::support;
+use crate::support::{redis_calls, redis_info};
 
 use dbsweep::servers::ServerKind;
 use support::{csv_rows, dbsweep, op_type_rows, report};
@@ -12,22 +13,6 @@ use support::{csv_rows, dbsweep, op_type_rows, report};
 const WORKLOADA: &str = include_str!("../fixtures/ycsb/workloada");
 
 const WORKLOADC: &str = include_str!("../fixtures/ycsb/workloadc");
-
-fn redis_info(url: &str, section: &str) -> String {
-    let client = redis::Client::open(url).unwrap();
-    let mut conn = client.get_connection().unwrap();
-    redis::cmd("INFO").arg(section).query(&mut conn).unwrap()
-}
-
-/// `calls=` of one command in `INFO commandstats`.
-fn calls(info: &str, command: &str) -> u64 {
-    info.lines()
-        .find(|l| l.starts_with(&format!("cmdstat_{command}:")))
-        .and_then(|l| l.split("calls=").nth(1))
-        .and_then(|v| v.split(',').next())
-        .map(|v| v.parse().unwrap())
-        .unwrap_or(0)
-}
 
 #[test]
 fn p_workloada_with_recordcount_5000_loads_5000_records_into_redis_and_sends_operationcount_ops() {
@@ -82,7 +67,7 @@ fn p_workloada_with_recordcount_5000_loads_5000_records_into_redis_and_sends_ope
     // operationcount ops per run reached the server: 3 runs (1 warm-up) of reads (HGETALL)
     // and updates (one script call each).
     let info = redis_info(&url, "commandstats");
-    assert_eq!(calls(&info, "hgetall") + calls(&info, "evalsha"), 3 * 700, "{info}");
+    assert_eq!(redis_calls(&info, "hgetall") + redis_calls(&info, "evalsha"), 3 * 700, "{info}");
     let rows = csv_rows(&out);
     let overall: Vec<_> = rows.iter().filter(|r| r["target"] == "redis" && r["op"] == "mixed").collect();
     assert_eq!(overall.len(), 2, "one point (2 threads) x 2 measured runs");

@@ -24,3 +24,20 @@ pub async fn pg_client(url: &str) -> tokio_postgres::Client {
     tokio::spawn(connection);
     client
 }
+
+/// The `INFO section` text of the Redis server at `url`.
+pub fn redis_info(url: &str, section: &str) -> String {
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    redis::cmd("INFO").arg(section).query(&mut conn).unwrap()
+}
+
+/// `calls=` of `command` in an `INFO commandstats` text (0 when the server has not run it).
+pub fn redis_calls(commandstats: &str, command: &str) -> u64 {
+    commandstats
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{command}:")))
+        .and_then(|l| l.split("calls=").nth(1))
+        .and_then(|v| v.split(',').next())
+        .map(|v| v.parse().unwrap())
+        .unwrap_or(0)
+}

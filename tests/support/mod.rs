@@ -13,7 +13,7 @@ mod processes;
 mod servers;
 pub mod slurm;
 
-pub use clients::{open, open_in, pg_client};
+pub use clients::{open, open_in, pg_client, redis_calls, redis_info};
 pub use processes::{process_exists, wait_until};
 pub use servers::{pid, url, url_as};
 

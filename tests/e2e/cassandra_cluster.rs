@@ -4,7 +4,7 @@
 //! ok ops, rows and requests, and its target names both nodes as contact points.
 //!
 //! Opt-in (two more JVMs, ~1.5 GB, minutes to start on a loaded machine):
-//! `cargo test --test cassandra_cluster -- --ignored`.
+//! `cargo test --test e2e cassandra_cluster -- --ignored`.
 
 use crate::support;
 

@@ -9,7 +9,7 @@
 //! - `tests/golden/statements.txt` lists every SQL statement of every dialect: a change
 //!   to generated SQL is a reviewed diff.
 //!
-//! A deliberate format change: run `UPDATE_GOLDEN=1 cargo test --test golden`, review the
+//! A deliberate format change: run `UPDATE_GOLDEN=1 cargo test --test e2e golden::`, review the
 //! diff of the golden files, and bump `FORMAT_VERSION` when a field changes meaning.
 
 use crate::support;
@@ -35,7 +35,7 @@ fn check_golden(path: &Path, actual: &str) {
         let line =
             expected.lines().zip(actual.lines()).position(|(a, b)| a != b).unwrap_or(expected.lines().count().min(actual.lines().count()));
         panic!(
-            "{} differs from the output at line {}:\n  golden: {:?}\n  actual: {:?}\nIf the format change is deliberate, run UPDATE_GOLDEN=1 cargo test --test golden and review the diff.",
+            "{} differs from the output at line {}:\n  golden: {:?}\n  actual: {:?}\nIf the format change is deliberate, run UPDATE_GOLDEN=1 cargo test --test e2e golden:: and review the diff.",
             path.display(),
             line + 1,
             expected.lines().nth(line),

@@ -2,7 +2,7 @@
 //! data loads, while a request is in flight that never returns. The first Ctrl-C says what
 //! the run was doing and what stopping still does; a second one abandons that cleanup.
 //! Each run ends with exit code 130 and leaves no server or directory behind. (SIGTERM
-//! ends runs the same way with 143: tests/endings.rs.)
+//! ends runs the same way with 143: tests/e2e/endings.rs.)
 
 use crate::support;
 use crate::support::{pg_client, wait_until};

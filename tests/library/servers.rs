@@ -244,7 +244,7 @@ async fn spawn_all_starts_every_kind_under_the_data_root() {
     let root = tempfile::tempdir().unwrap();
     let opts = SpawnOptions { data_root: Some(root.path().to_path_buf()), ..SpawnOptions::default() };
     let started = Instant::now();
-    // The two-node Cassandra ring (two more JVMs, ~1.5 GB) is tests/cassandra_cluster.rs's, opt-in.
+    // The two-node Cassandra ring (two more JVMs, ~1.5 GB) is tests/e2e/cassandra_cluster.rs's, opt-in.
     let kinds: Vec<ServerKind> = ServerKind::ALL.into_iter().filter(|k| *k != ServerKind::CassandraCluster).collect();
     let all = servers::spawn_all(&kinds, &opts).await.unwrap();
     eprintln!("spawn_all of {} servers took {:?}", all.len(), started.elapsed());

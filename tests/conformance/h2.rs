@@ -2,6 +2,7 @@
 //! code: the shared body, typed values and batches, the ownership marker, the settings
 //! the spawn records, and what the engine reports as its memory.
 
+use crate::support;
 use crate::support::open;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
@@ -32,7 +33,7 @@ async fn h2_types_and_batches() {
 /// The spawn's URL, version and settings; the engine's memory grows with the data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_spawn_settings_and_engine_memory() {
-    let server = servers::spawn(ServerKind::H2, &SpawnOptions::default()).await.expect("spawn h2 (run scripts/setup-servers)");
+    let server = support::spawn(ServerKind::H2).await;
     assert!(server.version().starts_with("H2 2."), "{}", server.version());
     let heap = std::env::var("DBSWEEP_H2_HEAP").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "2g".into());
     assert_eq!(server.settings()["heap_max"], format!("{heap} (-Xmx; DBSWEEP_H2_HEAP)"));

@@ -3,6 +3,7 @@
 //! all tables, Q1/Q3/Q6/Q14 against the reference answers).
 
 use crate::body::Fault;
+use crate::support;
 use crate::support::open;
 use dbsweep::adapter::Target;
 use dbsweep::error::Error;
@@ -10,12 +11,8 @@ use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 
-async fn server() -> Server {
-    servers::spawn(ServerKind::Hyper, &SpawnOptions::default()).await.expect("spawn hyperd (run scripts/setup-servers)")
-}
-
 async fn make() -> (Arc<dyn Target>, Server) {
-    let server = server().await;
+    let server = support::spawn(ServerKind::Hyper).await;
     (open("hyper", &server.url()), server)
 }
 
@@ -44,7 +41,7 @@ async fn hyper_types_and_batches() {
 /// adapter's database file lives in the server's directory and goes away on cleanup.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyper_spawn_and_cleanup() {
-    let server = server().await;
+    let server = support::spawn(ServerKind::Hyper).await;
     assert!(server.version().starts_with("hyper main."), "{}", server.version());
     assert_eq!(server.settings()["indexes"], "none (HyPer has none)");
     let url = server.url();
@@ -66,7 +63,7 @@ async fn hyper_spawn_and_cleanup() {
 /// A database file dbsweep did not create (no marker) is refused and left intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyper_refuses_a_foreign_database_file() {
-    let server = server().await;
+    let server = support::spawn(ServerKind::Hyper).await;
     let path = server.data_dir().join("foreign.hyper");
     let mut config = tokio_postgres::Config::new();
     config.host("127.0.0.1").port(server.port()).user("tableau_internal_user");

@@ -2,6 +2,7 @@
 //! re-rendering, bad input and interruption.
 
 use crate::support;
+use crate::support::report_has_points;
 
 use std::path::Path;
 use std::process::Command;
@@ -393,13 +394,6 @@ fn ctrl_c_writes_partial_results_marked_incomplete_and_exits_130() {
     let points = json["points"].as_array().unwrap();
     assert!(points.iter().any(|p| p["status"]["state"] == "incomplete"));
     assert!(out.join("results.csv").exists());
-}
-
-fn report_has_points(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("report.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|j| j["points"].as_array().is_some_and(|p| !p.is_empty()))
 }
 
 /// `dbsweep targets --format json`, run with `env` set for the child, parsed.

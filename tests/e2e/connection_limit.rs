@@ -5,8 +5,9 @@
 //! dbsweep spawns are started with a limit above what the plan needs. Each test spawns its own server, since it changes its limit or fills it.
 
 use crate::support;
+use crate::support::spawn;
 
-use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::path::Path;
 use std::process::Output;
 
@@ -56,12 +57,6 @@ fn ran(o: &Output, out: &Path, clients: usize) {
     for row in &rows {
         assert_eq!(row["ops"], row["ok_ops"], "every op succeeded: {row:?}");
     }
-}
-
-async fn spawn(kind: ServerKind) -> Server {
-    servers::spawn(kind, &SpawnOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("could not start {kind}: {e} (run scripts/setup-servers)"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@
 //! and so are its paths.
 
 use crate::support;
+use crate::support::root;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -20,10 +21,6 @@ const NOT_RUN: &str = "<!-- docs-test: not run";
 /// Top-level directories a repository path starts with, also when one of them is missing
 /// (a command naming `workloads/workloada` must fail when workloads/ is gone).
 const REPOSITORY_DIRS: [&str; 8] = ["bench", "docs", "recipes", "scripts", "src", "tests", "workloads", ".ci"];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// One documented command: where it is, its words, and whether the docs mark it not run.
 #[derive(Debug)]

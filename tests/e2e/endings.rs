@@ -7,6 +7,7 @@
 //! killed with SIGKILL leaves its directories, and the next run (`--resume` too) removes
 //! them; those of a run stopped with SIGSTOP stay while it lives.
 
+use crate::support::report_has_points;
 use crate::support::{entries, report, start_in, wait_until};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
@@ -17,13 +18,6 @@ fn terminate(child: Child) -> Output {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     child.wait_with_output().unwrap()
-}
-
-fn report_has_points(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("report.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|j| j["points"].as_array().is_some_and(|p| !p.is_empty()))
 }
 
 /// Processes whose working directory is under `dir` (spawned servers run in their data

@@ -204,7 +204,7 @@ async fn paused_past_the_timeout(kind: ServerKind, target: &str, executions: fn(
 /// (measured from each op's intended start) but not in the service time of the requests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_server_shows_in_response_time_not_service_time() {
-    let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn");
+    let server = support::spawn(ServerKind::Redis).await;
     let tmp = tempfile::tempdir().unwrap();
     let study = tmp.path().join("rate.toml");
     std::fs::write(

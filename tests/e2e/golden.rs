@@ -13,12 +13,9 @@
 //! diff of the golden files, and bump `FORMAT_VERSION` when a field changes meaning.
 
 use crate::support;
+use crate::support::root;
 use dbsweep::report::{self, model::Report};
-use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::Path;
 
 fn updating() -> bool {
     std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1")

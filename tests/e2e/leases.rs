@@ -4,6 +4,7 @@
 //! left by a run that is gone is taken over and the report says so.
 
 use crate::support;
+use crate::support::text;
 use crate::support::{pg_client, report};
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::path::Path;
@@ -50,10 +51,6 @@ async fn spawn_both() -> (Server, Server) {
 
 fn finished(child: Child) -> Output {
     child.wait_with_output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 async fn redis(server: &Server) -> redis::aio::MultiplexedConnection {

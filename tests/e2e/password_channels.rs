@@ -7,8 +7,10 @@
 //! refused with a one-line error that does not show it either.
 
 use crate::support;
+use crate::support::spawn;
+use crate::support::text;
 
-use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+use dbsweep::servers::ServerKind;
 use mysql_async::prelude::Queryable;
 use std::process::{Output, Stdio};
 
@@ -64,10 +66,6 @@ fn run(system: &str, channel: &Channel) -> (Output, Vec<(String, String)>) {
     (output, files.into_iter().map(|(path, bytes)| (path.display().to_string(), String::from_utf8_lossy(&bytes).into_owned())).collect())
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
 /// Each channel logs in and loads its rows; no output shows the canary.
 fn check_channels(system: &str, channels: &[Channel]) {
     for channel in channels {
@@ -106,10 +104,6 @@ fn check_refused(system: &str, url: String) {
     assert_eq!(output.status.code(), Some(2), "{system}: a wrong password must be refused:\n{shown}");
     assert!(!shown.contains(WRONG) && !shown.contains(CANARY), "{system}: the password shows:\n{shown}");
     assert!(files.iter().all(|(_, body)| !body.contains(WRONG)), "{system}: the wrong password was written");
-}
-
-async fn spawn(kind: ServerKind) -> Server {
-    servers::spawn(kind, &SpawnOptions::default()).await.unwrap_or_else(|e| panic!("could not start {kind}: {e}"))
 }
 
 fn with_userinfo(base: &str, scheme: &str, password: Option<&str>, path: &str, query: &str) -> String {

@@ -5,14 +5,11 @@
 //! cluster runs here).
 
 use crate::support;
+use crate::support::root;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use support::{csv_rows, dbsweep, report};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Runs a recipe script with bash and `vars` in its environment.
 fn script(name: &str, vars: &[(&str, &str)]) -> std::process::Output {

@@ -6,13 +6,6 @@ use crate::support;
 
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use mysql_async::prelude::Queryable;
-use std::collections::HashMap;
-
-fn csv_rows(text: &str) -> Vec<HashMap<String, String>> {
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
-    lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()
-}
 
 /// Rows of dbsweep's `kv` table as each system stores them, counted without dbsweep.
 async fn stored(
@@ -120,7 +113,7 @@ async fn a_small_study_across_every_server_stores_and_reads_exact_rows_and_spare
     // afterwards (later experiments expect the generated data); every delete run loads its
     // own keys and deletes them all. So exactly the preloaded rows remain.
     let expected: i64 = 3_000;
-    let csv = csv_rows(&std::fs::read_to_string(out.join("results.csv")).unwrap());
+    let csv = support::csv_rows(&out);
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["complete"], true);
     for (name, _) in &targets {
@@ -194,7 +187,7 @@ fn spawn_flag_starts_records_and_removes_servers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_password_never_reaches_any_output() {
-    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions::default()).await.expect("spawn");
+    let server = support::spawn(ServerKind::Postgres).await;
     let canary = "canary-5f3a9e";
     let url = format!("postgres://postgres:{canary}@127.0.0.1:{}/postgres", server.port());
     let tmp = tempfile::tempdir().unwrap();

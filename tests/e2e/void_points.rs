@@ -5,14 +5,14 @@
 
 use crate::support;
 use crate::support::{has_flag, report};
-use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+use dbsweep::servers::{Server, ServerKind};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
 async fn redis() -> (Server, redis::aio::MultiplexedConnection) {
-    let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn redis (run scripts/setup-servers)");
+    let server = support::spawn(ServerKind::Redis).await;
     let conn = redis::Client::open(server.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     (server, conn)
 }
@@ -32,13 +32,7 @@ fn sum(point: &Value, field: &str) -> u64 {
 
 /// The CSV rows of one target and experiment, as (header -> value) maps.
 fn csv_rows(out: &Path, target: &str, experiment: &str) -> Vec<std::collections::HashMap<String, String>> {
-    let text = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
-    lines
-        .map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect::<std::collections::HashMap<_, _>>())
-        .filter(|r| r["target"] == target && r["experiment"] == experiment)
-        .collect()
+    support::csv_rows(out).into_iter().filter(|r| r["target"] == target && r["experiment"] == experiment).collect()
 }
 
 /// Exit code 1, and the last line of stderr names the void points of `experiment`.

@@ -104,9 +104,9 @@ async fn an_unreachable_server_is_a_setup_error() {
 /// JVM and removes its data directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spawned_node_answers_cql_and_stops_cleanly() {
-    use dbsweep::servers::{self, ServerKind, SpawnOptions};
+    use dbsweep::servers::ServerKind;
     let started = std::time::Instant::now();
-    let server = servers::spawn(ServerKind::Cassandra, &SpawnOptions::default()).await.unwrap();
+    let server = support::spawn(ServerKind::Cassandra).await;
     eprintln!("cassandra {} answered CQL after {:?}", server.version(), started.elapsed());
     assert!(server.version().starts_with("5.0."), "{}", server.version());
     assert_eq!(server.url(), format!("cassandra://127.0.0.1:{}", server.port()));

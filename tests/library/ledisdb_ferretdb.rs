@@ -3,13 +3,14 @@
 //! dbsweep), data dbsweep did not create survives prepare, load and cleanup, an unmarked
 //! `dbsweep` namespace is refused, and the server leaves nothing behind when stopped.
 
+use crate::support;
 use crate::support::{open, process_exists};
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::base::op::Op;
 use dbsweep::data::kv::{self, KvGen};
 use dbsweep::error::Error;
-use dbsweep::servers::{self, ServerKind, SpawnOptions};
+use dbsweep::servers::{self, ServerKind};
 use mongodb::bson::{Bson, Document, doc};
 use std::collections::BTreeMap;
 
@@ -41,7 +42,7 @@ async fn ledis(url: &str, db: u32) -> redis::aio::MultiplexedConnection {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ledisdb_stores_the_rows_keeps_foreign_keys_and_refuses_an_unmarked_namespace() {
-    let server = servers::spawn(ServerKind::LedisDb, &SpawnOptions::default()).await.unwrap();
+    let server = support::spawn(ServerKind::LedisDb).await;
     assert_eq!(server.url(), format!("ledis://127.0.0.1:{}/0", server.port()));
     assert_eq!(server.version(), "0.5");
     assert_eq!(server.settings()["store"], "goleveldb");
@@ -116,7 +117,7 @@ async fn ledisdb_stores_the_rows_keeps_foreign_keys_and_refuses_an_unmarked_name
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ferretdb_stores_documents_keeps_foreign_collections_and_refuses_an_unmarked_namespace() {
-    let server = servers::spawn(ServerKind::FerretDb, &SpawnOptions::default()).await.unwrap();
+    let server = support::spawn(ServerKind::FerretDb).await;
     assert_eq!(server.url(), format!("mongodb://127.0.0.1:{}/", server.port()));
     assert_eq!(server.version(), "1.24.0");
     assert!(server.settings()["backend"].starts_with("sqlite"), "{:?}", server.settings());

@@ -234,9 +234,9 @@ async fn redis_rows_follow_the_study_mapping() {
 
 #[tokio::test]
 async fn a_redis_busy_running_a_script_is_named_as_such_not_blamed_on_the_password() {
-    use dbsweep::servers::{self, ServerKind, SpawnOptions};
+    use dbsweep::servers::ServerKind;
     // A server of its own: a running script blocks every client of it.
-    let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn");
+    let server = support::spawn(ServerKind::Redis).await;
     let url = server.url();
     let client = redis::Client::open(url.as_str()).unwrap();
     let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);

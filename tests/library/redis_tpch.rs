@@ -6,12 +6,13 @@
 //! bench/tpch-load` times the load next to `redis-cli --pipe`, and `dbsweep run
 //! kv-vs-relational` measures the queries.
 
+use crate::support;
 use crate::support::open;
 use dbsweep::adapter::{Connection, Target};
 use dbsweep::base::op::{Answer, ErrorClass, Op, QueryId, RangeAgg};
 use dbsweep::base::table::Value;
 use dbsweep::data::{DataSpec, Dataset, tpch_reference};
-use dbsweep::servers::{self, ServerKind, SpawnOptions};
+use dbsweep::servers::ServerKind;
 
 /// Prepares and loads every table of `dataset`, checking each table's row count.
 async fn load_all(target: &dyn Target, dataset: &Dataset) {
@@ -36,7 +37,7 @@ async fn run_query(conn: &mut dyn Connection, q: QueryId, scale: f64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_runs_tpch_q1_q6_as_lua_scripts_at_sf_001() {
     const SF: f64 = 0.01;
-    let server = servers::spawn(ServerKind::Redis, &SpawnOptions::default()).await.expect("spawn redis (run scripts/setup-servers)");
+    let server = support::spawn(ServerKind::Redis).await;
     let target = open("redis", &server.url());
     let dataset = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
     load_all(target.as_ref(), &dataset).await;

@@ -7,6 +7,7 @@
 //! by `servers::spawn`; SQLite and DuckDB use throwaway files, MonetDB a throwaway database directory. Bulk-load
 //! times are bench/'s (`bench/tpch-load`, next to `psql \copy` and `LOAD DATA`).
 
+use crate::support;
 use crate::support::open_in;
 use dbsweep::adapter::Target;
 use dbsweep::base::op::{Answer, Op, QueryId};
@@ -15,7 +16,7 @@ use dbsweep::data::tpch::{LINEITEM, ORDERS, REGION, TABLE_NAMES};
 use dbsweep::data::tpch_queries;
 use dbsweep::data::tpch_reference;
 use dbsweep::data::{DataSpec, Dataset};
-use dbsweep::servers::{self, ServerKind, SpawnOptions};
+use dbsweep::servers::ServerKind;
 use std::sync::{Arc, OnceLock};
 
 const SF: f64 = 0.01;
@@ -97,7 +98,7 @@ async fn check_tpch(target: Arc<dyn Target>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_layouts_load_and_answer_tpch() {
-    let server = servers::spawn(ServerKind::Postgres, &SpawnOptions::default()).await.expect("spawn postgres");
+    let server = support::spawn(ServerKind::Postgres).await;
     let dir = tempfile::tempdir().unwrap();
     for layout in ["row", "hstore", "jsonb"] {
         let target = open_in(&format!("pg-{layout}"), &format!("{}?layout={layout}", server.url()), dir.path());
@@ -108,7 +109,7 @@ async fn postgres_layouts_load_and_answer_tpch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_loads_and_answers_tpch() {
-    let server = servers::spawn(ServerKind::Mariadb, &SpawnOptions::default()).await.expect("spawn mariadb");
+    let server = support::spawn(ServerKind::Mariadb).await;
     let dir = tempfile::tempdir().unwrap();
     check_tpch(open_in("mariadb", &server.url(), dir.path())).await;
     server.stop().await.unwrap();

@@ -15,7 +15,7 @@ pub mod slurm;
 
 pub use clients::{open, open_in, pg_client, redis_calls, redis_info};
 pub use processes::{process_exists, wait_until};
-pub use servers::{pid, url, url_as};
+pub use servers::{pid, spawn, url, url_as};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +36,16 @@ pub fn piped() -> Command {
     let mut command = command();
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
+}
+
+/// The repository's root directory (docs, recipes, golden files).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What a finished dbsweep printed: its stdout, then its stderr.
+pub fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// Runs the dbsweep binary with `args` to its end.
@@ -93,7 +103,11 @@ pub fn op_type_rows(dir: &Path) -> Vec<HashMap<String, String>> {
 }
 
 fn rows_of(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
+    rows_in(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// The rows of a CSV text (dbsweep's: a header line, no quoted commas), by column name.
+pub fn rows_in(text: &str) -> Vec<HashMap<String, String>> {
     let mut lines = text.lines();
     let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
     lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()
@@ -136,6 +150,15 @@ pub fn cluster_counts_what_one_server_counts(study: &[&str], spawn: &str, single
 pub fn report(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("report.json")).unwrap_or_else(|e| panic!("{}/report.json: {e}", dir.display()));
     serde_json::from_str(&text).expect("report.json is valid JSON")
+}
+
+/// Whether `dir` has a report.json with at least one point saved (false while there is
+/// none, or while it is being replaced).
+pub fn report_has_points(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|j| j["points"].as_array().is_some_and(|p| !p.is_empty()))
 }
 
 /// Whether a report.json point carries the flag `flag` (`"not_converged"`, `"void"`, ...).

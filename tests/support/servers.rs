@@ -3,7 +3,8 @@
 //! removed when the test binary exits. Keyed by the calling file so that files merged
 //! into one test binary keep the servers they had as binaries of their own: a file that
 //! pauses its Redis (SIGSTOP) or locks its own tests out of one namespace never reaches
-//! another file's server.
+//! another file's server. `spawn` starts a server of the test's own instead, for a test
+//! that stops, breaks or reconfigures it.
 
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use std::sync::{Arc, Mutex, Once};
@@ -77,4 +78,12 @@ pub fn url_as(kind: ServerKind, scheme: &str) -> String {
 #[track_caller]
 pub fn pid(kind: ServerKind) -> u32 {
     with_server(kind, Server::pid)
+}
+
+/// A server of `kind` of the calling test's own, with default options (stopped when
+/// dropped).
+pub async fn spawn(kind: ServerKind) -> Server {
+    servers::spawn(kind, &SpawnOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("could not start {kind}: {e} (run scripts/setup-servers)"))
 }

@@ -255,7 +255,7 @@ pub fn markdown_reference() -> String {
     let mut page = String::from(
         "# Command-line reference\n\n\
          Generated from dbsweep's command definition by `dbsweep man --markdown`; do not edit by\n\
-         hand (`tests/docs.rs` fails when it differs from the code). Regenerate with\n\
+         hand (`tests/e2e/docs.rs` fails when it differs from the code). Regenerate with\n\
          `cargo run -- man --markdown > docs/cli.md`.\n",
     );
     markdown_command(&root, &[], &mut page);

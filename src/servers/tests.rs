@@ -111,7 +111,7 @@ fn missing_hyperd_names_the_setup_script() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_port_is_retried_on_another_for_every_kind() {
     // The Cassandra ring's first node starts like Cassandra; two more JVMs of 0.75 GB
-    // are tests/cassandra_cluster.rs's (opt-in).
+    // are tests/e2e/cassandra_cluster.rs's (opt-in).
     let kinds = ServerKind::ALL.into_iter().filter(|k| *k != ServerKind::CassandraCluster);
     let starts = kinds.map(|kind| async move {
         let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

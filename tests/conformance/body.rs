@@ -6,9 +6,10 @@
 
 use dbsweep::adapter::Target;
 use dbsweep::base::measurement::RunMeasurement;
-use dbsweep::base::op::{Answer, Op, OpKind, RangeAgg};
+use dbsweep::base::op::{Answer, Op, OpKind, QueryId, RangeAgg};
 use dbsweep::base::table::{TableDef, Value};
 use dbsweep::data::kv::{self, KvGen};
+use dbsweep::data::tpch_reference;
 use dbsweep::data::{DataSpec, Dataset};
 use dbsweep::runner::client::{RunJob, run_once};
 use dbsweep::workload::experiment::{Experiment, ExperimentOp, OpStream, Point};
@@ -378,4 +379,25 @@ pub async fn check_measured_failures(target: Arc<dyn Target>, fault: Fault) {
     assert_eq!(m.error_count(), bad, "one error per failed request: {m:?}");
     assert!(m.errors.contains_key("server"), "the system's refusal is a server error: {m:?}");
     assert_only_ok_requests_count(&m, OpKind::Insert, bad, "rejected inserts");
+}
+
+/// TPC-H SF 0.01 on a target that offers the four queries: every table loads completely
+/// and Q1, Q3, Q6 and Q14 agree with the reference answers; cleans up.
+pub async fn check_tpch_sf001(target: Arc<dyn Target>) {
+    const SF: f64 = 0.01;
+    let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
+    target.prepare(&data.tables).await.unwrap();
+    for (t, def) in data.tables.iter().enumerate() {
+        assert_eq!(target.load(def, Box::new(data.initial(t))).await.unwrap(), data.initial_rows(t), "{}", def.name);
+        assert_eq!(target.count_rows(def).await.unwrap(), data.initial_rows(t), "{}", def.name);
+    }
+    let mut conn = target.connect().await.unwrap();
+    for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
+        let out = conn.execute(&Op::Query(q)).await.unwrap_or_else(|e| panic!("{q:?}: {e:?}"));
+        let got = out.answer.expect("a query answers");
+        let want = tpch_reference::answer(q, SF);
+        assert!(got.agrees_with(&want), "{q:?}:\n got {got:?}\nwant {want:?}");
+    }
+    drop(conn);
+    target.cleanup().await.unwrap();
 }

@@ -2,16 +2,13 @@
 //! code: the shared body, typed values and batches, the ownership marker, the settings
 //! the spawn records, and what the engine reports as its memory.
 
+use crate::support;
+use crate::support::open;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use dbsweep::error::Error;
 use dbsweep::servers::{self, ServerKind, SpawnOptions};
 use std::sync::Arc;
-
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
-}
 
 /// A target on this test binary's H2 server, in its own in-memory database (tests run
 /// in parallel, and each owns the `dbsweep` schema of its database).
@@ -36,7 +33,7 @@ async fn h2_types_and_batches() {
 /// The spawn's URL, version and settings; the engine's memory grows with the data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_spawn_settings_and_engine_memory() {
-    let server = servers::spawn(ServerKind::H2, &SpawnOptions::default()).await.expect("spawn h2 (run scripts/setup-servers)");
+    let server = support::spawn(ServerKind::H2).await;
     assert!(server.version().starts_with("H2 2."), "{}", server.version());
     let heap = std::env::var("DBSWEEP_H2_HEAP").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "2g".into());
     assert_eq!(server.settings()["heap_max"], format!("{heap} (-Xmx; DBSWEEP_H2_HEAP)"));
@@ -72,26 +69,7 @@ async fn h2_spawn_settings_and_engine_memory() {
 /// agree with the reference answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_tpch_sf001() {
-    use dbsweep::base::op::{Op, QueryId};
-    use dbsweep::data::tpch_reference;
-    use dbsweep::data::{DataSpec, Dataset};
-    const SF: f64 = 0.01;
-    let (target, _) = make_in("tpch").await;
-    let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
-    target.prepare(&data.tables).await.unwrap();
-    for (t, def) in data.tables.iter().enumerate() {
-        assert_eq!(target.load(def, Box::new(data.initial(t))).await.unwrap(), data.initial_rows(t), "{}", def.name);
-        assert_eq!(target.count_rows(def).await.unwrap(), data.initial_rows(t), "{}", def.name);
-    }
-    let mut conn = target.connect().await.unwrap();
-    for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
-        let out = conn.execute(&Op::Query(q)).await.unwrap_or_else(|e| panic!("{q:?}: {e:?}"));
-        let got = out.answer.expect("a query answers");
-        let want = tpch_reference::answer(q, SF);
-        assert!(got.agrees_with(&want), "{q:?}:\n got {got:?}\nwant {want:?}");
-    }
-    drop(conn);
-    target.cleanup().await.unwrap();
+    crate::body::check_tpch_sf001(make_in("tpch").await.0).await;
 }
 
 /// A `dbsweep` schema dbsweep did not create (no marker comment) is refused and kept.

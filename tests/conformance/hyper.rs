@@ -3,28 +3,16 @@
 //! all tables, Q1/Q3/Q6/Q14 against the reference answers).
 
 use crate::body::Fault;
-use dbsweep::adapter::registry;
-use dbsweep::adapter::{OpenContext, Target, TargetUrl};
-use dbsweep::base::op::{Op, QueryId};
-use dbsweep::data::tpch_reference;
-use dbsweep::data::{DataSpec, Dataset};
+use crate::support;
+use crate::support::open;
+use dbsweep::adapter::Target;
 use dbsweep::error::Error;
 use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
-use std::time::Instant;
-
-async fn server() -> Server {
-    servers::spawn(ServerKind::Hyper, &SpawnOptions::default()).await.expect("spawn hyperd (run scripts/setup-servers)")
-}
-
-fn open(name: &str, url: &str) -> Arc<dyn Target> {
-    let ctx = OpenContext::new(std::env::temp_dir());
-    registry::open(name, &TargetUrl::parse(url).unwrap(), &ctx).unwrap()
-}
 
 async fn make() -> (Arc<dyn Target>, Server) {
-    let server = server().await;
+    let server = support::spawn(ServerKind::Hyper).await;
     (open("hyper", &server.url()), server)
 }
 
@@ -53,7 +41,7 @@ async fn hyper_types_and_batches() {
 /// adapter's database file lives in the server's directory and goes away on cleanup.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyper_spawn_and_cleanup() {
-    let server = server().await;
+    let server = support::spawn(ServerKind::Hyper).await;
     assert!(server.version().starts_with("hyper main."), "{}", server.version());
     assert_eq!(server.settings()["indexes"], "none (HyPer has none)");
     let url = server.url();
@@ -75,7 +63,7 @@ async fn hyper_spawn_and_cleanup() {
 /// A database file dbsweep did not create (no marker) is refused and left intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyper_refuses_a_foreign_database_file() {
-    let server = server().await;
+    let server = support::spawn(ServerKind::Hyper).await;
     let path = server.data_dir().join("foreign.hyper");
     let mut config = tokio_postgres::Config::new();
     config.host("127.0.0.1").port(server.port()).user("tableau_internal_user");
@@ -95,33 +83,8 @@ async fn hyper_refuses_a_foreign_database_file() {
 /// TPC-H SF 0.01: every table loads completely and Q1, Q3, Q6, Q14 agree with the reference.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hyper_tpch_sf001() {
-    const SF: f64 = 0.01;
     let (target, _server) = make().await;
-    let data = Dataset::new(&DataSpec::Tpch { scale: SF }, 7);
-    target.prepare(&data.tables).await.unwrap();
-    // Generated first, so the time below is the load alone.
-    let rows: Vec<Vec<dbsweep::base::table::Row>> = (0..data.tables.len()).map(|t| data.initial(t).collect()).collect();
-    let started = Instant::now();
-    let mut total = 0;
-    for (t, def) in data.tables.iter().enumerate() {
-        let loaded = target.load(def, Box::new(rows[t].clone().into_iter())).await.unwrap();
-        assert_eq!(loaded, data.initial_rows(t), "{}", def.name);
-        total += loaded;
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    eprintln!("hyper: loaded {total} rows in {seconds:.2} s ({:.0} rows/s)", total as f64 / seconds);
-    for (t, def) in data.tables.iter().enumerate() {
-        assert_eq!(target.count_rows(def).await.unwrap(), data.initial_rows(t), "{}", def.name);
-    }
-    let mut conn = target.connect().await.unwrap();
-    for q in [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::TpchQ6, QueryId::TpchQ14] {
-        let out = conn.execute(&Op::Query(q)).await.unwrap_or_else(|e| panic!("{q:?}: {e:?}"));
-        let got = out.answer.expect("a query answers");
-        let want = tpch_reference::answer(q, SF);
-        assert!(got.agrees_with(&want), "{q:?}:\n got {got:?}\nwant {want:?}");
-    }
-    drop(conn);
-    target.cleanup().await.unwrap();
+    crate::body::check_tpch_sf001(target).await;
 }
 
 /// Without hyperd the spawn fails with `Missing`, naming the setup script.

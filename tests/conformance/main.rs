@@ -1,5 +1,6 @@
-//! Conformance: the same body (`body.rs`) against every adapter. Embedded adapters use
-//! throwaway files; server adapters use servers started by dbsweep's own spawn code.
+//! Conformance: the same body (`body.rs`) against every adapter, the command-line client
+//! adapters included (`cli_clients`). Embedded adapters use throwaway files; server
+//! adapters use servers started by dbsweep's own spawn code (`tests/support`).
 
 #[macro_use]
 mod body;
@@ -9,6 +10,7 @@ mod lease;
 mod support;
 
 mod cassandra;
+mod cli_clients;
 mod embedded;
 mod h2;
 mod hyper;

@@ -1,5 +1,6 @@
 //! MariaDB (the MySQL adapter).
 
+use crate::support;
 use dbsweep::adapter::registry;
 use dbsweep::adapter::{OpenContext, Target, TargetUrl};
 use std::sync::Arc;
@@ -32,10 +33,10 @@ async fn mariadb_types_and_batches() {
 async fn mariadb_a_batch_over_max_allowed_packet_arrives_whole_as_long_data() {
     use dbsweep::base::op::{ErrorClass, Op};
     use dbsweep::base::table::Value;
-    use dbsweep::servers::{self, ServerKind, SpawnOptions};
+    use dbsweep::servers::ServerKind;
     use mysql_async::prelude::Queryable;
 
-    let server = servers::spawn(ServerKind::Mariadb, &SpawnOptions::default()).await.expect("spawn");
+    let server = support::spawn(ServerKind::Mariadb).await;
     let mut admin = mysql_async::Conn::from_url(server.url()).await.unwrap();
     admin.query_drop("SET GLOBAL max_allowed_packet = 1048576").await.unwrap();
     let ctx = OpenContext::new(std::env::temp_dir());

@@ -1,4 +1,4 @@
-// Reads dbsweep's .hlog files with HdrHistogram's own HistogramLogReader (tests/exports.rs
+// Reads dbsweep's .hlog files with HdrHistogram's own HistogramLogReader (tests/e2e/exports.rs
 // runs it as a single-file program: java -cp HdrHistogram.jar ReadHlogs.java FILE...).
 // Prints one line per file: its path, the count of each interval, then the whole log's
 // count, 99th percentile and maximum (nanoseconds, as recorded).

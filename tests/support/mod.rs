@@ -1,22 +1,67 @@
-//! Shared by the end-to-end tests: running the `dbsweep` binary and reading its run
-//! directory, and servers started by dbsweep's own spawn code (the same code `--spawn`
-//! uses): one server per kind per test binary, shared by its tests, killed and removed
-//! when the test binary exits.
+//! The one place the test binaries (`e2e`, `library`, `conformance`) share helpers from:
+//! running the `dbsweep` binary and reading its run directories (here), servers started
+//! by dbsweep's own spawn code (`servers`), clients of the libraries' own (`clients`),
+//! and waiting on processes (`processes`). Test modules call these and define no copy of
+//! their own; nothing here asserts on timing.
 
-#![allow(dead_code)]
+// Each test binary uses a part of what is here.
+#![allow(dead_code, unused_imports)]
 
+mod clients;
 pub mod faults;
+mod processes;
+mod servers;
 pub mod slurm;
 
-use dbsweep::servers::{self, Server, ServerKind, SpawnOptions};
+pub use clients::{open, open_in, pg_client, redis_calls, redis_info};
+pub use processes::{process_exists, wait_until};
+pub use servers::{pid, spawn, url, url_as};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::{Mutex, Once};
+use std::process::{Child, Command, Output, Stdio};
 
-/// Runs the dbsweep binary with `args`.
+/// The path of the dbsweep binary under test (for scripts and wrappers that run it:
+/// `DBSWEEP=` for the recipes, `srun`, `ip netns exec`).
+pub const BIN: &str = env!("CARGO_BIN_EXE_dbsweep");
+
+/// The dbsweep binary as a command: add arguments and environment, then run it.
+pub fn command() -> Command {
+    Command::new(BIN)
+}
+
+/// The dbsweep binary as a command with its stdout and stderr piped, to start it and
+/// collect its output when it ends (`wait_with_output`).
+pub fn piped() -> Command {
+    let mut command = command();
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+/// The repository's root directory (docs, recipes, golden files).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What a finished dbsweep printed: its stdout, then its stderr.
+pub fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Runs the dbsweep binary with `args` to its end.
 pub fn dbsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dbsweep")).args(args).output().expect("run dbsweep")
+    command().args(args).output().expect("run dbsweep")
+}
+
+/// Starts the dbsweep binary with `args` (stdout and stderr piped) and returns at once.
+pub fn start(args: &[&str]) -> Child {
+    piped().args(args).spawn().expect("start dbsweep")
+}
+
+/// Starts the dbsweep binary with `args` and its temporary directories (spawned servers'
+/// data, scratch) in `tmp`, so the test sees everything it leaves behind.
+pub fn start_in(tmp: &Path, args: &[&str]) -> Child {
+    piped().args(args).env("TMPDIR", tmp).spawn().expect("start dbsweep")
 }
 
 /// Names of the entries of `dir`, sorted (none when it does not exist).
@@ -53,13 +98,16 @@ pub fn csv_rows(dir: &Path) -> Vec<HashMap<String, String>> {
 
 /// The rows of a run directory's results_ops.csv (each operation type of YCSB workloads'
 /// runs), by column name.
-#[allow(dead_code)]
 pub fn op_type_rows(dir: &Path) -> Vec<HashMap<String, String>> {
     rows_of(&dir.join("results_ops.csv"))
 }
 
 fn rows_of(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
+    rows_in(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// The rows of a CSV text (dbsweep's: a header line, no quoted commas), by column name.
+pub fn rows_in(text: &str) -> Vec<HashMap<String, String>> {
     let mut lines = text.lines();
     let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
     lines.map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect()).collect()
@@ -100,45 +148,20 @@ pub fn cluster_counts_what_one_server_counts(study: &[&str], spawn: &str, single
 
 /// A run directory's report.json.
 pub fn report(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+    let text = std::fs::read_to_string(dir.join("report.json")).unwrap_or_else(|e| panic!("{}/report.json: {e}", dir.display()));
+    serde_json::from_str(&text).expect("report.json is valid JSON")
 }
 
-static SERVERS: Mutex<Vec<Server>> = Mutex::new(Vec::new());
-static AT_EXIT: Once = Once::new();
-
-extern "C" fn stop_all() {
-    let servers = std::mem::take(&mut *SERVERS.lock().unwrap_or_else(|e| e.into_inner()));
-    drop(servers);
+/// Whether `dir` has a report.json with at least one point saved (false while there is
+/// none, or while it is being replaced).
+pub fn report_has_points(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|j| j["points"].as_array().is_some_and(|p| !p.is_empty()))
 }
 
-/// The URL of this test binary's server of `kind`, starting it on first use.
-pub fn url(kind: ServerKind) -> String {
-    AT_EXIT.call_once(|| {
-        // SAFETY: registers a plain function to run at process exit.
-        unsafe {
-            libc::atexit(stop_all);
-        }
-    });
-    let mut servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = servers.iter().find(|s| s.kind() == kind) {
-        return s.url();
-    }
-    // Spawn on a runtime of our own: test runtimes end with their test, the server must not.
-    let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        rt.block_on(servers::spawn(kind, &SpawnOptions::default()))
-    })
-    .join()
-    .expect("spawn thread")
-    .unwrap_or_else(|e| panic!("could not start {kind}: {e} (run scripts/setup-servers)"));
-    let url = server.url();
-    servers.push(server);
-    url
-}
-
-/// The process id of this test binary's server of `kind` (started on first use), e.g. to
-/// pause it with SIGSTOP.
-pub fn pid(kind: ServerKind) -> u32 {
-    url(kind);
-    SERVERS.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|s| s.kind() == kind).expect("started above").pid()
+/// Whether a report.json point carries the flag `flag` (`"not_converged"`, `"void"`, ...).
+pub fn has_flag(point: &serde_json::Value, flag: &str) -> bool {
+    point["flags"].as_array().unwrap().iter().any(|f| f["flag"] == flag)
 }

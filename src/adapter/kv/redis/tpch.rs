@@ -24,7 +24,7 @@
 //! it. When the runner's per-op timeout fires, the client stops waiting but the script keeps
 //! running on the server. Cost is linear in lineitem rows: with Redis 7.0.15 on the 2-core
 //! build machine Q1 took 0.17 s and Q6 0.10 s at SF 0.01, Q1 1.7-2.1 s and Q6 1.0-1.5 s at
-//! SF 0.1 (tests/redis_tpch.rs), so about 20 s and 10 s at SF 1: past the BUSY threshold,
+//! SF 0.1 (tests/library/redis_tpch.rs), so about 20 s and 10 s at SF 1: past the BUSY threshold,
 //! within the runner's default 60 s per-op timeout.
 
 use crate::base::op::{Answer, ErrorClass, OpError, QueryId};

@@ -145,7 +145,7 @@ fn held_bytes_per_row(data: &DataSpec) -> f64 {
 }
 
 /// The plan's numbers against this machine (see the module doc). Checked before anything
-/// is built from the plan: the estimate already walks the rows.
+/// is built from the plan.
 pub fn check_plan(plan: &Plan, machine: &Machine) -> Result<()> {
     check_rows(plan, machine)?;
     check_memory_per_request(plan, machine)?;

@@ -348,7 +348,7 @@ async fn load_record_count(shared: &Shared<'_>, records: u64, sweep: &mut Sweep)
     let plan = shared.plan;
     let data = Dataset::new(&plan.data.with_records(records), plan.seed);
     reload(shared.targets, &data, &mut sweep.failed_targets, &mut sweep.progress, &mut sweep.report.warnings, shared.ctx).await;
-    plan.experiments.iter().enumerate().map(|(i, e)| Arc::new(OpStream::new(e, i, &data, plan.seed, e.warmup + e.runs))).collect()
+    plan.experiments.iter().enumerate().map(|(i, e)| Arc::new(OpStream::new(e, i, &data, plan.seed, e.warmup + e.runs).with_range_counts())).collect()
 }
 
 /// One experiment's points of this round, each on every target, saved after each point;

@@ -13,6 +13,7 @@ use crate::base::table::TableId;
 use crate::data::{Dataset, RangeCounter};
 use crate::workload::ycsb::{OpGen as YcsbGen, Workload};
 use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
 
 /// The operation an experiment measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -274,7 +275,7 @@ pub fn streams(experiments: &[Experiment], dataset: &Dataset, seed: u64) -> Vec<
         .map(|(i, e)| {
             let stream = OpStream::new(e, i, dataset, seed, e.warmup + e.runs);
             let deletes = experiments[..i].iter().filter(|d| e.lifecycle && d.lifecycle && d.op == ExperimentOp::Delete);
-            stream.after_deletes(deletes.map(|d| d.ops).collect())
+            stream.after_deletes(deletes.map(|d| d.ops).collect()).with_range_counts()
         })
         .collect()
 }
@@ -317,8 +318,10 @@ pub struct OpStream {
     sized: bool,
     lifecycle: bool,
     /// Range experiments over a column whose counts the generator defines (kv groups): the
-    /// rows each range must match.
-    range_counter: Option<RangeCounter>,
+    /// rows each range must match. Counted over every loaded row when a run first needs it
+    /// (`with_range_counts`), not when a plan is estimated or shown (`--dry-run` at `--rows`
+    /// in the billions would walk them all).
+    range_counter: OnceLock<Option<RangeCounter>>,
     /// Lifecycle experiments: the `ops` of the delete phases that run before this one, so
     /// reads know which keys are gone.
     deletes_before: Vec<u64>,
@@ -356,7 +359,7 @@ impl OpStream {
             time_based: experiment.duration_secs.is_some(),
             sized: experiment.sized,
             lifecycle: experiment.lifecycle,
-            range_counter: if experiment.op.is_range() { dataset.range_counter(table, experiment.column) } else { None },
+            range_counter: OnceLock::new(),
             deletes_before: Vec::new(),
             script: experiment.script.clone(),
             dataset: dataset.clone(),
@@ -374,6 +377,19 @@ impl OpStream {
                 .map(|(i, p)| experiment.points[..i].iter().filter(|q| q.param == p.param).count())
                 .collect(),
         }
+    }
+
+    /// Counts the rows of each range now, before any run is timed, rather than in a run's
+    /// first request (see `range_counter`).
+    pub fn with_range_counts(self) -> Self {
+        self.range_counts();
+        self
+    }
+
+    fn range_counts(&self) -> Option<&RangeCounter> {
+        self.range_counter
+            .get_or_init(|| if self.op.is_range() { self.dataset.range_counter(self.table, self.column) } else { None })
+            .as_ref()
     }
 
     /// Ops per run at a point: its size for sized experiments, else the experiment's.
@@ -565,7 +581,7 @@ impl OpStream {
                 let width = point.param.unwrap_or(1).clamp(1, span);
                 let lo = domain.start() + self.stream.below(seq, 0, span - width + 1) as i64;
                 let hi = lo + width as i64 - 1;
-                let matching = self.range_counter.as_ref().map_or(0, |c| c.count(lo, hi));
+                let matching = self.range_counts().map_or(0, |c| c.count(lo, hi));
                 let (agg, expected) = match self.op {
                     ExperimentOp::RangeRows => (RangeAgg::Rows, matching),
                     // A COUNT is checked by the count it answers, which a batch does not

@@ -268,24 +268,8 @@ const POINT: Point = Point { clients: 1, batch: BATCH, batched: true, param: Non
 
 /// The op stream of a one-point, one-run experiment of `op`.
 fn stream(op: ExperimentOp, data: &Dataset) -> OpStream {
-    let experiment = Experiment {
-        name: format!("{op:?}"),
-        op,
-        workload: None,
-        script: None,
-        ycsb: None,
-        time_limit_secs: None,
-        duration_secs: None,
-        table: 0,
-        column: kv::GROUP,
-        max_column: kv::VALUE,
-        ops: RUN_OPS,
-        sized: false,
-        lifecycle: false,
-        runs: 1,
-        warmup: 0,
-        points: vec![POINT],
-    };
+    let experiment =
+        Experiment { column: kv::GROUP, max_column: kv::VALUE, ..Experiment::single(&format!("{op:?}"), op, RUN_OPS, POINT) };
     OpStream::new(&experiment, 0, data, SEED, 1)
 }
 

@@ -4,23 +4,13 @@ use super::*;
 use crate::data::DataSpec;
 
 fn experiment(op: ExperimentOp) -> Experiment {
+    let point = Point { clients: 1, batch: 1, batched: false, param: Some(5), rate: None };
     Experiment {
-        name: format!("{op:?}"),
-        op,
-        workload: None,
-        script: None,
-        ycsb: None,
-        time_limit_secs: None,
-        duration_secs: None,
-        sized: false,
-        lifecycle: false,
-        table: 0,
         column: crate::data::kv::GROUP,
         max_column: crate::data::kv::VALUE,
         runs: 3,
         warmup: 1,
-        ops: 100,
-        points: vec![Point { clients: 1, batch: 1, batched: false, param: Some(5), rate: None }],
+        ..Experiment::single(&format!("{op:?}"), op, 100, point)
     }
 }
 
@@ -329,4 +319,24 @@ fn tpch_experiments_run_their_query_and_need_it_declared() {
     // Each query experiment needs its own query (a system may run Q1 but not Q14).
     assert_eq!(ExperimentOp::TpchQ14.needs(None), Needs::Query(QueryId::TpchQ14));
     assert_eq!(ExperimentOp::Get.needs(None), Needs::Kinds(vec![OpKind::Get]));
+}
+
+#[test]
+fn range_counts_wait_for_a_run_and_match_the_rows_either_way() {
+    let e = experiment(ExperimentOp::RangeRows);
+    let data = dataset();
+    let lazy = OpStream::new(&e, 0, &data, 9, 4);
+    assert!(lazy.range_counter.get().is_none(), "a plan or an estimate walks no rows");
+    let counted = OpStream::new(&e, 0, &data, 9, 4).with_range_counts();
+    assert!(counted.range_counter.get().is_some_and(Option::is_some), "a run's streams count them first");
+    let groups: Vec<i64> = data.initial(0).map(|row| row[crate::data::kv::GROUP].as_int().unwrap()).collect();
+    assert_eq!(groups.len(), 1000);
+    let p = e.points[0];
+    for seq in 0..50 {
+        let (a, b) = (lazy.planned(&p, 0, 1, seq), counted.planned(&p, 0, 1, seq));
+        assert_eq!(a.expected_rows, b.expected_rows, "seq {seq}");
+        let Op::Range { lo, hi, .. } = a.op else { panic!("{:?}", a.op) };
+        let rows = groups.iter().filter(|g| (lo..=hi).contains(*g)).count();
+        assert_eq!(a.expected_rows, rows as u64, "seq {seq}: the rows whose group is in {lo}..={hi}");
+    }
 }

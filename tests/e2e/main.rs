@@ -9,11 +9,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod calibration;
 mod cassandra_cluster;
 mod cli;
 mod cli_conventions;
-mod compare;
 mod connection_limit;
 mod console_and_csv;
 mod custom_sql;
@@ -25,7 +23,6 @@ mod estimate;
 mod exports;
 mod faults;
 mod golden;
-mod in_memory;
 mod interrupts;
 mod kv_vs_relational;
 mod leases;
@@ -40,7 +37,6 @@ mod report_html;
 mod resume;
 mod servers_e2e;
 mod shards;
-mod tpch_cache;
 mod void_points;
 mod workers;
 mod ycsb;

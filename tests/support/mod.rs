@@ -1,4 +1,4 @@
-//! The one place the test binaries (`e2e`, `library`, `conformance`) share helpers from:
+//! The one place the test binaries (`e2e`, `library`, `conformance`, `quiet`) share helpers from:
 //! running the `dbsweep` binary and reading its run directories (here), servers started
 //! by dbsweep's own spawn code (`servers`), clients of the libraries' own (`clients`),
 //! and waiting on processes (`processes`). Test modules call these and define no copy of

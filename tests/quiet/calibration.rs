@@ -12,8 +12,6 @@
 use std::path::Path;
 use std::process::Output;
 
-/// The tests here time things: one at a time, so neither loads the machine under the other.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn dbsweep_in(args: &[&str], tmp: &Path) -> Output {
     crate::support::command().args(args).env("COLUMNS", "1000").env("TMPDIR", tmp).output().unwrap()
@@ -37,7 +35,7 @@ const STUDY: &[&str] = &[
 
 #[test]
 fn the_sample_alone_prints_the_calibrated_estimate_per_target_and_leaves_nothing_behind() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::alone();
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     let mut args = STUDY.to_vec();
@@ -68,7 +66,7 @@ fn the_sample_alone_prints_the_calibrated_estimate_per_target_and_leaves_nothing
 
 #[test]
 fn a_calibrated_estimate_is_within_twice_the_real_time_and_both_are_in_the_report() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::alone();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let mut args = STUDY.to_vec();

@@ -27,12 +27,6 @@ fn wait_until_lineitem_is_being_written(cache: &Path, child: &mut std::process::
     }
 }
 
-/// The tests that generate SF 1 or measure memory take turns: two debug-build generators
-/// at once on a 2-core machine would make each other miss the 2-second bound.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 const TABLES: [&str; 8] = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"];
 
@@ -117,7 +111,7 @@ fn run_measuring_peak_rss(cache: &Path, args: &[&str]) -> (std::process::ExitSta
 
 #[test]
 fn a_run_generates_a_missing_cache_in_a_child_and_then_stays_far_below_the_text_pool() {
-    let _turn = one_at_a_time();
+    let _alone = crate::alone();
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
     let run = |out: &Path| {
@@ -187,7 +181,7 @@ fn generators_for(cache: &Path) -> Vec<u32> {
 
 #[test]
 fn ctrl_c_while_generating_the_cache_exits_130_within_2_s_and_leaves_nothing() {
-    let _turn = one_at_a_time();
+    let _alone = crate::alone();
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
     let out = tmp.path().join("run");
@@ -235,7 +229,7 @@ fn ctrl_c_while_generating_the_cache_exits_130_within_2_s_and_leaves_nothing() {
 
 #[test]
 fn a_generator_stopped_with_sigterm_or_ctrl_c_removes_its_partial_files() {
-    let _turn = one_at_a_time();
+    let _alone = crate::alone();
     for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
         let tmp = tempfile::tempdir().unwrap();
         let cache = tmp.path().join("cache");

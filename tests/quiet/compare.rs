@@ -74,6 +74,7 @@ fn touched(experiment: &str, target: &str, point: &str) -> bool {
 
 #[test]
 fn a_a_pairs_call_almost_nothing_and_an_a_b_pair_calls_the_real_change() {
+    let _alone = crate::alone();
     let tmp = tempfile::tempdir().unwrap();
     let runs: Vec<std::path::PathBuf> = (1..=3).map(|i| tmp.path().join(format!("a{i}"))).collect();
     let mut consoles: Vec<String> = runs.iter().zip(["1", "2", "3"]).map(|(dir, seed)| quick_run(dir, seed, &[])).collect();
@@ -124,6 +125,7 @@ fn a_a_pairs_call_almost_nothing_and_an_a_b_pair_calls_the_real_change() {
 
 #[test]
 fn targets_of_any_run_are_kept() {
+    let _alone = crate::alone();
     let tmp = tempfile::tempdir().unwrap();
     let run = |name: &str, targets: &[&str]| {
         let out = tmp.path().join(name);

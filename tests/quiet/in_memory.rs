@@ -42,6 +42,7 @@ fn memory(p: &Value) -> &Value {
 
 #[test]
 fn in_memory_study_on_spawned_servers_measures_time_and_memory_per_record() {
+    let _alone = crate::alone();
     let dir = tempfile::tempdir().unwrap();
     let report = run_study(dir.path(), "redis,memcached,postgres,h2,cassandra");
     assert_eq!(report["complete"], true, "{}", report["incomplete_reason"]);

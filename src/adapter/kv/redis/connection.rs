@@ -383,13 +383,7 @@ impl RedisConnection {
 
     /// The primary keys whose score in the sorted set `set` lies in `lo..=hi` (a secondary-index range).
     async fn range_members(&mut self, set: String, lo: i64, hi: i64) -> Result<Vec<i64>, OpError> {
-        redis::cmd("ZRANGEBYSCORE")
-            .arg(set)
-            .arg(lo)
-            .arg(hi)
-            .query_async(&mut self.conn)
-            .await
-            .map_err(|e| op_error(self.dialect, e))
+        redis::cmd("ZRANGEBYSCORE").arg(set).arg(lo).arg(hi).query_async(&mut self.conn).await.map_err(|e| op_error(self.dialect, e))
     }
 
     /// Fetches row hashes in one pipeline; returns how many exist.

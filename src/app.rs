@@ -172,6 +172,9 @@ fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Resul
     if let Some(role) = &role {
         runner::workers::check_count(role)?;
         runner::workers::check_plan(&plan)?;
+        // A worker sees only its share of a run's ops: `--quick`'s shortest run, which
+        // ends on the run's total, is left to one process; workers' runs do their ops.
+        plan.experiments.iter_mut().for_each(|e| e.min_run_secs = None);
         if args.resume.is_some() {
             return Err(Error::usage("--resume and --workers together: resume the run in one process"));
         }
@@ -483,7 +486,11 @@ fn timing_lines(timing: &report::model::Timing) -> String {
         _ => String::new(),
     };
     let budget = timing.budget_secs.map(|b| format!("; budget {}", human(b))).unwrap_or_default();
-    format!("\ntook {} (estimated {calibrated}{} from typical costs){budget}\n", human(timing.real_secs), human(timing.estimated_fixed_secs))
+    format!(
+        "\ntook {} (estimated {calibrated}{} from typical costs){budget}\n",
+        human(timing.real_secs),
+        human(timing.estimated_fixed_secs)
+    )
 }
 
 /// Starts the spawned servers (killed again, directories removed, at an error or a

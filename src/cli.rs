@@ -225,7 +225,8 @@ pub struct RunArgs {
     /// Output directory (must be new or empty); default dbsweep-runs/STUDY-TIMESTAMP.
     #[arg(short = 'o', long, value_name = "DIR", env = "DBSWEEP_OUT")]
     pub out: Option<PathBuf>,
-    /// A quick smoke run: fewer ops, rows and points (the study's [quick] values).
+    /// A quick smoke run: fewer ops, rows and points (the study's [quick] values); runs that
+    /// can run by time last at least 30 ms.
     #[arg(short = 'q', long, env = "DBSWEEP_QUICK", value_parser = BoolishValueParser::new())]
     pub quick: bool,
     /// Start throwaway local servers and benchmark them (comma-separated), or all (the

@@ -326,7 +326,7 @@ fn run_secs(e: &Experiment, p: &crate::workload::experiment::Point, fastest: f64
         None => {
             let ops = e.ops_at(p) as f64;
             let paced = p.rate.map_or(0.0, |r| ops / r.ops_per_sec());
-            (ops / fastest).max(paced)
+            (ops / fastest).max(paced).max(e.min_run_secs.unwrap_or(0.0))
         }
     }
 }

@@ -70,6 +70,24 @@ pub(super) fn apply(secs: f64, experiments: &mut Vec<Experiment>, named: bool, w
     Ok(())
 }
 
+/// How long every run of a `--quick` plan lasts at least: its ops, then more until this
+/// long has passed. 300 ops of a fast read take about a tenth of a millisecond, where one
+/// scheduler tick on a shared machine moves a run's throughput by half. Measured on this
+/// 2-core machine (release build, load 1.5, three A/A pairs of the default study): runs of
+/// 300 ops left the median compare interval 1.7x-2.4x wide, at least 10 ms 1.8x-2.0x, at
+/// least 30 ms 1.6x-1.7x (the run took 13 s instead of 9 s).
+pub const QUICK_MIN_RUN_SECS: f64 = 0.03;
+
+/// `--quick` without `--duration`, `--precision` or `--budget`: every experiment that
+/// could run by time lasts at least `QUICK_MIN_RUN_SECS` per run. The others (deletes,
+/// sizes, lifecycle phases, YCSB with inserts) keep their fixed ops, and so does an
+/// experiment of one request per run (insert-find's find: the paper timed one).
+pub(super) fn apply_quick_min_run(experiments: &mut [Experiment]) {
+    for e in experiments.iter_mut().filter(|e| e.ops > 1 && refusal(e).is_none()) {
+        e.min_run_secs = Some(QUICK_MIN_RUN_SECS);
+    }
+}
+
 /// Why `experiment` cannot run for a duration, if it cannot. Reads repeat over the data and
 /// inserts write fresh keys for as long as a run lasts; an analytic query runs again and
 /// again until the deadline.
@@ -187,5 +205,30 @@ mod tests {
         assert_eq!(flag.duration_secs(), Some(3.0));
         let fixed = plan_with(RunOptions { study, ops: Some(10), clients: Some(vec![1]), ..Default::default() }).unwrap();
         assert_eq!((fixed.duration_secs(), fixed.experiments[1].ops), (None, 10));
+    }
+
+    #[test]
+    fn quick_runs_last_at_least_a_shortest_length_where_they_can_run_by_time() {
+        let quick = plan_with(RunOptions { quick: true, ..Default::default() }).unwrap();
+        let at_least = |p: &crate::plan::Plan, name: &str| p.experiments.iter().find(|e| e.name == name).unwrap().min_run_secs;
+        for name in ["echo", "insert", "get", "range-count"] {
+            assert_eq!(at_least(&quick, name), Some(super::QUICK_MIN_RUN_SECS), "{name}");
+        }
+        assert_eq!(at_least(&quick, "delete"), None, "deletes run out of loaded keys: their ops stay fixed");
+        assert!(quick.to_json()["experiments"].as_array().unwrap().iter().any(|e| e["min_run_secs"] == super::QUICK_MIN_RUN_SECS));
+        // Only --quick, and not where another rule says how long a run lasts.
+        for opts in [
+            RunOptions::default(),
+            RunOptions { quick: true, duration: Some("1s".into()), ..Default::default() },
+            RunOptions { quick: true, precision: Some("2%".into()), ..Default::default() },
+        ] {
+            let plan = plan_with(opts).unwrap();
+            assert!(plan.experiments.iter().all(|e| e.min_run_secs.is_none()));
+            assert!(!plan.to_json().to_string().contains("min_run_secs"));
+        }
+        // One request per run (insert-find's find, as its paper timed) stays one request.
+        let paper = plan_with(RunOptions { study: Some("insert-find".into()), quick: true, ..Default::default() }).unwrap();
+        assert_eq!(at_least(&paper, "find"), None);
+        assert_eq!(at_least(&paper, "insert-all"), None, "sizes are fixed work");
     }
 }

@@ -69,7 +69,7 @@ pub fn fixed_secs(family: &str, experiment: &Experiment, scale: f64) -> f64 {
     let runs = f64::from(experiment.warmup + experiment.runs);
     let one = |point: &Point| {
         let ops = experiment.ops_at(point);
-        let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
+        let paced = point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec()).max(experiment.min_run_secs.unwrap_or(0.0));
         experiment.duration_secs.unwrap_or_else(|| run_secs(family, experiment, point, ops, scale).max(paced))
     };
     runs * experiment.points.iter().map(one).sum::<f64>()
@@ -157,8 +157,9 @@ fn one_run_secs_with(plan: &Plan, at: &RunOf<'_>, costs: Option<&CostModel>) -> 
         _ => 0.0,
     };
     let ops = at.stream.ops_at(at.point);
-    // A fixed rate paces the run: it lasts at least its ops at that rate.
-    let paced = at.point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec());
+    // A fixed rate paces the run: it lasts at least its ops at that rate (and at least
+    // `--quick`'s shortest run).
+    let paced = at.point.rate.map_or(0.0, |r| ops as f64 / r.ops_per_sec()).max(at.experiment.min_run_secs.unwrap_or(0.0));
     let measured = costs.and_then(|c| c.cost(at.target, at.index));
     let uncapped = match (at.experiment.duration_secs, measured) {
         (Some(secs), _) => secs,

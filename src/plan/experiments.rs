@@ -131,6 +131,7 @@ fn experiment(
         script: if e.op == ExperimentOp::Script { scope.script.cloned() } else { None },
         time_limit_secs: workload.as_ref().and_then(|w| w.time_limit_secs),
         duration_secs: None,
+        min_run_secs: None,
         ycsb: workload.map(|w| w.workload),
         sized,
         lifecycle: study.lifecycle,

@@ -60,10 +60,15 @@ pub fn runs_clause(experiments: &[Experiment], precision: Option<Precision>) -> 
     }
 }
 
-/// "3 runs after a warm-up", with their length (`--duration`) or stopping rule (`--precision`).
+/// "3 runs after a warm-up", with their length (`--duration`, `--quick`'s shortest) or
+/// stopping rule (`--precision`).
 fn runs_of(e: &Experiment, precision: Option<Precision>) -> String {
     let runs = if e.runs == 1 { "1 run".to_string() } else { format!("{} runs", e.runs) };
-    let length = e.duration_secs.map(|secs| format!(" of {}", crate::base::span::words(secs))).unwrap_or_default();
+    let length = match (e.duration_secs, e.min_run_secs) {
+        (Some(secs), _) => format!(" of {}", crate::base::span::words(secs)),
+        (None, Some(secs)) => format!(" of at least {}", crate::base::span::words(secs)),
+        (None, None) => String::new(),
+    };
     let warmup = match e.warmup {
         0 => "without a warm-up".to_string(),
         1 => "after a warm-up".to_string(),
@@ -122,15 +127,12 @@ mod tests {
     #[test]
     fn every_built_in_study_states_the_runs_the_plan_does() {
         let quick = [
-            ("embedded", "median and min-max of 2 runs after a warm-up."),
-            (
-                "kv-vs-relational",
-                "median and min-max of 2 runs after a warm-up (tpch-q1, tpch-q6, tpch-q3 and tpch-q14: 5 runs after a warm-up);",
-            ),
+            ("embedded", "median and min-max of 2 runs of at least 30 ms after a warm-up (delete: 2 runs after a warm-up)."),
+            ("kv-vs-relational", "median and min-max of 2 runs of at least 30 ms after a warm-up ("),
             ("insert-find", "median and min-max of 2 runs after a warm-up."),
-            ("ycsb", "median and min-max of 2 runs after a warm-up;"),
+            ("ycsb", "median and min-max of 2 runs of at least 30 ms after a warm-up"),
             ("in-memory", "median of 2 runs without a warm-up;"),
-            ("pgbench", "median and min-max of 2 runs after a warm-up."),
+            ("pgbench", "median and min-max of 2 runs of at least 30 ms after a warm-up."),
         ];
         assert_eq!(
             quick.map(|(name, _)| name).to_vec(),

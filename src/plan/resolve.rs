@@ -66,6 +66,9 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     if let Some(secs) = duration_secs {
         duration::apply(secs, &mut experiments, opts.experiments.is_some(), &mut warnings)?;
     }
+    if opts.quick && duration_secs.is_none() && precision.is_none() && opts.budget.is_none() {
+        duration::apply_quick_min_run(&mut experiments);
+    }
     if precision.is_some() {
         for e in experiments.iter_mut().filter(|e| stopping::Precision::applies_to(e)) {
             e.runs = e.runs.max(stopping::MIN_PRECISION_RUNS);

@@ -437,6 +437,7 @@ fn intervals(pairs: &[(LogEstimate, LogEstimate)], fallback_drift: f64) -> Vec<R
         differences.iter().zip(&variances).filter(|(_, v)| **v > 0.0).map(|(d, v)| ((d - center) / v.sqrt()).abs()).collect();
     // Only ever widened: a model whose variances look too large for these two reports keeps them.
     let scale = median(&standardized).map_or(1.0, |mad| 1.4826 * mad).max(1.0);
+
     let degrees_of_freedom = NULL_TAIL_DF.min((MAD_EFFICIENCY * (pairs.len() - 2) as f64).max(1.0));
     differences
         .iter()
@@ -467,9 +468,9 @@ fn run_seconds(a: &LogEstimate, b: &LogEstimate) -> Option<f64> {
 /// run length: the median absolute deviation of the differences from their `center`,
 /// (robustly) log-linear in the log run length. The pairs are cut into up to ten bins of
 /// equal count by run length; each bin's median log length and median log deviation make
-/// one point of a Theil-Sen slope (the median of the slopes between bins, at most 0); the
-/// line goes through the median of all points. Without run lengths, or all alike: one
-/// deviation for all.
+/// one point of a Theil-Sen slope (the median of the slopes between bins whose run lengths
+/// differ at least twofold, at most 0); the line goes through the median of all points.
+/// Without run lengths, or all within a factor of two: one deviation for all.
 fn drift_trend(differences: &[f64], log_seconds: &[Option<f64>], center: f64) -> impl Fn(Option<f64>) -> f64 + use<> {
     let log_deviation = |d: f64| (d - center).abs().max(1e-9).ln();
     let overall = median(&differences.iter().map(|d| log_deviation(*d)).collect::<Vec<_>>()).unwrap_or(f64::NEG_INFINITY);
@@ -485,7 +486,7 @@ fn drift_trend(differences: &[f64], log_seconds: &[Option<f64>], center: f64) ->
     let slopes: Vec<f64> = bins
         .iter()
         .enumerate()
-        .flat_map(|(i, a)| bins[i + 1..].iter().filter(|b| b.0 > a.0).map(move |b| (b.1 - a.1) / (b.0 - a.0)))
+        .flat_map(|(i, a)| bins[i + 1..].iter().filter(|b| b.0 >= a.0 + MIN_LOG_LENGTH_STEP).map(move |b| (b.1 - a.1) / (b.0 - a.0)))
         .collect();
     // Never rising with the run length (a longer run averages more of the machine's
     // moods), and placed by every point, not by the bins: points that really changed
@@ -503,6 +504,12 @@ fn drift_trend(differences: &[f64], log_seconds: &[Option<f64>], center: f64) ->
         (1.4826 * log_deviation.exp()).powi(2)
     }
 }
+
+/// Bins whose median run lengths differ by less than this (in log: a factor of two) make no
+/// slope: `--quick` runs mostly last their 30 ms, and between bins at 30.0 and 30.2 ms
+/// the slope is noise divided by almost nothing, which once tilted the line so far that
+/// every interval of a pair was 60x wide.
+const MIN_LOG_LENGTH_STEP: f64 = std::f64::consts::LN_2;
 
 /// Fewest common points from which the drift between two reports is estimated.
 const MIN_POINTS_FOR_DRIFT: usize = 8;

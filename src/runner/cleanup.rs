@@ -26,9 +26,9 @@ pub(super) async fn remove_leftovers(
     match unit.experiment.op {
         ExperimentOp::Insert => {
             // A complete run did exactly its first `m.ops` ops; an interrupted one may have
-            // done any of its claimed ops: of a time-based run (claims of one request) the
+            // done any of its claimed ops: of an open-ended run (claims of one request) the
             // ones counted and at most one request per client left in flight.
-            let done = match (m.complete, stream.time_based()) {
+            let done = match (m.complete, stream.open_ended()) {
                 (true, _) => m.ops,
                 (false, true) => planned_ops.min(m.ops + (unit.point.clients * unit.point.batch.max(1)) as u64),
                 (false, false) => planned_ops,

@@ -67,6 +67,18 @@ pub struct RunJob {
     pub cold_call: bool,
     /// `--budget`: what is left of it when the run starts; `None`: no budget.
     pub budget: Option<BudgetEnd>,
+    /// `--quick`: the run goes on past its ops until it has lasted this long; `None`: it
+    /// ends with its sequence numbers or its time limit.
+    pub min_run: Option<MinRun>,
+}
+
+/// The shortest run (`--quick`): no client stops before the run has done `ops` ops and
+/// lasted `lasting` from its start; then each stops at its next claim. The ops sent stay a
+/// prefix of the run's sequence numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MinRun {
+    pub ops: u64,
+    pub lasting: Duration,
 }
 
 /// The end of a run's `--budget`: no request starts that would not end before it, judged
@@ -234,7 +246,7 @@ pub async fn run_share(job: Arc<RunJob>, gate: Option<StartGate>) -> (RunMeasure
     m.precision = watched.precision();
     // Runs of a fixed number of ops compare whole digests; runs that end early by design
     // (a precision stop, a deadline) compare the blocks both completed.
-    if job.stop.is_none() && !job.stream.time_based() {
+    if job.stop.is_none() && !job.stream.open_ended() {
         m.answer_blocks.clear();
     }
     if job.check_rows && job.stream.kind() == OpKind::Delete && job.target.blind_deletes() {
@@ -339,7 +351,8 @@ async fn client(
 struct LoopEnd {
     /// The client gave up on a dead server.
     gave_up: Option<String>,
-    /// The run's time limit came first.
+    /// The run's time limit came first, or its shortest length had passed with its ops
+    /// done (`MinRun`).
     time_limited: bool,
 }
 
@@ -362,7 +375,7 @@ async fn send_requests(
     // Service time is read from the CPU's time-stamp counter (quanta): a third of the cost
     // of the OS clock on these VMs, which matters for the NO-DB ceiling.
     let clock = quanta::Clock::new();
-    let mut claims = Claims::new(job, &counters.claimed);
+    let mut claims = Claims::new(job, &counters.claimed, epoch);
     let mut unreported = 0u64;
     let mut reported_at = clock.raw();
     let deadline = job.time_limit.map(|limit| epoch + limit);
@@ -388,7 +401,10 @@ async fn send_requests(
             end.time_limited = true;
             break;
         }
-        let Some((first, n)) = claims.next() else { break };
+        let Some((first, n)) = claims.next() else {
+            end.time_limited |= claims.ran_long_enough;
+            break;
+        };
         let intended = schedule.map(|(start, interval)| start + Duration::from_secs_f64((first - job.seqs.start) as f64 * interval));
         // At a fixed rate, the first op due after the deadline ends the client's run (every
         // later sequence number is due later still: the ops sent stay a prefix).
@@ -467,19 +483,25 @@ struct Claims<'a> {
     /// The end of this process's sequence numbers (the run's ops, or a worker's share).
     end: u64,
     claimed: std::ops::Range<u64>,
+    /// `MinRun`: once the run has claimed this sequence number and reached this instant,
+    /// claiming stops.
+    long_enough: Option<(u64, Instant)>,
+    /// Claiming stopped at `long_enough`.
+    ran_long_enough: bool,
 }
 
 impl<'a> Claims<'a> {
-    fn new(job: &RunJob, counter: &'a AtomicU64) -> Self {
+    fn new(job: &RunJob, counter: &'a AtomicU64, epoch: Instant) -> Self {
         let batch = job.point.batch.max(1) as u64;
-        let time_based = job.stream.time_based();
+        let time_based = job.stream.open_ended();
         // A time-based run's sequence space is far larger than what it sends: chunks are
         // sized from the ops a fixed run would do. Its inserts are claimed one request at a
         // time, so every key claimed is sent and the keys inserted are a prefix (cleanup).
         let ops = if time_based { job.stream.ops_at(&job.point) } else { job.seqs.end - job.seqs.start };
         let one_at_a_time = job.rate.is_some() || job.point.batched || (time_based && job.stream.kind() == OpKind::Insert);
         let chunk = if one_at_a_time { 1 } else { (ops / (job.clients as u64 * 256)).clamp(1, 64) };
-        Claims { counter, batch, claim: batch * chunk, end: job.seqs.end, claimed: 0..0 }
+        let long_enough = job.min_run.map(|m| (job.seqs.start + m.ops, epoch + m.lasting));
+        Claims { counter, batch, claim: batch * chunk, end: job.seqs.end, claimed: 0..0, long_enough, ran_long_enough: false }
     }
 
     /// The next request's first sequence number and its number of ops; `None` once every
@@ -487,6 +509,13 @@ impl<'a> Claims<'a> {
     #[inline(always)]
     fn next(&mut self) -> Option<(u64, u64)> {
         if self.claimed.is_empty() {
+            if let Some((ops_end, at)) = self.long_enough
+                && self.counter.load(Ordering::Relaxed) >= ops_end
+                && Instant::now() >= at
+            {
+                self.ran_long_enough = true;
+                return None;
+            }
             let start = self.counter.fetch_add(self.claim, Ordering::Relaxed);
             if start >= self.end {
                 return None;

@@ -221,6 +221,7 @@ async fn run_target(
                 intervals: shared.plan.hlog_interval.filter(|_| !warmup),
                 cold_call: true,
                 budget: None,
+                min_run: None,
             });
             let load_before = HostLoad::now();
             let mut m = client::run_once(job).await;

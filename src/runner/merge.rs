@@ -272,7 +272,8 @@ fn check_points(part: &Report, plan: &SavedPlan) -> std::result::Result<(), Stri
 /// runs its experiment plans, in order, each finished; a point that is not (not supported,
 /// incomplete) at most those. Each run does the ops its plan gives it: exactly, or at most
 /// where a run may stop early (`--precision`, YCSB's `maxexecutiontime`, an unfinished run);
-/// runs that last a duration (`--duration`) have no planned count.
+/// runs that last a duration (`--duration`) have no planned count, and a complete run
+/// that lasts at least one (`--quick`) does at least its planned ops.
 fn check_runs(p: &PointResult, e: &Experiment, plan: &SavedPlan) -> std::result::Result<(), String> {
     let planned_runs = (e.warmup + e.runs) as usize;
     let measured = matches!(p.status, PointStatus::Measured);
@@ -294,7 +295,13 @@ fn check_runs(p: &PointResult, e: &Experiment, plan: &SavedPlan) -> std::result:
             return Err(format!("its run {i} did not finish, yet the point is saved as measured"));
         }
         if let Some(planned) = planned_ops {
-            let fits = if r.complete && !may_stop_early { r.ops == planned } else { r.ops <= planned };
+            let fits = match (r.complete && !may_stop_early, e.min_run_secs.is_some()) {
+                (true, true) => r.ops >= planned,
+                (true, false) => r.ops == planned,
+                // An unfinished run that lasts at least a time may have gone past its ops.
+                (false, true) => true,
+                (false, false) => r.ops <= planned,
+            };
             if !fits {
                 return Err(format!("its run {i} did {} ops, where its plan has {planned}", r.ops));
             }

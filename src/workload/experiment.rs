@@ -168,6 +168,11 @@ pub struct Experiment {
     /// `OpStream::seqs_per_run`); `None`: every run does `ops` ops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_secs: Option<f64>,
+    /// `--quick`: every run does its `ops` and goes on until it has lasted this many
+    /// seconds (a run of 300 fast ops takes a tenth of a millisecond, where one scheduler
+    /// tick decides its throughput); `None`: runs end with their ops or their duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_run_secs: Option<f64>,
     /// The table the ops touch.
     pub table: TableId,
     /// Range experiments: the indexed column of `lo <= column <= hi`.
@@ -219,6 +224,7 @@ impl Experiment {
             ycsb: None,
             time_limit_secs: None,
             duration_secs: None,
+            min_run_secs: None,
             table: 0,
             column: 0,
             max_column: 0,
@@ -307,8 +313,8 @@ pub struct OpStream {
     /// runs in the key space of writes and in a YCSB workload's sequence: `ops`, or under
     /// `--duration` as many as a run can use (see `seqs_per_run`).
     run_span: u64,
-    /// Runs last a duration (`--duration`) rather than a number of ops.
-    time_based: bool,
+    /// Runs may send more ops than `ops` (`--duration`, `--quick`'s shortest run).
+    open_ended: bool,
     dataset: Dataset,
     /// YCSB experiments: the workload's op generator.
     ycsb: Option<YcsbGen>,
@@ -334,7 +340,7 @@ impl OpStream {
         let table = experiment.table;
         let preloaded = dataset.initial_rows(table).max(1);
         let stream_id = hash_str(&experiment.name);
-        let run_span = match experiment.duration_secs {
+        let run_span = match experiment.duration_secs.or(experiment.min_run_secs) {
             None => experiment.ops,
             // Inserts: each run of each point its own share of the experiment's key space.
             Some(_) if experiment.op.writes() => {
@@ -356,7 +362,7 @@ impl OpStream {
             runs_per_point: runs_per_point as u64,
             ops: experiment.ops,
             run_span,
-            time_based: experiment.duration_secs.is_some(),
+            open_ended: experiment.duration_secs.is_some() || experiment.min_run_secs.is_some(),
             sized: experiment.sized,
             lifecycle: experiment.lifecycle,
             range_counter: OnceLock::new(),
@@ -397,15 +403,17 @@ impl OpStream {
         ops_per_run(self.op, self.ops, self.sized, self.lifecycle, point)
     }
 
-    /// The sequence numbers one run at `point` may use: its ops (`ops_at`), or in a
-    /// time-based run (`--duration`) more than it can send before its deadline.
+    /// The sequence numbers one run at `point` may use: its ops (`ops_at`), or in an
+    /// open-ended run (`--duration`, `--quick`'s shortest run) more than it can send
+    /// before its deadline.
     pub fn seqs_per_run(&self, point: &Point) -> u64 {
-        if self.time_based { self.run_span } else { self.ops_at(point) }
+        if self.open_ended { self.run_span } else { self.ops_at(point) }
     }
 
-    /// Whether runs last a duration (`--duration`) rather than a number of ops.
-    pub fn time_based(&self) -> bool {
-        self.time_based
+    /// Whether a run's op count is known only at its end: it lasts a duration
+    /// (`--duration`) or at least one (`--quick`), rather than a number of ops.
+    pub fn open_ended(&self) -> bool {
+        self.open_ended
     }
 
     /// Lifecycle experiments: the op with sequence number `seq` over a table holding keys

@@ -239,6 +239,7 @@ async fn concurrent_batches(target: Arc<dyn Target>, clients: usize, batch: usiz
         stop: None,
         cold_call: false,
         budget: None,
+        min_run: None,
         intervals: Some(Duration::from_secs(1)),
     };
     let m = run_once(Arc::new(job)).await;

@@ -137,6 +137,33 @@ fn short_runs_are_allowed_to_drift_more_than_long_ones() {
 }
 
 #[test]
+fn runs_of_about_one_length_make_no_slope() {
+    // `--quick`: most runs last their 30 ms, a little longer or shorter. Here the 30 ms
+    // points that ran a hair longer happen to have moved less, which read as a steep fall
+    // of drift with run length: the line then gave the unchanged 150 ms points almost no
+    // drift and called them different. Bins within a factor of two of each other make no
+    // slope; these points all stay untested differences.
+    let e = |mean: f64, seconds: f64| LogEstimate { mean, variance: 1e-6, degrees_of_freedom: 5.0, runs: 2, run_seconds: Some(seconds) };
+    let sign = |i: usize| if i.is_multiple_of(2) { 1.0 } else { -1.0 };
+    let mut pairs = Vec::new();
+    for i in 0..72 {
+        pairs.push((e(0.0, 0.03), e(sign(i) * (0.12 - 0.0012 * i as f64), 0.03 * (1.0 + 0.0003 * i as f64))));
+    }
+    for i in 0..8 {
+        pairs.push((e(0.0, 0.15), e(sign(i) * 0.1, 0.15)));
+    }
+    for i in 0..4 {
+        pairs.push((e(0.0, 1e-4), e(sign(i) * 0.3, 1e-4)));
+    }
+    let v = intervals(&pairs, 0.0);
+    let called: Vec<usize> = (0..v.len()).filter(|&i| matches!(verdict(v[i], 0.05), Verdict::Faster | Verdict::Slower)).collect();
+    assert!(called.is_empty(), "nothing changed, yet {called:?} were called: {:?}", called.iter().map(|&i| v[i]).collect::<Vec<_>>());
+    // And a real 6x change among them is still called.
+    pairs[72].1.mean = 6f64.ln();
+    assert_eq!(verdict(intervals(&pairs, 0.0)[72], 0.05), Verdict::Faster);
+}
+
+#[test]
 fn with_few_common_points_each_side_keeps_its_own_variance_and_one_run_of_drift() {
     let e = |mean: f64| LogEstimate { mean, variance: 0.001, degrees_of_freedom: 5.0, runs: 2, run_seconds: None };
     let few = intervals(&[(e(0.0), e(0.1)); 3], 0.02);

@@ -24,13 +24,30 @@ async fn mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64, clien
 
 /// As `mock_job`, with runs that last `duration_secs` when given (`--duration`).
 async fn timed_mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64, clients: usize, duration_secs: Option<f64>) -> RunJob {
+    mock_job_lasting(options, op, batch, ops, clients, (duration_secs, None)).await
+}
+
+/// As `mock_job`, with runs of at least `secs` (`--quick`).
+async fn min_run_mock_job(options: &str, op: ExperimentOp, ops: u64, clients: usize, secs: f64) -> RunJob {
+    mock_job_lasting(options, op, 1, ops, clients, (None, Some(secs))).await
+}
+
+/// A mock job whose runs last (`duration_secs`, at least `min_run_secs`).
+async fn mock_job_lasting(
+    options: &str,
+    op: ExperimentOp,
+    batch: usize,
+    ops: u64,
+    clients: usize,
+    (duration_secs, min_run_secs): (Option<f64>, Option<f64>),
+) -> RunJob {
     let url = TargetUrl::parse(&if options.is_empty() { "mock:".to_string() } else { format!("mock:?{options}") }).unwrap();
     let target = crate::adapter::registry::open("flaky", &url, &OpenContext::new(std::env::temp_dir())).unwrap();
     let dataset = Dataset::new(&DataSpec::Kv { rows: 1000, payload_bytes: 8 }, 1);
     target.prepare(&dataset.tables).await.unwrap();
     target.load(&dataset.tables[0], dataset.initial(0)).await.unwrap();
     let point = Point { clients, batch, batched: batch > 1, param: None, rate: None };
-    let experiment = Experiment { duration_secs, ..Experiment::single("run", op, ops, point) };
+    let experiment = Experiment { duration_secs, min_run_secs, ..Experiment::single("run", op, ops, point) };
     let stream = Arc::new(OpStream::new(&experiment, 0, &dataset, 1, 1));
     // As the runner does: a delete run's keys are loaded before it starts.
     if let Some(keys) = stream.rows_to_preload(0, 0) {
@@ -56,6 +73,7 @@ async fn timed_mock_job(options: &str, op: ExperimentOp, batch: usize, ops: u64,
         intervals: Some(Duration::from_millis(100)),
         cold_call: false,
         budget: None,
+        min_run: min_run_secs.map(|secs| MinRun { ops, lasting: Duration::from_secs_f64(secs) }),
     }
 }
 
@@ -204,6 +222,37 @@ async fn a_time_based_insert_run_inserts_a_prefix_of_its_keys() {
     let m = run_once(Arc::new(job)).await;
     assert!(m.complete && m.ops > 10 && m.ok_ops == m.ops, "{} ops", m.ops);
     // Every key of the first `ops` sequence numbers was claimed and sent once.
+    let keys = stream.inserted_keys(&point, 0, 0, m.ops);
+    assert_eq!(keys.iter().collect::<std::collections::HashSet<_>>().len() as u64, m.ops);
+    assert_eq!(m.rows, m.ops, "each insert stored its row (none was a duplicate)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_a_shortest_length_goes_on_past_its_ops_until_it_has_lasted_it() {
+    // 10 ops take no time on the mock: the run goes on for 50 ms.
+    let job = min_run_mock_job("", ExperimentOp::Get, 10, 2, 0.05).await;
+    let progress = job.progress.clone();
+    let m = run_once(Arc::new(job)).await;
+    assert!(m.complete && m.ops > 10 && m.ok_ops == m.ops && m.failed_ops == 0, "{} ops", m.ops);
+    assert!((0.05..0.05 + 0.1).contains(&m.seconds), "{} s", m.seconds);
+    assert_eq!((m.requests, m.service[&OpKind::Get].count, progress.load(Ordering::Relaxed)), (m.ops, m.ops, m.ops));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_longer_than_its_shortest_length_does_its_ops_and_stops() {
+    // 20 requests of 2 ms by 2 clients take 20 ms, past the 5 ms asked for: each client
+    // stops at its first claim after the 20th op.
+    let job = min_run_mock_job("latency_us=2000", ExperimentOp::Get, 20, 2, 0.005).await;
+    let m = run_once(Arc::new(job)).await;
+    assert!(m.complete && (20..=21).contains(&m.ops), "{} ops", m.ops);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_a_shortest_length_inserts_a_prefix_of_its_keys() {
+    let job = min_run_mock_job("latency_us=200", ExperimentOp::Insert, 10, 3, 0.05).await;
+    let (stream, point) = (job.stream.clone(), job.point);
+    let m = run_once(Arc::new(job)).await;
+    assert!(m.complete && m.ops > 10 && m.ok_ops == m.ops, "{} ops", m.ops);
     let keys = stream.inserted_keys(&point, 0, 0, m.ops);
     assert_eq!(keys.iter().collect::<std::collections::HashSet<_>>().len() as u64, m.ops);
     assert_eq!(m.rows, m.ops, "each insert stored its row (none was a duplicate)");

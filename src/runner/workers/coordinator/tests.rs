@@ -143,6 +143,7 @@ async fn nodb_job() -> RunJob {
         intervals: None,
         cold_call: false,
         budget: None,
+        min_run: None,
     }
 }
 

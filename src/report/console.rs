@@ -27,8 +27,6 @@ pub const DEFAULT_WIDTH: usize = 100;
 const MIN_WIDTH: usize = 30;
 /// The narrowest a table column is squeezed to (its words are cut below their length).
 const MIN_COLUMN: usize = 6;
-/// How many of a warning group's cases are named.
-const WORST_NAMED: usize = 3;
 
 /// The console's width in characters: `COLUMNS` when set to a number, else the width of
 /// the terminal that stdout (or else stderr) is, else `DEFAULT_WIDTH`.
@@ -389,8 +387,6 @@ pub fn render(report: &Report) -> String {
 pub fn render_width(report: &Report, width: usize) -> String {
     let width = width.max(MIN_WIDTH);
     let mut out = String::new();
-    let targets: Vec<String> = report.targets.iter().map(|t| t.name.clone()).collect();
-    let lifecycle = report.plan.get("lifecycle").and_then(|v| v.as_bool()).unwrap_or(false);
     let mut experiments: Vec<&str> = Vec::new();
     for p in &report.points {
         if !experiments.contains(&p.experiment.as_str()) {
@@ -398,79 +394,7 @@ pub fn render_width(report: &Report, width: usize) -> String {
         }
     }
     for exp in experiments {
-        let points: Vec<&PointResult> = report.points.iter().filter(|p| p.experiment == exp).collect();
-        let labels = labels_of(&points);
-        let at = |t: &str, label: &str| points.iter().copied().find(|p| p.target == t && point_label(&p.point, p.op) == label);
-        let op = points.first().map(|p| p.op.name()).unwrap_or_default();
-        let lifecycle_exp = lifecycle && points.iter().any(|p| p.point.param.is_some());
-        let title = if lifecycle_exp {
-            format!("{exp} ({op}; median wall time of the measured runs, and per op)")
-        } else {
-            let runs = match time_based_runs(&report.plan) {
-                Some(length) => format!("measured runs of {}", length.trim_end_matches(" per run")),
-                None => "measured runs".to_string(),
-            };
-            format!("{exp} ({op}; median of {runs}, ± half the min-max spread)")
-        };
-        out.push('\n');
-        push_wrapped(&mut out, &title, width);
-        let rows: Vec<(String, Vec<String>)> = labels
-            .iter()
-            .map(|label| {
-                (label.clone(), targets.iter().map(|t| at(t, label).map(|p| measured(p, lifecycle, false)).unwrap_or_default()).collect())
-            })
-            .collect();
-        write_grid(&mut out, width, Headings { corner: "point", by_target: "target", labels: "point", values: "result" }, &rows, &targets);
-        answers(&mut out, report, &points, width);
-        if exp == crate::plan::FLOOR_EXPERIMENT {
-            for line in ECHO_FLOOR_MEANING {
-                push_wrapped(&mut out, &format!("  {line}"), width);
-            }
-            push_wrapped(&mut out, &format!("  floor (p50 per request): {}", floor_latencies(&points)), width);
-        }
-        if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| !s.by_kind.is_empty())) {
-            push_wrapped(&mut out, "  per operation type: ops/s of the type, p99", width);
-            let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-            for label in &labels {
-                for kind in OpKind::YCSB {
-                    let of = |t: &String| at(t, label)?.summary.as_ref()?.by_kind.get(&kind);
-                    if !targets.iter().any(|t| of(t).is_some()) {
-                        continue;
-                    }
-                    let cells = targets
-                        .iter()
-                        .map(|t| {
-                            of(t)
-                                .map(|k| match k.median_ops_per_sec {
-                                    Some(v) => format!("{}/s p99 {}", rate(v), micros(k.latency.p99_us)),
-                                    None => "VOID".into(),
-                                })
-                                .unwrap_or_default()
-                        })
-                        .collect();
-                    rows.push((format!("{label} {}", kind.name()), cells));
-                }
-            }
-            let headings = Headings { corner: "point", by_target: "target", labels: "point", values: "ops/s of the type, p99" };
-            write_grid(&mut out, width, headings, &rows, &targets);
-        }
-        if points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some())) {
-            let rows: Vec<(String, Vec<String>)> = labels
-                .iter()
-                .map(|label| {
-                    let memory = |t: &String| at(t, label)?.summary.as_ref()?.memory.as_ref().map(memory_cell);
-                    (label.clone(), targets.iter().map(|t| memory(t).unwrap_or_default()).collect())
-                })
-                .collect();
-            push_wrapped(
-                &mut out,
-                "  memory change over the operation (median of the measured runs): client (the paper's metric) / server process (PSS) / engine-reported; <noise: within one page or half the runs' spread, or runs disagree in sign",
-                width,
-            );
-            let headings =
-                Headings { corner: "memory Δ", by_target: "memory Δ", labels: "point", values: "memory Δ client / server / engine" };
-            write_grid(&mut out, width, headings, &rows, &targets);
-        }
+        experiment_section(&mut out, report, exp, width);
     }
     findings(&mut out, &Findings::of(report), width);
     if !report.unavailable.is_empty() {
@@ -480,11 +404,117 @@ pub fn render_width(report: &Report, width: usize) -> String {
         }
     }
     warnings(&mut out, report, width);
+    closing_notes(&mut out, report, width);
+    if let Some(verdicts) = PaperVerdicts::of(report) {
+        paper_verdicts(&mut out, &verdicts, width);
+    }
+    out
+}
+
+/// The points of one experiment, the targets that ran them and their point labels.
+struct Section<'a> {
+    points: Vec<&'a PointResult>,
+    targets: Vec<String>,
+    labels: Vec<String>,
+}
+
+impl<'a> Section<'a> {
+    fn at(&self, target: &str, label: &str) -> Option<&'a PointResult> {
+        self.points.iter().copied().find(|p| p.target == target && point_label(&p.point, p.op) == label)
+    }
+}
+
+/// One experiment's table, its answers, the echo floor's meaning, and its per-type and
+/// memory tables where it has them.
+fn experiment_section(out: &mut String, report: &Report, exp: &str, width: usize) {
+    let points: Vec<&PointResult> = report.points.iter().filter(|p| p.experiment == exp).collect();
+    let section = Section { labels: labels_of(&points), targets: report.targets.iter().map(|t| t.name.clone()).collect(), points };
+    let lifecycle = report.plan.get("lifecycle").and_then(|v| v.as_bool()).unwrap_or(false);
+    let op = section.points.first().map(|p| p.op.name()).unwrap_or_default();
+    let title = if lifecycle && section.points.iter().any(|p| p.point.param.is_some()) {
+        format!("{exp} ({op}; median wall time of the measured runs, and per op)")
+    } else {
+        let runs = match time_based_runs(&report.plan) {
+            Some(length) => format!("measured runs of {}", length.trim_end_matches(" per run")),
+            None => "measured runs".to_string(),
+        };
+        format!("{exp} ({op}; median of {runs}, ± half the min-max spread)")
+    };
+    out.push('\n');
+    push_wrapped(out, &title, width);
+    let rows: Vec<(String, Vec<String>)> = section
+        .labels
+        .iter()
+        .map(|label| {
+            let cells = section.targets.iter().map(|t| section.at(t, label).map(|p| measured(p, lifecycle, false)).unwrap_or_default());
+            (label.clone(), cells.collect())
+        })
+        .collect();
+    write_grid(out, width, Headings { corner: "point", by_target: "target", labels: "point", values: "result" }, &rows, &section.targets);
+    answers(out, report, &section.points, width);
+    if exp == crate::plan::FLOOR_EXPERIMENT {
+        for line in ECHO_FLOOR_MEANING {
+            push_wrapped(out, &format!("  {line}"), width);
+        }
+        push_wrapped(out, &format!("  floor (p50 per request): {}", floor_latencies(&section.points)), width);
+    }
+    if section.points.iter().any(|p| p.summary.as_ref().is_some_and(|s| !s.by_kind.is_empty())) {
+        per_type_table(out, &section, width);
+    }
+    if section.points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.memory.is_some())) {
+        memory_table(out, &section, width);
+    }
+}
+
+/// Mixed workloads (YCSB): each operation type's throughput and p99 per point and target.
+fn per_type_table(out: &mut String, section: &Section, width: usize) {
+    push_wrapped(out, "  per operation type: ops/s of the type, p99", width);
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    for label in &section.labels {
+        for kind in OpKind::YCSB {
+            let of = |t: &String| section.at(t, label)?.summary.as_ref()?.by_kind.get(&kind);
+            if !section.targets.iter().any(|t| of(t).is_some()) {
+                continue;
+            }
+            let cell = |t: &String| {
+                of(t).map_or_else(String::new, |k| match k.median_ops_per_sec {
+                    Some(v) => format!("{}/s p99 {}", rate(v), micros(k.latency.p99_us)),
+                    None => "VOID".into(),
+                })
+            };
+            rows.push((format!("{label} {}", kind.name()), section.targets.iter().map(cell).collect()));
+        }
+    }
+    let headings = Headings { corner: "point", by_target: "target", labels: "point", values: "ops/s of the type, p99" };
+    write_grid(out, width, headings, &rows, &section.targets);
+}
+
+/// Lifecycle studies: the memory change over each operation per point and target.
+fn memory_table(out: &mut String, section: &Section, width: usize) {
+    let rows: Vec<(String, Vec<String>)> = section
+        .labels
+        .iter()
+        .map(|label| {
+            let memory = |t: &String| section.at(t, label)?.summary.as_ref()?.memory.as_ref().map(memory_cell);
+            (label.clone(), section.targets.iter().map(|t| memory(t).unwrap_or_default()).collect())
+        })
+        .collect();
+    push_wrapped(
+        out,
+        "  memory change over the operation (median of the measured runs): client (the paper's metric) / server process (PSS) / engine-reported; <noise: within one page or half the runs' spread, or runs disagree in sign",
+        width,
+    );
+    let headings = Headings { corner: "memory Δ", by_target: "memory Δ", labels: "point", values: "memory Δ client / server / engine" };
+    write_grid(out, width, headings, &rows, &section.targets);
+}
+
+/// What qualifies the whole run: void points, resumptions, an incomplete run.
+fn closing_notes(out: &mut String, report: &Report, width: usize) {
     let voided = report.points.iter().filter(|p| p.is_void()).count();
     if voided > 0 {
         out.push('\n');
         push_wrapped(
-            &mut out,
+            out,
             &format!(
                 "VOID: {voided} point{} had failed requests or missing rows; their timings are void and no throughput is published",
                 if voided == 1 { "" } else { "s" }
@@ -494,16 +524,12 @@ pub fn render_width(report: &Report, width: usize) -> String {
     }
     for line in resumptions(report) {
         out.push('\n');
-        push_wrapped(&mut out, &line, width);
+        push_wrapped(out, &line, width);
     }
     if !report.complete {
         out.push('\n');
-        push_wrapped(&mut out, &format!("INCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early")), width);
+        push_wrapped(out, &format!("INCOMPLETE: {}", report.incomplete_reason.as_deref().unwrap_or("stopped early")), width);
     }
-    if let Some(verdicts) = PaperVerdicts::of(report) {
-        paper_verdicts(&mut out, &verdicts, width);
-    }
-    out
 }
 
 /// Last, for a paper study: each of the paper's findings with the paper's side, dbsweep's
@@ -578,143 +604,6 @@ fn findings(out: &mut String, findings: &Findings, width: usize) {
     }
 }
 
-/// One kind of warning and the points it concerns, worst first: how bad each case is
-/// (for ordering) and how it reads ("92 % of NO-DB").
-struct FlagGroup<'a> {
-    kind: &'static str,
-    cases: Vec<(f64, &'a PointResult, String)>,
-}
-
-/// "sqlite get c=4": where a warning's case is.
-fn case_label(p: &PointResult) -> String {
-    format!("{} {} {}", p.target, p.experiment, point_label(&p.point, p.op))
-}
-
-/// The flags that qualify results without voiding them, one group per kind with its
-/// cases worst first.
-fn flag_groups(report: &Report) -> Vec<FlagGroup<'_>> {
-    let mut groups: Vec<FlagGroup> = [
-        "client-bound (near the NO-DB ceiling: the client may be the limit)",
-        "spread too wide to rank (runs' min-max range over ±10 % of the median, overlapping another target's)",
-        "not converged (a run hit its cap before the precision asked)",
-        "could not keep the rate",
-        "retried after conflicts (latency includes the retries)",
-    ]
-    .into_iter()
-    .map(|kind| FlagGroup { kind, cases: Vec::new() })
-    .collect();
-    for p in &report.points {
-        for f in &p.flags {
-            let (group, badness, text) = match f {
-                Flag::ClientBound { share } => (0, *share, format!("{:.0} % of NO-DB", share * 100.0)),
-                Flag::WideSpread { spread, .. } => (1, *spread, format!("±{:.0} %", spread * 100.0)),
-                Flag::NotConverged { asked, reached } => {
-                    let reached_text = reached.map_or("unknown".to_string(), |r| format!("±{:.1} %", r * 100.0));
-                    (2, reached.unwrap_or(f64::INFINITY), format!("{reached_text} of ±{:.1} %", asked * 100.0))
-                }
-                Flag::MissedRate { late_ops, ops, .. } => {
-                    let late = *late_ops as f64 / (*ops).max(1) as f64;
-                    (3, late, format!("{:.0} % of ops late", late * 100.0))
-                }
-                Flag::Retried { count } => (4, *count as f64, format!("{count} retr{}", if *count == 1 { "y" } else { "ies" })),
-                _ => continue,
-            };
-            groups[group].cases.push((badness, p, text));
-        }
-    }
-    groups.retain(|g| !g.cases.is_empty());
-    for g in &mut groups {
-        g.cases.sort_by(|a, b| b.0.total_cmp(&a.0));
-    }
-    groups
-}
-
-/// The host's load average around the runs of `points`: " (load average 0.4-3.9 on 2
-/// cores)", or nothing when it was not read.
-fn load_range(points: &[&PointResult], cores: usize) -> String {
-    let loads: Vec<f64> = points.iter().flat_map(|p| &p.runs).filter_map(|r| r.load).flat_map(|l| [l.before, l.after]).collect();
-    match (loads.iter().copied().reduce(f64::min), loads.iter().copied().reduce(f64::max)) {
-        (Some(lo), Some(hi)) => format!("; load average {lo:.1}-{hi:.1} on {cores} cores"),
-        _ => String::new(),
-    }
-}
-
-/// A saved warning's subject and message: "get c=8 / duckdb" (or "duckdb") and what
-/// happened, when it names one ("SUBJECT / TARGET: message", "TARGET: message"); else no
-/// subject.
-fn subject_and_message(warning: &str) -> (Option<&str>, &str) {
-    match warning.split_once(": ") {
-        Some((subject, message)) if subject.contains(" / ") || !subject.contains(' ') => (Some(subject), message),
-        _ => (None, warning),
-    }
-}
-
-/// A warning's kind: its message with every number made `#`, so the same warning about
-/// other points, targets or counts groups together.
-fn warning_kind(message: &str) -> String {
-    let mut kind = String::new();
-    for c in message.chars() {
-        if c.is_ascii_digit() {
-            if !kind.ends_with('#') {
-                kind.push('#');
-            }
-        } else if !(c == '.' && kind.ends_with('#')) {
-            kind.push(c);
-        }
-    }
-    kind
-}
-
-/// The warnings, grouped by kind with their counts and worst cases: the flags that
-/// qualify results (client-bound, wide spread, ...) and the run's own warnings (a saved
-/// warning per point or target becomes one line per kind, the first in full).
-fn warnings(out: &mut String, report: &Report, width: usize) {
-    let groups = flag_groups(report);
-    // The wide-spread flags' own warnings are the flag group's cases.
-    let spread_warning = |w: &str| {
-        report.points.iter().any(|p| {
-            p.flags.iter().any(|f| matches!(f, Flag::WideSpread { .. }))
-                && w.starts_with(&format!("{} {} / {}: runs spread ", p.experiment, point_label(&p.point, p.op), p.target))
-        })
-    };
-    let mut kinds: Vec<(String, Vec<&str>)> = Vec::new();
-    for w in report.warnings.iter().filter(|w| !spread_warning(w)) {
-        let kind = warning_kind(subject_and_message(w).1);
-        match kinds.iter_mut().find(|(k, _)| *k == kind) {
-            Some((_, all)) => all.push(w),
-            None => kinds.push((kind, vec![w])),
-        }
-    }
-    if groups.is_empty() && kinds.is_empty() {
-        return;
-    }
-    out.push_str("\nwarnings:\n");
-    for g in &groups {
-        let points: Vec<&PointResult> = g.cases.iter().map(|(_, p, _)| *p).collect();
-        let worst: Vec<String> = g.cases.iter().take(WORST_NAMED).map(|(_, p, text)| format!("{} ({text})", case_label(p))).collect();
-        let count = g.cases.len();
-        let mut line = format!("  {}: {count} point{}", g.kind, if count == 1 { "" } else { "s" });
-        let _ = write!(line, ", {} {}", if count == 1 { "at" } else { "worst" }, worst.join(", "));
-        if g.kind.starts_with("spread") {
-            let _ = write!(line, "{}; rerun on a quieter machine or with more --runs", load_range(&points, report.environment.cores));
-        }
-        push_wrapped(out, &line, width);
-    }
-    for (_, all) in &kinds {
-        let mut line = format!("  {}", all[0]);
-        if all.len() > 1 {
-            let others: Vec<&str> = all[1..].iter().map(|w| subject_and_message(w).0.unwrap_or(w)).collect();
-            let named = others.len().min(WORST_NAMED);
-            let _ = write!(line, " (and {} more like it: {}", others.len(), others[..named].join(", "));
-            if others.len() > named {
-                let _ = write!(line, ", …");
-            }
-            line.push(')');
-        }
-        push_wrapped(out, &line, width);
-    }
-}
-
 /// One line per `run --resume` of the run: when, from which point, what it kept.
 pub fn resumptions(report: &Report) -> Vec<String> {
     report
@@ -728,6 +617,12 @@ pub fn resumptions(report: &Report) -> Vec<String> {
         })
         .collect()
 }
+
+mod warnings;
+
+#[cfg(test)]
+use warnings::case_label;
+use warnings::warnings;
 
 #[cfg(test)]
 mod tests;

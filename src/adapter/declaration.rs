@@ -100,10 +100,14 @@ impl CapabilitySet {
     /// No ops at all: a system dbsweep has no adapter for.
     pub const NONE: CapabilitySet = CapabilitySet { ops: OpSet::NONE, queries: &[], native_batch: false, secondary_indexes: false };
 
-    /// The form a target reports (and report.json saves).
+    /// The form a target reports (and report.json saves). Its `query` kind is whether the
+    /// system runs any analytic query (`queries`), whatever the op set says: which queries
+    /// run is the queries list's to say, and a kind that disagreed with it read as "cannot
+    /// run TPC-H" for HyPer and Redis, which do.
     pub fn to_capabilities(&self) -> Capabilities {
+        let ops = if self.queries.is_empty() { self.ops.without(OpKind::Query) } else { self.ops.with(OpKind::Query) };
         Capabilities {
-            ops: self.ops.kinds().collect(),
+            ops: ops.kinds().collect(),
             queries: self.queries.to_vec(),
             native_batch: self.native_batch,
             secondary_indexes: self.secondary_indexes,
@@ -242,5 +246,18 @@ mod tests {
         assert_eq!(OpSet::ALL.kinds().collect::<Vec<_>>(), OpKind::ALL);
         assert_eq!(OpSet::ALL.without(OpKind::Mixed).without(OpKind::Query).kinds().count(), OpKind::ALL.len() - 2);
         assert_eq!(OpSet::NONE.with(OpKind::Scan).kinds().collect::<Vec<_>>(), [OpKind::Scan]);
+    }
+
+    #[test]
+    fn a_system_reports_the_query_kind_exactly_when_it_runs_a_query() {
+        let runs_q1 = CapabilitySet { ops: OpSet::NO_SQL, queries: &[QueryId::TpchQ1], native_batch: false, secondary_indexes: false };
+        assert!(runs_q1.to_capabilities().supports_kind(OpKind::Query));
+        let none = CapabilitySet { ops: OpSet::ALL, queries: &[], ..runs_q1 };
+        assert!(!none.to_capabilities().supports_kind(OpKind::Query));
+        assert!(none.to_capabilities().supports_kind(OpKind::Script), "other kinds as declared");
+        for system in crate::adapter::registry::SYSTEMS {
+            let caps = system.capabilities.to_capabilities();
+            assert_eq!(caps.supports_kind(OpKind::Query), !caps.queries.is_empty(), "{}", system.system);
+        }
     }
 }

@@ -33,12 +33,11 @@
 
 use super::encode::Wire;
 use super::{Commit, Flavor, MARKER, PgServer, PgTarget, copy_columns, copy_in, describe, drive};
-use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, OpSet, UrlOptions};
+use crate::adapter::declaration::{CapabilitySet, Declaration, Needs, UrlOptions};
 use crate::adapter::lease::FileLease;
 use crate::adapter::sql::dialect::Dialect;
 use crate::adapter::sql::dialects::{HYPER, Layout, SCHEMA, quote_literal};
 use crate::adapter::{Execution, OpenContext, TargetInfo, TargetUrl};
-use crate::base::op::OpKind;
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use crate::servers::ServerKind;
@@ -74,7 +73,7 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["hyper"],
     options: UrlOptions::Only(&[]),
     several_hosts: false,
-    capabilities: CapabilitySet { ops: OpSet::ALL.without(OpKind::Query), secondary_indexes: false, ..crate::adapter::sql::CAPABILITIES },
+    capabilities: CapabilitySet { secondary_indexes: false, ..crate::adapter::sql::CAPABILITIES },
     open: Some(|name, url, ctx| Ok(Arc::new(super::PgWire(Hyper::new(name, url, ctx)?)))),
 };
 

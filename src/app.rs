@@ -297,6 +297,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         // DBSWEEP_OUT does not apply to a resumed run (an --out beside --resume is refused).
         out: args.resume.clone().or(args.out.clone()),
         quick: args.quick,
+        paper: args.paper,
         timeout_secs: args.timeout,
         hlog_interval_secs: args.hlog_interval,
         rate: args.rate.clone(),

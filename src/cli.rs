@@ -229,6 +229,11 @@ pub struct RunArgs {
     /// can run by time last at least 30 ms.
     #[arg(short = 'q', long, env = "DBSWEEP_QUICK", value_parser = BoolishValueParser::new())]
     pub quick: bool,
+    /// A paper study at the paper's own sizes and repeats (the study's [paper] values;
+    /// insert-find: N = 100..100,000 in steps of 100). Refused when estimated over 8 h
+    /// here, unless --budget caps it.
+    #[arg(long, env = "DBSWEEP_PAPER", value_parser = BoolishValueParser::new(), conflicts_with = "quick")]
+    pub paper: bool,
     /// Start throwaway local servers and benchmark them (comma-separated), or all (the
     /// servers of the study's paper, else every one but the clusters); they are stopped and
     /// removed afterwards. Like --target, this names what the run measures beside the

@@ -126,7 +126,11 @@ pub struct StudyFile {
     pub durability: Option<String>,
     /// Overrides applied by `--quick`.
     #[serde(default)]
-    pub quick: Option<QuickOverrides>,
+    pub quick: Option<SizeOverrides>,
+    /// A paper study's own sizes and repeats, applied by `--paper`; present (even empty,
+    /// when the defaults are the paper's) in exactly the studies that reproduce a paper.
+    #[serde(default)]
+    pub paper: Option<SizeOverrides>,
 }
 
 /// Two lines for a reader of the report: the paper's measurement and dbsweep's.
@@ -281,9 +285,11 @@ pub struct ExperimentEntry {
     pub warmup: Option<u32>,
 }
 
+/// The settings `--quick` (a study's `[quick]`) or `--paper` (its `[paper]`) replace;
+/// flags still override them.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct QuickOverrides {
+pub struct SizeOverrides {
     pub ops: Option<u64>,
     pub rows: Option<u64>,
     pub scale: Option<f64>,
@@ -321,6 +327,9 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     pub out: Option<PathBuf>,
     pub quick: bool,
+    /// `--paper`: the study's `[paper]` sizes and repeats, refused when estimated over
+    /// `PAPER_MAX_SECS` without `--budget`.
+    pub paper: bool,
     /// `-P FILE`: YCSB workload files, later ones overriding earlier ones.
     pub ycsb_files: Vec<PathBuf>,
     /// `-p key=value`: YCSB properties, overriding the files.

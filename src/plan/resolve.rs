@@ -10,7 +10,7 @@
 use super::experiments::{self, ExperimentScope};
 use super::method::and_list;
 use super::{
-    DEFAULT_STUDY, DataRoot, Plan, QuickOverrides, RunOptions, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
+    DEFAULT_STUDY, DataRoot, Plan, RunOptions, SizeOverrides, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
     stopping, ycsb,
 };
 use super::{bounds, duration, estimate, method};
@@ -30,7 +30,7 @@ pub fn resolve(opts: &RunOptions) -> Result<Plan> {
 /// `resolve` on `machine`.
 pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Result<Plan> {
     let StudyWithYcsb { study, ycsb, from_ycsb, mut warnings } = study_with_ycsb(opts)?;
-    let quick = if opts.quick { study.quick.clone().unwrap_or_default() } else { QuickOverrides::default() };
+    let preset = preset_overrides(opts, &study)?;
     let precision = stopping::resolve(stopping::StopFlags {
         precision: opts.precision.as_deref(),
         max_ops: opts.max_ops,
@@ -39,15 +39,15 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
         runs: opts.runs,
     })?;
     let duration_secs = duration::resolve(opts, &study)?;
-    let settings = run_settings(opts, &study, &quick, &from_ycsb)?;
-    let axes = sweep_axes(opts, &study, &quick, &from_ycsb)?;
+    let settings = run_settings(opts, &study, &preset, &from_ycsb)?;
+    let axes = sweep_axes(opts, &study, &preset, &from_ycsb)?;
     let timeout_secs = op_timeout(opts)?;
     let hlog_interval = hlog_interval(opts)?;
     let spawn = spawned_servers(opts, &study)?;
     let data_roots = data_roots(opts, &spawn)?;
     let durability = durability(opts, &study)?;
     let rows = opts.rows.clone().or(from_ycsb.records.clone());
-    let mut data = sized_data(opts, &study, &quick, rows.as_deref(), machine)?;
+    let mut data = sized_data(opts, &study, &preset, rows.as_deref(), machine)?;
     let targets = plan_targets(opts, &study)?;
     let description = run_description(opts, &study, &spawn, &data_roots)?;
     let script = super::script::resolve_script(opts, &study, &data, settings.seed)?;
@@ -58,7 +58,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
         axes: &axes,
         data: &data,
         ycsb: ycsb.as_ref(),
-        records_fixed: rows.is_some() || (opts.quick && quick.rows.is_some()),
+        records_fixed: rows.is_some() || preset.rows.is_some(),
         script: script.as_ref(),
     };
     let (mut experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
@@ -122,6 +122,17 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     };
     // Before anything walks the plan's rows or ops (the budget's estimate does).
     bounds::check_plan(&plan, machine)?;
+    if opts.paper && opts.budget.is_none() {
+        let secs = estimate::estimate(&plan).total();
+        if secs > PAPER_MAX_SECS {
+            return Err(Error::usage(format!(
+                "--paper: {} at the paper's sizes is estimated at {} here, over 8 h: run a part (--experiments, --sizes, or --shard 1/{} on several machines), or cap it with --budget 8h where its runs can stop early",
+                plan.study,
+                estimate::human(secs),
+                (secs / PAPER_MAX_SECS).ceil()
+            )));
+        }
+    }
     if let Some(budget) = &opts.budget {
         let secs = stopping::parse_duration("--budget", budget)?;
         plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
@@ -142,7 +153,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
 /// (`run` flag id, value) for `run --help`: the study's values, else dbsweep's defaults.
 pub fn defaults(name: &str) -> Result<Vec<(&'static str, String)>> {
     let study = load_study(name)?;
-    let none = (RunOptions::default(), QuickOverrides::default(), ycsb::ClientOverrides::default());
+    let none = (RunOptions::default(), SizeOverrides::default(), ycsb::ClientOverrides::default());
     let settings = run_settings(&none.0, &study, &none.1, &none.2)?;
     let axes = sweep_axes(&none.0, &study, &none.1, &none.2)?;
     let list = |values: &[String]| values.join(",");
@@ -222,7 +233,28 @@ pub(super) struct RunSettings {
     pub quick: bool,
 }
 
-fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<RunSettings> {
+/// The longest a `--paper` run may be estimated at without `--budget`: one night here
+/// (8 h, as its refusal says).
+pub const PAPER_MAX_SECS: f64 = 8.0 * 3600.0;
+
+/// The study's `[quick]` values under `--quick`, its `[paper]` values under `--paper`
+/// (a study without `[paper]` reproduces no paper: refused), else none.
+fn preset_overrides(opts: &RunOptions, study: &StudyFile) -> Result<SizeOverrides> {
+    if opts.quick && opts.paper {
+        return Err(Error::usage("--quick and --paper ask for different sizes: give one"));
+    }
+    if opts.paper {
+        return study.paper.clone().ok_or_else(|| {
+            Error::usage(format!(
+                "--paper: study {} reproduces no paper; the paper studies are insert-find, in-memory, ycsb and kv-vs-relational",
+                study.name
+            ))
+        });
+    }
+    Ok(if opts.quick { study.quick.clone().unwrap_or_default() } else { SizeOverrides::default() })
+}
+
+fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &SizeOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<RunSettings> {
     let runs = opts.runs.or(quick.runs).or(study.runs).unwrap_or(3);
     if runs == 0 {
         return Err(Error::usage("--runs must be at least 1"));
@@ -242,7 +274,7 @@ fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, fr
         ops,
         runs_fixed: opts.runs.is_some(),
         warmup_fixed: opts.warmup.is_some(),
-        ops_fixed: cli_ops.is_some() || opts.quick,
+        ops_fixed: cli_ops.is_some() || opts.quick || quick.ops.is_some(),
         quick: opts.quick,
     })
 }
@@ -261,7 +293,7 @@ pub(super) struct SweepAxes {
     pub rates: Vec<Rate>,
 }
 
-fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<SweepAxes> {
+fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &SizeOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<SweepAxes> {
     let clients = opts
         .clients
         .clone()
@@ -276,7 +308,7 @@ fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &QuickOverrides, from
     positive_list("--widths", &widths)?;
     let sizes = match (&opts.sizes, &quick.sizes, &study.sizes) {
         (Some(t), _, _) => parse_sizes(t).map_err(|e| Error::usage(format!("--sizes: {e}")))?,
-        (None, Some(q), _) => q.resolve("quick.sizes")?,
+        (None, Some(q), _) => q.resolve(if opts.paper { "paper.sizes" } else { "quick.sizes" })?,
         (None, None, Some(s)) => s.resolve("sizes")?,
         _ => vec![100, 1000, 10_000],
     };
@@ -439,7 +471,7 @@ fn fixed_rates(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<V
 fn sized_data(
     opts: &RunOptions,
     study: &StudyFile,
-    quick: &QuickOverrides,
+    quick: &SizeOverrides,
     rows: Option<&[u64]>,
     machine: &bounds::Machine,
 ) -> Result<DataSpec> {

@@ -216,3 +216,25 @@ fn insert_find_uses_the_papers_table_and_keys() {
     let full = resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("100:100000:100".into()), ..Default::default() });
     assert_eq!(full.unwrap().experiments[1].points.len(), 1000);
 }
+
+#[test]
+fn paper_runs_the_papers_sizes_and_is_refused_when_longer_than_a_night() {
+    let paper = |study: &str, more: RunOptions| resolve(&RunOptions { study: Some(study.into()), paper: true, ..more });
+    // insert-find: the paper's 1,000 sizes, 5 repeats; far over 8 h here, refused with the estimate.
+    let refused = paper("insert-find", RunOptions::default()).unwrap_err();
+    assert_eq!(refused.exit_code(), 2);
+    assert!(refused.to_string().contains("estimated at") && refused.to_string().contains("over 8 h"), "{refused}");
+    // A part of it fits: its sizes are the flag's, its repeats the paper's.
+    let part = paper("insert-find", RunOptions { sizes: Some("100:300:100".into()), ..Default::default() }).unwrap();
+    let insert_all = part.experiments.iter().find(|e| e.name == "insert-all").unwrap();
+    assert_eq!(insert_all.points.iter().map(|p| p.param.unwrap()).collect::<Vec<_>>(), [100, 200, 300]);
+    assert_eq!(insert_all.runs, 5);
+    // Where the defaults are the paper's, --paper is the default plan.
+    let ycsb = paper("ycsb", RunOptions::default()).unwrap();
+    assert_eq!(ycsb.hash, resolve(&RunOptions { study: Some("ycsb".into()), ..Default::default() }).unwrap().hash);
+    // A study of no paper says so.
+    let none = paper("embedded", RunOptions::default()).unwrap_err();
+    assert!(none.to_string().contains("reproduces no paper"), "{none}");
+    let both = paper("ycsb", RunOptions { quick: true, ..Default::default() }).unwrap_err();
+    assert_eq!(both.exit_code(), 2);
+}

@@ -226,7 +226,7 @@ pub struct RunArgs {
     #[arg(short = 'o', long, value_name = "DIR", env = "DBSWEEP_OUT")]
     pub out: Option<PathBuf>,
     /// A quick smoke run: fewer ops, rows and points (the study's [quick] values); runs that
-    /// can run by time last at least 30 ms.
+    /// can run by time last at least 30 ms (unless --ops gives their length).
     #[arg(short = 'q', long, env = "DBSWEEP_QUICK", value_parser = BoolishValueParser::new())]
     pub quick: bool,
     /// A paper study at the paper's own sizes and repeats (the study's [paper] values;

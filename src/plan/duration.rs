@@ -78,7 +78,8 @@ pub(super) fn apply(secs: f64, experiments: &mut Vec<Experiment>, named: bool, w
 /// least 30 ms 1.6x-1.7x (the run took 13 s instead of 9 s).
 pub const QUICK_MIN_RUN_SECS: f64 = 0.03;
 
-/// `--quick` without `--duration`, `--precision` or `--budget`: every experiment that
+/// `--quick` without `--ops`, `--duration`, `--precision` or `--budget` (each of which says
+/// how long a run is, exactly): every experiment that
 /// could run by time lasts at least `QUICK_MIN_RUN_SECS` per run. The others (deletes,
 /// sizes, lifecycle phases, YCSB with inserts) keep their fixed ops, and so does an
 /// experiment of one request per run (insert-find's find: the paper timed one).
@@ -221,6 +222,7 @@ mod tests {
             RunOptions::default(),
             RunOptions { quick: true, duration: Some("1s".into()), ..Default::default() },
             RunOptions { quick: true, precision: Some("2%".into()), ..Default::default() },
+            RunOptions { quick: true, ops: Some(300), ..Default::default() },
         ] {
             let plan = plan_with(opts).unwrap();
             assert!(plan.experiments.iter().all(|e| e.min_run_secs.is_none()));

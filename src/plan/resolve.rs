@@ -66,7 +66,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     if let Some(secs) = duration_secs {
         duration::apply(secs, &mut experiments, opts.experiments.is_some(), &mut warnings)?;
     }
-    if opts.quick && duration_secs.is_none() && precision.is_none() && opts.budget.is_none() {
+    if opts.quick && opts.ops.is_none() && duration_secs.is_none() && precision.is_none() && opts.budget.is_none() {
         duration::apply_quick_min_run(&mut experiments);
     }
     if precision.is_some() {

@@ -4,7 +4,7 @@
 use crate::adapter::lease::Holder;
 use crate::adapter::probe;
 use crate::base::secret::Token;
-use crate::cli::{Cli, Command, GenCommand, RunArgs, StudiesFormat};
+use crate::cli::{Cli, Command, GenCommand, StudiesFormat};
 use crate::error::{Error, Result};
 use crate::plan::{self, RunOptions};
 use crate::report;
@@ -158,13 +158,12 @@ fn dispatch(command: Command, command_line: Vec<String>, raw_args: &[OsString]) 
     }
 }
 
-fn run(args: RunArgs, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
+fn run(args: RunOptions, command_line: Vec<String>, raw_args: &[OsString]) -> Result<()> {
     let args = match &args.resume {
         Some(dir) if resumes_alone(&command_line) => saved_run_args(dir, &args)?,
         _ => args,
     };
-    let opts = run_options(&args);
-    let mut plan = plan::resolve(&opts)?;
+    let mut plan = plan::resolve(&args)?;
     for w in &plan.warnings {
         eprint!("{}", report::console::fit(&format!("dbsweep: warning: {w}\n"), report::console::width()));
     }
@@ -275,49 +274,6 @@ fn sweep_leftovers(plan: &plan::Plan) {
     }
 }
 
-/// The plan options of `run`'s arguments.
-fn run_options(args: &RunArgs) -> RunOptions {
-    RunOptions {
-        study: args.study.clone(),
-        targets: args.targets.clone(),
-        experiments: args.experiments.clone(),
-        clients: args.clients.clone(),
-        batch: args.batch.clone(),
-        widths: args.widths.clone(),
-        sizes: args.sizes.clone(),
-        batch_clients: args.batch_clients,
-        range_clients: args.range_clients,
-        runs: args.runs,
-        warmup: args.warmup,
-        ops: args.ops,
-        duration: args.duration.clone(),
-        rows: args.rows.clone(),
-        scale: args.scale,
-        seed: args.seed,
-        // DBSWEEP_OUT does not apply to a resumed run (an --out beside --resume is refused).
-        out: args.resume.clone().or(args.out.clone()),
-        quick: args.quick,
-        paper: args.paper,
-        timeout_secs: args.timeout,
-        hlog_interval_secs: args.hlog_interval,
-        rate: args.rate.clone(),
-        durability: args.durability.clone(),
-        spawn: args.spawn.clone(),
-        with_study_targets: args.with_study_targets,
-        data_roots: args.data_roots.clone(),
-        namespace: args.namespace.clone(),
-        ycsb_files: args.ycsb_files.clone(),
-        sql_file: args.sql_file.clone(),
-        builtin: args.builtin.clone(),
-        ycsb_properties: args.ycsb_properties.clone(),
-        shard: args.shard.clone(),
-        precision: args.precision.clone(),
-        max_ops: args.max_ops,
-        max_time: args.max_time.clone(),
-        budget: args.budget.clone(),
-    }
-}
-
 /// Worker 0 of a run with workers: listens at `listen` (only there: `--listen` or the host
 /// of `--coordinator`; a free loopback port when `None`), starts the local workers when
 /// asked to (with `token` in their environment), and waits until every worker has joined.
@@ -390,7 +346,7 @@ fn resumes_alone(command_line: &[String]) -> bool {
 
 /// The arguments of the run saved in `dir` (its command line), to resume it with `given`'s
 /// display options.
-fn saved_run_args(dir: &std::path::Path, given: &RunArgs) -> Result<RunArgs> {
+fn saved_run_args(dir: &std::path::Path, given: &RunOptions) -> Result<RunOptions> {
     let saved = report::load(dir)?;
     let shown = dir.join(report::REPORT_JSON);
     let shown = shown.display();
@@ -458,7 +414,7 @@ fn finish(report: &report::model::Report) -> Result<()> {
 /// the estimate from typical costs is long or a `--budget` is to be fitted; never for a
 /// smoke run, time-based runs (their length is known), a resumed run, one with workers, or
 /// a `--dry-run` without `--calibrate` (which starts nothing).
-fn calibrates(args: &RunArgs, plan: &plan::Plan, workers: bool) -> bool {
+fn calibrates(args: &RunOptions, plan: &plan::Plan, workers: bool) -> bool {
     if workers || args.resume.is_some() {
         return false;
     }

@@ -262,7 +262,7 @@ fn dry_run(args: &[String]) -> Result<(), TestCaseError> {
     }
     let Command::Run(run) = cli.command else { return Ok(()) };
     let result = (|| {
-        let plan = plan::resolve(&super::run_options(&run))?;
+        let plan = plan::resolve(&run)?;
         let role = Role::resolve(run.workers, run.worker, run.coordinator.clone(), run.listen.clone(), |_| None)?;
         if role.is_some() {
             crate::runner::workers::check_plan(&plan)?;

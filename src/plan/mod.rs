@@ -26,6 +26,7 @@ mod duration;
 pub mod estimate;
 mod experiments;
 pub mod method;
+pub mod options;
 mod resolve;
 pub mod script;
 pub mod shard;
@@ -33,6 +34,7 @@ pub mod stopping;
 pub mod ycsb;
 pub mod ycsb_properties;
 
+pub use options::RunOptions;
 pub use resolve::{defaults, resolve, spawn_all, unavailable_systems};
 
 /// One round of spawned servers: a label for their targets' names (`None` when only one
@@ -298,76 +300,6 @@ pub struct SizeOverrides {
     pub batch: Option<Vec<usize>>,
     pub widths: Option<Vec<u64>>,
     pub sizes: Option<SizeList>,
-}
-
-/// Raw command-line options for `run`, before validation.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// A built-in study name or a path to a TOML file.
-    pub study: Option<String>,
-    /// `NAME=URL` (or a bare URL/scheme, named after its scheme): with `spawn`, the
-    /// systems the run measures (beside the NO-DB ceiling) instead of the study's.
-    pub targets: Vec<String>,
-    pub experiments: Option<Vec<String>>,
-    pub clients: Option<Vec<usize>>,
-    pub batch: Option<Vec<usize>>,
-    pub widths: Option<Vec<u64>>,
-    /// `--sizes`: sizes list or ranges, e.g. `100:100000:100`.
-    pub sizes: Option<String>,
-    pub batch_clients: Option<usize>,
-    pub range_clients: Option<usize>,
-    pub runs: Option<u32>,
-    pub warmup: Option<u32>,
-    pub ops: Option<u64>,
-    /// `--duration 30s`: every run lasts this long instead of doing a number of ops.
-    pub duration: Option<String>,
-    /// `--rows`: rows of kv data, or YCSB record counts (a list sweeps them).
-    pub rows: Option<Vec<u64>>,
-    pub scale: Option<f64>,
-    pub seed: Option<u64>,
-    pub out: Option<PathBuf>,
-    pub quick: bool,
-    /// `--paper`: the study's `[paper]` sizes and repeats, refused when estimated over
-    /// `PAPER_MAX_SECS` without `--budget`.
-    pub paper: bool,
-    /// `-P FILE`: YCSB workload files, later ones overriding earlier ones.
-    pub ycsb_files: Vec<PathBuf>,
-    /// `-p key=value`: YCSB properties, overriding the files.
-    pub ycsb_properties: Vec<String>,
-    /// `--sql-file FILE`: the user's script in pgbench's language (the `script` experiment).
-    pub sql_file: Option<PathBuf>,
-    /// `--builtin NAME`: one of pgbench's built-in scripts instead.
-    pub builtin: Option<String>,
-    /// Per-op timeout in seconds.
-    pub timeout_secs: Option<f64>,
-    /// `--hlog-interval`: seconds per interval histogram (0: none).
-    pub hlog_interval_secs: Option<f64>,
-    /// Fixed-rate (open-loop) runs at these many ops/s in total, each a sweep point.
-    pub rate: Option<Vec<f64>>,
-    /// `--durability none|periodic|commit`, over the study's.
-    pub durability: Option<String>,
-    /// Throwaway servers to start (`postgres,redis` or `all`): with `targets`, the systems
-    /// the run measures (beside the NO-DB ceiling) instead of the study's.
-    pub spawn: Vec<String>,
-    /// `--with-study-targets`: keep the study's own targets beside those named with
-    /// `--target`/`--spawn`.
-    pub with_study_targets: bool,
-    /// Where spawned servers keep their data (e.g. a tmpfs or a disk): `DIR` or
-    /// `LABEL=DIR`; several make storage a sweep axis (each server runs once per root).
-    pub data_roots: Vec<String>,
-    /// `--namespace NAME`: run in `dbsweep_NAME` instead of `dbsweep`, side by side with
-    /// other runs on the same servers.
-    pub namespace: Option<String>,
-    /// `--shard I/N`: run only this shard's work units.
-    pub shard: Option<String>,
-    /// `--precision 2%`: runs stop once their throughput is known this well.
-    pub precision: Option<String>,
-    /// `--max-ops`: under `--precision`, the most ops a run does.
-    pub max_ops: Option<u64>,
-    /// `--max-time 2m`: under `--precision`, the longest a run lasts.
-    pub max_time: Option<String>,
-    /// `--budget 8h`: cap the runs so the whole plan fits this time.
-    pub budget: Option<String>,
 }
 
 /// One target of a plan.

@@ -94,7 +94,9 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
         data,
         targets,
         experiments,
-        out: opts.out.clone(),
+        // A resumed run continues in its directory (`DBSWEEP_OUT` does not apply to it;
+        // an `--out` beside `--resume` is refused).
+        out: opts.resume.clone().or(opts.out.clone()),
         quick: opts.quick,
         timeout_secs,
         hlog_interval,
@@ -367,7 +369,7 @@ fn positive_list<T: PartialOrd + Default + Copy + std::fmt::Display>(flag: &str,
 
 /// The interval of the latency-over-time histograms (`--hlog-interval`, default 1 s; 0: none).
 fn hlog_interval(opts: &RunOptions) -> Result<Option<std::time::Duration>> {
-    let secs = opts.hlog_interval_secs.unwrap_or(1.0);
+    let secs = opts.hlog_interval.unwrap_or(1.0);
     if !(secs >= 0.001 || secs == 0.0) || !secs.is_finite() || secs > 86_400.0 {
         return Err(Error::usage("--hlog-interval must be 0 (no interval logs) or between 0.001 and 86400 seconds"));
     }
@@ -376,7 +378,7 @@ fn hlog_interval(opts: &RunOptions) -> Result<Option<std::time::Duration>> {
 
 /// The per-op timeout in seconds (`--timeout`, default 60).
 fn op_timeout(opts: &RunOptions) -> Result<f64> {
-    let timeout_secs = opts.timeout_secs.unwrap_or(60.0);
+    let timeout_secs = opts.timeout.unwrap_or(60.0);
     if timeout_secs.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || timeout_secs > bounds::HORIZON_SECS {
         return Err(Error::usage(format!(
             "--timeout must be a positive number of seconds, at most {} (a week, the longest a plan may take)",

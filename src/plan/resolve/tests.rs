@@ -7,7 +7,7 @@ use crate::workload::experiment::Point;
 
 #[test]
 fn hlog_interval_defaults_to_a_second_zero_turns_it_off_and_nonsense_is_refused() {
-    let plan = |secs: Option<f64>| resolve(&RunOptions { hlog_interval_secs: secs, ..Default::default() });
+    let plan = |secs: Option<f64>| resolve(&RunOptions { hlog_interval: secs, ..Default::default() });
     assert_eq!(plan(None).unwrap().hlog_interval, Some(std::time::Duration::from_secs(1)));
     assert_eq!(plan(Some(0.25)).unwrap().hlog_interval, Some(std::time::Duration::from_millis(250)));
     assert_eq!(plan(Some(0.0)).unwrap().hlog_interval, None);

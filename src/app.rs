@@ -13,7 +13,6 @@ use crate::runner::workers::Role;
 use crate::runner::{self, Cancel, RunContext, StopCause};
 use crate::servers;
 use clap::Parser;
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -219,8 +218,7 @@ fn run(args: RunOptions, command_line: Vec<String>, raw_args: &[OsString]) -> Re
             .map(|(system, reason)| report::model::Unavailable { system: system.clone(), reason: reason.clone() })
             .collect(),
         keep_data: args.keep_data,
-        extra_settings: BTreeMap::new(),
-        server_pids: BTreeMap::new(),
+        settle_after_load: true,
         holder: Holder::this_process(),
         workers: None,
         report_token: Token::from_environment(|k| std::env::var(k).ok())?,
@@ -483,27 +481,7 @@ async fn run_with_servers(
         servers.extend(round.into_iter().map(|s| (label.clone(), s)));
     }
     let mut ctx = ctx;
-    for (label, server) in &servers {
-        let mut targets = server.targets();
-        if plan.cli_clients {
-            targets.extend(server.client_targets());
-        }
-        for (name, url) in targets {
-            let name = plan::Plan::spawned_target_name(label.as_deref(), &name, |n| plan.targets.iter().any(|t| t.name == n));
-            let url = plan.spawned_target_url(server.kind(), &url);
-            plan.targets.push(plan::parse_target(&format!("{name}={url}"))?);
-            let mut settings: BTreeMap<String, String> =
-                server.settings().iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
-            settings.insert("server.spawned".into(), "true".into());
-            settings.insert("server.version".into(), server.version().to_string());
-            ctx.extra_settings.insert(name.clone(), settings);
-            ctx.server_pids.insert(name, server.pid());
-        }
-    }
-    if let Some(work) = plan.shard.clone() {
-        plan.targets.retain(|t| work.has_target(&t.name));
-    }
-    plan.servers_joined = true;
+    plan.join_servers(servers.iter().map(|(label, server)| (label.clone(), server.spawned())).collect())?;
     if calibration != Calibration::None {
         // The estimate from typical costs first, as every run prints it; then the sample's.
         let typical = report::console::fit(&announcement(plan), report::console::width());

@@ -69,19 +69,22 @@ impl TargetUrl {
                 redact_text(text)
             )));
         }
-        let mut seen: Vec<String> = Vec::new();
-        for (key, _) in inner.query_pairs() {
-            // The password's spellings are one option: `password=a&pass=b` gives it twice.
-            let key = if is_password_param(&key) { "password".to_string() } else { key.into_owned() };
-            if seen.contains(&key) {
-                return Err(Error::usage(format!(
-                    "target URL '{}': option '{key}' is given twice; give each URL option once",
-                    redact_text(text)
-                )));
-            }
-            seen.push(key);
-        }
+        check_options_once(&inner, || redact_text(text))?;
         Ok(TargetUrl { inner, more_hosts })
+    }
+
+    /// The URL with `options` (`key=value&...` as written after a `?`) after its own query
+    /// options, e.g. a study's options for the servers it spawns; each option still once.
+    pub fn with_options(&self, options: &str) -> Result<TargetUrl> {
+        let mut inner = self.inner.clone();
+        let query = match inner.query() {
+            Some(own) => format!("{own}&{options}"),
+            None => options.to_string(),
+        };
+        inner.set_query(Some(&query));
+        let url = TargetUrl { inner, more_hosts: self.more_hosts.clone() };
+        check_options_once(&url.inner, || url.redacted())?;
+        Ok(url)
     }
 
     /// Every contact point as (host, port): the first one's and those after commas.
@@ -201,6 +204,20 @@ impl TargetUrl {
     }
 }
 
+/// Refuses a URL that gives a query option twice (`shown`: the URL as an error may show it).
+fn check_options_once(url: &url::Url, shown: impl Fn() -> String) -> Result<()> {
+    let mut seen: Vec<String> = Vec::new();
+    for (key, _) in url.query_pairs() {
+        // The password's spellings are one option: `password=a&pass=b` gives it twice.
+        let key = if is_password_param(&key) { "password".to_string() } else { key.into_owned() };
+        if seen.contains(&key) {
+            return Err(Error::usage(format!("target URL '{}': option '{key}' is given twice; give each URL option once", shown())));
+        }
+        seen.push(key);
+    }
+    Ok(())
+}
+
 /// `scheme://[user@]h1:p1,h2:p2/rest` → (`scheme://[user@]h1:p1/rest`, [`h2:p2`]); any
 /// other text unchanged with no further hosts.
 fn split_hosts(text: &str) -> (String, Vec<String>) {
@@ -300,6 +317,19 @@ pub fn read_password_file(path: &Path, forbidden: u32, too_open: &str) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_join_a_url_after_its_own_and_each_still_once() {
+        let url = TargetUrl::parse("cassandra://u:pw@h1:9042,h2:9042/ks").unwrap();
+        let with = url.with_options("affected=plain").unwrap();
+        assert_eq!(with.redacted(), "cassandra://u:***@h1:9042,h2:9042/ks?affected=plain");
+        assert_eq!((with.param("affected").as_deref(), with.password().as_deref(), with.hosts().len()), (Some("plain"), Some("pw"), 2));
+        let layout = TargetUrl::parse("postgres://h:9/db?layout=hstore").unwrap();
+        assert_eq!(layout.with_options("a=b&c=d").unwrap().to_string(), "postgres://h:9/db?layout=hstore&a=b&c=d");
+        let twice = layout.with_options("layout=row").unwrap_err();
+        assert_eq!(twice.exit_code(), 2);
+        assert!(twice.to_string().contains("option 'layout' is given twice"), "{twice}");
+    }
 
     #[test]
     fn network_urls_expose_parts_but_never_the_password_in_display() {

@@ -4,13 +4,12 @@
 //! cross-field check; each error names the flag or key that fixes it. Must not open
 //! connections or touch the file system beyond reading the study file.
 //!
-//! This module holds the formats (study file, raw options, the plan); `resolve` turns them
-//! into a plan step by step, `experiments` resolves the study's experiments, and `ycsb`
-//! reads YCSB's `-P`/`-p` properties.
+//! This module holds the formats (study file, the plan); `options` holds `run`'s options
+//! as clap parses them, `targets` the plan's typed targets (spawned servers' included),
+//! `resolve` turns the options into a plan step by step, `experiments` resolves the
+//! study's experiments, and `ycsb` reads YCSB's `-P`/`-p` properties.
 
-use crate::adapter::TargetUrl;
 use crate::adapter::lease::Namespace;
-use crate::adapter::url::redact_text;
 use crate::base::durability::Durability;
 use crate::data::{DataSpec, Dataset};
 use crate::error::{Error, Result};
@@ -31,11 +30,13 @@ mod resolve;
 pub mod script;
 pub mod shard;
 pub mod stopping;
+mod targets;
 pub mod ycsb;
 pub mod ycsb_properties;
 
 pub use options::RunOptions;
 pub use resolve::{defaults, resolve, spawn_all, unavailable_systems};
+pub use targets::{TargetOrigin, TargetSpec, parse_target};
 
 /// One round of spawned servers: a label for their targets' names (`None` when only one
 /// data root is used) and where they keep their data.
@@ -302,13 +303,6 @@ pub struct SizeOverrides {
     pub sizes: Option<SizeList>,
 }
 
-/// One target of a plan.
-#[derive(Debug, Clone)]
-pub struct TargetSpec {
-    pub name: String,
-    pub url: TargetUrl,
-}
-
 /// The validated, resolved description of a run. Serialized (without secrets) into every
 /// report.
 #[derive(Debug, Clone)]
@@ -449,16 +443,6 @@ impl Plan {
         })
     }
 
-    /// The name a spawned server's target gets: its own, with the data root's label when
-    /// several are swept, and `-spawned` when a target of that name is already `taken`.
-    pub fn spawned_target_name(label: Option<&str>, name: &str, taken: impl Fn(&str) -> bool) -> String {
-        let name = match label {
-            Some(label) => format!("{name}-{label}"),
-            None => name.to_string(),
-        };
-        if taken(&name) { format!("{name}-spawned") } else { name }
-    }
-
     /// Every target the run will have, in order: the plan's, then each spawned server's
     /// (round by round), named as they will be once the servers are up.
     pub fn target_names(&self) -> Vec<String> {
@@ -490,18 +474,6 @@ impl Plan {
     pub fn runs_unit(&self, target: &str, experiment: usize) -> bool {
         let lifecycle = self.experiments.get(experiment).is_some_and(|e| e.lifecycle);
         self.shard.as_ref().is_none_or(|w| w.runs(target, experiment, lifecycle))
-    }
-
-    /// The URL of a spawned server's target with the study's options for that server.
-    /// A command-line client's target (`redis-cli://`) takes the options under its own
-    /// name (`redis-cli`), the server's library targets those under the server's.
-    pub fn spawned_target_url(&self, server: ServerKind, url: &str) -> String {
-        let client = url.split_once("://").is_some_and(|(scheme, _)| scheme.ends_with("-cli"));
-        let key = if client { server.client_target_name().unwrap_or_default() } else { server.name().to_string() };
-        match self.spawn_target_options.get(&key) {
-            Some(options) => format!("{url}{}{options}", if url.contains('?') { '&' } else { '?' }),
-            None => url.to_string(),
-        }
     }
 }
 
@@ -561,51 +533,9 @@ pub fn load_study(name_or_path: &str) -> Result<StudyFile> {
     })
 }
 
-/// Longest target name: it labels table columns, chart legends and file names.
-const MAX_TARGET_NAME: usize = 64;
-
-/// Parses `NAME=URL`, or a bare URL named after its scheme.
-pub fn parse_target(text: &str) -> Result<TargetSpec> {
-    let (name, url) = match text.split_once('=') {
-        Some((name, url)) if !name.contains(':') && !name.contains('/') => (name.trim().to_string(), url),
-        _ => (String::new(), text),
-    };
-    if name.is_empty() && url.len() < text.len() {
-        return Err(Error::usage(format!("target '{}' has an empty name before '=' (use --target NAME=URL)", redact_text(text))));
-    }
-    let url = TargetUrl::parse(url)?;
-    let name = if name.is_empty() { url.scheme().to_string() } else { name };
-    crate::adapter::registry::check_scheme(&name, &url)?;
-    if name.len() > MAX_TARGET_NAME {
-        return Err(Error::usage(format!(
-            "target name of {} characters is too long: at most {MAX_TARGET_NAME} (use --target NAME=URL with a shorter NAME)",
-            name.chars().count()
-        )));
-    }
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(Error::usage(format!("target name '{name}' must be letters, digits, '-' or '_' (use --target NAME=URL)")));
-    }
-    Ok(TargetSpec { name, url })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn in_memory_sends_plain_cassandra_deletes_to_spawned_servers_only() {
-        let plan = resolve(&RunOptions { study: Some("in-memory".into()), ..Default::default() }).unwrap();
-        assert_eq!(plan.spawned_target_url(ServerKind::Cassandra, "cassandra://127.0.0.1:9"), "cassandra://127.0.0.1:9?affected=plain");
-        assert_eq!(plan.spawned_target_url(ServerKind::Redis, "redis://127.0.0.1:9"), "redis://127.0.0.1:9");
-        let kv = resolve(&RunOptions { study: Some("kv-vs-relational".into()), ..Default::default() }).unwrap();
-        assert_eq!(kv.spawned_target_url(ServerKind::Cassandra, "cassandra://h:9/ks?x=1"), "cassandra://h:9/ks?x=1");
-        let with = |options: &str| {
-            let mut plan = plan.clone();
-            plan.spawn_target_options.insert("postgres".into(), options.into());
-            plan.spawned_target_url(ServerKind::Postgres, "postgres://h:9/db?layout=hstore")
-        };
-        assert_eq!(with("a=b"), "postgres://h:9/db?layout=hstore&a=b");
-    }
 
     #[test]
     fn toml_type_errors_are_one_line_with_location() {
@@ -633,18 +563,6 @@ mod tests {
         let err =
             resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("7:3:1".into()), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("--sizes"), "{err}");
-    }
-
-    #[test]
-    fn targets_parse_with_names_and_redact() {
-        let t = parse_target("pg=postgres://u:hunter2@127.0.0.1:5432/db").unwrap();
-        assert_eq!(t.name, "pg");
-        assert!(!format!("{:?}", t).contains("hunter2"));
-        assert_eq!(parse_target("sqlite:/tmp/x.db").unwrap().name, "sqlite");
-        assert_eq!(parse_target("pg=postgres://:1/x").unwrap_err().exit_code(), 2);
-        assert!(parse_target("=nodb:").unwrap_err().to_string().contains("empty name"));
-        assert!(parse_target(&format!("{}=nodb:", "n".repeat(65))).unwrap_err().to_string().contains("65 characters is too long"));
-        assert_eq!(parse_target(&format!("{}=nodb:", "n".repeat(64))).unwrap().name.len(), 64);
     }
 
     #[test]

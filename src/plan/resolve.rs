@@ -10,10 +10,11 @@
 use super::experiments::{self, ExperimentScope};
 use super::method::and_list;
 use super::{
-    DEFAULT_STUDY, DataRoot, Plan, RunOptions, SizeOverrides, StudyFile, TargetSpec, load_study, parse_sizes, parse_target, shard,
-    stopping, ycsb,
+    DEFAULT_STUDY, DataRoot, Plan, RunOptions, SizeOverrides, StudyFile, TargetOrigin, TargetSpec, load_study, parse_sizes, parse_target,
+    shard, stopping, ycsb,
 };
 use super::{bounds, duration, estimate, method};
+use crate::adapter::TargetUrl;
 use crate::adapter::lease::Namespace;
 use crate::base::durability::Durability;
 use crate::data::{DataSpec, RecordCounts};
@@ -49,7 +50,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     let rows = opts.rows.clone().or(from_ycsb.records.clone());
     let mut data = sized_data(opts, &study, &preset, rows.as_deref(), machine)?;
     let targets = plan_targets(opts, &study)?;
-    let description = run_description(opts, &study, &spawn, &data_roots)?;
+    let description = run_description(opts, &study, &targets, &spawn, &data_roots);
     let script = super::script::resolve_script(opts, &study, &data, settings.seed)?;
     let scope = ExperimentScope {
         study: &study,
@@ -571,7 +572,7 @@ fn plan_targets(opts: &RunOptions, study: &StudyFile) -> Result<Vec<TargetSpec>>
     let spawn_all = opts.spawn.iter().any(|s| s == "all");
     for t in &study.targets {
         if !names_targets(opts) || opts.with_study_targets || (spawn_all && t.paper) {
-            targets.push(parse_target(&format!("{}={}", t.name, t.url))?);
+            targets.push(TargetSpec::new(t.name.clone(), TargetUrl::parse(&t.url)?, TargetOrigin::Study)?);
         }
     }
     for t in &opts.targets {
@@ -579,7 +580,7 @@ fn plan_targets(opts: &RunOptions, study: &StudyFile) -> Result<Vec<TargetSpec>>
     }
     // The NO-DB ceiling is measured in every run, with the same settings.
     if !targets.iter().any(|t| t.url.scheme() == "nodb") {
-        targets.insert(0, parse_target("nodb=nodb:")?);
+        targets.insert(0, TargetSpec::ceiling());
     }
     for (i, t) in targets.iter().enumerate() {
         if targets[..i].iter().any(|o| o.name == t.name) {
@@ -593,18 +594,14 @@ fn plan_targets(opts: &RunOptions, study: &StudyFile) -> Result<Vec<TargetSpec>>
 /// when it runs the study's targets, else the study's experiments on the systems the user
 /// named (`--target` names, `--spawn` servers, in that order) and, with
 /// `--with-study-targets`, its own.
-fn run_description(opts: &RunOptions, study: &StudyFile, spawn: &[ServerKind], data_roots: &[DataRoot]) -> Result<String> {
+fn run_description(opts: &RunOptions, study: &StudyFile, targets: &[TargetSpec], spawn: &[ServerKind], data_roots: &[DataRoot]) -> String {
     if !names_targets(opts) {
-        return Ok(study.description.clone());
+        return study.description.clone();
     }
-    let is_ceiling = |t: &TargetSpec| t.url.scheme() == "nodb";
-    let mut named: Vec<String> = Vec::new();
-    for t in &opts.targets {
-        let t = parse_target(t)?;
-        if !is_ceiling(&t) {
-            named.push(t.name);
-        }
-    }
+    let systems_from = |origin: TargetOrigin| -> Vec<String> {
+        targets.iter().filter(|t| t.origin == origin && t.url.scheme() != "nodb").map(|t| t.name.clone()).collect()
+    };
+    let mut named = systems_from(TargetOrigin::Named);
     let roots: Vec<&str> = data_roots.iter().map(|r| r.label.as_str()).collect();
     for kind in spawn {
         named.push(match roots.len() {
@@ -612,22 +609,14 @@ fn run_description(opts: &RunOptions, study: &StudyFile, spawn: &[ServerKind], d
             _ => format!("{} (on {})", kind.name(), and_list(&roots)),
         });
     }
-    let mut own: Vec<String> = Vec::new();
-    if opts.with_study_targets {
-        for t in &study.targets {
-            let t = parse_target(&format!("{}={}", t.name, t.url))?;
-            if !is_ceiling(&t) {
-                own.push(t.name);
-            }
-        }
-    }
+    let own = if opts.with_study_targets { systems_from(TargetOrigin::Study) } else { Vec::new() };
     let systems = match (named.as_slice(), own.as_slice()) {
-        ([], []) => return Ok(format!("The {} study's experiments on the NO-DB ceiling alone", study.name)),
+        ([], []) => return format!("The {} study's experiments on the NO-DB ceiling alone", study.name),
         (named, []) => and_list(named),
         ([], own) => format!("its own {}", and_list(own)),
         (named, own) => format!("{}, and on its own {}", and_list(named), and_list(own)),
     };
-    Ok(format!("The {} study's experiments on {systems}, with the NO-DB ceiling", study.name))
+    format!("The {} study's experiments on {systems}, with the NO-DB ceiling", study.name)
 }
 
 /// The study's systems that cannot run here, each with the registry's reason.

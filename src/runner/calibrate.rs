@@ -50,9 +50,8 @@ pub async fn calibrate(plan: &Plan, ctx: &RunContext) -> Result<CostModel> {
         runs_root: scratch.path().to_path_buf(),
         unavailable: Vec::new(),
         keep_data: false,
-        extra_settings: BTreeMap::new(),
         // No settling after the sample's small loads.
-        server_pids: BTreeMap::new(),
+        settle_after_load: false,
         holder: ctx.holder.clone(),
         workers: None,
         on_leases_taken: None,

@@ -173,7 +173,7 @@ async fn run_target(
     progress: &mut Progress,
 ) -> TargetOutcome {
     let info = target.info();
-    let server_pid = shared.ctx.server_pids.get(&info.name).copied();
+    let server_pid = shared.plan.spawned_server(&info.name).map(|s| s.pid);
     let mut out = TargetOutcome {
         phases: phases
             .iter()

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 pub use summary::CLIENT_BOUND_SHARE;
 use summary::{References, convergence_flag, flag_against_reference, flag_point, summarize_and_flag};
-use targets::{prepare_and_load, release_targets, reload};
+use targets::{Setup, prepare_and_load, release_targets, reload};
 use writing::{export, finish, new_report, out_path, save, save_before_cleanup};
 
 /// How the run is hosted: where it writes, how it is stopped, what it shows.
@@ -68,12 +68,9 @@ pub struct RunContext {
     pub unavailable: Vec<Unavailable>,
     /// Leave dbsweep's tables and keys in place after the run (for inspection).
     pub keep_data: bool,
-    /// Settings to record per target name beyond what the adapter reports (e.g. how a
-    /// spawned server was started).
-    pub extra_settings: BTreeMap<String, BTreeMap<String, String>>,
-    /// The process (and process-group) id of each spawned server, by target name: its
-    /// resident memory is read from /proc in studies that measure memory.
-    pub server_pids: BTreeMap<String, u32>,
+    /// Wait for each spawned server (`TargetSpec::server`) to go quiet after a load before
+    /// measuring it (not after the calibration sample's small loads).
+    pub settle_after_load: bool,
     /// This run, as its leases name it (workers work under the coordinator's).
     pub holder: Holder,
     /// With `--workers`: the coordinator that shares each run out to the workers.
@@ -159,15 +156,13 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
 
     // Prepare and load every target before writing anything: bad input and unreachable
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
-    let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
-    let mut settled = BTreeMap::new();
-    let mut loaded = BTreeMap::new();
-    let setup = tokio::select! {
-        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &mut settled, &mut loaded, ctx) => result,
+    let mut setup = Setup::default();
+    let set_up = tokio::select! {
+        result = prepare_and_load(plan, &targets, &dataset, &mut progress, &mut setup, ctx) => result,
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
-    for (name, settling) in &settled {
+    for (name, settling) in &setup.settled {
         if let Some(target) = report.targets.iter_mut().find(|t| &t.name == name) {
             target.settings.insert("settle_after_load".into(), settling.describe());
         }
@@ -181,12 +176,12 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
         progress.finish();
         run_dir.keep();
         save_before_cleanup(&out_dir, &mut report, Some(&ctx.cancel.reason()), ctx);
-        report.warnings.extend(release_targets(&prepared, &leases, renewal, ctx.keep_data, ctx).await);
+        report.warnings.extend(release_targets(plan, &setup.prepared, &leases, renewal, ctx.keep_data, ctx).await);
         drop(scratch);
         return finish(report, Some(ctx.cancel.reason()), ctx, &out_dir);
     }
-    if let Err(e) = setup {
-        release_targets(&prepared, &leases, renewal, false, ctx).await;
+    if let Err(e) = set_up {
+        release_targets(plan, &setup.prepared, &leases, renewal, false, ctx).await;
         return Err(e);
     }
     run_dir.keep();
@@ -213,12 +208,12 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     }
     let Sweep { mut report, mut progress, .. } = sweep;
     progress.finish();
-    report.timing = Some(timing(plan, &loaded, &progress.took_by_target(), began.elapsed().as_secs_f64()));
+    report.timing = Some(timing(plan, &setup.loaded, &progress.took_by_target(), began.elapsed().as_secs_f64()));
 
     if !save_before_cleanup(&out_dir, &mut report, stop_reason.as_deref(), ctx) && stop_reason.is_none() {
         stop_reason = Some(ctx.cancel.reason());
     }
-    report.warnings.extend(release_targets(&targets, &leases, renewal, ctx.keep_data, ctx).await);
+    report.warnings.extend(release_targets(plan, &targets, &leases, renewal, ctx.keep_data, ctx).await);
     // The scratch directory goes before the last write: on a full disk that frees room.
     drop(scratch);
     finish(report, stop_reason, ctx, &out_dir)
@@ -349,7 +344,7 @@ async fn measure_experiments(shared: &Shared<'_>, streams: &[Arc<OpStream>], swe
 async fn load_record_count(shared: &Shared<'_>, records: u64, sweep: &mut Sweep) -> Vec<Arc<OpStream>> {
     let plan = shared.plan;
     let data = Dataset::new(&plan.data.with_records(records), plan.seed);
-    reload(shared.targets, &data, &mut sweep.failed_targets, &mut sweep.progress, &mut sweep.report.warnings, shared.ctx).await;
+    reload(plan, shared.targets, &data, &mut sweep.failed_targets, &mut sweep.progress, &mut sweep.report.warnings, shared.ctx).await;
     plan.experiments
         .iter()
         .enumerate()

@@ -9,20 +9,30 @@ use crate::adapter::Target;
 use crate::adapter::lease::Leases;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::plan::Plan;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Prepares every target and loads its initial rows; `prepared` collects the targets that
-/// need cleaning up, `settled` how long each spawned server took to go quiet after its
-/// load, `loaded` the seconds each load took. A stop request ends a load early (its row stream dries up), so even an engine
-/// whose load blocks its thread returns promptly.
+/// What preparing and loading the targets left behind.
+#[derive(Default)]
+pub(super) struct Setup {
+    /// The targets that need cleaning up.
+    pub prepared: Vec<Arc<dyn Target>>,
+    /// How long each spawned server took to go quiet after its load.
+    pub settled: BTreeMap<String, Settling>,
+    /// The seconds each target's load took.
+    pub loaded: BTreeMap<String, f64>,
+}
+
+/// Prepares every target and loads its initial rows, into `setup`. A stop request ends a
+/// load early (its row stream dries up), so even an engine whose load blocks its thread
+/// returns promptly.
 pub(super) async fn prepare_and_load(
+    plan: &Plan,
     targets: &[Arc<dyn Target>],
     dataset: &Dataset,
     progress: &mut Progress,
-    prepared: &mut Vec<Arc<dyn Target>>,
-    settled: &mut BTreeMap<String, Settling>,
-    loaded: &mut BTreeMap<String, f64>,
+    setup: &mut Setup,
     ctx: &RunContext,
 ) -> Result<()> {
     step(progress, ctx, "generating the data".into());
@@ -42,24 +52,25 @@ pub(super) async fn prepare_and_load(
         if t.info().system != "nodb" {
             ctx.activity.holds_data(name);
         }
-        prepared.push(t.clone());
+        setup.prepared.push(t.clone());
         let began = std::time::Instant::now();
         load_tables(t.as_ref(), dataset, progress, ctx).await?;
-        loaded.insert(name.clone(), began.elapsed().as_secs_f64());
+        setup.loaded.insert(name.clone(), began.elapsed().as_secs_f64());
         if ctx.cancel.is_stopped() {
             return Ok(());
         }
-        if let Some(settling) = settle_after_load(name, progress, ctx).await {
-            settled.insert(name.clone(), settling);
+        if let Some(settling) = settle_after_load(plan, name, progress, ctx).await {
+            setup.settled.insert(name.clone(), settling);
         }
     }
     Ok(())
 }
 
 /// Waits for a spawned server to go quiet after its load (see [`settle`]); `None` for a
-/// server dbsweep did not start (its processes are not ours to watch) or on a stop.
-async fn settle_after_load(name: &str, progress: &Progress, ctx: &RunContext) -> Option<Settling> {
-    let pgid = *ctx.server_pids.get(name)?;
+/// server dbsweep did not start (its processes are not ours to watch), when the run does
+/// not wait (`RunContext::settle_after_load`) or on a stop.
+async fn settle_after_load(plan: &Plan, name: &str, progress: &Progress, ctx: &RunContext) -> Option<Settling> {
+    let pgid = plan.spawned_server(name).filter(|_| ctx.settle_after_load)?.pid;
     step(progress, ctx, format!("waiting for {name} to settle after loading"));
     settle::until_quiet(pgid, settle::LIMIT, &ctx.cancel).await
 }
@@ -105,6 +116,7 @@ fn lost_while_loading(target: &dyn Target, table: &str, e: Error) -> Error {
 /// back. After a stop request the spawned servers' data is not removed: they are killed
 /// with their directories, data and all. Returns warnings for the report.
 pub(super) async fn release_targets(
+    plan: &Plan,
     targets: &[Arc<dyn Target>],
     leases: &Leases,
     renewal: tokio::task::JoinHandle<()>,
@@ -118,7 +130,7 @@ pub(super) async fn release_targets(
     let stopping = ctx.cancel.is_stopped();
     for t in targets {
         let name = &t.info().name;
-        if keep_data || (stopping && ctx.server_pids.contains_key(name)) {
+        if keep_data || (stopping && plan.spawned_server(name).is_some()) {
             ctx.activity.data_released(name);
             continue;
         }
@@ -141,6 +153,7 @@ pub(super) async fn release_targets(
 /// are dropped and recreated by `prepare` and loaded again. A target that fails is skipped
 /// from then on.
 pub(super) async fn reload(
+    plan: &Plan,
     targets: &[Arc<dyn Target>],
     dataset: &Dataset,
     failed_targets: &mut BTreeMap<String, String>,
@@ -159,7 +172,7 @@ pub(super) async fn reload(
         }
         .await;
         if result.is_ok()
-            && let Some(settling) = settle_after_load(&name, progress, ctx).await
+            && let Some(settling) = settle_after_load(plan, &name, progress, ctx).await
         {
             warnings.extend(still_busy(&name, &settling));
         }

@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::report::model::{PointResult, PointStatus, Report};
 use crate::report::{self, environment};
+use crate::servers::SpawnedServer;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -41,10 +43,10 @@ pub(super) fn new_report(plan: &Plan, ctx: &RunContext, targets: &[Arc<dyn Targe
             .iter()
             .map(|t| {
                 let mut info = t.info().clone();
-                if let Some(extra) = ctx.extra_settings.get(&info.name) {
-                    for (key, value) in extra {
-                        if !reported_by_adapter(&info, key, value) {
-                            info.settings.insert(key.clone(), value.clone());
+                if let Some(server) = plan.spawned_server(&info.name) {
+                    for (key, value) in spawned_settings(server) {
+                        if !reported_by_adapter(&info, &key, &value) {
+                            info.settings.insert(key, value);
                         }
                     }
                 }
@@ -173,6 +175,15 @@ pub(super) fn export(out_dir: &Path, points: &mut [PointResult], cancel: &Cancel
         }
     }
     true
+}
+
+/// What the report records of the server a target runs on, beside the adapter's own
+/// settings: that dbsweep spawned it, its version and how it was started (`server.*`).
+fn spawned_settings(server: &SpawnedServer) -> BTreeMap<String, String> {
+    let mut settings: BTreeMap<String, String> = server.settings.iter().map(|(k, v)| (format!("server.{k}"), v.clone())).collect();
+    settings.insert("server.spawned".into(), "true".into());
+    settings.insert("server.version".into(), server.version.clone());
+    settings
 }
 
 /// True when a spawned server's `server.KEY` setting is one the adapter already read from

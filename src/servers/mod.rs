@@ -41,7 +41,7 @@ mod system;
 #[cfg(test)]
 mod tests;
 
-pub use running::Server;
+pub use running::{Server, SpawnedServer};
 pub use spawn::{spawn, spawn_all, spawn_all_until, spawn_with_search_path};
 use system::{Context, Ready, System};
 

@@ -1,6 +1,7 @@
 //! A running throwaway server (`Server`): its address, version and settings, the targets
-//! dbsweep benchmarks on it, and its end (`stop`, or a kill when dropped), which also
-//! removes its data directory. Must not start anything: `spawn` makes these.
+//! dbsweep benchmarks on it, what a run keeps of it (`SpawnedServer`), and its end
+//! (`stop`, or a kill when dropped), which also removes its data directory. Must not start
+//! anything: `spawn` makes these.
 
 use super::process::{self, group_alive, kill_group, log_tail, signal, signal_group};
 use super::{LOG_FILE, STOP_TIMEOUT, ServerKind};
@@ -33,6 +34,26 @@ pub struct Server {
     pub(super) dir: Option<TempDir>,
     /// The other nodes of a system of several processes (a cluster), stopped with it.
     pub(super) members: Vec<Server>,
+}
+
+/// What a run keeps of a spawned server beside the handle that owns it (`Server`): which
+/// server, its process, its version, the settings it was started with and the targets
+/// dbsweep benchmarks on it. A plain value: the plan carries it on each of the server's
+/// targets (`plan::TargetOrigin::Spawned`) to the runner and the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnedServer {
+    pub kind: ServerKind,
+    /// The server process itself (also its process-group id): the runner waits for it to
+    /// settle after a load and reads its memory.
+    pub pid: u32,
+    /// The version the server reported over its protocol.
+    pub version: String,
+    /// Settings that change results (durability, persistence, memory limit, data_dir).
+    pub settings: BTreeMap<String, String>,
+    /// `Server::targets`: (name, URL) as the server is reached.
+    pub targets: Vec<(String, String)>,
+    /// `Server::client_targets`: the same server through its command-line client.
+    pub client_targets: Vec<(String, String)>,
 }
 
 impl fmt::Debug for Server {
@@ -100,6 +121,18 @@ impl Server {
 
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// What a run keeps of this server (see `SpawnedServer`).
+    pub fn spawned(&self) -> SpawnedServer {
+        SpawnedServer {
+            kind: self.kind,
+            pid: self.pid,
+            version: self.version.clone(),
+            settings: self.settings.clone(),
+            targets: self.targets(),
+            client_targets: self.client_targets(),
+        }
     }
 
     /// The last lines of the server's log when its process has ended on its own (crashed,

@@ -270,7 +270,7 @@ fn dry_run(args: &[String]) -> Result<(), TestCaseError> {
         if let Some(dir) = &run.resume {
             crate::runner::resume::Resume::open(dir, &plan)?;
         }
-        Ok::<_, Error>(format!("{}{}", super::budget_text(&plan), super::announcement(&plan)))
+        Ok::<_, Error>(format!("{}{}", super::preview::budget_text(&plan), super::preview::announcement(&plan)))
     })();
     match result {
         Ok(text) => prop_assert!(!text.is_empty()),

@@ -95,9 +95,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
         data,
         targets,
         experiments,
-        // A resumed run continues in its directory (`DBSWEEP_OUT` does not apply to it;
-        // an `--out` beside `--resume` is refused).
-        out: opts.resume.clone().or(opts.out.clone()),
+        out: opts.resume.clone().or(opts.out.clone()), // a resumed run continues in its directory
         quick: opts.quick,
         timeout_secs,
         hlog_interval,

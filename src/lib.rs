@@ -8,10 +8,12 @@
 //!
 //! ```text
 //! 5  app            dispatch of commands, printing, exit codes (`dbsweep::main`)
-//! 4  runner         clients, batching, warm-up and measured runs, cancellation;
+//! 4  runner  cli    runner: clients, batching, warm-up and measured runs, cancellation;
 //!                   lifecycle studies and memory readings; merging shards' run directories;
-//!                   workers of one run (coordinator barrier, exact sum of their shares)
-//! 3  plan   report  plan: raw options (CLI + TOML) -> validated `Plan`, built-in studies;
+//!                   workers of one run (coordinator barrier, exact sum of their shares);
+//!                   cli: clap commands, no logic (`run` parses into `plan::RunOptions`)
+//! 3  plan   report  plan: raw options (CLI + TOML) -> validated `Plan` with typed targets
+//!                   (spawned servers' too), built-in studies;
 //!                   report: the saved result model, exporters, run comparison
 //! 2  adapter  workload  servers
 //!                   adapter: the `Target`/`Connection` contract (mod.rs), the systems, the
@@ -33,10 +35,10 @@
 //! 1  data   stats   data: generated rows (TPC-H, kv, YCSB records, shuffled keys) and the
 //!                   TPC-H queries' parameters and answer shapes; stats: HDR recorders,
 //!                   client CPU
-//! 0  base   error   cli
+//! 0  base   error
 //!                   base: the vocabulary everyone speaks (`Op`, table definitions and
 //!                   values, counter-based randomness, one run's measurement);
-//!                   error: the error type and exit codes; cli: clap commands, no logic
+//!                   error: the error type and exit codes
 //! ```
 //!
 //! Siblings on one floor do not import each other (adapter and workload meet only in the

@@ -469,3 +469,77 @@ fn ledisdb_takes_more_updates_than_its_lua_stack_holds() {
         assert_eq!(counters, ["6000", "6000", "0"], "{row:?}");
     }
 }
+
+/// LedisDB gives each connection an 8 KiB socket receive buffer, which over loopback's
+/// 64 KiB segments let the load's pipelines through at about 8 KiB per 200 ms: 10,000
+/// records took minutes and the run looked hung (dbsweep's connections to it now use
+/// 1,460-byte segments). 10,000 records load into a LedisDB that dbsweep's spawn code
+/// started, 8 clients read them, and every record holds exactly the fields generated for
+/// it (in a namespace of its own, beside the file's other tests on that server). The
+/// deadline only tells a finished run from a stalled one (this one takes seconds).
+#[test]
+fn ledisdb_loads_ten_thousand_records_and_holds_each_as_generated() {
+    use dbsweep::base::table::Value;
+    use dbsweep::data::ycsb;
+    const RECORDS: u64 = 10_000;
+    let ledis_url = support::url(ServerKind::LedisDb);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let target = format!("ledisdb={ledis_url}");
+    let mut run = support::start(&[
+        "run",
+        "ycsb",
+        "--target",
+        &target,
+        "-e",
+        "workload-c",
+        "--rows",
+        "10000",
+        "--clients",
+        "8",
+        "--ops",
+        "800",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--seed",
+        "42",
+        "--keep-data",
+        "--namespace",
+        "load10k",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    support::wait_until("dbsweep has loaded 10,000 records into LedisDB and ended", || run.try_wait().unwrap().is_some());
+    let o = run.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", support::text(&o));
+    let row = csv_rows(&out).into_iter().find(|r| r["target"] == "ledisdb" && r["clients"] == "8").expect("a ledisdb row at 8 clients");
+    assert_eq!(["param", "ops", "rows", "errors"].map(|c| row[c].as_str()), ["10000", "800", "800", "0"], "{row:?}");
+
+    let client = redis::Client::open(ledis_url.replacen("ledis://", "redis://", 1)).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let held: u64 = redis::cmd("ZCARD").arg("dbsweep_load10k:usertable:pk").query(&mut conn).unwrap();
+    assert_eq!(held, RECORDS);
+    let shape = ycsb::Shape::constant(10, 100);
+    let columns = ycsb::table_def(10).columns;
+    for record in 0..RECORDS {
+        let key = ycsb::hashed_key(record);
+        let stored: std::collections::HashMap<String, String> =
+            redis::cmd("HGETALL").arg(format!("dbsweep_load10k:usertable{key}")).query(&mut conn).unwrap();
+        let expected: std::collections::HashMap<String, String> = columns
+            .iter()
+            .zip(ycsb::row(42, key, &shape))
+            .map(|(column, value)| {
+                let text = match value {
+                    Value::Int(i) => i.to_string(),
+                    Value::Text(t) => t.to_string(),
+                    other => panic!("a YCSB record holds only its key and text fields, not {other:?}"),
+                };
+                (column.name.clone(), text)
+            })
+            .collect();
+        assert_eq!(stored, expected, "record {record} (key {key})");
+    }
+}

@@ -18,6 +18,18 @@
 //! members, `ZRANGE`, `ZRANGEBYSCORE ... LIMIT`, `ZCOUNT`, `ZCARD`, `ZREM` and `SELECT 0-15`
 //! behave as in Redis.
 //!
+//! LedisDB sets a 4 KiB socket receive buffer on every connection it accepts (its
+//! `conn_read_buffer_size`; Linux doubles it to 8 KiB), and a config file that raises it
+//! crashes this build within a second (its TTL checker reads a nil lock). Over loopback,
+//! whose segments are up to 64 KiB, that buffer stalls TCP once a large request has filled
+//! it: from then on the client's kernel sends about 8 KiB per 200 ms (`ss`: snd_wnd 8192,
+//! rwnd_limited 100 %) while the server waits in read, so a request over 8 KiB costs 0.2 s
+//! per 8 KiB (a 1,000-record YCSB load pipeline, 1.2 MB, took minutes: the 10,000-record
+//! load looked hung). A plain client sending the same bytes sees the same; what dbsweep
+//! sends is ordinary Redis protocol. Its connections to LedisDB therefore use Ethernet's
+//! segment size ([`Dialect::segment_size`]), with which the window keeps reopening as the
+//! server reads; the bytes sent are unchanged.
+//!
 //! Must not: send FLUSHDB/FLUSHALL, or delete a key outside dbsweep's prefix.
 
 use super::connection::{Planned, Reduce};
@@ -83,6 +95,16 @@ impl Dialect {
     /// Whether MULTI/EXEC exists (LedisDB: no; its batches are plain pipelines).
     pub(super) fn has_multi(self) -> bool {
         self == Dialect::Redis
+    }
+
+    /// The largest TCP segment dbsweep's connections send and ask for (`TCP_MAXSEG`, set
+    /// before connecting); `None` keeps the system's own. LedisDB: Ethernet's 1,460 bytes,
+    /// so that its 8 KiB receive buffer never stalls a request (see the module comment).
+    pub(super) fn segment_size(self) -> Option<u32> {
+        match self {
+            Dialect::Redis => None,
+            Dialect::LedisDb => Some(1460),
+        }
     }
 
     /// The command that writes several fields of a hash.
@@ -175,6 +197,12 @@ impl Dialect {
                 "atomicity".into(),
                 "none: no MULTI/EXEC, so a row and its index entries are written by one pipeline, not atomically; \
                  an update is HLEN (or EXISTS) and the write in one pipeline, with no Lua script"
+                    .into(),
+            );
+            settings.insert(
+                "tcp_segment".into(),
+                "1460 bytes (TCP_MAXSEG on dbsweep's connections): with loopback's 64 KiB segments, LedisDB's 8 KiB socket \
+                 receive buffer stalls any request over 8 KiB for 0.2 s per 8 KiB"
                     .into(),
             );
         }

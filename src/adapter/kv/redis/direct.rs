@@ -26,7 +26,7 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// Bytes read ahead of the first request; the buffer grows when one request's replies need
 /// more.
@@ -221,6 +221,30 @@ impl CommandSink for Encoder {
     }
 }
 
+/// A TCP connection to `host:port` within `timeout`. With `segment`, `TCP_MAXSEG` is set
+/// before connecting, so that neither side sends segments larger than that (LedisDB's
+/// small receive buffer stalls on larger ones: see `Dialect::segment_size`).
+pub(super) async fn connect_tcp(host: &str, port: u16, timeout: Duration, segment: Option<u32>) -> RedisResult<TcpStream> {
+    let connect = async {
+        let mut failed = None;
+        for address in tokio::net::lookup_host((host, port)).await? {
+            let socket = if address.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+            if let Some(segment) = segment {
+                socket2::SockRef::from(&socket).set_tcp_mss(segment)?;
+            }
+            match socket.connect(address).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => failed = Some(e),
+            }
+        }
+        Err(failed.unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("{host} has no address"))))
+    };
+    match tokio::time::timeout(timeout, connect).await {
+        Ok(connected) => Ok(connected?),
+        Err(_) => Err(RedisError::from((ErrorKind::Io, "connection timed out"))),
+    }
+}
+
 pub(super) struct DirectConnection {
     stream: TcpStream,
     db: i64,
@@ -242,17 +266,17 @@ pub(super) struct DirectConnection {
 }
 
 impl DirectConnection {
-    /// Connects to `host:port` (within `timeout`) and logs in as `login` says: AUTH when it
-    /// has a password, SELECT when its DB is not 0.
+    /// Connects to `host:port` (within `timeout`, with segments of at most `segment` bytes
+    /// when given: see [`connect_tcp`]) and logs in as `login` says: AUTH when it has a
+    /// password, SELECT when its DB is not 0.
     pub(super) async fn connect(
         host: &str,
         port: u16,
         login: &redis::RedisConnectionInfo,
         timeout: Duration,
+        segment: Option<u32>,
     ) -> RedisResult<DirectConnection> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
-            .await
-            .map_err(|_| RedisError::from((ErrorKind::Io, "connection timed out")))??;
+        let stream = connect_tcp(host, port, timeout, segment).await?;
         stream.set_nodelay(true)?;
         let mut conn = DirectConnection {
             stream,

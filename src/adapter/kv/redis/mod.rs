@@ -57,6 +57,7 @@ pub use connection::RedisConnection;
 use connection::{MAX_LUA, UPDATE_LUA};
 use dialect::Dialect;
 use lease::LEASE_KEY;
+use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, RedisError, Script};
 use rows::key_of;
 pub(crate) use rows::value_text;
@@ -315,7 +316,10 @@ impl Redis {
     /// failure when the server is full or loading.
     async fn admin(&self) -> Result<Conn> {
         let connected = match &self.client {
-            Client::Single(client) => client.get_multiplexed_async_connection_with_config(&admin_config()).await.map(Conn::Single),
+            Client::Single(client) => match self.dialect.segment_size() {
+                None => client.get_multiplexed_async_connection_with_config(&admin_config()).await.map(Conn::Single),
+                Some(segment) => multiplexed_with_segment(client.get_connection_info(), segment).await.map(Conn::Single),
+            },
             Client::Cluster { client, .. } => client.get_async_connection().await.map(Conn::Cluster),
         };
         let mut conn = connected.map_err(|e| {
@@ -506,6 +510,23 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Setup connections: 5 s to connect, no limit on a reply (a load pipeline, a cleanup).
 fn admin_config() -> AsyncConnectionConfig {
     AsyncConnectionConfig::new().set_connection_timeout(Some(CONNECT_TIMEOUT)).set_response_timeout(None)
+}
+
+/// The crate's multiplexed connection over a TCP stream of ours whose segments are at most
+/// `segment` bytes (see `Dialect::segment_size`), logged in as `info` says; its driver runs
+/// as a task, as the crate's own constructor runs it.
+async fn multiplexed_with_segment(info: &redis::ConnectionInfo, segment: u32) -> redis::RedisResult<MultiplexedConnection> {
+    let ConnectionAddr::Tcp(host, port) = info.addr() else {
+        return Err(RedisError::from((redis::ErrorKind::InvalidClientConfig, "only TCP addresses are supported")));
+    };
+    let stream = direct::connect_tcp(host, *port, CONNECT_TIMEOUT, Some(segment)).await?;
+    stream.set_nodelay(true)?;
+    let login = MultiplexedConnection::new_with_config(info.redis_settings(), stream, admin_config());
+    let (conn, driver) = tokio::time::timeout(CONNECT_TIMEOUT, login)
+        .await
+        .map_err(|_| RedisError::from((redis::ErrorKind::Io, "logging in timed out")))??;
+    tokio::spawn(driver);
+    Ok(conn)
 }
 
 fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {

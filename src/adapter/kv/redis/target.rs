@@ -140,11 +140,13 @@ impl Target for Redis {
                 let ConnectionAddr::Tcp(host, port) = info.addr() else {
                     return Err(Error::runtime(format!("target '{}': only TCP addresses are supported", self.name())));
                 };
-                let mut direct = DirectConnection::connect(host, *port, info.redis_settings(), CONNECT_TIMEOUT).await.map_err(|e| {
-                    self.busy_error(&e).unwrap_or_else(|| {
-                        Error::unreachable(self.name(), format!("cannot connect to {} at {}: {e}", self.dialect.label(), self.address))
-                    })
-                })?;
+                let segment = self.dialect.segment_size();
+                let mut direct =
+                    DirectConnection::connect(host, *port, info.redis_settings(), CONNECT_TIMEOUT, segment).await.map_err(|e| {
+                        self.busy_error(&e).unwrap_or_else(|| {
+                            Error::unreachable(self.name(), format!("cannot connect to {} at {}: {e}", self.dialect.label(), self.address))
+                        })
+                    })?;
                 self.load_scripts(&mut direct).await?;
                 (Link::Direct(direct), Vec::new())
             }

@@ -4,7 +4,8 @@
 //!
 //! Must not prepare statements or time anything.
 
-use super::{Body, DirectSession, rows_in_tag, server_error};
+use super::DirectSession;
+use super::wire::{Body, rows_in_tag, server_error};
 use crate::adapter::sql::plan::Answered;
 use crate::base::op::OpError;
 use crate::base::table::{Row, Value};

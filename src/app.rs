@@ -483,7 +483,11 @@ fn timing_lines(timing: &report::model::Timing) -> String {
         _ => String::new(),
     };
     let budget = timing.budget_secs.map(|b| format!("; budget {}", human(b))).unwrap_or_default();
-    format!("\ntook {} (estimated {calibrated}{} from typical costs){budget}\n", human(timing.real_secs), human(timing.estimated_fixed_secs))
+    format!(
+        "\ntook {} (estimated {calibrated}{} from typical costs){budget}\n",
+        human(timing.real_secs),
+        human(timing.estimated_fixed_secs)
+    )
 }
 
 /// Starts the spawned servers (killed again, directories removed, at an error or a

@@ -52,7 +52,6 @@ fn terminal_columns(fd: libc::c_int) -> Option<usize> {
     size.map(|s| usize::from(s.ws_col)).filter(|c| *c > 0)
 }
 
-
 /// `text` broken at spaces into lines of at most `width` characters, the first line
 /// starting with `first` and the others with `rest`; a word longer than a line is cut.
 /// Empty text gives one empty line (the indent trimmed).
@@ -144,23 +143,16 @@ fn answers(out: &mut String, report: &Report, points: &[&PointResult], width: us
     }
 }
 
-
 /// The run length of a saved plan ("30 s per run") when its runs lasted a duration.
 pub fn time_based_runs(plan: &serde_json::Value) -> Option<String> {
     plan.get("duration_secs").and_then(|v| v.as_f64()).map(|secs| format!("{} per run", crate::base::span::words(secs)))
 }
-
-
-
-
 
 /// `client / server / engine` change over the operation: the client's first, the
 /// paper's metric.
 fn memory_cell(m: &MemorySummary) -> String {
     format!("{} / {} / {}", memory_delta(m.client()), memory_delta(m.server()), memory_delta(m.engine()))
 }
-
-
 
 /// A void point's cell: no number, only what voided it, loudly.
 fn void_cell(p: &PointResult) -> String {
@@ -343,14 +335,12 @@ fn write_grid(out: &mut String, width: usize, headings: Headings, rows: &[(Strin
     write_fitted_table(out, &long, width);
 }
 
-
 /// The widest line `write_table` writes for `rows`.
 fn table_width(rows: &[Vec<String>]) -> usize {
     let columns = rows[0].len();
     let widths = (0..columns).map(|c| rows.iter().map(|r| columns_of(&r[c])).max().unwrap_or(0));
     TABLE_INDENT.len() + widths.sum::<usize>() + COLUMN_GAP.len() * columns.saturating_sub(1)
 }
-
 
 /// `write_table` within `width`: the widest columns are narrowed, first down to their
 /// longest word, then further (cutting words), and their cells wrapped at spaces.

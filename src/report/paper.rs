@@ -322,7 +322,6 @@ fn number(text: &str, dot_thousands: bool) -> Option<f64> {
     plain.trim().parse().ok()
 }
 
-
 /// What a run says of one finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -191,7 +191,9 @@ fn sample_ops(plan: &Plan, e: &Experiment, point: &Point) -> u64 {
     let typical_op_secs = plan
         .target_families()
         .iter()
-        .map(|(_, family)| crate::plan::estimate::fixed_secs(family, &Experiment { points: vec![*point], runs: 1, warmup: 0, ops: 1, ..e.clone() }, 0.0))
+        .map(|(_, family)| {
+            crate::plan::estimate::fixed_secs(family, &Experiment { points: vec![*point], runs: 1, warmup: 0, ops: 1, ..e.clone() }, 0.0)
+        })
         .fold(0.0, f64::max);
     let by_time = if typical_op_secs > 0.0 { (SAMPLE_RUN_SECS / typical_op_secs) as u64 } else { SAMPLE_OPS };
     let least = SAMPLE_REQUESTS * per_request;
@@ -220,22 +222,20 @@ mod tests {
         let default = resolve(&RunOptions::default()).unwrap();
         let (sample_default, _) = sample_plan(&default, "/nowhere".into());
         let names: Vec<&str> = sample_default.targets.iter().map(|t| t.name.as_str()).collect();
-        assert!(default.targets.iter().any(|t| t.name == "monetdb") && !names.contains(&"monetdb") && names.contains(&"duckdb"), "{names:?}");
+        assert!(
+            default.targets.iter().any(|t| t.name == "monetdb") && !names.contains(&"monetdb") && names.contains(&"duckdb"),
+            "{names:?}"
+        );
         // Every experiment is sampled, ranges at their narrowest and widest.
         assert!((0..plan.experiments.len()).all(|i| origins.contains(&i)));
-        let ranges: Vec<u64> =
-            sample.experiments.iter().filter(|e| e.op.is_range()).filter_map(|e| e.points[0].param).collect();
+        let ranges: Vec<u64> = sample.experiments.iter().filter(|e| e.op.is_range()).filter_map(|e| e.points[0].param).collect();
         assert!(ranges.contains(&ranges.iter().copied().min().unwrap()) && ranges.iter().max() > ranges.iter().min(), "{ranges:?}");
     }
 
     #[test]
     fn a_sizes_sweep_is_sampled_at_its_small_sizes() {
-        let plan = resolve(&RunOptions {
-            study: Some("insert-find".into()),
-            sizes: Some("100:100000:100".into()),
-            ..Default::default()
-        })
-        .unwrap();
+        let plan =
+            resolve(&RunOptions { study: Some("insert-find".into()), sizes: Some("100:100000:100".into()), ..Default::default() }).unwrap();
         let (sample, _) = sample_plan(&plan, "/nowhere".into());
         let sizes: Vec<u64> = sample.experiments.iter().filter(|e| e.sized).filter_map(|e| e.points[0].param).collect();
         assert!(!sizes.is_empty() && sizes.iter().all(|&n| n <= SAMPLE_MAX_SIZE), "{sizes:?}");

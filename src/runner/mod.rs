@@ -6,9 +6,9 @@
 //! NO-DB ceiling comparison, answer comparison, and cleanup. Must not format output; the
 //! report module does.
 
+pub mod calibrate;
 pub mod cancel;
 mod cleanup;
-pub mod calibrate;
 pub mod client;
 mod connections;
 mod forecast;
@@ -237,7 +237,9 @@ fn timing(plan: &Plan, loaded: &BTreeMap<String, f64>, took: &BTreeMap<String, f
             report::model::TargetTiming {
                 target: target.clone(),
                 estimated_fixed_secs: *secs,
-                estimated_calibrated_secs: calibrated.as_ref().and_then(|c| c.per_target.iter().find(|(t, _)| t == target).map(|(_, s)| *s)),
+                estimated_calibrated_secs: calibrated
+                    .as_ref()
+                    .and_then(|c| c.per_target.iter().find(|(t, _)| t == target).map(|(_, s)| *s)),
                 load_secs,
                 real_secs: load_secs + took.get(target).copied().unwrap_or(0.0),
             }
@@ -348,7 +350,11 @@ async fn load_record_count(shared: &Shared<'_>, records: u64, sweep: &mut Sweep)
     let plan = shared.plan;
     let data = Dataset::new(&plan.data.with_records(records), plan.seed);
     reload(shared.targets, &data, &mut sweep.failed_targets, &mut sweep.progress, &mut sweep.report.warnings, shared.ctx).await;
-    plan.experiments.iter().enumerate().map(|(i, e)| Arc::new(OpStream::new(e, i, &data, plan.seed, e.warmup + e.runs).with_range_counts())).collect()
+    plan.experiments
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Arc::new(OpStream::new(e, i, &data, plan.seed, e.warmup + e.runs).with_range_counts()))
+        .collect()
 }
 
 /// One experiment's points of this round, each on every target, saved after each point;
@@ -482,7 +488,8 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
         && Instant::now() >= end
     {
         sweep.progress.skipped(&at);
-        let reason = format!("not run: the --budget of {} was spent", crate::plan::estimate::human(unit.shared.plan.budget_secs.unwrap_or(0.0)));
+        let reason =
+            format!("not run: the --budget of {} was spent", crate::plan::estimate::human(unit.shared.plan.budget_secs.unwrap_or(0.0)));
         return (PointResult { status: PointStatus::Incomplete { reason }, flags: vec![Flag::Incomplete], ..base }, None);
     }
     if !info.capabilities.meets(&experiment.op.needs(unit.stream.workload())) {
@@ -544,7 +551,13 @@ async fn measure_runs(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &mu
         let ops_done = if stream.time_based() { Arc::default() } else { sweep.progress.counter() };
         let mut job = run_job(unit.shared.plan, experiment, target, stream, unit.point_index, run, ctx.cancel.flag(), ops_done);
         if let Some(end) = unit.shared.budget_end {
-            let slowest = unit.shared.plan.costs.as_ref().and_then(|c| c.cost(&info.name, unit.experiment_index)).map_or(0.0, |c| c.slowest_request_us);
+            let slowest = unit
+                .shared
+                .plan
+                .costs
+                .as_ref()
+                .and_then(|c| c.cost(&info.name, unit.experiment_index))
+                .map_or(0.0, |c| c.slowest_request_us);
             job.budget = Some(client::BudgetEnd {
                 left: end.saturating_duration_since(Instant::now()),
                 slowest_request: Duration::from_secs_f64(slowest / 1e6),

@@ -12,8 +12,8 @@
 
 use super::forecast::{Forecast, PointOnTarget};
 use crate::plan::estimate::human;
-use crate::report::{console, format};
 use crate::report::model::PointResult;
+use crate::report::{console, format};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

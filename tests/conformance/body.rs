@@ -268,8 +268,7 @@ const POINT: Point = Point { clients: 1, batch: BATCH, batched: true, param: Non
 
 /// The op stream of a one-point, one-run experiment of `op`.
 fn stream(op: ExperimentOp, data: &Dataset) -> OpStream {
-    let experiment =
-        Experiment { column: kv::GROUP, max_column: kv::VALUE, ..Experiment::single(&format!("{op:?}"), op, RUN_OPS, POINT) };
+    let experiment = Experiment { column: kv::GROUP, max_column: kv::VALUE, ..Experiment::single(&format!("{op:?}"), op, RUN_OPS, POINT) };
     OpStream::new(&experiment, 0, data, SEED, 1)
 }
 

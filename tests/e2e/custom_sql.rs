@@ -5,6 +5,7 @@
 //! answer digests, a deliberately different per-dialect statement flagged ANSWER MISMATCH
 //! with exit 1, and bad scripts refused with exit 2 before anything is created.
 
+use crate::support::{self, csv_rows, dbsweep, report};
 use dbsweep::adapter::{Connection, OpenContext, Target, TargetUrl, registry};
 use dbsweep::base::op::{Op, Outcome};
 use dbsweep::base::rng::Stream;
@@ -13,7 +14,6 @@ use dbsweep::data::{DataSpec, Dataset};
 use dbsweep::servers::ServerKind;
 use std::path::Path;
 use std::sync::Arc;
-use crate::support::{self, csv_rows, dbsweep, report};
 
 const SCALE: f64 = 0.01;
 

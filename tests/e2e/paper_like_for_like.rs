@@ -9,12 +9,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn run(out: &Path, args: &[&str]) -> Value {
-    let output = crate::support::command()
-        .args(["run", "--no-progress", "--out"])
-        .arg(out)
-        .args(args)
-        .output()
-        .expect("run dbsweep");
+    let output = crate::support::command().args(["run", "--no-progress", "--out"]).arg(out).args(args).output().expect("run dbsweep");
     assert!(
         output.status.success(),
         "dbsweep failed: {}\n{}",

@@ -12,7 +12,6 @@
 use std::path::Path;
 use std::process::Output;
 
-
 fn dbsweep_in(args: &[&str], tmp: &Path) -> Output {
     crate::support::command().args(args).env("COLUMNS", "1000").env("TMPDIR", tmp).output().unwrap()
 }
@@ -40,13 +39,8 @@ fn the_sample_alone_prints_the_calibrated_estimate_per_target_and_leaves_nothing
     let cwd = tempfile::tempdir().unwrap();
     let mut args = STUDY.to_vec();
     args.push("--dry-run");
-    let o = crate::support::command()
-        .args(&args)
-        .current_dir(cwd.path())
-        .env("COLUMNS", "1000")
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
+    let o =
+        crate::support::command().args(&args).current_dir(cwd.path()).env("COLUMNS", "1000").env("TMPDIR", tmp.path()).output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let lines: Vec<&str> = stdout.lines().collect();
@@ -56,7 +50,10 @@ fn the_sample_alone_prints_the_calibrated_estimate_per_target_and_leaves_nothing
     let lines = &lines[sample + 1..];
     assert!(lines[0].starts_with("estimated duration: ") && lines[0].contains("(calibrated: costs measured by a "), "{stdout}");
     for target in ["nodb", "sqlite", "duckdb"] {
-        assert!(lines.iter().any(|l| l.trim_start().starts_with(&format!("{target} ")) && l.contains("typical costs: ")), "{target}: {stdout}");
+        assert!(
+            lines.iter().any(|l| l.trim_start().starts_with(&format!("{target} ")) && l.contains("typical costs: ")),
+            "{target}: {stdout}"
+        );
     }
     // No run directory, and the sample's scratch data is gone.
     assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "a dry run writes nothing");
@@ -81,7 +78,10 @@ fn a_calibrated_estimate_is_within_twice_the_real_time_and_both_are_in_the_repor
         (number(&timing["estimated_fixed_secs"]), number(&timing["estimated_calibrated_secs"]), number(&timing["real_secs"]));
     assert!(number(&timing["calibration_secs"]) > 0.0, "{timing}");
     assert!(fixed > 0.0 && real > 0.0, "{timing}");
-    assert!(calibrated > real / 2.0 && calibrated < real * 2.0, "calibrated {calibrated:.1} s, real {real:.1} s (typical costs: {fixed:.1} s): {timing}");
+    assert!(
+        calibrated > real / 2.0 && calibrated < real * 2.0,
+        "calibrated {calibrated:.1} s, real {real:.1} s (typical costs: {fixed:.1} s): {timing}"
+    );
     // Per target, both estimates and the real time; the targets' real times add up to at
     // most the run's.
     let targets = timing["per_target"].as_array().unwrap();

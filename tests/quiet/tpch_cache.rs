@@ -27,7 +27,6 @@ fn wait_until_lineitem_is_being_written(cache: &Path, child: &mut std::process::
     }
 }
 
-
 const TABLES: [&str; 8] = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"];
 
 #[test]

@@ -81,8 +81,11 @@ pub const ROW_SYSTEM: Declaration = Declaration {
 
 /// The key-value layouts run everything the row layout does but a user's script, whose SQL
 /// names pgbench's columns (only the row layout has them).
-const KEY_VALUE_LAYOUT: CapabilitySet =
-    CapabilitySet { ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script), ..crate::adapter::sql::CAPABILITIES };
+const KEY_VALUE_LAYOUT: CapabilitySet = CapabilitySet {
+    ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script).without(crate::base::op::OpKind::Custom),
+    statements: None,
+    ..crate::adapter::sql::CAPABILITIES
+};
 
 /// The same adapter in its hstore layout, one more line of `dbsweep targets` (opened by
 /// `postgres://` with `?layout=hstore`).

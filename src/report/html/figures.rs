@@ -129,13 +129,11 @@ pub fn points_of<'a>(report: &'a Report, experiment: &str) -> Vec<&'a PointResul
     report.points.iter().filter(|p| p.experiment == experiment).collect()
 }
 
-
 /// True when the report's data is YCSB's usertable: every point's `param` is its record
 /// count, and experiments are drawn per record count against threads.
 pub fn is_ycsb_data(report: &Report) -> bool {
     report.plan.get("data").and_then(|d| d.get("kind")).and_then(|k| k.as_str()) == Some("ycsb")
 }
-
 
 /// The record counts (`param`) of YCSB points, ascending; `None` for reports saved before
 /// record counts were a sweep.
@@ -313,8 +311,7 @@ fn rate_figures(name: &str, op: OpKind, points: &[&PointResult], groups: Vec<Poi
     }
     let response = response_points(points);
     if let Some(first) = response.first() {
-        let rates: Vec<String> =
-            response.iter().filter_map(|p| p.rate).map(|r| format::rate_text(r.ops_per_sec())).collect();
+        let rates: Vec<String> = response.iter().filter_map(|p| p.rate).map(|r| format::rate_text(r.ops_per_sec())).collect();
         let rest = format::point_words(&Point { rate: None, ..*first }, op);
         add(
             "response",
@@ -373,7 +370,6 @@ pub fn experiment_figures(name: &str, op: OpKind, points: &[&PointResult], ycsb_
     }
     figures
 }
-
 
 /// The sections of the report, in order.
 /// Experiments of a lifecycle study that sweep record counts (every point has `param`);

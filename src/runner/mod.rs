@@ -162,8 +162,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     let mut prepared: Vec<Arc<dyn Target>> = Vec::new();
     let mut settled = BTreeMap::new();
     let mut loaded = BTreeMap::new();
+    let setups: Vec<Arc<crate::base::custom::CustomOp>> =
+        plan.experiments.iter().filter_map(|e| e.custom.as_ref()?.setup.as_deref().cloned()).map(Arc::new).collect();
     let setup = tokio::select! {
-        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &mut settled, &mut loaded, ctx) => result,
+        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &mut settled, &mut loaded, &setups, ctx) => result,
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
@@ -492,7 +494,7 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
             format!("not run: the --budget of {} was spent", crate::plan::estimate::human(unit.shared.plan.budget_secs.unwrap_or(0.0)));
         return (PointResult { status: PointStatus::Incomplete { reason }, flags: vec![Flag::Incomplete], ..base }, None);
     }
-    if !info.capabilities.meets(&experiment.op.needs(unit.stream.workload())) {
+    if !info.capabilities.meets(&experiment.needs()) {
         let what = match experiment.op.query() {
             Some(q) => format!("{q:?}"),
             None => experiment.op.kind().to_string(),

@@ -6,13 +6,16 @@ use super::progress::Progress;
 use super::settle::{self, Settling};
 use super::{RunContext, step, stopping};
 use crate::adapter::Target;
+use crate::base::custom::CustomOp;
+use crate::base::op::Op;
 use crate::adapter::lease::Leases;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Prepares every target and loads its initial rows; `prepared` collects the targets that
+/// Prepares every target, runs the custom experiments' setup statements of its family
+/// (`setups`), and loads its initial rows; `prepared` collects the targets that
 /// need cleaning up, `settled` how long each spawned server took to go quiet after its
 /// load, `loaded` the seconds each load took. A stop request ends a load early (its row stream dries up), so even an engine
 /// whose load blocks its thread returns promptly.
@@ -23,6 +26,7 @@ pub(super) async fn prepare_and_load(
     prepared: &mut Vec<Arc<dyn Target>>,
     settled: &mut BTreeMap<String, Settling>,
     loaded: &mut BTreeMap<String, f64>,
+    setups: &[Arc<CustomOp>],
     ctx: &RunContext,
 ) -> Result<()> {
     step(progress, ctx, "generating the data".into());
@@ -43,6 +47,7 @@ pub(super) async fn prepare_and_load(
             ctx.activity.holds_data(name);
         }
         prepared.push(t.clone());
+        run_setups(t, setups, dataset).await?;
         let began = std::time::Instant::now();
         load_tables(t.as_ref(), dataset, progress, ctx).await?;
         loaded.insert(name.clone(), began.elapsed().as_secs_f64());
@@ -52,6 +57,21 @@ pub(super) async fn prepare_and_load(
         if let Some(settling) = settle_after_load(name, progress, ctx).await {
             settled.insert(name.clone(), settling);
         }
+    }
+    Ok(())
+}
+
+/// The setup statements each custom experiment has for `target`'s family, in order, on a
+/// connection of their own, before the load (the NO-DB ceiling has none to run).
+async fn run_setups(target: &Arc<dyn Target>, setups: &[Arc<CustomOp>], dataset: &Dataset) -> Result<()> {
+    let info = target.info();
+    let runs = |s: &&Arc<CustomOp>| info.capabilities.statements.is_some_and(|f| s.runs_on(f));
+    for setup in setups.iter().filter(runs) {
+        let values = crate::workload::custom::CustomDraws::new(setup.clone(), dataset).values(&crate::base::rng::Stream::new(0, 0), 0);
+        let mut conn = target.connect().await?;
+        conn.execute(&Op::Custom { op: setup.clone(), values })
+            .await
+            .map_err(|e| Error::runtime(format!("{}: {} failed: {}", info.name, setup.name, e.message)))?;
     }
     Ok(())
 }

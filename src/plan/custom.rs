@@ -50,14 +50,48 @@ pub struct SetupEntry {
 /// Redis commands refused outright: they act on the whole server or database, or on
 /// another database, not on dbsweep's keys.
 const REDIS_REFUSED: [&str; 16] = [
-    "FLUSHALL", "FLUSHDB", "SWAPDB", "SELECT", "MOVE", "MIGRATE", "CONFIG", "SHUTDOWN", "DEBUG", "SCRIPT", "FUNCTION", "ACL",
-    "REPLICAOF", "SLAVEOF", "CLUSTER", "MODULE",
+    "FLUSHALL",
+    "FLUSHDB",
+    "SWAPDB",
+    "SELECT",
+    "MOVE",
+    "MIGRATE",
+    "CONFIG",
+    "SHUTDOWN",
+    "DEBUG",
+    "SCRIPT",
+    "FUNCTION",
+    "ACL",
+    "REPLICAOF",
+    "SLAVEOF",
+    "CLUSTER",
+    "MODULE",
 ];
 
 /// Redis commands that only read: their answers are compared.
 const REDIS_READS: [&str; 22] = [
-    "GET", "MGET", "HGET", "HMGET", "HGETALL", "HLEN", "EXISTS", "STRLEN", "ZRANGE", "ZRANGEBYSCORE", "ZCOUNT", "ZCARD", "ZSCORE",
-    "LRANGE", "LLEN", "SMEMBERS", "SCARD", "SISMEMBER", "EVAL_RO", "EVALSHA_RO", "FCALL_RO", "HEXISTS",
+    "GET",
+    "MGET",
+    "HGET",
+    "HMGET",
+    "HGETALL",
+    "HLEN",
+    "EXISTS",
+    "STRLEN",
+    "ZRANGE",
+    "ZRANGEBYSCORE",
+    "ZCOUNT",
+    "ZCARD",
+    "ZSCORE",
+    "LRANGE",
+    "LLEN",
+    "SMEMBERS",
+    "SCARD",
+    "SISMEMBER",
+    "EVAL_RO",
+    "EVALSHA_RO",
+    "FCALL_RO",
+    "HEXISTS",
 ];
 
 /// The custom operation of experiment `e` on `dataset`'s tables, checked; errors are one
@@ -73,7 +107,9 @@ pub fn resolve(e: &ExperimentEntry, dataset: &Dataset) -> Result<CustomOp, Strin
     }
     let sql = match &e.sql {
         Some(sql) => Some(sql_script(&e.name, sql, &e.sql_dialects, &tables, &names).map_err(at)?),
-        None if !e.sql_dialects.is_empty() => return Err(at("sql_dialects overrides a `sql` statement it does not have: add sql = \"...\"".into())),
+        None if !e.sql_dialects.is_empty() => {
+            return Err(at("sql_dialects overrides a `sql` statement it does not have: add sql = \"...\"".into()));
+        }
         None => None,
     };
     let redis = match &e.redis {
@@ -109,7 +145,10 @@ pub fn check_families(name: &str, op: &CustomOp, families: &[(String, Option<Fam
     let systems: Vec<&str> = measured.iter().map(|(s, _)| s.as_str()).collect();
     let wanted: Vec<&str> = measured.iter().filter_map(|(_, f)| f.map(Family::name)).collect();
     Err(match wanted.is_empty() {
-        true => format!("experiment '{name}': none of this run's systems ({}) runs custom statements; add a SQL or Redis target", systems.join(", ")),
+        true => format!(
+            "experiment '{name}': none of this run's systems ({}) runs custom statements; add a SQL or Redis target",
+            systems.join(", ")
+        ),
         false => format!(
             "experiment '{name}': no statement for any system of this run ({}): add {}",
             systems.join(", "),
@@ -124,7 +163,9 @@ fn param(name: &str, p: &ParamEntry, dataset: &Dataset) -> Result<ParamSource, S
     }
     let given = [p.key.is_some(), p.range.is_some(), p.pick.is_some(), p.column.is_some()].iter().filter(|g| **g).count();
     if given != 1 {
-        return Err(format!("parameter '{name}' needs exactly one of key = \"TABLE\", range = [LO, HI], pick = [...], column = \"TABLE.COLUMN\""));
+        return Err(format!(
+            "parameter '{name}' needs exactly one of key = \"TABLE\", range = [LO, HI], pick = [...], column = \"TABLE.COLUMN\""
+        ));
     }
     if p.distribution.is_some() && p.key.is_none() && p.column.is_none() {
         return Err(format!("parameter '{name}': distribution applies to key and column parameters only"));
@@ -195,7 +236,8 @@ fn sql_script(
         text.push_str(&format!("-- dbsweep:on={dialect}\n{}", statement(sql)));
     }
     let script = parse_statements(&format!("sql of {name}"), &text, tables, params)?;
-    let statements: Vec<SqlKind> = script.commands.iter().filter_map(|c| if let Command::Sql(s) = c { Some(s.kind) } else { None }).collect();
+    let statements: Vec<SqlKind> =
+        script.commands.iter().filter_map(|c| if let Command::Sql(s) = c { Some(s.kind) } else { None }).collect();
     if statements.len() != 1 + dialects.len() {
         return Err("sql (and each of sql_dialects) is one statement: split several into experiments of their own".into());
     }

@@ -289,7 +289,10 @@ fn inside_namespace(text: &str, parts: &[SqlPart]) -> Result<(), String> {
         "CREATE" => {
             let index = word(1) == "INDEX" || (word(1) == "UNIQUE" && word(2) == "INDEX");
             if !index || !names_ours {
-                return Err(format!("refused: CREATE {} (dbsweep would not remove it); {fix}, and CREATE INDEX ... ON one of them", word(1)));
+                return Err(format!(
+                    "refused: CREATE {} (dbsweep would not remove it); {fix}, and CREATE INDEX ... ON one of them",
+                    word(1)
+                ));
             }
         }
         _ => {}

@@ -247,7 +247,7 @@ pub trait Connection: Send {
 /// one after another, rows and retries summed, and their answers, when each has one,
 /// folded in order into the batch's answer (so batches of the same ops compare).
 pub async fn one_by_one<C: Connection + ?Sized>(conn: &mut C, ops: &[Op]) -> Result<Outcome, OpError> {
-    let (mut rows, mut retries, mut digest) = (0, 0, Some(0x0B47_C4u64));
+    let (mut rows, mut retries, mut digest) = (0, 0, Some(0x000B_47C4_u64));
     for op in ops {
         let outcome = conn.execute(op).await?;
         (rows, retries) = (rows + outcome.rows, retries + outcome.retries);

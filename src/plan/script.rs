@@ -281,10 +281,10 @@ fn inside_namespace(text: &str, parts: &[SqlPart]) -> Result<(), String> {
     let names_ours = parts.iter().any(|p| matches!(p, SqlPart::Table(_)));
     let fix = "custom statements change dbsweep's own tables only (name them unqualified: lineitem, kv, pgbench_accounts)";
     match word(0) {
-        "DROP" | "TRUNCATE" | "ALTER" | "RENAME" | "GRANT" | "REVOKE" | "ATTACH" | "DETACH" | "FLUSH" | "SHUTDOWN" => {
-            if matches!(word(1), "SCHEMA" | "DATABASE" | "USER" | "ROLE" | "KEYSPACE") || !names_ours {
-                return Err(format!("refused: {} {} outside dbsweep's namespace; {fix}", word(0), word(1)));
-            }
+        "DROP" | "TRUNCATE" | "ALTER" | "RENAME" | "GRANT" | "REVOKE" | "ATTACH" | "DETACH" | "FLUSH" | "SHUTDOWN"
+            if matches!(word(1), "SCHEMA" | "DATABASE" | "USER" | "ROLE" | "KEYSPACE") || !names_ours =>
+        {
+            return Err(format!("refused: {} {} outside dbsweep's namespace; {fix}", word(0), word(1)));
         }
         "CREATE" => {
             let index = word(1) == "INDEX" || (word(1) == "UNIQUE" && word(2) == "INDEX");

@@ -165,7 +165,7 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     let setups: Vec<Arc<crate::base::custom::CustomOp>> =
         plan.experiments.iter().filter_map(|e| e.custom.as_ref()?.setup.as_deref().cloned()).map(Arc::new).collect();
     let setup = tokio::select! {
-        result = prepare_and_load(&targets, &dataset, &mut progress, &mut prepared, &mut settled, &mut loaded, &setups, ctx) => result,
+        result = prepare_and_load(&targets, (&dataset, &setups), &mut progress, &mut prepared, &mut settled, &mut loaded, ctx) => result,
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);

@@ -21,12 +21,11 @@ use std::sync::Arc;
 /// whose load blocks its thread returns promptly.
 pub(super) async fn prepare_and_load(
     targets: &[Arc<dyn Target>],
-    dataset: &Dataset,
+    (dataset, setups): (&Dataset, &[Arc<CustomOp>]),
     progress: &mut Progress,
     prepared: &mut Vec<Arc<dyn Target>>,
     settled: &mut BTreeMap<String, Settling>,
     loaded: &mut BTreeMap<String, f64>,
-    setups: &[Arc<CustomOp>],
     ctx: &RunContext,
 ) -> Result<()> {
     step(progress, ctx, "generating the data".into());

@@ -52,8 +52,8 @@ impl OpSet {
     /// Every kind, `Mixed` included (report.json lists it for the SQL engines).
     pub const ALL: OpSet = OpSet::of(&OpKind::ALL);
     /// Every kind a store without SQL can run: all but `Query` and `Script` (and `Mixed`,
-    /// never an op's own kind).
-    pub const NO_SQL: OpSet = OpSet::ALL.without(OpKind::Query).without(OpKind::Script).without(OpKind::Mixed);
+    /// never an op's own kind, and `Custom`, which a store declares with its family).
+    pub const NO_SQL: OpSet = OpSet::ALL.without(OpKind::Query).without(OpKind::Script).without(OpKind::Mixed).without(OpKind::Custom);
     /// The ops that name their rows by key: a round trip, writes and reads of whole rows.
     pub const BY_KEY: OpSet =
         OpSet::of(&[OpKind::Echo, OpKind::Insert, OpKind::Get, OpKind::MultiGet, OpKind::Delete, OpKind::Update, OpKind::ReadModifyWrite]);
@@ -94,11 +94,14 @@ pub struct CapabilitySet {
     /// `execute_batch` sends one request per batch (see `Capabilities::native_batch`).
     pub native_batch: bool,
     pub secondary_indexes: bool,
+    /// The family of custom statements it runs (with `OpKind::Custom` in `ops`).
+    pub statements: Option<crate::base::custom::Family>,
 }
 
 impl CapabilitySet {
     /// No ops at all: a system dbsweep has no adapter for.
-    pub const NONE: CapabilitySet = CapabilitySet { ops: OpSet::NONE, queries: &[], native_batch: false, secondary_indexes: false };
+    pub const NONE: CapabilitySet =
+        CapabilitySet { ops: OpSet::NONE, queries: &[], native_batch: false, secondary_indexes: false, statements: None };
 
     /// The form a target reports (and report.json saves). Its `query` kind is whether the
     /// system runs any analytic query (`queries`), whatever the op set says: which queries
@@ -111,6 +114,7 @@ impl CapabilitySet {
             queries: self.queries.to_vec(),
             native_batch: self.native_batch,
             secondary_indexes: self.secondary_indexes,
+            statements: self.statements,
         }
     }
 }
@@ -250,7 +254,13 @@ mod tests {
 
     #[test]
     fn a_system_reports_the_query_kind_exactly_when_it_runs_a_query() {
-        let runs_q1 = CapabilitySet { ops: OpSet::NO_SQL, queries: &[QueryId::TpchQ1], native_batch: false, secondary_indexes: false };
+        let runs_q1 = CapabilitySet {
+            ops: OpSet::NO_SQL,
+            queries: &[QueryId::TpchQ1],
+            native_batch: false,
+            secondary_indexes: false,
+            statements: None,
+        };
         assert!(runs_q1.to_capabilities().supports_kind(OpKind::Query));
         let none = CapabilitySet { ops: OpSet::ALL, queries: &[], ..runs_q1 };
         assert!(!none.to_capabilities().supports_kind(OpKind::Query));

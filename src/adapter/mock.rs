@@ -30,7 +30,7 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["mock"],
     options: UrlOptions::Only(&["latency_us", "fail_every", "lose_deletes_every", "blind_deletes", "execution"]),
     several_hosts: false,
-    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: false },
+    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: false, statements: None },
     open: Some(|name, url, _| Ok(Arc::new(Mock::new(name, url)?))),
 };
 
@@ -224,7 +224,7 @@ impl MockConnection {
                 }
             }
             Op::Query(q) => return Err(OpError::new(ErrorClass::Unsupported, format!("mock does not run {q:?}"))),
-            Op::Script { .. } => return Err(OpError::unsupported(op.kind(), "mock")),
+            Op::Script { .. } | Op::Custom { .. } => return Err(OpError::unsupported(op.kind(), "mock")),
         })
     }
 }

@@ -24,7 +24,7 @@ pub mod registry;
 pub mod sql;
 pub mod url;
 
-use crate::base::op::{Needs, Op, OpError, OpKind, Outcome, QueryId};
+use crate::base::op::{Answer, Needs, Op, OpError, OpKind, Outcome, QueryId};
 use crate::base::table::{RowSource, TableDef};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
@@ -85,6 +85,9 @@ pub struct Capabilities {
     pub native_batch: bool,
     /// True when secondary indexes exist (systems without them scan; the report says so).
     pub secondary_indexes: bool,
+    /// The family of a custom operation's statements it runs (`op = "custom"`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statements: Option<crate::base::custom::Family>,
 }
 
 impl Capabilities {
@@ -104,6 +107,8 @@ impl Capabilities {
         match needs {
             Needs::Query(q) => self.queries.contains(q),
             Needs::Kinds(kinds) => kinds.iter().all(|k| self.supports_kind(*k)),
+            // No family with `Custom`: the NO-DB ceiling, which runs any as no work.
+            Needs::Custom(families) => self.supports_kind(OpKind::Custom) && self.statements.is_none_or(|f| families.contains(&f)),
         }
     }
 }
@@ -236,6 +241,23 @@ pub trait Connection: Send {
         }
         Ok(Outcome::rows(rows))
     }
+}
+
+/// A batch of ops that each are a request of their own (scripts, custom operations): run
+/// one after another, rows and retries summed, and their answers, when each has one,
+/// folded in order into the batch's answer (so batches of the same ops compare).
+pub async fn one_by_one<C: Connection + ?Sized>(conn: &mut C, ops: &[Op]) -> Result<Outcome, OpError> {
+    let (mut rows, mut retries, mut digest) = (0, 0, Some(0x000B_47C4_u64));
+    for op in ops {
+        let outcome = conn.execute(op).await?;
+        (rows, retries) = (rows + outcome.rows, retries + outcome.retries);
+        digest = digest.zip(outcome.answer).map(|(d, a)| crate::base::rng::mix(d, a.fingerprint()));
+    }
+    let outcome = match digest {
+        Some(d) if !ops.is_empty() => Outcome::answer(rows, Answer::Scalar(crate::base::table::Value::Int(d as i64))),
+        _ => Outcome::rows(rows),
+    };
+    Ok(outcome.after_retries(retries))
 }
 
 /// What every adapter of a run shares.

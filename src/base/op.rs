@@ -92,6 +92,12 @@ pub enum Op {
         script: std::sync::Arc<crate::base::script::Script>,
         values: Result<Vec<crate::base::script::ScriptValue>, String>,
     },
+    /// One op of a user's custom operation (a study's `op = "custom"` experiment) with its
+    /// values by slot (see [`crate::base::custom`]).
+    Custom {
+        op: std::sync::Arc<crate::base::custom::CustomOp>,
+        values: Vec<crate::base::script::ScriptValue>,
+    },
 }
 
 /// What a stream of ops needs from a target: an analytic query, or op kinds.
@@ -99,6 +105,8 @@ pub enum Op {
 pub enum Needs {
     Query(QueryId),
     Kinds(Vec<OpKind>),
+    /// A custom operation: a statement for the target's family (one of these).
+    Custom(Vec<crate::base::custom::Family>),
 }
 
 /// The kind of an op: histograms, capabilities and errors are kept per kind.
@@ -120,12 +128,14 @@ pub enum OpKind {
     FetchAll,
     /// One pass of a user's SQL script (`run --sql-file`, `--builtin`).
     Script,
+    /// One op of a custom operation a study defines (`op = "custom"`).
+    Custom,
     /// A point whose ops mix several kinds (YCSB workloads); never an op's own kind.
     Mixed,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 15] = [
+    pub const ALL: [OpKind; 16] = [
         OpKind::Echo,
         OpKind::Insert,
         OpKind::Get,
@@ -140,6 +150,7 @@ impl OpKind {
         OpKind::Query,
         OpKind::FetchAll,
         OpKind::Script,
+        OpKind::Custom,
         OpKind::Mixed,
     ];
 
@@ -163,6 +174,7 @@ impl OpKind {
             OpKind::Query => "query",
             OpKind::FetchAll => "fetch_all",
             OpKind::Script => "script",
+            OpKind::Custom => "custom",
             OpKind::Mixed => "mixed",
         }
     }
@@ -196,7 +208,7 @@ impl Op {
     /// The table the op works on (`None` for echo and analytic queries).
     pub fn table(&self) -> Option<TableId> {
         match self {
-            Op::Echo | Op::Query(_) | Op::Script { .. } => None,
+            Op::Echo | Op::Query(_) | Op::Script { .. } | Op::Custom { .. } => None,
             Op::Insert { table, .. }
             | Op::Get { table, .. }
             | Op::MultiGet { table, .. }
@@ -225,6 +237,7 @@ impl Op {
             Op::Query(_) => OpKind::Query,
             Op::FetchAll { .. } => OpKind::FetchAll,
             Op::Script { .. } => OpKind::Script,
+            Op::Custom { .. } => OpKind::Custom,
         }
     }
 }

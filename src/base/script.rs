@@ -147,19 +147,23 @@ impl Function {
 }
 
 /// A variable's value in one pass.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ScriptValue {
     Int(i64),
     Float(f64),
+    /// Text (a custom operation's pick from a list, or a text column of a row); `\set`
+    /// makes numbers only.
+    Text(String),
 }
 
 impl std::fmt::Display for ScriptValue {
     /// As it is written into a statement's text (floats always with a decimal point or
-    /// exponent, so every engine reads a number).
+    /// exponent, so every engine reads a number; text as a quoted SQL literal).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ScriptValue::Int(i) => write!(f, "{i}"),
             ScriptValue::Float(x) => write!(f, "{x:?}"),
+            ScriptValue::Text(t) => write!(f, "'{}'", t.replace('\'', "''")),
         }
     }
 }

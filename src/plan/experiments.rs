@@ -56,6 +56,24 @@ pub(super) fn resolve_experiments(scope: &ExperimentScope, warnings: &mut Vec<St
     Ok((experiments, record_rounds))
 }
 
+/// A custom experiment's operation, checked; other experiments may not carry its keys.
+fn custom_op(e: &ExperimentEntry, dataset: &Dataset, lifecycle: bool) -> Result<Option<std::sync::Arc<crate::base::custom::CustomOp>>> {
+    if e.op != ExperimentOp::Custom {
+        let custom_keys = !e.params.is_empty() || e.sql.is_some() || e.redis.is_some() || e.reads.is_some() || e.setup.is_some();
+        if custom_keys || !e.sql_dialects.is_empty() {
+            return Err(Error::usage(format!(
+                "experiment '{}': params, sql, sql_dialects, redis, reads and setup belong to op = \"custom\"",
+                e.name
+            )));
+        }
+        return Ok(None);
+    }
+    if lifecycle {
+        return Err(Error::usage(format!("experiment '{}': a lifecycle study has no custom operations", e.name)));
+    }
+    super::custom::resolve(e, dataset).map(|op| Some(std::sync::Arc::new(op))).map_err(Error::usage)
+}
+
 /// The transport floor: every run measures each target's no-work round trip (`SELECT 1`,
 /// `ECHO`, `version`) with one client, so results can be read as time above it.
 fn floor_experiment(quick: bool) -> Experiment {
@@ -129,6 +147,7 @@ fn experiment(
         op: e.op,
         workload: e.workload.clone(),
         script: if e.op == ExperimentOp::Script { scope.script.cloned() } else { None },
+        custom: custom_op(e, dataset, study.lifecycle)?,
         time_limit_secs: workload.as_ref().and_then(|w| w.time_limit_secs),
         duration_secs: None,
         min_run_secs: None,

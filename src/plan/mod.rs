@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 pub mod bounds;
 pub mod cost;
+pub mod custom;
 mod duration;
 pub mod estimate;
 mod experiments;
@@ -286,6 +287,25 @@ pub struct ExperimentEntry {
     /// Warm-up runs for this experiment (default: the study's `warmup`).
     #[serde(default)]
     pub warmup: Option<u32>,
+    /// Custom operations (`op = "custom"`, see `custom`): the parameters, by name.
+    #[serde(default)]
+    pub params: BTreeMap<String, custom::ParamEntry>,
+    /// Custom operations: the SQL statement (pgbench's `:name` placeholders).
+    #[serde(default)]
+    pub sql: Option<String>,
+    /// Custom operations: the SQL statement as one dialect spells it, by dialect.
+    #[serde(default)]
+    pub sql_dialects: BTreeMap<String, String>,
+    /// Custom operations: the Redis command, one argument per item (`${name}` placeholders).
+    #[serde(default)]
+    pub redis: Option<Vec<String>>,
+    /// Custom operations: whether its statements only read (answers compared); default:
+    /// as their first words say.
+    #[serde(default)]
+    pub reads: Option<bool>,
+    /// Custom operations: statements run once per target before loading.
+    #[serde(default)]
+    pub setup: Option<custom::SetupEntry>,
 }
 
 /// The settings `--quick` (a study's `[quick]`) or `--paper` (its `[paper]`) replace;

@@ -64,6 +64,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     };
     let (mut experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
     clients_within_ops(&experiments)?;
+    custom_statements_run(&experiments, &targets, &spawn)?;
     if let Some(secs) = duration_secs {
         duration::apply(secs, &mut experiments, opts.experiments.is_some(), &mut warnings)?;
     }
@@ -388,6 +389,23 @@ fn op_timeout(opts: &RunOptions) -> Result<f64> {
 }
 
 /// The servers `--spawn` starts (`all`: the study's `spawn_all`), each once, in order.
+/// Every custom experiment has a statement for some system of the run (see
+/// `custom::check_families`): the systems of the targets named and of the servers spawned.
+fn custom_statements_run(experiments: &[Experiment], targets: &[super::TargetSpec], spawn: &[ServerKind]) -> Result<()> {
+    use crate::adapter::registry::{self, Needs, SYSTEMS};
+    let family = |d: &registry::Declaration| {
+        (d.system.to_string(), d.capabilities.statements.filter(|_| d.capabilities.ops.contains(crate::base::op::OpKind::Custom)))
+    };
+    let mut systems: Vec<_> = targets.iter().filter_map(|t| registry::check_scheme(&t.name, &t.url).ok()).map(family).collect();
+    systems.extend(spawn.iter().flat_map(|kind| SYSTEMS.iter().filter(move |d| d.needs == Needs::Server(*kind))).map(family));
+    for e in experiments {
+        if let Some(op) = &e.custom {
+            super::custom::check_families(&e.name, op, &systems).map_err(Error::usage)?;
+        }
+    }
+    Ok(())
+}
+
 fn spawned_servers(opts: &RunOptions, study: &StudyFile) -> Result<Vec<ServerKind>> {
     for name in study.spawn_target_options.keys() {
         let server = name.strip_suffix("-cli").filter(|s| s.parse::<ServerKind>().is_ok_and(|k| k.client_target_name().is_some()));

@@ -98,7 +98,18 @@ const REFUSED_META: [&str; 11] =
 /// Parses a script named `name`; `tables` are the data set's table names, which statements
 /// may name. Errors are one line: `NAME line N: what, and the fix`.
 pub fn parse(name: &str, text: &str, tables: &[String]) -> Result<Script, String> {
-    let mut parser = Parser { variables: vec!["scale".into()], commands: Vec::new(), tables };
+    parse_with(name, text, tables, &[], false)
+}
+
+/// Parses a custom operation's SQL: statements only (no meta-commands), whose `:name`s are
+/// `scale` and `params` (slots 1 on, in order). Errors as `parse`'s.
+pub fn parse_statements(name: &str, text: &str, tables: &[String], params: &[String]) -> Result<Script, String> {
+    parse_with(name, text, tables, params, true)
+}
+
+fn parse_with(name: &str, text: &str, tables: &[String], params: &[String], custom: bool) -> Result<Script, String> {
+    let variables = std::iter::once("scale".to_string()).chain(params.iter().cloned()).collect();
+    let mut parser = Parser { variables, commands: Vec::new(), tables, custom };
     let mut pending = String::new();
     let (mut start_line, mut directives) = (0, Directives::default());
     for (i, line) in text.lines().enumerate() {
@@ -106,6 +117,9 @@ pub fn parse(name: &str, text: &str, tables: &[String]) -> Result<Script, String
         let trimmed = line.trim();
         let at = |e: String| format!("{name} line {number}: {e}");
         if let Some(meta) = trimmed.strip_prefix('\\') {
+            if custom {
+                return Err(at(format!("\\{meta}: a custom statement takes its values from the experiment's params, not meta-commands")));
+            }
             if !strip_comments(&pending).trim().is_empty() {
                 return Err(at("a meta-command inside an unfinished SQL statement (end the statement with ';')".into()));
             }
@@ -164,6 +178,8 @@ struct Parser<'a> {
     variables: Vec<String>,
     commands: Vec<Command>,
     tables: &'a [String],
+    /// A custom operation's statements: variables are its params.
+    custom: bool,
 }
 
 impl Parser<'_> {
@@ -243,15 +259,45 @@ impl Parser<'_> {
         }
         parts.push(SqlPart::Text(text_part));
         parts.retain(|p| !matches!(p, SqlPart::Text(t) if t.is_empty()));
+        inside_namespace(&text, &parts)?;
         Ok(SqlStatement { parts, kind, line, only: directives.only, not: directives.not })
     }
 
     fn defined(&self, name: &str) -> Result<usize, String> {
-        self.variables
-            .iter()
-            .position(|v| v == name)
-            .ok_or_else(|| format!("undefined variable :{name} (set it with \\set {name} ... first)"))
+        self.variables.iter().position(|v| v == name).ok_or_else(|| match self.custom {
+            true => format!("unknown placeholder :{name} (define it under the experiment's params, e.g. {name} = {{ range = [1, 10] }})"),
+            false => format!("undefined variable :{name} (set it with \\set {name} ... first)"),
+        })
     }
+}
+
+/// Refuses what would change or drop objects outside dbsweep's namespace, where the
+/// statement shows it: DDL that names none of dbsweep's tables (written unqualified, so
+/// each system puts its own qualified name there), a schema or database dropped, objects
+/// created that dbsweep would not remove (anything but an index on its tables).
+fn inside_namespace(text: &str, parts: &[SqlPart]) -> Result<(), String> {
+    let words: Vec<String> = text.split_whitespace().take(3).map(str::to_ascii_uppercase).collect();
+    let word = |i: usize| words.get(i).map_or("", String::as_str);
+    let names_ours = parts.iter().any(|p| matches!(p, SqlPart::Table(_)));
+    let fix = "custom statements change dbsweep's own tables only (name them unqualified: lineitem, kv, pgbench_accounts)";
+    match word(0) {
+        "DROP" | "TRUNCATE" | "ALTER" | "RENAME" | "GRANT" | "REVOKE" | "ATTACH" | "DETACH" | "FLUSH" | "SHUTDOWN"
+            if matches!(word(1), "SCHEMA" | "DATABASE" | "USER" | "ROLE" | "KEYSPACE") || !names_ours =>
+        {
+            return Err(format!("refused: {} {} outside dbsweep's namespace; {fix}", word(0), word(1)));
+        }
+        "CREATE" => {
+            let index = word(1) == "INDEX" || (word(1) == "UNIQUE" && word(2) == "INDEX");
+            if !index || !names_ours {
+                return Err(format!(
+                    "refused: CREATE {} (dbsweep would not remove it); {fix}, and CREATE INDEX ... ON one of them",
+                    word(1)
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The byte index of the `;` that ends the first statement, outside quotes and comments.

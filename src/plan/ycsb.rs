@@ -105,6 +105,12 @@ pub fn adapt_study(study: &mut StudyFile, cli: &CommandLine) -> Result<()> {
             workload: Some(first.display().to_string()),
             runs: None,
             warmup: None,
+            params: Default::default(),
+            sql: None,
+            sql_dialects: Default::default(),
+            redis: None,
+            reads: None,
+            setup: None,
         }];
     }
     Ok(())

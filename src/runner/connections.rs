@@ -39,7 +39,7 @@ fn busiest_point<'a>(plan: &'a Plan, target: &dyn Target) -> Option<Busiest<'a>>
     plan.experiments
         .iter()
         .enumerate()
-        .filter(|(ei, e)| plan.runs_unit(&info.name, *ei) && info.capabilities.meets(&e.op.needs(e.ycsb.as_ref())))
+        .filter(|(ei, e)| plan.runs_unit(&info.name, *ei) && info.capabilities.meets(&e.needs()))
         .filter_map(|(_, e)| {
             let clients = e.points.iter().map(|p| p.clients).max()?;
             // The batch and widths sweeps take their clients from flags of their own.

@@ -157,8 +157,10 @@ pub async fn execute(plan: &Plan, ctx: &RunContext, resume: Option<resume::Resum
     // Prepare and load every target before writing anything: bad input and unreachable
     // servers fail here and leave nothing behind. Ctrl-C or SIGTERM ends the setup at once.
     let mut setup = Setup::default();
+    let setups: Vec<Arc<crate::base::custom::CustomOp>> =
+        plan.experiments.iter().filter_map(|e| e.custom.as_ref()?.setup.as_deref().cloned()).map(Arc::new).collect();
     let set_up = tokio::select! {
-        result = prepare_and_load(plan, &targets, &dataset, &mut progress, &mut setup, ctx) => result,
+        result = prepare_and_load(plan, &targets, (&dataset, &setups), &mut progress, &mut setup, ctx) => result,
         () = ctx.cancel.stopped() => Ok(()),
     };
     let mut report = new_report(plan, ctx, &targets, started);
@@ -487,7 +489,7 @@ async fn measure_target(unit: &PointUnit<'_>, target: &Arc<dyn Target>, sweep: &
             format!("not run: the --budget of {} was spent", crate::plan::estimate::human(unit.shared.plan.budget_secs.unwrap_or(0.0)));
         return (PointResult { status: PointStatus::Incomplete { reason }, flags: vec![Flag::Incomplete], ..base }, None);
     }
-    if !info.capabilities.meets(&experiment.op.needs(unit.stream.workload())) {
+    if !info.capabilities.meets(&experiment.needs()) {
         let what = match experiment.op.query() {
             Some(q) => format!("{q:?}"),
             None => experiment.op.kind().to_string(),

@@ -7,6 +7,8 @@ use super::settle::{self, Settling};
 use super::{RunContext, step, stopping};
 use crate::adapter::Target;
 use crate::adapter::lease::Leases;
+use crate::base::custom::CustomOp;
+use crate::base::op::Op;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -24,13 +26,14 @@ pub(super) struct Setup {
     pub loaded: BTreeMap<String, f64>,
 }
 
-/// Prepares every target and loads its initial rows, into `setup`. A stop request ends a
+/// Prepares every target, runs the custom experiments' setup statements of its family
+/// (`setups`), and loads its initial rows, into `setup`. A stop request ends a
 /// load early (its row stream dries up), so even an engine whose load blocks its thread
 /// returns promptly.
 pub(super) async fn prepare_and_load(
     plan: &Plan,
     targets: &[Arc<dyn Target>],
-    dataset: &Dataset,
+    (dataset, setups): (&Dataset, &[Arc<CustomOp>]),
     progress: &mut Progress,
     setup: &mut Setup,
     ctx: &RunContext,
@@ -53,6 +56,7 @@ pub(super) async fn prepare_and_load(
             ctx.activity.holds_data(name);
         }
         setup.prepared.push(t.clone());
+        run_setups(t, setups, dataset).await?;
         let began = std::time::Instant::now();
         load_tables(t.as_ref(), dataset, progress, ctx).await?;
         setup.loaded.insert(name.clone(), began.elapsed().as_secs_f64());
@@ -62,6 +66,21 @@ pub(super) async fn prepare_and_load(
         if let Some(settling) = settle_after_load(plan, name, progress, ctx).await {
             setup.settled.insert(name.clone(), settling);
         }
+    }
+    Ok(())
+}
+
+/// The setup statements each custom experiment has for `target`'s family, in order, on a
+/// connection of their own, before the load (the NO-DB ceiling has none to run).
+async fn run_setups(target: &Arc<dyn Target>, setups: &[Arc<CustomOp>], dataset: &Dataset) -> Result<()> {
+    let info = target.info();
+    let runs = |s: &&Arc<CustomOp>| info.capabilities.statements.is_some_and(|f| s.runs_on(f));
+    for setup in setups.iter().filter(runs) {
+        let values = crate::workload::custom::CustomDraws::new(setup.clone(), dataset).values(&crate::base::rng::Stream::new(0, 0), 0);
+        let mut conn = target.connect().await?;
+        conn.execute(&Op::Custom { op: setup.clone(), values })
+            .await
+            .map_err(|e| Error::runtime(format!("{}: {} failed: {}", info.name, setup.name, e.message)))?;
     }
     Ok(())
 }

@@ -205,7 +205,7 @@ mod tests {
             system: system.into(),
             url: String::new(),
             execution: Execution::Async,
-            capabilities: Capabilities { ops: vec![], queries: vec![], native_batch: true, secondary_indexes: false },
+            capabilities: Capabilities { ops: vec![], queries: vec![], native_batch: true, secondary_indexes: false, statements: None },
             version: String::new(),
             settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
@@ -239,7 +239,7 @@ mod tests {
             system: "redis".into(),
             url: "redis://127.0.0.1:1".into(),
             execution: Execution::Async,
-            capabilities: Capabilities { ops: vec![], queries: vec![], native_batch: true, secondary_indexes: false },
+            capabilities: Capabilities { ops: vec![], queries: vec![], native_batch: true, secondary_indexes: false, statements: None },
             version: "7.0.15".into(),
             settings: [("appendonly", "no"), ("maxmemory-policy", "noeviction")].map(|(k, v)| (k.to_string(), v.to_string())).into(),
         };

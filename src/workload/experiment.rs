@@ -43,6 +43,9 @@ pub enum ExperimentOp {
     /// One pass of the user's SQL script (`run --sql-file`, `--builtin`): the experiment's
     /// `script`.
     Script,
+    /// The study's own operation: a statement per system family, parameters drawn from
+    /// dbsweep's generators (the experiment's `custom`).
+    Custom,
 }
 
 impl ExperimentOp {
@@ -93,6 +96,7 @@ impl ExperimentOp {
             ExperimentOp::Ycsb => OpKind::Mixed,
             ExperimentOp::FetchAll => OpKind::FetchAll,
             ExperimentOp::Script => OpKind::Script,
+            ExperimentOp::Custom => OpKind::Custom,
         }
     }
 
@@ -158,6 +162,9 @@ pub struct Experiment {
     /// Script experiments: the parsed script each op runs a pass of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<std::sync::Arc<crate::base::script::Script>>,
+    /// Custom experiments: the operation each op runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<std::sync::Arc<crate::base::custom::CustomOp>>,
     /// YCSB experiments: the workload as resolved (file, `-P`, `-p` and the data's shape).
     #[serde(default)]
     pub ycsb: Option<Workload>,
@@ -221,6 +228,7 @@ impl Experiment {
             op,
             workload: None,
             script: None,
+            custom: None,
             ycsb: None,
             time_limit_secs: None,
             duration_secs: None,
@@ -234,6 +242,15 @@ impl Experiment {
             runs: 1,
             warmup: 0,
             points: vec![point],
+        }
+    }
+
+    /// What a target must offer to run this experiment: its op's needs, or for a custom
+    /// operation a statement for the target's family.
+    pub fn needs(&self) -> Needs {
+        match &self.custom {
+            Some(custom) => Needs::Custom(custom.families()),
+            None => self.op.needs(self.ycsb.as_ref()),
         }
     }
 
@@ -333,6 +350,8 @@ pub struct OpStream {
     deletes_before: Vec<u64>,
     /// Script experiments: the script.
     script: Option<std::sync::Arc<crate::base::script::Script>>,
+    /// Custom experiments: the operation and its draws.
+    custom: Option<crate::workload::custom::CustomDraws>,
 }
 
 impl OpStream {
@@ -368,6 +387,7 @@ impl OpStream {
             range_counter: OnceLock::new(),
             deletes_before: Vec::new(),
             script: experiment.script.clone(),
+            custom: experiment.custom.clone().map(|op| crate::workload::custom::CustomDraws::new(op, dataset)),
             dataset: dataset.clone(),
             ycsb: experiment.ycsb.as_ref().map(|w| {
                 let mut workload = w.clone();
@@ -541,6 +561,10 @@ impl OpStream {
             ExperimentOp::FetchAll => (Op::FetchAll { table }, self.dataset.initial_rows(table)),
             ExperimentOp::Echo => (Op::Echo, 0),
             ExperimentOp::Script => (self.script_op(seq), 0),
+            ExperimentOp::Custom => {
+                let draws = self.custom.as_ref().expect("custom experiments carry their operation");
+                (Op::Custom { op: draws.op.clone(), values: draws.values(&self.stream, seq) }, 0)
+            }
             ExperimentOp::TpchQ1 | ExperimentOp::TpchQ3 | ExperimentOp::TpchQ6 | ExperimentOp::TpchQ14 => {
                 (Op::Query(self.op.query().expect("query experiments name a query")), 0)
             }

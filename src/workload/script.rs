@@ -56,10 +56,11 @@ fn eval(expr: &Expr, values: &[ScriptValue], draws: &mut Draws) -> Result<Script
     Ok(match expr {
         Expr::Int(n) => Int(*n),
         Expr::Float(x) => Float(*x),
-        Expr::Variable(slot) => values[*slot],
+        Expr::Variable(slot) => values[*slot].clone(),
         Expr::Negate(e) => match eval(e, values, draws)? {
             Int(n) => Int(n.checked_neg().ok_or("bigint out of range")?),
             Float(x) => Float(-x),
+            ScriptValue::Text(_) => return Err("- takes numbers".into()),
         },
         Expr::Binary(op, a, b) => binary(*op, eval(a, values, draws)?, eval(b, values, draws)?)?,
         Expr::Call(function, args) => {
@@ -69,19 +70,21 @@ fn eval(expr: &Expr, values: &[ScriptValue], draws: &mut Draws) -> Result<Script
     })
 }
 
-fn as_float(v: ScriptValue) -> f64 {
+fn as_float(v: &ScriptValue) -> f64 {
     match v {
-        ScriptValue::Int(n) => n as f64,
-        ScriptValue::Float(x) => x,
+        ScriptValue::Int(n) => *n as f64,
+        ScriptValue::Float(x) => *x,
+        ScriptValue::Text(_) => f64::NAN,
     }
 }
 
 /// An integer argument: doubles are rounded, as pgbench coerces them.
-fn as_int(v: ScriptValue) -> Result<i64, String> {
-    match v {
+fn as_int(v: &ScriptValue) -> Result<i64, String> {
+    match *v {
         ScriptValue::Int(n) => Ok(n),
         ScriptValue::Float(x) if x.is_finite() && x.abs() < 9.2e18 => Ok(x.round_ties_even() as i64),
         ScriptValue::Float(x) => Err(format!("double {x} out of range for an integer")),
+        ScriptValue::Text(_) => Err("text where a number is needed".into()),
     }
 }
 
@@ -98,8 +101,9 @@ fn binary(op: BinaryOp, a: ScriptValue, b: ScriptValue) -> Result<ScriptValue, S
             BinaryOp::Modulo if y == 0 => return Err("division by zero".into()),
             BinaryOp::Modulo => x.checked_rem(y).unwrap_or(0),
         }),
+        (ScriptValue::Text(_), _) | (_, ScriptValue::Text(_)) => return Err("arithmetic takes numbers".into()),
         (a, b) => {
-            let (x, y) = (as_float(a), as_float(b));
+            let (x, y) = (as_float(&a), as_float(&b));
             Float(match op {
                 BinaryOp::Add => x + y,
                 BinaryOp::Subtract => x - y,
@@ -115,7 +119,7 @@ fn binary(op: BinaryOp, a: ScriptValue, b: ScriptValue) -> Result<ScriptValue, S
 fn call(function: Function, args: &[ScriptValue], draws: &mut Draws) -> Result<ScriptValue, String> {
     use ScriptValue::{Float, Int};
     let range = |name: &str| -> Result<(i64, i64), String> {
-        let (lo, hi) = (as_int(args[0])?, as_int(args[1])?);
+        let (lo, hi) = (as_int(&args[0])?, as_int(&args[1])?);
         if hi < lo {
             return Err(format!("empty range given to {name}({lo}, {hi})"));
         }
@@ -131,7 +135,7 @@ fn call(function: Function, args: &[ScriptValue], draws: &mut Draws) -> Result<S
         }
         Function::RandomExponential => {
             let (lo, hi) = range("random_exponential")?;
-            let parameter = as_float(args[2]);
+            let parameter = as_float(&args[2]);
             if parameter.is_nan() || parameter <= 0.0 {
                 return Err(format!("random_exponential: parameter {parameter} must be greater than 0"));
             }
@@ -139,7 +143,7 @@ fn call(function: Function, args: &[ScriptValue], draws: &mut Draws) -> Result<S
         }
         Function::RandomZipfian => {
             let (lo, hi) = range("random_zipfian")?;
-            let s = as_float(args[2]);
+            let s = as_float(&args[2]);
             if !(1.001..=1000.0).contains(&s) {
                 return Err(format!("random_zipfian: parameter {s} must be in [1.001, 1000]"));
             }
@@ -148,23 +152,24 @@ fn call(function: Function, args: &[ScriptValue], draws: &mut Draws) -> Result<S
         Function::Abs => match args[0] {
             Int(n) => Int(n.checked_abs().ok_or("bigint out of range")?),
             Float(x) => Float(x.abs()),
+            ScriptValue::Text(_) => return Err("abs() takes a number".into()),
         },
         Function::Least | Function::Greatest => {
             let pick_greater = function == Function::Greatest;
-            let mut best = args[0];
-            for &v in &args[1..] {
+            let mut best = &args[0];
+            for v in &args[1..] {
                 let greater = as_float(v) > as_float(best);
                 if greater == pick_greater && as_float(v) != as_float(best) {
                     best = v;
                 }
             }
-            if args.iter().any(|v| matches!(v, Float(_))) { Float(as_float(best)) } else { best }
+            if args.iter().any(|v| matches!(v, Float(_))) { Float(as_float(best)) } else { best.clone() }
         }
-        Function::Int => Int(as_int(args[0]).or_else(|_| match args[0] {
+        Function::Int => Int(as_int(&args[0]).or_else(|_| match args[0] {
             Float(x) if x.is_finite() => Ok(x.trunc() as i64),
             _ => Err("int(): not a finite number".to_string()),
         })?),
-        Function::Double => Float(as_float(args[0])),
+        Function::Double => Float(as_float(&args[0])),
     })
 }
 

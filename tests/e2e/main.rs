@@ -14,6 +14,7 @@ mod cli;
 mod cli_conventions;
 mod connection_limit;
 mod console_and_csv;
+mod custom_ops;
 mod custom_sql;
 mod docs;
 mod durability;

@@ -51,6 +51,7 @@ const CAPABILITIES: CapabilitySet = CapabilitySet {
     queries: &[],
     native_batch: true,
     secondary_indexes: true,
+    statements: None,
 };
 
 pub const MARIADB_CLI: Declaration = Declaration {

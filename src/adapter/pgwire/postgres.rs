@@ -82,7 +82,8 @@ pub const ROW_SYSTEM: Declaration = Declaration {
 /// The key-value layouts run everything the row layout does but a user's script, whose SQL
 /// names pgbench's columns (only the row layout has them).
 const KEY_VALUE_LAYOUT: CapabilitySet = CapabilitySet {
-    ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script),
+    ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script).without(crate::base::op::OpKind::Custom),
+    statements: None,
     ..crate::adapter::sql::CAPABILITIES
 };
 

@@ -190,6 +190,10 @@ impl<E: Executor> SqlConnection<E> {
         match op {
             Op::ReadModifyWrite { .. } => self.read_modify_write(op).await,
             Op::Script { script, values } => self.run_script(script, values.as_deref().map_err(OpError::client)?).await,
+            Op::Custom { op, values } => match &op.sql {
+                Some(script) => self.run_script(script, values).await,
+                None => Err(OpError::unsupported(OpKind::Custom, "SQL (no sql statement for this experiment)")),
+            },
             op => self.run_op(op).await,
         }
     }
@@ -382,7 +386,10 @@ impl<E: Executor> Connection for SqlConnection<E> {
     /// queries are long, scripts transactions of their own: a batch of them runs one after
     /// another, each retried on its own.
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
-        if ops.first().is_some_and(|op| matches!(op.kind(), OpKind::Query | OpKind::Script)) {
+        if ops.first().is_some_and(|op| matches!(op.kind(), OpKind::Script | OpKind::Custom)) {
+            return crate::adapter::one_by_one(self, ops).await;
+        }
+        if ops.first().is_some_and(|op| op.kind() == OpKind::Query) {
             let (mut rows, mut retries) = (0, 0);
             for op in ops {
                 let outcome = self.execute(op).await?;

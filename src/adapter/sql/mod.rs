@@ -31,4 +31,10 @@ pub const QUERIES: [QueryId; 4] = [QueryId::TpchQ1, QueryId::TpchQ3, QueryId::Tp
 /// What a SQL engine runs through this layer: every op, the TPC-H queries, a batch in one
 /// transaction, secondary indexes. An engine that does less says so from this
 /// (`CapabilitySet { secondary_indexes: false, ..CAPABILITIES }`).
-pub const CAPABILITIES: CapabilitySet = CapabilitySet { ops: OpSet::ALL, queries: &QUERIES, native_batch: true, secondary_indexes: true };
+pub const CAPABILITIES: CapabilitySet = CapabilitySet {
+    ops: OpSet::ALL,
+    queries: &QUERIES,
+    native_batch: true,
+    secondary_indexes: true,
+    statements: Some(crate::base::custom::Family::Sql),
+};

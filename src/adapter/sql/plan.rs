@@ -163,7 +163,7 @@ impl<'t> Planner<'t> {
             }
             Op::FetchAll { table } => one(Statement::FetchAll { table: *table }, Args::None, Reply::Streamed),
             Op::Query(query) => one(Statement::Query(*query), Args::None, Reply::Answer(*query)),
-            Op::Script { .. } => Err(OpError::client("a script runs as text, not as a planned statement")),
+            Op::Script { .. } | Op::Custom { .. } => Err(OpError::client("a script runs as text, not as a planned statement")),
         }
     }
 

@@ -3,10 +3,9 @@
 //! sends them with `-M simple`), run in order through the `Executor`, and what the reads
 //! returned turned into one comparable answer.
 //!
-//! Owns the answer of a pass: the rows of every read statement, as a digest that ignores
-//! row order within a statement, numeric types (an integer, a float and a decimal of the
-//! same number agree) and trailing blanks, and rounds other numbers to 12 significant
-//! digits. Only read-only scripts carry it: a script that writes reads what earlier passes
+//! Owns the answer of a pass: the rows of every read statement that ran, as one digest
+//! (`base::digest`: row order within a statement, numeric types and trailing blanks do not
+//! count). Only read-only scripts carry it: a script that writes reads what earlier passes
 //! wrote, which differs with the clients' interleaving. `BEGIN`/`END` are the executor's
 //! own begin and commit (so MySQL, which has no `END`, runs pgbench's scripts too); a
 //! failed statement inside them rolls back. Must not time anything or decide which
@@ -14,8 +13,8 @@
 
 use super::connection::{Executor, SqlConnection};
 use super::plan::Answered;
+use crate::base::digest::{READS_SEED, add_read};
 use crate::base::op::{Answer, ErrorClass, OpError, Outcome};
-use crate::base::rng::{hash_str, mix};
 use crate::base::script::{Command, Script, ScriptValue, SqlKind, SqlPart, SqlStatement};
 use crate::base::table::Value;
 
@@ -23,8 +22,8 @@ impl<E: Executor> SqlConnection<E> {
     /// Runs one pass of `script` with `values` (by slot).
     pub(super) async fn run_script(&mut self, script: &Script, values: &[ScriptValue]) -> Result<Outcome, OpError> {
         let dialect = self.dialect.name();
-        let (mut rows, mut digest, mut in_transaction, mut ran) = (0u64, ROWS_SEED, false, 0);
-        for (index, command) in script.commands.iter().enumerate() {
+        let (mut rows, mut digest, mut in_transaction, mut ran, mut reads) = (0u64, READS_SEED, false, 0, 0u64);
+        for command in &script.commands {
             let Command::Sql(statement) = command else { continue };
             if !statement.runs_on(dialect) {
                 continue;
@@ -43,7 +42,10 @@ impl<E: Executor> SqlConnection<E> {
                 kind => match self.executor.run_text(&self.text(statement, values)?, kind == SqlKind::Read).await {
                     Ok(Answered::Table(found)) => {
                         rows += found.len() as u64;
-                        digest = mix(digest, mix(index as u64, rows_digest(&found)));
+                        // By the read's place among those that ran here: a per-dialect
+                        // override is another statement of the script, but the same read.
+                        digest = add_read(digest, reads, &found);
+                        reads += 1;
                         Ok(())
                     }
                     Ok(Answered::Rows(n)) => {
@@ -91,50 +93,5 @@ impl<E: Executor> SqlConnection<E> {
             }
         }
         Ok(text)
-    }
-}
-
-const ROWS_SEED: u64 = 0x005C_21B7;
-
-/// The digest of one statement's rows, whatever their order: a sum of the rows' digests,
-/// mixed with their count.
-pub fn rows_digest(rows: &[Vec<Value>]) -> u64 {
-    let sum = rows.iter().fold(0u64, |sum, row| sum.wrapping_add(row.iter().fold(ROWS_SEED, |h, v| mix(h, cell_digest(v)))));
-    mix(sum, rows.len() as u64)
-}
-
-/// One cell, as systems agree on it: numbers by value (text that reads as a number too),
-/// text without trailing blanks.
-fn cell_digest(value: &Value) -> u64 {
-    let number = match value {
-        Value::Null => return 0x4E55_4C4C,
-        Value::Int(i) => *i as f64,
-        Value::Float(x) => *x,
-        Value::Decimal(d) => d.0 as f64 / 100.0,
-        Value::Date(d) => return mix(0xDA7E, d.0 as u64),
-        Value::Text(t) => match t.trim().parse::<f64>() {
-            Ok(x) if !t.trim().is_empty() => x,
-            _ => return hash_str(t.trim_end()),
-        },
-    };
-    if number.fract() == 0.0 && number.abs() < 9e15 { mix(0x1A7, number as i64 as u64) } else { hash_str(&format!("{number:.11e}")) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_agree_whatever_their_order_type_or_padding() {
-        let a = vec![vec![Value::Int(3), Value::Text("x  ".into())], vec![Value::Float(2.5), Value::Null]];
-        let b = vec![
-            vec![Value::Text("2.5".into()), Value::Null],
-            vec![Value::Decimal(crate::base::table::Decimal(300)), Value::Text("x".into())],
-        ];
-        assert_eq!(rows_digest(&a), rows_digest(&b));
-        let c = vec![vec![Value::Int(4), Value::Text("x".into())], vec![Value::Float(2.5), Value::Null]];
-        assert_ne!(rows_digest(&a), rows_digest(&c), "a different number");
-        assert_ne!(rows_digest(&a), rows_digest(&a[..1]), "a row fewer");
-        assert_eq!(rows_digest(&[vec![Value::Float(0.1 + 0.2)]]), rows_digest(&[vec![Value::Float(0.3)]]), "within float noise");
     }
 }

@@ -64,7 +64,8 @@ pub const SYSTEM: Declaration = Declaration {
     several_hosts: false,
     // Its engine reads no result of a user's script yet (`Engine::query_any`).
     capabilities: crate::adapter::declaration::CapabilitySet {
-        ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script),
+        ops: crate::adapter::sql::CAPABILITIES.ops.without(crate::base::op::OpKind::Script).without(crate::base::op::OpKind::Custom),
+        statements: None,
         ..crate::adapter::sql::CAPABILITIES
     },
     open: Some(|name, url, ctx| Ok(Arc::new(MonetDb::open(name, url, ctx)?))),
@@ -145,7 +146,8 @@ impl MonetDb {
         };
         let mut info = sql_target_info(name, url, &MONETDB, version, &file, requests, settings);
         // Its engine reads no result of a user's script yet (`Engine::query_any`).
-        info.capabilities.ops.retain(|k| *k != crate::base::op::OpKind::Script);
+        info.capabilities.ops.retain(|k| !matches!(k, crate::base::op::OpKind::Script | crate::base::op::OpKind::Custom));
+        info.capabilities.statements = None;
         Ok(Embedded(MonetDb { file: EmbeddedFile::new(info, &MONETDB, file, admin) }))
     }
 }

@@ -72,10 +72,11 @@ pub const SYSTEM: Declaration = Declaration {
     options: UrlOptions::Only(&[]),
     several_hosts: false,
     capabilities: CapabilitySet {
-        ops: OpSet::ALL.without(OpKind::Query).without(OpKind::Script),
+        ops: OpSet::ALL.without(OpKind::Query).without(OpKind::Script).without(OpKind::Custom),
         queries: &[],
         native_batch: true,
         secondary_indexes: true,
+        statements: None,
     },
     open: Some(|name, url, ctx| Ok(Arc::new(Redb::open(name, url, ctx)?))),
 };

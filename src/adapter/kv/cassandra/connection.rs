@@ -150,7 +150,7 @@ impl CassandraConnection {
                 let cql = self.table(*table)?.fetch_all.clone();
                 Planned { how: How::Pages, ..plain(self.stmt(&cql).await?, vec![]) }
             }
-            Op::Scan { .. } | Op::ReadModifyWrite { .. } | Op::Query(_) | Op::Script { .. } => {
+            Op::Scan { .. } | Op::ReadModifyWrite { .. } | Op::Query(_) | Op::Script { .. } | Op::Custom { .. } => {
                 return Err(OpError::unsupported(op.kind(), "cassandra"));
             }
         })

@@ -146,6 +146,7 @@ pub const SYSTEM: Declaration = Declaration {
         queries: &[],
         native_batch: true,
         secondary_indexes: true,
+        statements: None,
     },
     open: Some(|name, url, ctx| Ok(Arc::new(Cassandra::new(name, url, ctx)?))),
 };

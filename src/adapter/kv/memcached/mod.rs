@@ -72,7 +72,7 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["memcached"],
     options: UrlOptions::Only(&[]),
     several_hosts: false,
-    capabilities: CapabilitySet { ops: OpSet::BY_KEY, queries: &[], native_batch: true, secondary_indexes: false },
+    capabilities: CapabilitySet { ops: OpSet::BY_KEY, queries: &[], native_batch: true, secondary_indexes: false, statements: None },
     open: Some(|name, url, ctx| Ok(Arc::new(Memcached::new(name, url, ctx)?))),
 };
 

@@ -151,7 +151,7 @@ impl Connection for MongoConnection {
                 Ok(Outcome::rows(Self::count_found(collection, doc! {}).await?))
             }
             Op::Query(q) => Err(OpError::new(ErrorClass::Unsupported, format!("mongodb does not run {q:?}"))),
-            Op::Script { .. } => Err(OpError::unsupported(op.kind(), "mongodb")),
+            Op::Script { .. } | Op::Custom { .. } => Err(OpError::unsupported(op.kind(), "mongodb")),
         }
     }
 

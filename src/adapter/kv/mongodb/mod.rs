@@ -86,7 +86,7 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["mongodb"],
     options: UrlOptions::Driver,
     several_hosts: false,
-    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: true },
+    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: true, statements: None },
     open: Some(|name, url, ctx| Ok(Arc::new(MongoDb::new(name, url, ctx)?))),
 };
 

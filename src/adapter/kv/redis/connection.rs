@@ -135,6 +135,8 @@ pub struct RedisConnection {
     pub(super) update_script: Arc<Script>,
     pub(super) max_script: Arc<Script>,
     pub(super) query_scripts: Arc<tpch::Scripts>,
+    /// The namespace's key prefix (`dbsweep:`), for a custom command's `${prefix}`.
+    pub(super) prefix: String,
 }
 
 impl RedisConnection {
@@ -293,6 +295,7 @@ impl RedisConnection {
             }
             Op::Scan { .. } | Op::Range { agg: RangeAgg::Rows, .. } | Op::ReadModifyWrite { .. } | Op::FetchAll { .. } => None,
             Op::Script { .. } => return Err(OpError::unsupported(op.kind(), "redis")),
+            Op::Custom { .. } => None,
             Op::Query(q) => {
                 let unsupported = || OpError::new(ErrorClass::Unsupported, format!("redis does not run {q:?}"));
                 let t = self.tables.iter().find(|t| t.def.name == tpch::LINEITEM).ok_or_else(|| {
@@ -656,6 +659,9 @@ fn reduce(reduce: Reduce, replies: &[redis::Value]) -> Result<Outcome, OpError> 
 #[async_trait]
 impl Connection for RedisConnection {
     async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        if let Op::Custom { op, values } = op {
+            return self.custom(op, values).await;
+        }
         if let Some(rows) = self.direct_gets(std::slice::from_ref(op), false).await {
             return rows.map(Outcome::rows);
         }
@@ -681,6 +687,9 @@ impl Connection for RedisConnection {
     }
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if ops.first().is_some_and(|op| op.kind() == OpKind::Custom) {
+            return crate::adapter::one_by_one(self, ops).await;
+        }
         if let Some(rows) = self.direct_gets(ops, self.batch == BatchMode::Multi).await {
             return rows.map(Outcome::rows);
         }

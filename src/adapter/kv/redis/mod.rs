@@ -67,6 +67,7 @@ use std::time::Duration;
 
 mod cluster;
 mod connection;
+mod custom;
 mod dialect;
 mod direct;
 mod lease;
@@ -123,8 +124,13 @@ enum BatchMode {
 
 /// What the Redis mapping runs, on Redis and on LedisDB alike (and on any server that
 /// speaks Redis's protocol, see `Redis::speaking_redis`).
-pub const CAPABILITIES: CapabilitySet =
-    CapabilitySet { ops: OpSet::NO_SQL, queries: &[QueryId::TpchQ1, QueryId::TpchQ6], native_batch: true, secondary_indexes: true };
+pub const CAPABILITIES: CapabilitySet = CapabilitySet {
+    ops: OpSet::NO_SQL.with(crate::base::op::OpKind::Custom),
+    queries: &[QueryId::TpchQ1, QueryId::TpchQ6],
+    native_batch: true,
+    secondary_indexes: true,
+    statements: Some(crate::base::custom::Family::Redis),
+};
 
 pub const REDIS: Declaration = Declaration {
     system: "redis",

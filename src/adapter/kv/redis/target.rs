@@ -166,6 +166,7 @@ impl Target for Redis {
             update_script: self.update_script.clone(),
             max_script: self.max_script.clone(),
             query_scripts: self.query_scripts.clone(),
+            prefix: self.prefix.clone(),
         }))
     }
 

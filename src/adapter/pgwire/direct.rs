@@ -177,11 +177,21 @@ impl DirectSession {
         }
     }
 
+    /// Sends what was written and reads its one reply (its cells read in `columns`' types
+    /// when given): a single statement's request, with nothing to collect.
+    fn exchange_one(&mut self, columns: Option<&[Option<Type>]>) -> Result<Raw, OpError> {
+        let socket = self.socket.as_mut().expect("logged in");
+        match socket.send().and_then(|()| socket.reply(columns)) {
+            Ok(result) => result,
+            Err(e) => Err(self.cut_off(e)),
+        }
+    }
+
     /// Runs a simple query (transaction control, setup).
     fn simple(&mut self, sql: &str) -> Result<(), OpError> {
         self.socket()?;
         frontend::query(sql, self.out()).map_err(OpError::client)?;
-        self.exchange(&[None]).map(drop)
+        self.exchange_one(None).map(drop)
     }
 
     /// Prepares statements not yet prepared on this connection, pipelined.
@@ -281,8 +291,8 @@ impl Executor for DirectSession {
         self.socket()?;
         let prepared = self.prepared(step.statement)?;
         self.write_step(step, &prepared)?;
-        let columns = reads_cells(step.reply).then_some(prepared);
-        let raw = self.exchange(std::slice::from_ref(&columns))?.pop().expect("one reply");
+        let columns = reads_cells(step.reply).then_some(prepared.columns.as_slice());
+        let raw = self.exchange_one(columns)?;
         answer(step, raw)
     }
 

@@ -217,11 +217,15 @@ async fn a_fixed_rate_run_that_keeps_up_achieves_its_rate_not_one_slot_more() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_time_based_insert_run_inserts_a_prefix_of_its_keys() {
-    let job = timed_mock_job("latency_us=1000", ExperimentOp::Insert, 1, 10, 3, Some(0.2)).await;
+    runs_past_its_10_ops_inserting_a_prefix(timed_mock_job("latency_us=1000", ExperimentOp::Insert, 1, 10, 3, Some(0.2)).await).await;
+}
+
+/// Runs an open-ended insert job of 10 ops: it completes past them, and every key of its
+/// first `ops` sequence numbers was claimed and sent once.
+async fn runs_past_its_10_ops_inserting_a_prefix(job: RunJob) {
     let (stream, point) = (job.stream.clone(), job.point);
     let m = run_once(Arc::new(job)).await;
     assert!(m.complete && m.ops > 10 && m.ok_ops == m.ops, "{} ops", m.ops);
-    // Every key of the first `ops` sequence numbers was claimed and sent once.
     let keys = stream.inserted_keys(&point, 0, 0, m.ops);
     assert_eq!(keys.iter().collect::<std::collections::HashSet<_>>().len() as u64, m.ops);
     assert_eq!(m.rows, m.ops, "each insert stored its row (none was a duplicate)");
@@ -249,13 +253,7 @@ async fn a_run_longer_than_its_shortest_length_does_its_ops_and_stops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_with_a_shortest_length_inserts_a_prefix_of_its_keys() {
-    let job = min_run_mock_job("latency_us=200", ExperimentOp::Insert, 10, 3, 0.05).await;
-    let (stream, point) = (job.stream.clone(), job.point);
-    let m = run_once(Arc::new(job)).await;
-    assert!(m.complete && m.ops > 10 && m.ok_ops == m.ops, "{} ops", m.ops);
-    let keys = stream.inserted_keys(&point, 0, 0, m.ops);
-    assert_eq!(keys.iter().collect::<std::collections::HashSet<_>>().len() as u64, m.ops);
-    assert_eq!(m.rows, m.ops, "each insert stored its row (none was a duplicate)");
+    runs_past_its_10_ops_inserting_a_prefix(min_run_mock_job("latency_us=200", ExperimentOp::Insert, 10, 3, 0.05).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

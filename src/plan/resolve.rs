@@ -256,8 +256,8 @@ fn preset_overrides(opts: &RunOptions, study: &StudyFile) -> Result<SizeOverride
     Ok(if opts.quick { study.quick.clone().unwrap_or_default() } else { SizeOverrides::default() })
 }
 
-fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &SizeOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<RunSettings> {
-    let runs = opts.runs.or(quick.runs).or(study.runs).unwrap_or(3);
+fn run_settings(opts: &RunOptions, study: &StudyFile, preset: &SizeOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<RunSettings> {
+    let runs = opts.runs.or(preset.runs).or(study.runs).unwrap_or(3);
     if runs == 0 {
         return Err(Error::usage("--runs must be at least 1"));
     }
@@ -265,7 +265,7 @@ fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &SizeOverrides, fro
         return Err(Error::usage("--ops and --max-ops: give one (under --precision, --max-ops caps each run's ops)"));
     }
     let cli_ops = opts.max_ops.or(opts.ops).or(from_ycsb.ops);
-    let ops = cli_ops.or(quick.ops).or(study.ops).unwrap_or(50_000);
+    let ops = cli_ops.or(preset.ops).or(study.ops).unwrap_or(50_000);
     if ops == 0 {
         return Err(Error::usage("--ops must be at least 1"));
     }
@@ -276,7 +276,7 @@ fn run_settings(opts: &RunOptions, study: &StudyFile, quick: &SizeOverrides, fro
         ops,
         runs_fixed: opts.runs.is_some(),
         warmup_fixed: opts.warmup.is_some(),
-        ops_fixed: cli_ops.is_some() || opts.quick || quick.ops.is_some(),
+        ops_fixed: cli_ops.is_some() || opts.quick || preset.ops.is_some(),
         quick: opts.quick,
     })
 }
@@ -295,22 +295,22 @@ pub(super) struct SweepAxes {
     pub rates: Vec<Rate>,
 }
 
-fn sweep_axes(opts: &RunOptions, study: &StudyFile, quick: &SizeOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<SweepAxes> {
+fn sweep_axes(opts: &RunOptions, study: &StudyFile, preset: &SizeOverrides, from_ycsb: &ycsb::ClientOverrides) -> Result<SweepAxes> {
     let clients = opts
         .clients
         .clone()
         .or(from_ycsb.clients.clone())
-        .or(quick.clients.clone())
+        .or(preset.clients.clone())
         .or(study.clients.clone())
         .unwrap_or_else(|| vec![1, 2, 4, 8]);
     client_counts("--clients", &clients)?;
-    let batch = opts.batch.clone().or(quick.batch.clone()).or(study.batch.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
+    let batch = opts.batch.clone().or(preset.batch.clone()).or(study.batch.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
     positive_list("--batch", &batch)?;
-    let widths = opts.widths.clone().or(quick.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
+    let widths = opts.widths.clone().or(preset.widths.clone()).or(study.widths.clone()).unwrap_or_else(|| vec![1, 10, 100, 1000]);
     positive_list("--widths", &widths)?;
-    let sizes = match (&opts.sizes, &quick.sizes, &study.sizes) {
+    let sizes = match (&opts.sizes, &preset.sizes, &study.sizes) {
         (Some(t), _, _) => parse_sizes(t).map_err(|e| Error::usage(format!("--sizes: {e}")))?,
-        (None, Some(q), _) => q.resolve(if opts.paper { "paper.sizes" } else { "quick.sizes" })?,
+        (None, Some(q), _) => q.resolve(if opts.paper { "paper.sizes" } else { "preset.sizes" })?,
         (None, None, Some(s)) => s.resolve("sizes")?,
         _ => vec![100, 1000, 10_000],
     };
@@ -490,7 +490,7 @@ fn fixed_rates(opts: &RunOptions, from_ycsb: &ycsb::ClientOverrides) -> Result<V
 fn sized_data(
     opts: &RunOptions,
     study: &StudyFile,
-    quick: &SizeOverrides,
+    preset: &SizeOverrides,
     rows: Option<&[u64]>,
     machine: &bounds::Machine,
 ) -> Result<DataSpec> {
@@ -514,7 +514,7 @@ fn sized_data(
     }
     match &mut data {
         DataSpec::Kv { rows, payload_bytes } => {
-            if let Some(r) = single_rows.or(quick.rows) {
+            if let Some(r) = single_rows.or(preset.rows) {
                 *rows = r;
             }
             if *rows == 0 {
@@ -525,7 +525,7 @@ fn sized_data(
             }
         }
         DataSpec::Pairs { rows, value_bytes, empty_table, .. } => {
-            if let Some(r) = single_rows.or(quick.rows) {
+            if let Some(r) = single_rows.or(preset.rows) {
                 *rows = r;
             }
             if *value_bytes > 1 << 20 {
@@ -540,7 +540,7 @@ fn sized_data(
             }
         }
         DataSpec::Ycsb { recordcount, insertorder, fieldcount, .. } => {
-            if let Some(r) = rows.map(<[u64]>::to_vec).or(quick.rows.map(|r| vec![r])) {
+            if let Some(r) = rows.map(<[u64]>::to_vec).or(preset.rows.map(|r| vec![r])) {
                 *recordcount = RecordCounts::from_list(&r);
             }
             if recordcount.to_vec().contains(&0) || recordcount.to_vec().is_empty() || *fieldcount == 0 {
@@ -554,13 +554,13 @@ fn sized_data(
             }
         }
         DataSpec::Tpch { scale } => {
-            if let Some(s) = opts.scale.or(quick.scale) {
+            if let Some(s) = opts.scale.or(preset.scale) {
                 *scale = s;
             }
             crate::data::tpch::check_scale(*scale).map_err(|e| Error::usage(format!("--scale: {e}")))?
         }
         DataSpec::Pgbench { scale } => {
-            if let Some(s) = opts.scale.or(quick.scale) {
+            if let Some(s) = opts.scale.or(preset.scale) {
                 *scale = s;
             }
             if !(scale.is_finite() && *scale * crate::data::pgbench::ACCOUNTS_PER_SCALE >= 1.0 && *scale <= 100_000.0) {

@@ -447,14 +447,16 @@ fn intervals(pairs: &[(LogEstimate, LogEstimate)], fallback_drift: f64) -> Vec<R
 }
 
 /// The degrees of freedom of the Student's t that compared points' standardized
-/// differences follow when nothing changed. Measured: over 6 A/A pairs of `--quick` runs on
-/// a quiet 2-core machine (510 points), 6.1 % of them lay beyond 2.576 (a normal's 1 %),
-/// 4.3 % beyond 3 and 2.2 % beyond 4 — tails near a t with 3-5 degrees of freedom, from
-/// runs of tens of microseconds that a scheduler tick moves. At 5 the same pairs called
-/// 1.4 % of their points at 99 % (at most 3.5 % in one pair; 0.9 % of 1,275 points of 15
-/// debug-build pairs on a loaded machine) and every point of a real 10x change (A/B), with
-/// median intervals 3.3x wide on the quiet machine.
-const NULL_TAIL_DF: f64 = 5.0;
+/// differences follow when nothing changed. Measured over 15 A/A pairs of six `--quick`
+/// runs (debug build, 30 ms runs, this shared 2-core machine at load 1-1.3; 1,275 points):
+/// 10.2 % of them lay beyond 2.576 (a normal's 1 %), 5.7 % beyond 4 and 2.1 % beyond 6.
+/// One of the six runs caught a spell in which every 2- and 4-client read of redb and
+/// MonetDB ran at half speed, both runs of each point agreeing. At 5 degrees of freedom
+/// the pairs called 5.6 % of their points at 99 % (12 of 85 in the worst pair); at 3, 2.3 %
+/// (7 of 85), still every point of a real 10x change (redb's synced writes against
+/// `--durability none`, against each of the six), with median intervals 1.35x-1.98x wide
+/// between undisturbed runs and up to 4.3x with the disturbed one.
+const NULL_TAIL_DF: f64 = 3.0;
 
 /// The run length both points of a pair were measured with (the longer median).
 fn run_seconds(a: &LogEstimate, b: &LogEstimate) -> Option<f64> {

@@ -83,8 +83,11 @@ fn gen_tpch_writes_dbgens_files_once_and_refuses_a_bad_scale() {
     }
 }
 
-/// Runs dbsweep and returns its output with its own peak resident memory in bytes (from
-/// wait4: the process and the children it waited for).
+/// Runs dbsweep and returns its output with its own peak resident memory in bytes: the
+/// largest VmHWM read from /proc while it runs. (wait4's ru_maxrss cannot be used: a child
+/// started by posix_spawn shares this test process's memory until exec, and the kernel
+/// records that memory's high-water mark as the child's, so it reads as this test
+/// binary's peak after earlier tests.)
 fn run_measuring_peak_rss(cache: &Path, args: &[&str]) -> (std::process::ExitStatus, String, u64) {
     let mut child = support::command()
         .args(args)
@@ -99,13 +102,21 @@ fn run_measuring_peak_rss(cache: &Path, args: &[&str]) -> (std::process::ExitSta
         let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
         text
     });
-    let mut status = 0;
-    // SAFETY: waits for the child this test started; the rusage is written by the kernel.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid as u32, child.id());
-    use std::os::unix::process::ExitStatusExt;
-    (std::process::ExitStatus::from_raw(status), reader.join().unwrap(), usage.ru_maxrss as u64 * 1024)
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let status = loop {
+        let high_water = std::fs::read_to_string(&status_file).ok().and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        });
+        peak_kib = peak_kib.max(high_water.unwrap_or(0));
+        if let Some(status) = child.try_wait().expect("wait for dbsweep") {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(peak_kib > 0, "read dbsweep's VmHWM while it ran");
+    (status, reader.join().unwrap(), peak_kib * 1024)
 }
 
 #[test]

@@ -81,10 +81,11 @@ fn drift_between_reports_is_not_a_difference_and_intervals_stay_narrow() {
         assert!(called(&aa) <= 5, "{runs} runs: an A/A comparison calls at most 5 % of 100 points: {}", called(&aa));
         let widths: Vec<f64> = aa.iter().map(|(i, _)| i.width()).collect();
         let median_width = median(&widths).unwrap();
-        // Within a third of the oracle's interval on the log scale; Welch's t on each
-        // point's own 2 runs would be about 25 times as wide.
+        // Within twice the oracle's interval on the log scale (the t at 3 degrees of
+        // freedom that real A/A pairs need for their heavy tails costs that on normal
+        // data); Welch's t on each point's own 2 runs would be about 25 times as wide.
         assert!(
-            median_width.ln() <= 1.34 * oracle_width.ln(),
+            median_width.ln() <= 2.0 * oracle_width.ln(),
             "{runs} runs: median interval {median_width:.2}x wide, oracle {oracle_width:.2}x"
         );
     }
@@ -100,22 +101,32 @@ fn real_changes_stay_visible_beside_the_drift() {
     };
     for runs in [2, 3] {
         let v = compared(100, runs, changed);
+        let (mut right, mut wrong, mut missed) = (0, 0, Vec::new());
         for (i, (interval, verdict)) in v.iter().enumerate() {
             let expected = match changed(i) {
-                r if r > 1.0 => Some(Verdict::Faster),
-                r if r < 1.0 => Some(Verdict::Slower),
-                _ => None,
+                r if r > 1.0 => Verdict::Faster,
+                r if r < 1.0 => Verdict::Slower,
+                _ => continue,
             };
-            if let Some(expected) = expected {
-                assert_eq!(*verdict, expected, "{runs} runs, point {i}: {interval:?}");
+            match verdict {
+                v if *v == expected => right += 1,
+                Verdict::Faster | Verdict::Slower => wrong += 1,
+                _ => missed.push((i, *interval)),
             }
         }
+        // Never the wrong way; with 3 runs every one, with 2 all but one (the t at 3
+        // degrees of freedom that real A/A pairs need costs a point whose own runs happened
+        // to spread wide).
+        assert_eq!(wrong, 0, "{runs} runs");
+        assert!(missed.len() <= 3 - runs, "{runs} runs: {right} called, missed {missed:?}");
         assert!(called(&v) <= 15 + 5, "{runs} runs: few unchanged points called: {}", called(&v));
     }
     // Every point 4x slower: the drift is the spread around the common change, not the
-    // change itself, so every point stays slower.
+    // change itself, so the points stay slower (all but a few whose own runs spread wide:
+    // those are too few samples, never faster).
     let all = compared(60, 3, |_| 0.25);
-    assert!(all.iter().all(|(_, v)| *v == Verdict::Slower), "{all:?}");
+    let slower = all.iter().filter(|(_, v)| *v == Verdict::Slower).count();
+    assert!(slower >= 55 && all.iter().all(|(_, v)| matches!(v, Verdict::Slower | Verdict::TooFewSamples)), "{all:?}");
 }
 
 #[test]

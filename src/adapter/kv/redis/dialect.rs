@@ -32,7 +32,8 @@
 //!
 //! Must not: send FLUSHDB/FLUSHALL, or delete a key outside dbsweep's prefix.
 
-use super::connection::{Planned, Reduce};
+use super::connection::Planned;
+use super::replies::Reduce;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, RedisResult};
 use std::collections::BTreeMap;

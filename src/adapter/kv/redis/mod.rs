@@ -71,6 +71,7 @@ mod custom;
 mod dialect;
 mod direct;
 mod lease;
+mod replies;
 mod rows;
 pub(crate) mod strings;
 mod target;

@@ -65,21 +65,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     let (mut experiments, record_rounds) = experiments::resolve_experiments(&scope, &mut warnings)?;
     clients_within_ops(&experiments)?;
     custom_statements_run(&experiments, &targets, &spawn)?;
-    if let Some(secs) = duration_secs {
-        duration::apply(secs, &mut experiments, opts.experiments.is_some(), &mut warnings)?;
-    }
-    if opts.quick && opts.ops.is_none() && duration_secs.is_none() && precision.is_none() && opts.budget.is_none() {
-        duration::apply_quick_min_run(&mut experiments);
-    }
-    if precision.is_some() {
-        for e in experiments.iter_mut().filter(|e| stopping::Precision::applies_to(e)) {
-            e.runs = e.runs.max(stopping::MIN_PRECISION_RUNS);
-            // The echo floor's own few ops could never show a precision: it gets the cap.
-            if e.name == super::FLOOR_EXPERIMENT {
-                e.ops = e.ops.max(settings.ops);
-            }
-        }
-    }
+    run_lengths(opts, &mut experiments, duration_secs, precision.is_some(), settings.ops, &mut warnings)?;
     let unavailable = unavailable_systems(&study)?;
     if let DataSpec::Ycsb { recordcount, .. } = &mut data
         && !record_rounds.is_empty()
@@ -122,10 +108,45 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
         hash: String::new(),
         planned_targets: serde_json::Value::Null,
     };
+    fit_to_limits(&mut plan, opts, machine)?;
+    Ok(plan)
+}
+
+/// How long each experiment's runs last: `--duration`, `--quick`'s shortest run, and the
+/// runs `--precision` needs.
+fn run_lengths(
+    opts: &RunOptions,
+    experiments: &mut Vec<Experiment>,
+    duration_secs: Option<f64>,
+    precision: bool,
+    ops_cap: u64,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    if let Some(secs) = duration_secs {
+        duration::apply(secs, experiments, opts.experiments.is_some(), warnings)?;
+    }
+    if opts.quick && opts.ops.is_none() && duration_secs.is_none() && !precision && opts.budget.is_none() {
+        duration::apply_quick_min_run(experiments);
+    }
+    if precision {
+        for e in experiments.iter_mut().filter(|e| stopping::Precision::applies_to(e)) {
+            e.runs = e.runs.max(stopping::MIN_PRECISION_RUNS);
+            // The echo floor's own few ops could never show a precision: it gets the cap.
+            if e.name == super::FLOOR_EXPERIMENT {
+                e.ops = e.ops.max(ops_cap);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks the plan against this machine and `--paper`'s 8 hours, fits it to `--budget`,
+/// states its method, hashes it and selects `--shard`'s part.
+fn fit_to_limits(plan: &mut Plan, opts: &RunOptions, machine: &bounds::Machine) -> Result<()> {
     // Before anything walks the plan's rows or ops (the budget's estimate does).
-    bounds::check_plan(&plan, machine)?;
+    bounds::check_plan(plan, machine)?;
     if opts.paper && opts.budget.is_none() {
-        let secs = estimate::estimate(&plan).total();
+        let secs = estimate::estimate(plan).total();
         if secs > PAPER_MAX_SECS {
             return Err(Error::usage(format!(
                 "--paper: {} at the paper's sizes is estimated at {} here, over 8 h: run a part (--experiments, --sizes, or --shard 1/{} on several machines), or cap it with --budget 8h where its runs can stop early",
@@ -137,7 +158,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     }
     if let Some(budget) = &opts.budget {
         let secs = stopping::parse_duration("--budget", budget)?;
-        plan.budget_note = Some(estimate::fit_budget(&mut plan, secs)?);
+        plan.budget_note = Some(estimate::fit_budget(plan, secs)?);
         plan.budget_secs = Some(secs);
     }
     // After --budget, which may shorten the runs the method lines state.
@@ -148,7 +169,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     if let Some(text) = &opts.shard {
         plan.shard = Some(shard::select(&plan.work_units(), shard::parse(text)?));
     }
-    Ok(plan)
+    Ok(())
 }
 
 /// What a run of the built-in or file study `name` takes for each flag not given, as

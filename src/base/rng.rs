@@ -66,7 +66,7 @@ impl Permutation {
         assert!(n > 0, "permutation of an empty range");
         let bits = 64 - (n.max(2) - 1).leading_zeros();
         let half_bits = bits.div_ceil(2).max(1);
-        Permutation { n, half_bits, key: mix(seed, 0xFE15_7E1) }
+        Permutation { n, half_bits, key: mix(seed, 0x0FE1_57E1) }
     }
 
     pub fn len(&self) -> u64 {

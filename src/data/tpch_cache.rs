@@ -364,7 +364,7 @@ fn write_tables(dir: &Path, scale: f64, cancel: &AtomicBool) -> Result<Manifest>
     let files = std::thread::scope(|s| {
         // lineitem alone is about as much work as the other seven tables.
         let lineitem = s.spawn(|| write_table(dir, scale, tpch::LINEITEM, &defs[tpch::LINEITEM].columns, cancel));
-        let mut files: Vec<Result<(TableFile, Vec<Option<(i64, i64)>>)>> =
+        let mut files: Vec<Result<WrittenTable>> =
             (0..tpch::LINEITEM).map(|t| write_table(dir, scale, t, &defs[t].columns, cancel)).collect();
         files.push(lineitem.join().expect("the lineitem writer does not panic"));
         files
@@ -391,15 +391,13 @@ fn reference_answers(scale: f64) -> Vec<Answer> {
     vec![q1, tpch_reference::q3(scale), q6, tpch_reference::q14(scale)]
 }
 
+/// A table's written file and its numeric columns' domains (min, max; `None` for other
+/// columns).
+type WrittenTable = (TableFile, Vec<Option<(i64, i64)>>);
+
 /// Writes one table's file (each generated row's dbgen line) and folds its rows into the
 /// numeric columns' domains.
-fn write_table(
-    dir: &Path,
-    scale: f64,
-    table: usize,
-    columns: &[crate::base::table::Column],
-    cancel: &AtomicBool,
-) -> Result<(TableFile, Vec<Option<(i64, i64)>>)> {
+fn write_table(dir: &Path, scale: f64, table: usize, columns: &[crate::base::table::Column], cancel: &AtomicBool) -> Result<WrittenTable> {
     let path = dir.join(file_name(TABLE_NAMES[table]));
     let file = File::create(&path).map_err(|e| Error::runtime(format!("creating {}: {e}", path.display())))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);

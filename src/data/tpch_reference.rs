@@ -18,9 +18,10 @@ use tpchgen::generators::{CustomerGenerator, LineItemGenerator, OrderGenerator, 
 /// 123141078.2283, its Q14 answer 16.38).
 /// Money printed with two decimals, so compare with [`Answer::agrees_with`].
 pub mod official_sf1 {
-    /// returnflag, linestatus, sum_qty, sum_base_price, sum_disc_price, sum_charge,
-    /// avg_qty, avg_price, avg_disc, count_order.
-    pub const Q1: [(&str, &str, f64, f64, f64, f64, f64, f64, f64, i64); 4] = [
+    /// One Q1 row: returnflag, linestatus, sum_qty, sum_base_price, sum_disc_price,
+    /// sum_charge, avg_qty, avg_price, avg_disc, count_order.
+    pub type Q1Row = (&'static str, &'static str, f64, f64, f64, f64, f64, f64, f64, i64);
+    pub const Q1: [Q1Row; 4] = [
         ("A", "F", 37734107.00, 56586554400.73, 53758257134.87, 55909065222.83, 25.52, 38273.13, 0.05, 1478493),
         ("N", "F", 991417.00, 1487504710.38, 1413082168.05, 1469649223.19, 25.52, 38284.47, 0.05, 38854),
         ("N", "O", 74476040.00, 111701729697.74, 106118230307.61, 110367043872.50, 25.50, 38249.12, 0.05, 2920374),

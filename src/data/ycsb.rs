@@ -201,8 +201,8 @@ fn fill_ascii(bits: u64, out: &mut [u8]) {
 /// so no lane carries into the next) and the high byte of every lane kept.
 fn printable(word: u64) -> u64 {
     const LOW_BYTES: u64 = 0x00FF_00FF_00FF_00FF;
-    let even = ((word & LOW_BYTES) * 94 >> 8) & LOW_BYTES;
-    let odd = ((word >> 8) & LOW_BYTES) * 94 & !LOW_BYTES;
+    let even = (((word & LOW_BYTES) * 94) >> 8) & LOW_BYTES;
+    let odd = (((word >> 8) & LOW_BYTES) * 94) & !LOW_BYTES;
     (even | odd) + 0x2121_2121_2121_2121
 }
 

@@ -269,7 +269,7 @@ impl Recorder {
             intervals: None,
             load: None,
             share_mismatch: None,
-            server_seconds: (self.server_timed > 0).then(|| self.server_time.as_secs_f64()),
+            server_seconds: (self.server_timed > 0).then_some(self.server_time.as_secs_f64()),
             server_timed_requests: self.server_timed,
             cold_call_us: self.cold.map(|(_, d)| d.as_secs_f64() * 1e6),
         }

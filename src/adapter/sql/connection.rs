@@ -113,6 +113,11 @@ impl<S: Clone> StatementCache<S> {
         self.prepared.len()
     }
 
+    /// Whether no statement is kept.
+    pub fn is_empty(&self) -> bool {
+        self.prepared.is_empty()
+    }
+
     /// Every statement kept, leaving none.
     pub fn take_all(&mut self) -> Vec<S> {
         self.prepared.drain().map(|(_, prepared)| prepared).collect()

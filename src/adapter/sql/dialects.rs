@@ -88,7 +88,7 @@ impl Postgres {
     }
 
     /// An expression of `wire_type` as the column's comparable SQL type.
-    fn from_wire(&self, ty: ColumnType, expr: &str) -> String {
+    fn comparable_from_wire(&self, ty: ColumnType, expr: &str) -> String {
         match ty {
             ColumnType::Decimal => format!("({expr} * 0.01)"),
             ColumnType::Date if self.layout == Layout::Row => format!("(DATE '1970-01-01' + {expr})"),
@@ -134,7 +134,7 @@ impl Dialect for Postgres {
     }
 
     fn param(&self, n: usize, ty: ColumnType) -> String {
-        self.from_wire(ty, &format!("${n}::{}", self.wire_type(ty)))
+        self.comparable_from_wire(ty, &format!("${n}::{}", self.wire_type(ty)))
     }
 
     fn output(&self, ty: ColumnType, expr: &str) -> String {
@@ -220,7 +220,7 @@ impl Dialect for Postgres {
         let aliases: Vec<String> = (0..columns.len()).map(|i| format!("c{i}")).collect();
         let (arrays, values): (Vec<String>, Vec<String>) = match self.layout {
             Layout::Row => (t.def.columns.iter().enumerate())
-                .map(|(i, c)| (format!("${}::{}[]", i + 1, self.wire_type(c.ty)), self.from_wire(c.ty, &format!("u.c{i}"))))
+                .map(|(i, c)| (format!("${}::{}[]", i + 1, self.wire_type(c.ty)), self.comparable_from_wire(c.ty, &format!("u.c{i}"))))
                 .unzip(),
             _ => (vec!["$1::int8[]".into(), "$2::text[]".into()], vec!["u.c0".into(), format!("u.c1::{}", self.document_type())]),
         };

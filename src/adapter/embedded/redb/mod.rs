@@ -186,6 +186,14 @@ fn owned_tables(txn: &WriteTransaction, existing: &[String]) -> Result<Vec<Strin
     Ok(names)
 }
 
+/// The `durability` setting for how the ops' transactions commit.
+fn durability_of(commit: ::redb::Durability) -> String {
+    match commit {
+        ::redb::Durability::None => Durability::None.describe("Durability::None: commits are not persisted until a later durable commit"),
+        _ => Durability::Commit.describe("Durability::Immediate (redb default): fsync at every commit"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,13 +278,5 @@ mod tests {
         assert!(conn.execute_batch(&batch).await.is_err());
         assert_eq!(target.count_rows(&def).await.unwrap(), 99);
         assert_eq!(conn.execute(&Op::Get { table: 0, key: 200 }).await.unwrap().rows, 0);
-    }
-}
-
-/// The `durability` setting for how the ops' transactions commit.
-fn durability_of(commit: ::redb::Durability) -> String {
-    match commit {
-        ::redb::Durability::None => Durability::None.describe("Durability::None: commits are not persisted until a later durable commit"),
-        _ => Durability::Commit.describe("Durability::Immediate (redb default): fsync at every commit"),
     }
 }

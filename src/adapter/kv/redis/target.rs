@@ -252,6 +252,17 @@ fn redis_room(maxclients: u64, others: u64) -> ConnectionRoom {
     }
 }
 
+impl Redis {
+    /// Loads the run's Lua scripts (idempotent; makes EVALSHA safe even after a server
+    /// restart between prepare and run).
+    async fn load_scripts<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> Result<()> {
+        for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
+            script.load_async(conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,16 +272,5 @@ mod tests {
         let room = redis_room(10, 3);
         assert_eq!((room.free, room.limit.as_str(), room.setting), (7, "maxclients=10, 3 in use", "maxclients"));
         assert_eq!(redis_room(10, 11).free, 0);
-    }
-}
-
-impl Redis {
-    /// Loads the run's Lua scripts (idempotent; makes EVALSHA safe even after a server
-    /// restart between prepare and run).
-    async fn load_scripts<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> Result<()> {
-        for script in [&*self.update_script, &*self.max_script].into_iter().chain(self.query_scripts.all()) {
-            script.load_async(conn).await.map_err(|e| self.setup_error("SCRIPT LOAD", e))?;
-        }
-        Ok(())
     }
 }

@@ -7,7 +7,8 @@
 //! is read first over our own socket (a foreign server on the port cannot answer there),
 //! then the probe logs in over TCP as that user and reads the recorded settings. Grant
 //! tables stay on; durability is MariaDB's default (log flushed per commit) unless `--durability`
-//! sets `innodb_flush_log_at_trx_commit`. Must not read any my.cnf.
+//! sets `innodb_flush_log_at_trx_commit`. `local_infile` is on (MariaDB's default, set
+//! explicitly): dbsweep bulk-loads with `LOAD DATA LOCAL INFILE`. Must not read any my.cnf.
 
 use super::process::{program_version, run_setup};
 use super::{Context, Installed, Ready, System};
@@ -74,6 +75,7 @@ const RECORDED: &[&str] = &[
     "transaction_isolation",
     "max_connections",
     "tmpdir",
+    "local_infile",
 ];
 
 fn datadir(ctx: &Context) -> PathBuf {
@@ -122,7 +124,7 @@ fn command(ctx: &Context, port: u16) -> Command {
         .arg(format!("--tmpdir={}", tmpdir(ctx).display()))
         .arg(format!("--pid-file={}", ctx.dir.join("mariadbd.pid").display()))
         .arg(format!("--port={port}"))
-        .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
+        .args(["--bind-address=127.0.0.1", "--skip-name-resolve", "--local-infile=ON"]);
     if let Some(level) = flush_log_at_commit(ctx.durability) {
         command.arg(format!("--innodb-flush-log-at-trx-commit={level}"));
     }

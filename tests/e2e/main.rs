@@ -27,6 +27,7 @@ mod golden;
 mod interrupts;
 mod kv_vs_relational;
 mod leases;
+mod mariadb_load;
 mod named_targets;
 mod paper_like_for_like;
 mod paper_verdicts;

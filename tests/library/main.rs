@@ -9,6 +9,7 @@ mod support;
 mod cassandra;
 mod insert_find;
 mod ledisdb_ferretdb;
+mod mariadb_load;
 mod pg_mysql_safety;
 mod redis_mc_safety;
 mod redis_tpch;

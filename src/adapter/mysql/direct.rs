@@ -124,8 +124,8 @@ const RECEIVE_BUFFER: usize = 64 * 1024;
 const CLIENT_MAX_PACKET: u32 = 1 << 30;
 
 /// The capabilities this client asks for (those the server also has are used): the ones the
-/// `mysql` driver asked for, less LOCAL INFILE and multi-statements, which dbsweep never
-/// sends, plus CLIENT_FOUND_ROWS (an UPDATE to the same value counts its row).
+/// `mysql` driver asked for, less LOCAL INFILE and multi-statements, which sessions never
+/// send, plus CLIENT_FOUND_ROWS (an UPDATE to the same value counts its row).
 fn wanted_capabilities() -> CapabilityFlags {
     CapabilityFlags::CLIENT_PROTOCOL_41
         | CapabilityFlags::CLIENT_SECURE_CONNECTION
@@ -409,7 +409,7 @@ impl Connection {
                     status.contains(StatusFlags::SERVER_MORE_RESULTS_EXISTS)
                 }
                 Some(0xFF) => return Err(server_error(first)),
-                Some(0xFB) => return Err(protocol("the server asks for a local file; dbsweep never sends LOAD DATA LOCAL")),
+                Some(0xFB) => return Err(protocol("the server asks for a local file; sessions never send LOAD DATA LOCAL")),
                 _ => {
                     let (count, at) = lenenc(first, 0).ok_or_else(|| protocol("bad column count"))?;
                     let metadata = !cached_metadata || first.get(at).copied() != Some(0);

@@ -151,7 +151,8 @@ impl Connection for MongoConnection {
                 Ok(Outcome::rows(Self::count_found(collection, doc! {}).await?))
             }
             Op::Query(q) => Err(OpError::new(ErrorClass::Unsupported, format!("mongodb does not run {q:?}"))),
-            Op::Script { .. } | Op::Custom { .. } => Err(OpError::unsupported(op.kind(), "mongodb")),
+            Op::Custom { op, values } => self.custom(op, values).await,
+            Op::Script { .. } => Err(OpError::unsupported(op.kind(), "mongodb")),
         }
     }
 

@@ -57,6 +57,10 @@ pub fn memcached_command(args: &[String], variables: &[String], tables: &[String
     for arg in &args[1..] {
         templates.push(template(arg, variables, tables)?);
     }
+    if let Some(bad) = templates.iter().flatten().find(|p| matches!(p, Piece::KeySet(_) | Piece::DocumentId(_))) {
+        let name = if matches!(bad, Piece::KeySet(_)) { "${pk:TABLE} (Redis' key set)" } else { "${id:...} (MongoDB's _id)" };
+        return Err(format!("{name} has no meaning in memcached: write ${{row:TABLE}}${{name}} for a row's item"));
+    }
     let keys = if arity.is_none() { 1..args.len() } else { 1..2 };
     for k in keys {
         match templates[k].first() {
@@ -73,10 +77,6 @@ pub fn memcached_command(args: &[String], variables: &[String], tables: &[String
         if lower == "${prefix}owner" || lower == "${prefix}lease" {
             return Err(format!("argument {}: dbsweep's own owner and lease items are not for custom commands", k + 1));
         }
-    }
-    if let Some(bad) = templates.iter().flatten().find(|p| matches!(p, Piece::KeySet(_) | Piece::DocumentId(_))) {
-        let name = if matches!(bad, Piece::KeySet(_)) { "${pk:TABLE} (Redis' key set)" } else { "${id:...} (MongoDB's _id)" };
-        return Err(format!("{name} has no meaning in memcached: write ${{row:TABLE}}${{name}} for a row's item"));
     }
     Ok(CommandTemplate { args: templates })
 }

@@ -1,8 +1,10 @@
 //! A study's own operations (`op = "custom"`) end to end: the TPC-H-style aggregate of
 //! workloads/custom/tpch-aggregate.toml on SQLite, DuckDB, a spawned PostgreSQL and a
-//! spawned Redis (through its Lua script), every answer digest agreeing; a deliberately
-//! wrong per-dialect statement flagged ANSWER MISMATCH with exit 1; and malformed templates
-//! refused with exit 2 and one line, before any server is touched.
+//! spawned Redis (through its Lua script), every answer digest agreeing; the row of a key of
+//! workloads/custom/row-everywhere.toml on SQLite, DuckDB and spawned Redis, Memcached and
+//! FerretDB, agreeing; a deliberately wrong per-dialect statement, and a wrong MongoDB
+//! document, flagged ANSWER MISMATCH with exit 1; and malformed templates refused with exit
+//! 2 and one line, before any server is touched.
 
 use crate::support::{dbsweep, report, root};
 use std::path::Path;
@@ -57,6 +59,63 @@ fn a_tpch_aggregate_agrees_on_sqlite_duckdb_postgres_and_redis_lua() {
     }
     for (target, _, flags) in points.iter().filter(|p| p.0 == "pg-hstore" || p.0 == "pg-jsonb") {
         assert_eq!(flags, &["not_supported"], "{target}: no SQL text on a document layout");
+    }
+}
+
+#[test]
+fn a_row_agrees_on_sqlite_duckdb_redis_memcached_and_ferretdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let study = root().join("workloads/custom/row-everywhere.toml");
+    let run = dbsweep(&[
+        "run",
+        study.to_str().unwrap(),
+        "--spawn",
+        "redis,memcached,ferretdb",
+        "--with-study-targets",
+        "--clients",
+        "1",
+        "--rows",
+        "5000",
+        "--ops",
+        "50",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let points = points(&out, "row");
+    let answered: Vec<&(String, Vec<String>, Vec<String>)> =
+        points.iter().filter(|p| !p.1.is_empty() && p.1.iter().all(|d| d != "none")).collect();
+    let names: Vec<&str> = answered.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["sqlite", "duckdb", "redis", "memcached", "ferretdb"], "{points:?}");
+    for (target, digests, flags) in &answered {
+        assert_eq!(digests, &answered[0].1, "{target} answers as {} does", answered[0].0);
+        assert!(flags.is_empty(), "{target}: {flags:?}");
+    }
+}
+
+#[test]
+fn a_wrong_mongodb_document_is_an_answer_mismatch_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = "params.k = { key = \"kv\" }\nsql = \"SELECT k, grp, val, payload FROM kv WHERE k = :k\"\n\
+               memcached = [\"get\", \"${row:kv}${k}\"]\n";
+    // The document leaves the payload out of its answer.
+    let wrong = format!("{row}mongodb = {{ find = \"kv\", filter = {{ _id = \"${{id:k}}\" }}, projection = {{ payload = 0 }} }}\n");
+    let study = kv_study(dir.path(), &[("sqlite", "sqlite:")], &wrong);
+    let out = dir.path().join("wrong");
+    let run = dbsweep(&["run", &study, "--spawn", "memcached,ferretdb", "--with-study-targets", "--out", out.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("ANSWER MISMATCH"));
+    let points = points(&out, "mine");
+    let targets: Vec<&str> = points.iter().map(|p| p.0.as_str()).filter(|t| *t != "nodb").collect();
+    assert!(["sqlite", "memcached", "ferretdb"].iter().all(|t| targets.contains(t)), "{points:?}");
+    for (target, _, flags) in points.iter().filter(|p| p.0 != "nodb") {
+        let expected: &[&str] = if target == "ferretdb" { &["answer_mismatch"] } else { &[] };
+        assert_eq!(flags, expected, "{target}");
     }
 }
 

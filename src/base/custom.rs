@@ -5,7 +5,7 @@
 //! (`ParamSource`), the statement of each system family (SQL as a `Script` of one
 //! statement with its per-dialect overrides; Redis and Memcached commands as argument
 //! templates; a MongoDB command document as a template
-//! tree), the setup statements, and whether its answers are compared. The parser lives in
+//! tree; a CQL statement with bind markers), the setup statements, and whether its answers are compared. The parser lives in
 //! `plan::custom`, the draws in `workload::custom`, the execution in each family's adapter.
 //! Must not parse, draw random numbers or know a system beyond its family's name.
 
@@ -25,10 +25,12 @@ pub enum Family {
     Memcached,
     /// MongoDB and FerretDB: one command document run on dbsweep's database.
     Mongodb,
+    /// Cassandra: one CQL statement run in dbsweep's keyspace.
+    Cql,
 }
 
 impl Family {
-    pub const ALL: [Family; 4] = [Family::Sql, Family::Redis, Family::Memcached, Family::Mongodb];
+    pub const ALL: [Family; 5] = [Family::Sql, Family::Redis, Family::Memcached, Family::Mongodb, Family::Cql];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -36,6 +38,7 @@ impl Family {
             Family::Redis => "redis",
             Family::Memcached => "memcached",
             Family::Mongodb => "mongodb",
+            Family::Cql => "cql",
         }
     }
 }
@@ -60,6 +63,8 @@ pub struct CustomOp {
     pub memcached: Vec<CommandTemplate>,
     /// The MongoDB family's command documents, run in order (a measured op has exactly one).
     pub mongodb: Vec<DocumentTemplate>,
+    /// The CQL family's statements, run in order (a measured op has exactly one).
+    pub cql: Vec<CqlStatement>,
     /// The statements run once per target before loading (no answers, no parameters but
     /// `scale`).
     pub setup: Option<Box<CustomOp>>,
@@ -77,6 +82,7 @@ impl CustomOp {
             Family::Redis => !self.redis.is_empty(),
             Family::Memcached => !self.memcached.is_empty(),
             Family::Mongodb => !self.mongodb.is_empty(),
+            Family::Cql => !self.cql.is_empty(),
         }
     }
 }
@@ -113,6 +119,14 @@ pub enum KeyDistribution {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandTemplate {
     pub args: Vec<Vec<Piece>>,
+}
+
+/// One CQL statement: its text with a bind marker `?` for each placeholder, and the value
+/// slot each marker binds, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CqlStatement {
+    pub text: String,
+    pub markers: Vec<usize>,
 }
 
 /// A MongoDB command document as a tree of templates: its first key is the command and

@@ -3,13 +3,13 @@
 //! runs.
 //!
 //! Owns the study-file syntax of a custom operation (`params`, `sql`, `sql_dialects`,
-//! `redis`, `memcached`, `mongodb`, `reads`, `setup`), its `${...}` templates for non-SQL
-//! families (the Memcached and MongoDB ones in `custom/families.rs`; SQL takes
+//! `redis`, `memcached`, `mongodb`, `cql`, `reads`, `setup`), its `${...}` templates for
+//! non-SQL families (the Memcached, MongoDB and CQL ones in `custom/families.rs`; SQL takes
 //! pgbench's `:name`, as `--sql-file` does), and its refusals, each one line naming the
 //! experiment and the fix: an unknown placeholder, table or column, a parameter out of
 //! range, a statement for no family, a write said to be a read, and what would act outside
 //! dbsweep's namespace (DDL on other tables, FLUSHALL and its kin, keys outside the
-//! prefix, another MongoDB database or collection). Must not run or draw anything
+//! prefix, another MongoDB database or collection, another keyspace). Must not run or draw anything
 //! (`workload::custom` draws).
 
 use super::ExperimentEntry;
@@ -17,7 +17,7 @@ use super::script::parse_statements;
 use crate::base::custom::{CommandTemplate, CustomOp, Family, KeyDistribution, ParamSource, Piece};
 use crate::base::script::{Command, ScriptValue, SqlKind};
 use crate::data::Dataset;
-use families::{memcached_command, mongodb_document};
+use families::{cql_statement, memcached_command, mongodb_document};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -52,6 +52,8 @@ pub struct SetupEntry {
     pub memcached: Vec<Vec<String>>,
     #[serde(default)]
     pub mongodb: Vec<toml::Table>,
+    #[serde(default)]
+    pub cql: Vec<String>,
 }
 
 /// Redis commands refused outright: they act on the whole server or database, or on
@@ -131,9 +133,13 @@ pub fn resolve(e: &ExperimentEntry, dataset: &Dataset) -> Result<CustomOp, Strin
         Some(document) => vec![mongodb_document(document, &variables, &tables).map_err(|m| at(format!("mongodb: {m}")))?],
         None => Vec::new(),
     };
-    if sql.is_none() && redis.is_empty() && memcached.is_empty() && mongodb.is_empty() {
+    let cql = match &e.cql {
+        Some(text) => vec![cql_statement(text, &variables).map_err(|m| at(format!("cql: {m}")))?],
+        None => Vec::new(),
+    };
+    if sql.is_none() && redis.is_empty() && memcached.is_empty() && mongodb.is_empty() && cql.is_empty() {
         return Err(at(
-            "op = \"custom\" needs a statement: sql = \"SELECT ...\", redis = [\"GET\", \"${prefix}...\"], memcached = [...] or mongodb = {...}"
+            "op = \"custom\" needs a statement: sql = \"SELECT ...\", redis = [\"GET\", \"${prefix}...\"], memcached = [...], mongodb = {...} or cql = \"...\""
                 .into(),
         ));
     }
@@ -141,18 +147,19 @@ pub fn resolve(e: &ExperimentEntry, dataset: &Dataset) -> Result<CustomOp, Strin
     let redis_reads = e.redis.as_ref().map(|args| args.first().is_some_and(|c| REDIS_READS.contains(&c.to_ascii_uppercase().as_str())));
     let memcached_reads = e.memcached.as_ref().map(|args| families::memcached_reads(args));
     let mongodb_reads = e.mongodb.as_ref().map(families::mongodb_reads);
+    let cql_reads = e.cql.as_ref().map(|text| families::cql_reads(text));
     let reads = match e.reads {
         Some(true) if sql_reads == Some(false) => {
             return Err(at("reads = true, but its sql statement writes (its answers could not be compared): remove reads".into()));
         }
         Some(reads) => reads,
-        None => [sql_reads, redis_reads, memcached_reads, mongodb_reads].iter().all(|r| r.unwrap_or(true)),
+        None => [sql_reads, redis_reads, memcached_reads, mongodb_reads, cql_reads].iter().all(|r| r.unwrap_or(true)),
     };
     let setup = match &e.setup {
         Some(setup) => Some(Box::new(setup_op(&e.name, setup, &tables).map_err(|m| at(format!("setup: {m}")))?)),
         None => None,
     };
-    Ok(CustomOp { name: e.name.clone(), variables, params, reads, sql, redis, memcached, mongodb, setup })
+    Ok(CustomOp { name: e.name.clone(), variables, params, reads, sql, redis, memcached, mongodb, cql, setup })
 }
 
 /// Whether any of `systems`' families has a statement in `op` (the NO-DB ceiling does not
@@ -166,7 +173,7 @@ pub fn check_families(name: &str, op: &CustomOp, families: &[(String, Option<Fam
     let wanted: Vec<&str> = measured.iter().filter_map(|(_, f)| f.map(Family::name)).collect();
     Err(match wanted.is_empty() {
         true => format!(
-            "experiment '{name}': none of this run's systems ({}) runs custom statements; add a SQL, Redis, Memcached or MongoDB target",
+            "experiment '{name}': none of this run's systems ({}) runs custom statements; add a SQL, Redis, Memcached, MongoDB or Cassandra target",
             systems.join(", ")
         ),
         false => format!(
@@ -365,7 +372,20 @@ fn setup_op(name: &str, setup: &SetupEntry, tables: &[String]) -> Result<CustomO
     let redis = setup.redis.iter().map(|c| redis_command(c, &variables, tables)).collect::<Result<Vec<_>, _>>()?;
     let memcached = setup.memcached.iter().map(|c| memcached_command(c, &variables, tables)).collect::<Result<Vec<_>, _>>()?;
     let mongodb = setup.mongodb.iter().map(|d| mongodb_document(d, &variables, tables)).collect::<Result<Vec<_>, _>>()?;
-    Ok(CustomOp { name: format!("{name} (setup)"), variables, params: vec![], reads: false, sql, redis, memcached, mongodb, setup: None })
+    let cql = setup.cql.iter().map(|s| cql_statement(s, &variables)).collect::<Result<Vec<_>, _>>()?;
+    let op = CustomOp {
+        name: format!("{name} (setup)"),
+        variables,
+        params: vec![],
+        reads: false,
+        sql,
+        redis,
+        memcached,
+        mongodb,
+        cql,
+        setup: None,
+    };
+    Ok(op)
 }
 
 mod families;

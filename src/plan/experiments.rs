@@ -64,11 +64,12 @@ fn custom_op(e: &ExperimentEntry, dataset: &Dataset, lifecycle: bool) -> Result<
             || e.redis.is_some()
             || e.memcached.is_some()
             || e.mongodb.is_some()
+            || e.cql.is_some()
             || e.reads.is_some()
             || e.setup.is_some();
         if custom_keys || !e.sql_dialects.is_empty() {
             return Err(Error::usage(format!(
-                "experiment '{}': params, sql, sql_dialects, redis, memcached, mongodb, reads and setup belong to op = \"custom\"",
+                "experiment '{}': params, sql, sql_dialects, redis, memcached, mongodb, cql, reads and setup belong to op = \"custom\"",
                 e.name
             )));
         }

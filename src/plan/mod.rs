@@ -306,6 +306,9 @@ pub struct ExperimentEntry {
     /// Custom operations: the MongoDB command document (`${name}` placeholders).
     #[serde(default)]
     pub mongodb: Option<toml::Table>,
+    /// Custom operations: the CQL statement (`${name}` placeholders, bound as values).
+    #[serde(default)]
+    pub cql: Option<String>,
     /// Custom operations: whether its statements only read (answers compared); default:
     /// as their first words say.
     #[serde(default)]

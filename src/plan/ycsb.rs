@@ -111,6 +111,7 @@ pub fn adapt_study(study: &mut StudyFile, cli: &CommandLine) -> Result<()> {
             redis: None,
             memcached: None,
             mongodb: None,
+            cql: None,
             reads: None,
             setup: None,
         }];

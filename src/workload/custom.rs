@@ -114,6 +114,7 @@ mod tests {
             redis: vec![],
             memcached: vec![],
             mongodb: vec![],
+            cql: vec![],
             setup: None,
         })
     }

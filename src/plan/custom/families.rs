@@ -1,13 +1,15 @@
-//! The Memcached and MongoDB statements of a custom operation, checked: a Memcached
+//! The Memcached, MongoDB and CQL statements of a custom operation, checked: a Memcached
 //! command as argument templates (as Redis ones, `${...}` placeholders), a MongoDB command
-//! document as a template tree. Refuses, in one line naming the fix, what would act outside
+//! document as a template tree, a CQL statement with a bind marker per placeholder. Refuses, in one line naming the fix, what would act outside
 //! dbsweep's namespace: a Memcached key outside the prefix or one of dbsweep's own items,
 //! a command beyond the data commands; a MongoDB command beyond the CRUD ones, a collection
 //! that is not a table of the data, another database (`$db`) and the pipeline stages that
-//! name another collection (`$out`, `$merge`, `$lookup`, ...). Must not run anything.
+//! name another collection (`$out`, `$merge`, `$lookup`, ...); CQL other than one SELECT,
+//! INSERT, UPDATE or DELETE, a name qualified by a keyspace (`other.t`), dbsweep's own owner
+//! and lease tables. Must not run anything.
 
 use super::template;
-use crate::base::custom::{CommandTemplate, DocumentTemplate, Piece};
+use crate::base::custom::{CommandTemplate, CqlStatement, DocumentTemplate, Piece};
 
 /// The Memcached commands a custom operation may send: name, arguments after the name
 /// (`None`: one or more keys), whether it only reads.
@@ -164,4 +166,116 @@ fn document_value(key: &str, value: &toml::Value, variables: &[String], tables: 
             table.iter().map(|(k, v)| Ok((k.clone(), document_value(k, v, variables, tables)?))).collect::<Result<_, String>>()?,
         ),
     })
+}
+
+/// The CQL statements a custom operation may run (the others change the schema, or act on
+/// other keyspaces or on users), and whether each reads.
+const CQL_STATEMENTS: [(&str, bool); 4] = [("SELECT", true), ("INSERT", false), ("UPDATE", false), ("DELETE", false)];
+
+fn cql_first_word(text: &str) -> String {
+    text.trim_start().split(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or("").to_ascii_uppercase()
+}
+
+/// Whether a CQL statement only reads.
+pub fn cql_reads(text: &str) -> bool {
+    CQL_STATEMENTS.iter().any(|(word, reads)| *reads && cql_first_word(text) == *word)
+}
+
+/// One CQL statement, checked: `SELECT k, grp FROM kv WHERE k = ${k}`, each `${NAME}` a bind
+/// marker, tables unqualified (they are dbsweep's keyspace's).
+pub fn cql_statement(text: &str, variables: &[String]) -> Result<CqlStatement, String> {
+    let first = cql_first_word(text);
+    if !CQL_STATEMENTS.iter().any(|(word, _)| *word == first) {
+        return Err(format!(
+            "'{first}' is refused: custom CQL is one SELECT, INSERT, UPDATE or DELETE (the others change the schema or act outside dbsweep's keyspace)"
+        ));
+    }
+    let body = text.trim().trim_end_matches(';');
+    let mut out = String::with_capacity(body.len());
+    let mut markers = Vec::new();
+    let mut previous: Option<String> = None; // the identifier just before, for `a.b`
+    let mut chars = body.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\'' => {
+                out.push(c);
+                loop {
+                    match chars.next() {
+                        Some((_, '\'')) if chars.peek().is_some_and(|(_, n)| *n == '\'') => {
+                            chars.next();
+                            out.push_str("''");
+                        }
+                        Some((_, '\'')) => {
+                            out.push('\'');
+                            break;
+                        }
+                        Some((_, '$')) if chars.peek().is_some_and(|(_, n)| *n == '{') => {
+                            return Err(
+                                "a placeholder inside a quoted string: write ${NAME} without quotes (it is bound as a value)".into()
+                            );
+                        }
+                        Some((_, other)) => out.push(other),
+                        None => return Err("a string without its closing quote".into()),
+                    }
+                }
+                previous = None;
+            }
+            '$' if chars.peek().is_some_and(|(_, n)| *n == '{') => {
+                let end = body[at..].find('}').ok_or_else(|| format!("'{body}': a '${{' without its '}}'"))? + at;
+                let inside = &body[at + 2..end];
+                let slot = variables.iter().position(|v| v == inside).ok_or_else(|| {
+                    format!("unknown placeholder ${{{inside}}} (params: {}; CQL binds ${{NAME}} as a value)", variables.join(", "))
+                })?;
+                markers.push(slot);
+                out.push('?');
+                while chars.peek().is_some_and(|(i, _)| *i <= end) {
+                    chars.next();
+                }
+                previous = None;
+            }
+            ';' => return Err("one statement: split several into experiments of their own".into()),
+            '.' if previous.is_some() => {
+                let rest = body[at + 1..].trim_start();
+                let next: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '"').collect();
+                return Err(format!(
+                    "'{}.{next}' names another keyspace: custom CQL runs in dbsweep's keyspace; write the table alone",
+                    previous.expect("checked")
+                ));
+            }
+            c if c.is_alphabetic() || c == '_' || c == '"' => {
+                let mut word = c.to_string();
+                while let Some((_, n)) = chars.peek().copied().filter(|(_, n)| n.is_alphanumeric() || *n == '_' || (c == '"' && *n != '.'))
+                {
+                    chars.next();
+                    word.push(n);
+                    if c == '"' && n == '"' {
+                        break;
+                    }
+                }
+                out.push_str(&word);
+                let bare = word.trim_matches('"').to_ascii_lowercase();
+                if bare == "dbsweep_owner" || bare == "dbsweep_lease" {
+                    return Err(format!("{bare}: dbsweep's own owner and lease tables are not for custom statements"));
+                }
+                while chars.peek().is_some_and(|(_, n)| *n == ' ') {
+                    out.push(' ');
+                    chars.next();
+                }
+                previous = Some(word);
+            }
+            c if c.is_ascii_digit() => {
+                out.push(c);
+                while let Some((_, n)) = chars.peek().copied().filter(|(_, n)| n.is_ascii_alphanumeric() || *n == '.' || *n == '_') {
+                    chars.next();
+                    out.push(n);
+                }
+                previous = None;
+            }
+            c => {
+                out.push(c);
+                previous = if c.is_whitespace() { previous } else { None };
+            }
+        }
+    }
+    Ok(CqlStatement { text: out, markers })
 }

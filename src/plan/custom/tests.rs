@@ -168,3 +168,33 @@ fn mongodb_documents_outside_dbsweeps_collections_are_refused() {
         assert!(e.starts_with("experiment 'e': mongodb: ") && e.contains(expected), "{text}: {e}");
     }
 }
+
+#[test]
+fn cql_binds_placeholders_as_markers_and_stays_in_its_keyspace() {
+    let op = resolve(&entry("params.k = { key = \"kv\" }\ncql = \"SELECT k, val FROM kv WHERE k = ${k} AND payload = 'a''${'\""), &kv());
+    let e = op.unwrap_err();
+    assert!(e.contains("a placeholder inside a quoted string"), "{e}");
+    let op = resolve(
+        &entry("params.k = { key = \"kv\" }\ncql = \"SELECT k, val FROM kv WHERE k = ${k} AND val > 1.5 AND payload = 'a''b.c';\""),
+        &kv(),
+    )
+    .unwrap();
+    assert_eq!(op.cql[0].text, "SELECT k, val FROM kv WHERE k = ? AND val > 1.5 AND payload = 'a''b.c'");
+    assert_eq!(op.cql[0].markers, [1]);
+    assert!(op.reads);
+    assert_eq!(op.families(), [Family::Cql]);
+    let write = resolve(&entry("params.k = { key = \"kv\" }\ncql = \"UPDATE kv SET val = 0 WHERE k = ${k}\""), &kv()).unwrap();
+    assert!(!write.reads);
+    for (text, expected) in [
+        ("cql = \"SELECT * FROM system.local\"", "'system.local' names another keyspace"),
+        ("cql = 'SELECT * FROM other . \"t\"'", "'other.\"t\"' names another keyspace"),
+        ("cql = \"DROP TABLE kv\"", "'DROP' is refused: custom CQL is one SELECT, INSERT, UPDATE or DELETE"),
+        ("cql = \"USE other\"", "'USE' is refused"),
+        ("cql = \"SELECT * FROM dbsweep_lease\"", "dbsweep_lease: dbsweep's own owner and lease tables"),
+        ("cql = \"SELECT 1 FROM kv; SELECT 2 FROM kv\"", "one statement"),
+        ("cql = \"SELECT * FROM kv WHERE k = ${nope}\"", "unknown placeholder ${nope}"),
+    ] {
+        let e = resolve(&entry(text), &kv()).unwrap_err();
+        assert!(e.starts_with("experiment 'e': cql: ") && e.contains(expected), "{text}: {e}");
+    }
+}

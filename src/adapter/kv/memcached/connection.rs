@@ -216,6 +216,9 @@ impl Connection for MemcachedConnection {
     }
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if ops.first().is_some_and(|op| op.kind() == crate::base::op::OpKind::Custom) {
+            return crate::adapter::one_by_one(self, ops).await;
+        }
         let mut wire = match self.wire.take() {
             Some(w) => w,
             None => {

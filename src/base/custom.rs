@@ -3,8 +3,9 @@
 //!
 //! Owns the parsed form: the parameters and the generator each is drawn from
 //! (`ParamSource`), the statement of each system family (SQL as a `Script` of one
-//! statement with its per-dialect overrides; Redis commands as argument templates), the
-//! setup statements, and whether its answers are compared. The parser lives in
+//! statement with its per-dialect overrides; Redis and Memcached commands as argument
+//! templates; a MongoDB command document as a template
+//! tree; a CQL statement with bind markers), the setup statements, and whether its answers are compared. The parser lives in
 //! `plan::custom`, the draws in `workload::custom`, the execution in each family's adapter.
 //! Must not parse, draw random numbers or know a system beyond its family's name.
 
@@ -12,7 +13,7 @@ use super::script::{Script, ScriptValue};
 use serde::{Deserialize, Serialize};
 
 /// The families of systems a custom operation has a statement for, as study files name
-/// them (`sql = ...`, `redis = [...]`).
+/// them (`sql = ...`, `redis = [...]`, `memcached = [...]`, `mongodb = {...}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
@@ -20,15 +21,24 @@ pub enum Family {
     Sql,
     /// Redis and the Redis-protocol servers: one command (EVAL of a Lua script included).
     Redis,
+    /// Memcached: text-protocol commands (get, set, incr, ...).
+    Memcached,
+    /// MongoDB and FerretDB: one command document run on dbsweep's database.
+    Mongodb,
+    /// Cassandra: one CQL statement run in dbsweep's keyspace.
+    Cql,
 }
 
 impl Family {
-    pub const ALL: [Family; 2] = [Family::Sql, Family::Redis];
+    pub const ALL: [Family; 5] = [Family::Sql, Family::Redis, Family::Memcached, Family::Mongodb, Family::Cql];
 
     pub fn name(self) -> &'static str {
         match self {
             Family::Sql => "sql",
             Family::Redis => "redis",
+            Family::Memcached => "memcached",
+            Family::Mongodb => "mongodb",
+            Family::Cql => "cql",
         }
     }
 }
@@ -48,7 +58,13 @@ pub struct CustomOp {
     /// its own that runs on its dialects only), variables by slot as above.
     pub sql: Option<Script>,
     /// The Redis family's commands, run in order (a measured op has exactly one).
-    pub redis: Vec<RedisCommand>,
+    pub redis: Vec<CommandTemplate>,
+    /// The Memcached family's commands, run in order (a measured op has exactly one).
+    pub memcached: Vec<CommandTemplate>,
+    /// The MongoDB family's command documents, run in order (a measured op has exactly one).
+    pub mongodb: Vec<DocumentTemplate>,
+    /// The CQL family's statements, run in order (a measured op has exactly one).
+    pub cql: Vec<CqlStatement>,
     /// The statements run once per target before loading (no answers, no parameters but
     /// `scale`).
     pub setup: Option<Box<CustomOp>>,
@@ -64,6 +80,9 @@ impl CustomOp {
         match family {
             Family::Sql => self.sql.is_some(),
             Family::Redis => !self.redis.is_empty(),
+            Family::Memcached => !self.memcached.is_empty(),
+            Family::Mongodb => !self.mongodb.is_empty(),
+            Family::Cql => !self.cql.is_empty(),
         }
     }
 }
@@ -95,10 +114,34 @@ pub enum KeyDistribution {
     Sequential,
 }
 
-/// One Redis command: its arguments, each a template.
+/// One Redis or Memcached command: its arguments (the command's name first), each a
+/// template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RedisCommand {
+pub struct CommandTemplate {
     pub args: Vec<Vec<Piece>>,
+}
+
+/// One CQL statement: its text with a bind marker `?` for each placeholder, and the value
+/// slot each marker binds, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CqlStatement {
+    pub text: String,
+    pub markers: Vec<usize>,
+}
+
+/// A MongoDB command document as a tree of templates: its first key is the command and
+/// that key's value the collection, a table's name (`find = "kv"` runs on `kv`'s collection).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum DocumentTemplate {
+    /// Text with placeholders; a text that is one `${name}` alone is the value itself
+    /// (a number stays a number).
+    Text(Vec<Piece>),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Array(Vec<DocumentTemplate>),
+    /// Keys in the order written.
+    Table(Vec<(String, DocumentTemplate)>),
 }
 
 /// A piece of a non-SQL argument template.
@@ -111,8 +154,10 @@ pub enum Piece {
     Prefix,
     /// `${row:TABLE}`: the prefix of a table's row keys (`dbsweep:kv`, then the key).
     RowPrefix(String),
-    /// `${pk:TABLE}`: the key of a table's primary-key set (`dbsweep:kv:pk`).
+    /// `${pk:TABLE}`: the key of a table's primary-key set (`dbsweep:kv:pk`; Redis only).
     KeySet(String),
+    /// `${id:name}`: a value slot as the `_id` of the row with that key (MongoDB only).
+    DocumentId(usize),
 }
 
 impl ScriptValue {

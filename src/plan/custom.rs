@@ -3,18 +3,21 @@
 //! runs.
 //!
 //! Owns the study-file syntax of a custom operation (`params`, `sql`, `sql_dialects`,
-//! `redis`, `reads`, `setup`), its `${...}` templates for non-SQL families (SQL takes
+//! `redis`, `memcached`, `mongodb`, `cql`, `reads`, `setup`), its `${...}` templates for
+//! non-SQL families (the Memcached, MongoDB and CQL ones in `custom/families.rs`; SQL takes
 //! pgbench's `:name`, as `--sql-file` does), and its refusals, each one line naming the
 //! experiment and the fix: an unknown placeholder, table or column, a parameter out of
 //! range, a statement for no family, a write said to be a read, and what would act outside
 //! dbsweep's namespace (DDL on other tables, FLUSHALL and its kin, keys outside the
-//! prefix). Must not run or draw anything (`workload::custom` draws).
+//! prefix, another MongoDB database or collection, another keyspace). Must not run or draw anything
+//! (`workload::custom` draws).
 
 use super::ExperimentEntry;
 use super::script::parse_statements;
-use crate::base::custom::{CustomOp, Family, KeyDistribution, ParamSource, Piece, RedisCommand};
+use crate::base::custom::{CommandTemplate, CustomOp, Family, KeyDistribution, ParamSource, Piece};
 use crate::base::script::{Command, ScriptValue, SqlKind};
 use crate::data::Dataset;
+use families::{cql_statement, memcached_command, mongodb_document};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -45,6 +48,12 @@ pub struct SetupEntry {
     pub sql: Vec<String>,
     #[serde(default)]
     pub redis: Vec<Vec<String>>,
+    #[serde(default)]
+    pub memcached: Vec<Vec<String>>,
+    #[serde(default)]
+    pub mongodb: Vec<toml::Table>,
+    #[serde(default)]
+    pub cql: Vec<String>,
 }
 
 /// Redis commands refused outright: they act on the whole server or database, or on
@@ -116,23 +125,41 @@ pub fn resolve(e: &ExperimentEntry, dataset: &Dataset) -> Result<CustomOp, Strin
         Some(args) => vec![redis_command(args, &variables, &tables).map_err(|m| at(format!("redis: {m}")))?],
         None => Vec::new(),
     };
-    if sql.is_none() && redis.is_empty() {
-        return Err(at("op = \"custom\" needs a statement: sql = \"SELECT ...\" and/or redis = [\"GET\", \"${prefix}...\"]".into()));
+    let memcached = match &e.memcached {
+        Some(args) => vec![memcached_command(args, &variables, &tables).map_err(|m| at(format!("memcached: {m}")))?],
+        None => Vec::new(),
+    };
+    let mongodb = match &e.mongodb {
+        Some(document) => vec![mongodb_document(document, &variables, &tables).map_err(|m| at(format!("mongodb: {m}")))?],
+        None => Vec::new(),
+    };
+    let cql = match &e.cql {
+        Some(text) => vec![cql_statement(text, &variables).map_err(|m| at(format!("cql: {m}")))?],
+        None => Vec::new(),
+    };
+    if sql.is_none() && redis.is_empty() && memcached.is_empty() && mongodb.is_empty() && cql.is_empty() {
+        return Err(at(
+            "op = \"custom\" needs a statement: sql = \"SELECT ...\", redis = [\"GET\", \"${prefix}...\"], memcached = [...], mongodb = {...} or cql = \"...\""
+                .into(),
+        ));
     }
     let sql_reads = sql.as_ref().map(|s| s.read_only());
     let redis_reads = e.redis.as_ref().map(|args| args.first().is_some_and(|c| REDIS_READS.contains(&c.to_ascii_uppercase().as_str())));
+    let memcached_reads = e.memcached.as_ref().map(|args| families::memcached_reads(args));
+    let mongodb_reads = e.mongodb.as_ref().map(families::mongodb_reads);
+    let cql_reads = e.cql.as_ref().map(|text| families::cql_reads(text));
     let reads = match e.reads {
         Some(true) if sql_reads == Some(false) => {
             return Err(at("reads = true, but its sql statement writes (its answers could not be compared): remove reads".into()));
         }
         Some(reads) => reads,
-        None => sql_reads.unwrap_or(true) && redis_reads.unwrap_or(true),
+        None => [sql_reads, redis_reads, memcached_reads, mongodb_reads, cql_reads].iter().all(|r| r.unwrap_or(true)),
     };
     let setup = match &e.setup {
         Some(setup) => Some(Box::new(setup_op(&e.name, setup, &tables).map_err(|m| at(format!("setup: {m}")))?)),
         None => None,
     };
-    Ok(CustomOp { name: e.name.clone(), variables, params, reads, sql, redis, setup })
+    Ok(CustomOp { name: e.name.clone(), variables, params, reads, sql, redis, memcached, mongodb, cql, setup })
 }
 
 /// Whether any of `systems`' families has a statement in `op` (the NO-DB ceiling does not
@@ -146,7 +173,7 @@ pub fn check_families(name: &str, op: &CustomOp, families: &[(String, Option<Fam
     let wanted: Vec<&str> = measured.iter().filter_map(|(_, f)| f.map(Family::name)).collect();
     Err(match wanted.is_empty() {
         true => format!(
-            "experiment '{name}': none of this run's systems ({}) runs custom statements; add a SQL or Redis target",
+            "experiment '{name}': none of this run's systems ({}) runs custom statements; add a SQL, Redis, Memcached, MongoDB or Cassandra target",
             systems.join(", ")
         ),
         false => format!(
@@ -251,12 +278,15 @@ fn sql_script(
 }
 
 /// One Redis command's arguments as templates, checked.
-fn redis_command(args: &[String], variables: &[String], tables: &[String]) -> Result<RedisCommand, String> {
+pub(super) fn redis_command(args: &[String], variables: &[String], tables: &[String]) -> Result<CommandTemplate, String> {
     let command = args.first().ok_or("an empty command: write [\"GET\", \"${row:kv}${k}\"]")?.to_ascii_uppercase();
     if REDIS_REFUSED.contains(&command.as_str()) {
         return Err(format!("{command} is refused: it acts outside dbsweep's keys (custom commands touch keys under ${{prefix}} only)"));
     }
     let templates = args.iter().map(|a| template(a, variables, tables)).collect::<Result<Vec<_>, _>>()?;
+    if templates.iter().flatten().any(|p| matches!(p, Piece::DocumentId(_))) {
+        return Err("${id:...} is a MongoDB document's _id: write ${row:TABLE}${name} for a row's key".into());
+    }
     if templates[0].iter().any(|p| !matches!(p, Piece::Text(_))) {
         return Err("the command name (the first argument) cannot be a placeholder".into());
     }
@@ -291,11 +321,11 @@ fn redis_command(args: &[String], variables: &[String], tables: &[String]) -> Re
             ));
         }
     }
-    Ok(RedisCommand { args: templates })
+    Ok(CommandTemplate { args: templates })
 }
 
 /// `${name}`, `${prefix}`, `${row:TABLE}`, `${pk:TABLE}` in an argument.
-fn template(arg: &str, variables: &[String], tables: &[String]) -> Result<Vec<Piece>, String> {
+pub(super) fn template(arg: &str, variables: &[String], tables: &[String]) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
     let mut rest = arg;
     while let Some(start) = rest.find("${") {
@@ -312,10 +342,11 @@ fn template(arg: &str, variables: &[String], tables: &[String]) -> Result<Vec<Pi
             None if inside == "prefix" => Piece::Prefix,
             Some(("row", t)) => Piece::RowPrefix(table(t)?),
             Some(("pk", t)) => Piece::KeySet(table(t)?),
+            Some(("id", v)) if variables.iter().any(|n| n == v) => Piece::DocumentId(variables.iter().position(|n| n == v).expect("found")),
             None if variables.iter().any(|v| v == inside) => Piece::Variable(variables.iter().position(|v| v == inside).expect("found")),
             _ => {
                 return Err(format!(
-                    "unknown placeholder ${{{inside}}} (params: {}; or ${{prefix}}, ${{row:TABLE}}, ${{pk:TABLE}})",
+                    "unknown placeholder ${{{inside}}} (params: {}; or ${{prefix}}, ${{row:TABLE}}, ${{pk:TABLE}}, ${{id:PARAM}})",
                     variables.join(", ")
                 ));
             }
@@ -339,8 +370,25 @@ fn setup_op(name: &str, setup: &SetupEntry, tables: &[String]) -> Result<CustomO
         }
     };
     let redis = setup.redis.iter().map(|c| redis_command(c, &variables, tables)).collect::<Result<Vec<_>, _>>()?;
-    Ok(CustomOp { name: format!("{name} (setup)"), variables, params: vec![], reads: false, sql, redis, setup: None })
+    let memcached = setup.memcached.iter().map(|c| memcached_command(c, &variables, tables)).collect::<Result<Vec<_>, _>>()?;
+    let mongodb = setup.mongodb.iter().map(|d| mongodb_document(d, &variables, tables)).collect::<Result<Vec<_>, _>>()?;
+    let cql = setup.cql.iter().map(|s| cql_statement(s, &variables)).collect::<Result<Vec<_>, _>>()?;
+    let op = CustomOp {
+        name: format!("{name} (setup)"),
+        variables,
+        params: vec![],
+        reads: false,
+        sql,
+        redis,
+        memcached,
+        mongodb,
+        cql,
+        setup: None,
+    };
+    Ok(op)
 }
+
+mod families;
 
 #[cfg(test)]
 mod tests;

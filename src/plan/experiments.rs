@@ -59,10 +59,17 @@ pub(super) fn resolve_experiments(scope: &ExperimentScope, warnings: &mut Vec<St
 /// A custom experiment's operation, checked; other experiments may not carry its keys.
 fn custom_op(e: &ExperimentEntry, dataset: &Dataset, lifecycle: bool) -> Result<Option<std::sync::Arc<crate::base::custom::CustomOp>>> {
     if e.op != ExperimentOp::Custom {
-        let custom_keys = !e.params.is_empty() || e.sql.is_some() || e.redis.is_some() || e.reads.is_some() || e.setup.is_some();
+        let custom_keys = !e.params.is_empty()
+            || e.sql.is_some()
+            || e.redis.is_some()
+            || e.memcached.is_some()
+            || e.mongodb.is_some()
+            || e.cql.is_some()
+            || e.reads.is_some()
+            || e.setup.is_some();
         if custom_keys || !e.sql_dialects.is_empty() {
             return Err(Error::usage(format!(
-                "experiment '{}': params, sql, sql_dialects, redis, reads and setup belong to op = \"custom\"",
+                "experiment '{}': params, sql, sql_dialects, redis, memcached, mongodb, cql, reads and setup belong to op = \"custom\"",
                 e.name
             )));
         }

@@ -299,6 +299,16 @@ pub struct ExperimentEntry {
     /// Custom operations: the Redis command, one argument per item (`${name}` placeholders).
     #[serde(default)]
     pub redis: Option<Vec<String>>,
+    /// Custom operations: the Memcached command, one argument per item (`${name}`
+    /// placeholders).
+    #[serde(default)]
+    pub memcached: Option<Vec<String>>,
+    /// Custom operations: the MongoDB command document (`${name}` placeholders).
+    #[serde(default)]
+    pub mongodb: Option<toml::Table>,
+    /// Custom operations: the CQL statement (`${name}` placeholders, bound as values).
+    #[serde(default)]
+    pub cql: Option<String>,
     /// Custom operations: whether its statements only read (answers compared); default:
     /// as their first words say.
     #[serde(default)]

@@ -109,6 +109,9 @@ pub fn adapt_study(study: &mut StudyFile, cli: &CommandLine) -> Result<()> {
             sql: None,
             sql_dialects: Default::default(),
             redis: None,
+            memcached: None,
+            mongodb: None,
+            cql: None,
             reads: None,
             setup: None,
         }];

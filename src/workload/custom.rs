@@ -105,7 +105,18 @@ mod tests {
 
     fn op(params: Vec<ParamSource>) -> Arc<CustomOp> {
         let variables = std::iter::once("scale".to_string()).chain((0..params.len()).map(|i| format!("p{i}"))).collect();
-        Arc::new(CustomOp { name: "t".into(), variables, params, reads: true, sql: None, redis: vec![], setup: None })
+        Arc::new(CustomOp {
+            name: "t".into(),
+            variables,
+            params,
+            reads: true,
+            sql: None,
+            redis: vec![],
+            memcached: vec![],
+            mongodb: vec![],
+            cql: vec![],
+            setup: None,
+        })
     }
 
     #[test]

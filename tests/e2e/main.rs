@@ -4,7 +4,8 @@
 //! modules (ripgrep's layout); helpers come from `tests/support`, none are copied here.
 //!
 //! Opt-in, `#[ignore]`d: `cassandra_cluster` (`cargo test --test e2e cassandra_cluster --
-//! --ignored`).
+//! --ignored`) and `custom_ops::a_row_agrees_on_sqlite_and_cassandra_cql` (a spawned
+//! Cassandra node, about a minute to start: `cargo test --test e2e custom_ops -- --ignored`).
 
 #[path = "../support/mod.rs"]
 mod support;

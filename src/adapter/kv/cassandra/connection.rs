@@ -52,6 +52,9 @@ pub struct CassandraConnection {
     pub(super) affected: Affected,
     pub(super) tables: Arc<Vec<TableCql>>,
     pub(super) prepared: HashMap<String, PreparedStatement>,
+    /// Whether the session's keyspace is dbsweep's yet (set for custom CQL, which names
+    /// tables unqualified; dbsweep's own statements are qualified).
+    pub(super) in_keyspace: bool,
 }
 
 impl CassandraConnection {
@@ -244,6 +247,9 @@ async fn send_chunk(session: &Session, chunk: &[Planned]) -> Result<u64, OpError
 #[async_trait]
 impl Connection for CassandraConnection {
     async fn execute(&mut self, op: &Op) -> Result<Outcome, OpError> {
+        if let Op::Custom { op, values } = op {
+            return self.custom(op, values).await;
+        }
         if let Op::MultiGet { table, keys } = op
             && keys.len() > MULTI_GET_CHUNK
         {
@@ -263,6 +269,9 @@ impl Connection for CassandraConnection {
     }
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if ops.first().is_some_and(|op| op.kind() == crate::base::op::OpKind::Custom) {
+            return crate::adapter::one_by_one(self, ops).await;
+        }
         let mut plans = Vec::with_capacity(ops.len());
         for op in ops {
             plans.push(self.plan(op).await?);

@@ -16,7 +16,8 @@
 //! in-memory study's paper sent) whose reply cannot tell whether the key existed, so the
 //! runner reads the deleted keys back after the run, untimed (`Target::blind_deletes`);
 //! updates stay lightweight transactions there (a plain UPDATE is an upsert). Scan is not offered: Cassandra keeps partitions in token order,
-//! not key order. Insert is a plain INSERT, i.e. an upsert.
+//! not key order. Insert is a plain INSERT, i.e. an upsert. Custom runs a study's own CQL
+//! statement in the keyspace (`custom.rs`).
 //!
 //! URL: `cassandra://host:port[,host:port...][/keyspace][?affected=lwt|read|plain]
 //! [&replication_factor=N]`: several contact points for a cluster (the driver learns the
@@ -51,6 +52,7 @@ use std::time::Duration;
 use table::{TableCql, quote};
 
 mod connection;
+mod custom;
 mod lease;
 mod table;
 mod target;
@@ -142,11 +144,11 @@ pub const SYSTEM: Declaration = Declaration {
     options: UrlOptions::Only(&["affected", "replication_factor"]),
     several_hosts: true,
     capabilities: CapabilitySet {
-        ops: OpSet::NO_SQL.without(OpKind::ReadModifyWrite).without(OpKind::Scan),
+        ops: OpSet::NO_SQL.without(OpKind::ReadModifyWrite).without(OpKind::Scan).with(OpKind::Custom),
         queries: &[],
         native_batch: true,
         secondary_indexes: true,
-        statements: None,
+        statements: Some(crate::base::custom::Family::Cql),
     },
     open: Some(|name, url, ctx| Ok(Arc::new(Cassandra::new(name, url, ctx)?))),
 };

@@ -144,6 +144,7 @@ impl Target for Cassandra {
             affected: self.affected,
             tables: self.tables.read().unwrap().clone(),
             prepared: HashMap::new(),
+            in_keyspace: false,
         }))
     }
 

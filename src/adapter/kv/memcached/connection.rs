@@ -17,6 +17,10 @@ pub struct MemcachedConnection {
     /// Key prefix per `TableId`: `dbsweep:<table>`.
     pub(super) prefixes: Arc<Vec<String>>,
     pub(super) columns: Arc<Vec<usize>>,
+    /// The namespace's key prefix (`dbsweep:`) and the tables' names in `TableId` order,
+    /// for a custom command's `${prefix}` and `${row:TABLE}`.
+    pub(super) key_prefix: String,
+    pub(super) table_names: Arc<Vec<String>>,
 }
 
 impl MemcachedConnection {
@@ -118,6 +122,7 @@ impl MemcachedConnection {
                     other => Err(OpError::server(format!("memcached: set answered {other:?}"))),
                 }
             }
+            Op::Custom { op, values } => self.custom(wire, op, values).await,
             other => Err(OpError::unsupported(other.kind(), "memcached")),
         }
     }
@@ -211,6 +216,9 @@ impl Connection for MemcachedConnection {
     }
 
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if ops.first().is_some_and(|op| op.kind() == crate::base::op::OpKind::Custom) {
+            return crate::adapter::one_by_one(self, ops).await;
+        }
         let mut wire = match self.wire.take() {
             Some(w) => w,
             None => {

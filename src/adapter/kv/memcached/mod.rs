@@ -14,7 +14,8 @@
 //!
 //! Ops: Insert = `add` (an existing key is a server error, like a duplicate key in SQL),
 //! Get, MultiGet (one `get k1 k2 ...`), Delete, Update (`gets` + `cas`, 0 rows when missing),
-//! ReadModifyWrite (`get` then `set`), Echo (`version`). No Scan, Range or Query: memcached
+//! ReadModifyWrite (`get` then `set`), Echo (`version`), Custom (a study's own memcached
+//! commands, `custom.rs`). No Scan, Range or Query: memcached
 //! cannot enumerate or order keys cheaply. Batches are pipelined in one write with no
 //! atomicity (memcached has no transactions); gets are one multi-get.
 //!
@@ -46,6 +47,7 @@ use std::time::Duration;
 use wire::Wire;
 
 mod connection;
+mod custom;
 mod lease;
 mod rows;
 mod target;
@@ -72,7 +74,13 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["memcached"],
     options: UrlOptions::Only(&[]),
     several_hosts: false,
-    capabilities: CapabilitySet { ops: OpSet::BY_KEY, queries: &[], native_batch: true, secondary_indexes: false, statements: None },
+    capabilities: CapabilitySet {
+        ops: OpSet::BY_KEY.with(crate::base::op::OpKind::Custom),
+        queries: &[],
+        native_batch: true,
+        secondary_indexes: false,
+        statements: Some(crate::base::custom::Family::Memcached),
+    },
     open: Some(|name, url, ctx| Ok(Arc::new(Memcached::new(name, url, ctx)?))),
 };
 

@@ -84,6 +84,8 @@ impl Target for Memcached {
             wire: Some(wire),
             prefixes: Arc::new(tables.iter().map(|t| format!("{}{}", self.prefix, t.name)).collect()),
             columns: Arc::new(tables.iter().map(|t| t.columns.len()).collect()),
+            key_prefix: self.prefix.clone(),
+            table_names: Arc::new(tables.iter().map(|t| t.name.clone()).collect()),
         }))
     }
 

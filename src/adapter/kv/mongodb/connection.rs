@@ -151,12 +151,16 @@ impl Connection for MongoConnection {
                 Ok(Outcome::rows(Self::count_found(collection, doc! {}).await?))
             }
             Op::Query(q) => Err(OpError::new(ErrorClass::Unsupported, format!("mongodb does not run {q:?}"))),
-            Op::Script { .. } | Op::Custom { .. } => Err(OpError::unsupported(op.kind(), "mongodb")),
+            Op::Custom { op, values } => self.custom(op, values).await,
+            Op::Script { .. } => Err(OpError::unsupported(op.kind(), "mongodb")),
         }
     }
 
     /// Inserts, Gets and Deletes of one table go in one request; other batches loop.
     async fn execute_batch(&mut self, ops: &[Op]) -> Result<Outcome, OpError> {
+        if ops.first().is_some_and(|op| op.kind() == OpKind::Custom) {
+            return crate::adapter::one_by_one(self, ops).await;
+        }
         let same_table = |id: &TableId| ops.iter().all(|op| op_table(op) == Some(*id));
         match ops.first() {
             Some(Op::Insert { table, .. }) if same_table(table) => {

@@ -21,8 +21,9 @@
 //! with a limit; Range rows/COUNT `find`/`count_documents` on the indexed column; Range MAX
 //! the top row of the range sorted by the column, descending (FerretDB 1.24 has no `$max`
 //! accumulator in `$group`); FetchAll one `find` of everything
-//! (streamed in the server's batches). Batches of other kinds loop, one request per op. No
-//! TPC-H queries.
+//! (streamed in the server's batches); Custom a study's own command document on the
+//! namespace's collections (`custom.rs`). Batches of other kinds loop, one request per op.
+//! No TPC-H queries.
 //!
 //! URL: `mongodb://[user[:password]@]host:port[/DB][?options]`, handed to the driver as
 //! written (so every connection-string option works; with a user the path is also the
@@ -55,6 +56,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 
 mod connection;
+mod custom;
 mod documents;
 mod lease;
 mod target;
@@ -86,7 +88,13 @@ pub const SYSTEM: Declaration = Declaration {
     schemes: &["mongodb"],
     options: UrlOptions::Driver,
     several_hosts: false,
-    capabilities: CapabilitySet { ops: OpSet::NO_SQL, queries: &[], native_batch: true, secondary_indexes: true, statements: None },
+    capabilities: CapabilitySet {
+        ops: OpSet::NO_SQL.with(crate::base::op::OpKind::Custom),
+        queries: &[],
+        native_batch: true,
+        secondary_indexes: true,
+        statements: Some(crate::base::custom::Family::Mongodb),
+    },
     open: Some(|name, url, ctx| Ok(Arc::new(MongoDb::new(name, url, ctx)?))),
 };
 

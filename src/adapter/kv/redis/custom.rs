@@ -11,7 +11,7 @@
 //! before anything runs) or send anything outside the namespace's keys itself.
 
 use super::connection::RedisConnection;
-use crate::base::custom::{CustomOp, Piece, RedisCommand};
+use crate::base::custom::{CommandTemplate, CustomOp, Piece};
 use crate::base::digest::reads_digest;
 use crate::base::op::{Answer, OpError, Outcome};
 use crate::base::script::ScriptValue;
@@ -32,7 +32,7 @@ impl RedisConnection {
         })
     }
 
-    fn custom_command(&self, command: &RedisCommand, values: &[ScriptValue]) -> Result<redis::Cmd, OpError> {
+    fn custom_command(&self, command: &CommandTemplate, values: &[ScriptValue]) -> Result<redis::Cmd, OpError> {
         let mut args = command.args.iter().map(|arg| self.custom_arg(arg, values));
         let mut cmd = redis::cmd(&args.next().ok_or_else(|| OpError::client("an empty redis command"))??);
         for arg in args {
@@ -53,6 +53,7 @@ impl RedisConnection {
                 Piece::Prefix => out.push_str(&self.prefix),
                 Piece::RowPrefix(name) => out.push_str(&table(name)?.row_prefix),
                 Piece::KeySet(name) => out.push_str(&table(name)?.pk_set),
+                Piece::DocumentId(_) => return Err(OpError::client("redis: a placeholder of another family")),
             }
         }
         Ok(out)

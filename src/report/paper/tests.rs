@@ -320,8 +320,12 @@ fn a_size_sent_in_one_request_is_the_point_of_that_size() {
     let mut p = golden().points.into_iter().find(|p| !p.is_void()).unwrap();
     (p.experiment, p.point.param, p.point.clients, p.point.batched, p.point.batch) = ("insert-all".into(), Some(100000), 1, true, 100000);
     assert!(insert_all().matches(&p));
+    let paper = Paper::of_study("insert-find").unwrap();
+    let trend = paper.trends.iter().find(|t| t.id == "insert-all-driver-penalty-size").unwrap();
+    assert_eq!(trend.on_axis(&p), Some(100000), "a trend over N takes it too");
     p.point.batch = 100;
     assert!(!insert_all().matches(&p), "a batch of another size is another point");
+    assert_eq!(trend.on_axis(&p), None);
     // Without a size, a batched point is never the unbatched one (kv-vs-relational's batch sweep).
     let unbatched = PointSpec { experiment: "insert-all".into(), param: None, clients: None, batch: None };
     p.point.param = None;
@@ -468,7 +472,7 @@ fn a_trend_verdict_follows_the_measured_slope() {
     assert!(read.reason.starts_with("it grows here too (over 1,000 / 10,000 / 100,000; the paper's 1,000,000 not run)"), "{}", read.reason);
     assert!(read.dbsweep.starts_with("h2's time per op changes 2.2"), "the fitted change from 1,000 to 100,000: {}", read.dbsweep);
     assert!(
-        read.dbsweep.contains("from 1,000 to 100,000 size (95 % ") && read.dbsweep.ends_with("fitted over 3 points"),
+        read.dbsweep.contains("from 1,000 to 100,000 in size (95 % ") && read.dbsweep.ends_with("fitted over 3 points"),
         "{}",
         read.dbsweep
     );

@@ -101,6 +101,15 @@ impl TrendSpec {
         }
     }
 
+    /// What follows "from 1 to 8": "clients", "in size", "in batch size".
+    fn axis_unit(&self) -> &'static str {
+        match self.axis {
+            Axis::Clients => "clients",
+            Axis::Param => "in size",
+            Axis::Batch => "in batch size",
+        }
+    }
+
     /// "workload-a n=1000 c=1..8", "read-one n=1,000..1,000,000".
     pub fn label(&self) -> String {
         let (first, last) = (self.first(), self.last());
@@ -131,13 +140,16 @@ impl TrendSpec {
     }
 
     /// The point's value on the axis, when it is a point of this trend.
-    fn on_axis(&self, p: &PointResult) -> Option<u64> {
+    pub(super) fn on_axis(&self, p: &PointResult) -> Option<u64> {
         if p.experiment != self.experiment || p.point.rate.is_some() {
             return None;
         }
-        let batched = match self.axis {
-            Axis::Batch => p.point.batched,
-            _ => self.batch.map_or(!p.point.batched, |b| p.point.batched && p.point.batch == b),
+        let batched = match (self.axis, self.batch) {
+            (Axis::Batch, _) => p.point.batched,
+            (_, Some(b)) => p.point.batched && p.point.batch == b,
+            // Unbatched, or one request of the whole size (insert-find's insert-all).
+            (Axis::Param, None) => !p.point.batched || p.point.param == Some(p.point.batch as u64),
+            (_, None) => !p.point.batched,
         };
         let clients = self.axis == Axis::Clients || p.point.clients == self.clients.unwrap_or(1);
         let param = self.axis == Axis::Param || self.param.is_none_or(|n| p.point.param == Some(n));
@@ -358,7 +370,7 @@ impl<'a> Judge<'a> {
             times(i.estimate),
             span::count(fit.first),
             span::count(fit.last),
-            t.axis_words(),
+            t.axis_unit(),
             fit.points
         )
     }

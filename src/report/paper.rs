@@ -143,6 +143,14 @@ struct Missing {
 }
 
 impl Missing {
+    fn absorb(&mut self, other: Missing) {
+        self.spawn.extend(other.spawn);
+        self.params.extend(other.params);
+        self.clients.extend(other.clients);
+        self.batches.extend(other.batches);
+        self.experiments.extend(other.experiments);
+    }
+
     fn command(&self, paper: &Paper) -> Option<String> {
         let list = |v: &BTreeSet<u64>| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let mut parts = vec![format!("dbsweep run {}", paper.study)];

@@ -10,7 +10,7 @@
 //! called from them.
 //! Owns the trend rule and its words; must not read anything but a saved report.
 
-use super::{CONFIDENCE, Judge, Verdict, VerdictKind, unusable};
+use super::{CONFIDENCE, Judge, Missing, Verdict, VerdictKind, unusable};
 use crate::base::span;
 use crate::report::model::PointResult;
 use crate::report::summary::times;
@@ -286,7 +286,7 @@ impl<'a> Judge<'a> {
         let Some(fit) = fit(&steps) else {
             let reason = if !missing.is_empty() {
                 verdict.not_run = left_out.is_empty();
-                self.trend_not_run(t, &missing)
+                self.trend_not_run(t, &missing, left_out.is_empty())
             } else {
                 let hint = self.too_few(t);
                 format!("fewer than two usable points on the axis{}{hint}", skipped_text.map(|s| format!(" ({s})")).unwrap_or_default())
@@ -381,8 +381,10 @@ impl<'a> Judge<'a> {
         runs.map(|p| format!("; {}", too_few_hint(p.measured_runs().len(), p.run_seconds().map(|s| s.median)))).unwrap_or_default()
     }
 
-    /// "not run: this trend needs --clients 1,2,4,8", noted for the command.
-    fn trend_not_run(&mut self, t: &TrendSpec, missing: &[u64]) -> String {
+    /// "not run: this trend needs --clients 1,2,4,8", noted for the command when `record`
+    /// (not for a stand-in's trend, which no run can judge).
+    fn trend_not_run(&mut self, t: &TrendSpec, missing: &[u64], record: bool) -> String {
+        let mut noted = Missing::default();
         let absent: Vec<String> = std::iter::once(&t.of)
             .chain(t.versus.as_ref())
             .filter(|s| !self.report.targets.iter().any(|i| i.name == s.target))
@@ -391,29 +393,32 @@ impl<'a> Judge<'a> {
         let mut needs = Vec::new();
         if !absent.is_empty() {
             needs.push(format!("--spawn {}", absent.join(",")));
-            self.missing.spawn.extend(absent);
+            noted.spawn.extend(absent);
         }
         if !self.report.points.iter().any(|p| p.experiment == t.experiment) {
             needs.push(format!("experiment {}", t.experiment));
-            self.missing.experiments.insert(t.experiment.clone());
+            noted.experiments.insert(t.experiment.clone());
         } else if needs.is_empty() {
             // The experiment ran on these targets, not at the axis values: the run to
             // judge it covers them all.
             let flag = match t.axis {
                 Axis::Clients => {
-                    self.missing.clients.extend(t.values.iter().map(|v| *v as usize));
+                    noted.clients.extend(t.values.iter().map(|v| *v as usize));
                     "--clients".to_string()
                 }
                 Axis::Param => {
-                    self.missing.params.extend(t.values.iter().copied());
+                    noted.params.extend(t.values.iter().copied());
                     self.paper.param_flag.clone()
                 }
                 Axis::Batch => {
-                    self.missing.batches.extend(t.values.iter().map(|v| *v as usize));
+                    noted.batches.extend(t.values.iter().map(|v| *v as usize));
                     "--batch".to_string()
                 }
             };
             needs.push(format!("{flag} {}", t.values.iter().map(u64::to_string).collect::<Vec<_>>().join(",")));
+        }
+        if record {
+            self.missing.absorb(noted);
         }
         format!("not run: this trend needs {} (measured here: {})", needs.join(", "), measured_list_or_none(missing, &t.values))
     }

@@ -521,6 +521,12 @@ fn no_trend_is_called_from_points_whose_intervals_cannot_tell() {
         read.reason
     );
     assert!(v.judge_with.as_deref().unwrap().contains("--sizes 1000,10000,100000,1000000"), "{:?}", v.judge_with);
+    // A system not in the run: the trend needs it spawned (a stand-in's, so not comparable
+    // after that either, and left out of the command).
+    let mongodb = verdict(&v, "write-mongodb-size");
+    assert!(mongodb.reason.starts_with("not run: this trend needs --spawn memcached,ferretdb"), "{}", mongodb.reason);
+    assert!(mongodb.reason.contains("MongoDB left out (FerretDB stands in for it") && !mongodb.not_run, "{mongodb:?}");
+    assert!(!v.judge_with.as_deref().unwrap().contains("ferretdb"), "{:?}", v.judge_with);
 
     // Memory changes have no interval: listed, never called.
     let memory = verdict(&v, "delete-memory-h2-size");

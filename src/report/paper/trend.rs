@@ -283,8 +283,9 @@ impl<'a> Judge<'a> {
         let missing: Vec<u64> = t.values.iter().copied().filter(|x| !measured.contains(x)).collect();
         let steps: Vec<Step> = steps.into_iter().filter_map(|(_, s)| s).collect();
         let skipped_text = (!skipped.is_empty()).then(|| format!("{} left out: {}", skipped.len(), skipped.join("; ")));
+        let absent = targets.iter().any(|target| !self.report.targets.iter().any(|i| &i.name == target));
         let Some(fit) = fit(&steps) else {
-            let reason = if !missing.is_empty() {
+            let reason = if !missing.is_empty() || absent {
                 verdict.not_run = left_out.is_empty();
                 self.trend_not_run(t, &missing, left_out.is_empty())
             } else {

@@ -10,6 +10,8 @@
 //! run-to-run variance moderated across the report, plus drift), or the client's memory
 //! change with its noise rule — and calls it reproduced, differs or not comparable, with
 //! a one-line reason; what the run did not measure is named with the command that would.
+//! The trends the papers' texts state (along threads, records, batch size, range width)
+//! are judged after the findings, on a fitted slope over the run's points (`trend`).
 //! Owns the papers' data and the verdict rules; must not read anything but a saved report
 //! and must not print (console and html render `PaperVerdicts`).
 
@@ -90,7 +92,8 @@ impl PaperVerdicts {
         let paper = Paper::of_study(&report.study)?;
         let findings = paper.findings();
         let mut judge = Judge { report, paper: &paper, model: Model::throughput(&report.points), missing: Missing::default() };
-        let verdicts: Vec<Verdict> = findings.iter().map(|f| judge.verdict(f)).collect();
+        let mut verdicts: Vec<Verdict> = findings.iter().map(|f| judge.verdict(f)).collect();
+        verdicts.extend(paper.trends.iter().map(|t| judge.trend(t)));
         Some(PaperVerdicts {
             paper: paper.title.clone(),
             source: format!("src/plan/studies/{}.paper.toml", paper.study),
@@ -140,6 +143,14 @@ struct Missing {
 }
 
 impl Missing {
+    fn absorb(&mut self, other: Missing) {
+        self.spawn.extend(other.spawn);
+        self.params.extend(other.params);
+        self.clients.extend(other.clients);
+        self.batches.extend(other.batches);
+        self.experiments.extend(other.experiments);
+    }
+
     fn command(&self, paper: &Paper) -> Option<String> {
         let list = |v: &BTreeSet<u64>| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let mut parts = vec![format!("dbsweep run {}", paper.study)];
@@ -464,8 +475,10 @@ fn paper_side(sides: &[Side], quantity: Quantity, unit: &str) -> String {
 
 mod data;
 mod like;
+mod trend;
 
 pub use data::*;
+pub use trend::{Axis, Direction, TrendQuantity, TrendSide, TrendSpec};
 
 #[cfg(test)]
 mod tests;

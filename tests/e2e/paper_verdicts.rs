@@ -44,14 +44,15 @@ fn a_quick_run_shows_every_finding_with_its_verdict_in_console_json_and_html() {
     // Console: last, after the findings, every line within the width.
     let table = console.find("the paper's findings, judged on this run").expect("the verdicts are printed");
     assert!(console.find("findings (each experiment").is_some_and(|f| f < table), "after the findings");
-    assert!(console[table..].contains("16 findings: 0 reproduced, 0 differ, 16 not comparable"), "{console}");
+    assert!(console[table..].contains("21 findings: 0 reproduced, 0 differ, 21 not comparable"), "{console}");
     assert!(console[table..].contains(" NOT COMPARABLE insert-cli-hdd (insert-all n=100000): paper: Redis (HDD) 0.0518 < MySQL"));
     assert!(console[table..].contains("`dbsweep run insert-find --spawn mariadb,redis --sizes 100000` would"), "{console}");
 
     // report.json: every finding of the paper, each with a verdict and a reason.
     let report = report_json(&out);
     let verdicts = report["paper_verdicts"]["verdicts"].as_array().unwrap();
-    assert_eq!(verdicts.len(), 16);
+    // Table I's 16 findings, then the 5 trends over N the text states.
+    assert_eq!(verdicts.len(), 21);
     assert!(verdicts.iter().all(|v| v["verdict"] == "not_comparable" && v["not_run"] == true && !v["reason"].as_str().unwrap().is_empty()));
     assert_eq!(report["paper_verdicts"]["judge_with"], "dbsweep run insert-find --spawn mariadb,redis --sizes 100000");
     assert_eq!(verdict(&report, "insert-driver-hdd")["paper"], "Redis (HDD) 0.2500 < MySQL (HDD) 2.5508 s (10.2x)");
@@ -70,7 +71,8 @@ fn a_quick_run_shows_every_finding_with_its_verdict_in_console_json_and_html() {
     let section = html.find("<section id=\"paper-verdicts\"").expect("the verdict table");
     assert!(html.find("<section id=\"findings\"").is_some_and(|f| f > section), "before the findings");
     assert!(html.find("</header>").is_none_or(|h| h < section), "after the header");
-    assert_eq!(html.matches("<tr data-finding=").count(), 16);
+    assert_eq!(html.matches("<tr data-finding=").count(), 21);
+    assert!(html.contains("<tr data-finding=\"insert-all-driver-penalty-size\" data-verdict=\"not-comparable\">"));
     assert!(html.contains("<tr data-finding=\"find-cli-ssd\" data-verdict=\"not-comparable\">"));
     assert!(html.contains("<code>dbsweep run insert-find --spawn mariadb,redis --sizes 100000</code> would run them."));
 }

@@ -5,6 +5,7 @@
 
 use super::super::model::PointResult;
 use super::like;
+use super::trend::TrendSpec;
 use crate::base::span;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -51,6 +52,9 @@ pub struct Paper {
     pub tables: Vec<Table>,
     #[serde(default)]
     pub findings: Vec<FindingSpec>,
+    /// The trends its text states (`trend`): judged after the findings.
+    #[serde(default)]
+    pub trends: Vec<TrendSpec>,
 }
 
 /// A target that is not the paper's system (or a system not here), and why.

@@ -109,6 +109,9 @@ fn every_number_and_quote_is_in_the_papers_text() {
                 checked += 1;
             }
         }
+        for t in &paper.trends {
+            assert!(whole.contains(&plain(&t.quote)), "{}: trend {}'s quote is not in the paper: {:?}", paper.study, t.id, t.quote);
+        }
     }
     assert!(checked > 150, "every transcribed number was checked: {checked}");
 }
@@ -148,6 +151,16 @@ fn every_finding_is_measured_by_an_experiment_of_its_study() {
                 f.at.experiment
             );
         }
+        for t in &paper.trends {
+            assert!(
+                names.contains(&t.experiment.as_str()),
+                "{}: trend {} names experiment {}, not in the study",
+                paper.study,
+                t.id,
+                t.experiment
+            );
+            assert!(t.values.len() >= 2, "{}: trend {} spans at least two values", paper.study, t.id);
+        }
     }
 }
 
@@ -158,14 +171,22 @@ fn golden() -> Report {
 /// A report of `study` holding the golden report's points (for the variance model) and,
 /// at `at`, one point per (target, throughputs of its measured runs).
 fn report_at(study: &str, at: &PointSpec, sides: &[(&str, &[f64])]) -> Report {
+    let points: Vec<(PointSpec, &str, &[f64])> = sides.iter().map(|(t, v)| (at.clone(), *t, *v)).collect();
+    report_with(study, &points)
+}
+
+/// A report of `study` holding the golden report's points and one point per (point,
+/// target, throughputs of its measured runs).
+fn report_with(study: &str, points: &[(PointSpec, &str, &[f64])]) -> Report {
     let mut r = golden();
     r.study = study.into();
     let template = r.points.iter().find(|p| !p.is_void() && p.measured_runs().len() >= 2 && !p.point.batched).unwrap().clone();
     let info = r.targets[0].clone();
-    for (target, values) in sides {
+    for (at, target, values) in points {
         let mut p = template.clone();
         (p.experiment, p.target, p.system) = (at.experiment.clone(), target.to_string(), target.to_string());
-        (p.point.param, p.point.clients, p.point.batched) = (at.param, at.clients(), false);
+        (p.point.param, p.point.clients, p.point.batched) = (at.param, at.clients(), at.batch.is_some());
+        p.point.batch = at.batch.unwrap_or(1);
         p.flags.clear();
         p.runs.retain(|r| !r.warmup);
         p.runs.truncate(values.len());
@@ -173,7 +194,9 @@ fn report_at(study: &str, at: &PointSpec, sides: &[(&str, &[f64])]) -> Report {
             (run.seconds, run.ok_ops, run.ops) = (1.0, *v as u64, *v as u64);
         }
         r.points.push(p);
-        r.targets.push(TargetInfo { name: target.to_string(), system: target.to_string(), ..info.clone() });
+        if !r.targets.iter().any(|t| t.name == *target) {
+            r.targets.push(TargetInfo { name: target.to_string(), system: target.to_string(), ..info.clone() });
+        }
     }
     r
 }
@@ -242,8 +265,12 @@ fn a_void_point_or_a_target_not_run_is_not_comparable_and_names_the_command() {
     // find ran at no size: the experiment is named.
     let find = verdict(&v, "find-driver-hdd");
     assert!(find.reason.starts_with("not run: this point needs experiment find"), "{}", find.reason);
-    assert_eq!(v.judge_with.as_deref(), Some("dbsweep run insert-find --spawn mariadb,redis --experiments find"));
-    assert!(v.not_run_text().unwrap().starts_with("14 findings could not be judged"), "{:?}", v.not_run_text());
+    // insert-all ran at one size: its trends need the others.
+    assert_eq!(
+        v.judge_with.as_deref(),
+        Some("dbsweep run insert-find --spawn mariadb,redis --experiments find --sizes 100,1000,10000,100000")
+    );
+    assert!(v.not_run_text().unwrap().starts_with("19 findings could not be judged"), "{:?}", v.not_run_text());
     // A void point is not a measurement.
     let p = r.points.iter_mut().find(|p| p.experiment == "insert-all" && p.target == "mariadb").unwrap();
     p.flags.push(Flag::Errors { count: 2, failed_ops: 2 });
@@ -293,8 +320,12 @@ fn a_size_sent_in_one_request_is_the_point_of_that_size() {
     let mut p = golden().points.into_iter().find(|p| !p.is_void()).unwrap();
     (p.experiment, p.point.param, p.point.clients, p.point.batched, p.point.batch) = ("insert-all".into(), Some(100000), 1, true, 100000);
     assert!(insert_all().matches(&p));
+    let paper = Paper::of_study("insert-find").unwrap();
+    let trend = paper.trends.iter().find(|t| t.id == "insert-all-driver-penalty-size").unwrap();
+    assert_eq!(trend.on_axis(&p), Some(100000), "a trend over N takes it too");
     p.point.batch = 100;
     assert!(!insert_all().matches(&p), "a batch of another size is another point");
+    assert_eq!(trend.on_axis(&p), None);
     // Without a size, a batched point is never the unbatched one (kv-vs-relational's batch sweep).
     let unbatched = PointSpec { experiment: "insert-all".into(), param: None, clients: None, batch: None };
     p.point.param = None;
@@ -416,4 +447,136 @@ fn read_and_delete_one_are_judged_on_the_cold_call() {
     let flipped = with_cold([4.0, 0.2, 0.2, 1.0]);
     assert_eq!(flipped.verdict, VerdictKind::Differs, "{flipped:?}");
     assert!(flipped.reason.starts_with("the opposite order here: cold call redis 0.200 ms <= cassandra 4.00 ms"), "{}", flipped.reason);
+}
+
+/// Points of one target along the in-memory study's sizes: (size, throughputs of its runs).
+fn along_sizes<'a>(experiment: &str, target: &'a str, steps: &[(u64, &'a [f64])]) -> Vec<(PointSpec, &'a str, &'a [f64])> {
+    steps
+        .iter()
+        .map(|(n, v)| (PointSpec { experiment: experiment.into(), param: Some(*n), clients: None, batch: None }, target, *v))
+        .collect()
+}
+
+#[test]
+fn a_trend_verdict_follows_the_measured_slope() {
+    // The paper: H2's read slows as the data grows. Keys per second falling with size: the
+    // time per key grows, as the paper's.
+    let slowing = along_sizes(
+        "read-one",
+        "h2",
+        &[(1000, &[9000.0, 9100.0, 8900.0]), (10000, &[6000.0, 6050.0, 5950.0]), (100000, &[4000.0, 4040.0, 3960.0])],
+    );
+    let v = PaperVerdicts::of(&report_with("in-memory", &slowing)).unwrap();
+    let read = verdict(&v, "read-h2-size");
+    assert_eq!(read.verdict, VerdictKind::Reproduced, "{read:?}");
+    assert!(read.reason.starts_with("it grows here too (over 1,000 / 10,000 / 100,000; the paper's 1,000,000 not run)"), "{}", read.reason);
+    assert!(read.dbsweep.starts_with("h2's time per op changes 2.2"), "the fitted change from 1,000 to 100,000: {}", read.dbsweep);
+    assert!(
+        read.dbsweep.contains("from 1,000 to 100,000 in size (95 % ") && read.dbsweep.ends_with("fitted over 3 points"),
+        "{}",
+        read.dbsweep
+    );
+    assert_eq!(read.point, "read-one n=1,000..1,000,000");
+
+    // The trend flipped: reads get faster with size.
+    let quickening = along_sizes(
+        "read-one",
+        "h2",
+        &[(1000, &[4000.0, 4040.0, 3960.0]), (10000, &[6000.0, 6050.0, 5950.0]), (100000, &[9000.0, 9100.0, 8900.0])],
+    );
+    let read = verdict(&PaperVerdicts::of(&report_with("in-memory", &quickening)).unwrap(), "read-h2-size").clone();
+    assert_eq!(read.verdict, VerdictKind::Differs, "{read:?}");
+    assert!(read.reason.starts_with("it falls here"), "{}", read.reason);
+
+    // Flat within 1 %: not the paper's growth either.
+    let flat = along_sizes(
+        "read-one",
+        "h2",
+        &[(1000, &[5000.0, 5010.0, 4990.0]), (10000, &[5005.0, 4995.0, 5000.0]), (100000, &[4998.0, 5003.0, 5001.0])],
+    );
+    let read = verdict(&PaperVerdicts::of(&report_with("in-memory", &flat)).unwrap(), "read-h2-size").clone();
+    assert_eq!(read.verdict, VerdictKind::Differs, "{read:?}");
+    assert!(read.reason.starts_with("flat here"), "{}", read.reason);
+}
+
+#[test]
+fn no_trend_is_called_from_points_whose_intervals_cannot_tell() {
+    // A 1.3x slowing over two sizes whose runs scatter 5x: the interval spans 1.
+    let scattered = along_sizes("read-one", "h2", &[(1000, &[1000.0, 5000.0, 2000.0]), (10000, &[700.0, 4000.0, 1500.0])]);
+    let read = verdict(&PaperVerdicts::of(&report_with("in-memory", &scattered)).unwrap(), "read-h2-size").clone();
+    assert_eq!(read.verdict, VerdictKind::NotComparable, "{read:?}");
+    assert!(read.reason.starts_with("the data cannot tell: "), "{}", read.reason);
+    assert!(read.reason.contains("use --runs"), "the fix is named: {}", read.reason);
+    assert!(!read.dbsweep.is_empty(), "what was measured is shown: {read:?}");
+
+    // One size only: not run, and the command names the sizes.
+    let one = along_sizes("read-one", "h2", &[(1000, &[9000.0, 9100.0, 8900.0])]);
+    let v = PaperVerdicts::of(&report_with("in-memory", &one)).unwrap();
+    let read = verdict(&v, "read-h2-size");
+    assert_eq!(read.verdict, VerdictKind::NotComparable);
+    assert!(read.not_run, "{read:?}");
+    assert!(
+        read.reason.starts_with("not run: this trend needs --sizes 1000,10000,100000,1000000 (measured here: 1,000)"),
+        "{}",
+        read.reason
+    );
+    assert!(v.judge_with.as_deref().unwrap().contains("--sizes 1000,10000,100000,1000000"), "{:?}", v.judge_with);
+    // A system not in the run: the trend needs it spawned (a stand-in's, so not comparable
+    // after that either, and left out of the command).
+    let mongodb = verdict(&v, "write-mongodb-size");
+    assert!(mongodb.reason.starts_with("not run: this trend needs --spawn memcached,ferretdb"), "{}", mongodb.reason);
+    assert!(mongodb.reason.contains("MongoDB left out (FerretDB stands in for it") && !mongodb.not_run, "{mongodb:?}");
+    assert!(!v.judge_with.as_deref().unwrap().contains("ferretdb"), "{:?}", v.judge_with);
+
+    // Memory changes have no interval: listed, never called.
+    let memory = verdict(&v, "delete-memory-h2-size");
+    assert_eq!(memory.verdict, VerdictKind::NotComparable);
+    assert!(memory.reason.starts_with("memory changes have no interval here"), "{}", memory.reason);
+}
+
+#[test]
+fn a_lead_over_another_system_is_the_trend_of_their_ratio() {
+    // Redis's lead over MariaDB through the drivers grows with N (2x, 4x, 8x), as the paper's
+    // MySQL penalty; then shrinks (8x, 4x, 2x).
+    let steps = |leads: [f64; 3]| -> Vec<(PointSpec, &'static str, Vec<f64>)> {
+        [100u64, 1000, 10000]
+            .iter()
+            .zip(leads)
+            .flat_map(|(n, lead)| {
+                let at = PointSpec { experiment: "insert-all".into(), param: Some(*n), clients: None, batch: None };
+                [(at.clone(), "redis", vec![1000.0 * lead, 1010.0 * lead, 990.0 * lead]), (at, "mariadb", vec![1000.0, 1010.0, 990.0])]
+            })
+            .collect()
+    };
+    let judge = |leads: [f64; 3]| {
+        let owned = steps(leads);
+        let points: Vec<(PointSpec, &str, &[f64])> = owned.iter().map(|(a, t, v)| (a.clone(), *t, v.as_slice())).collect();
+        verdict(&PaperVerdicts::of(&report_with("insert-find", &points)).unwrap(), "insert-all-driver-penalty-size").clone()
+    };
+    let growing = judge([2.0, 4.0, 8.0]);
+    assert_eq!(growing.verdict, VerdictKind::Reproduced, "{growing:?}");
+    assert!(growing.dbsweep.starts_with("redis's lead over mariadb changes 4.0"), "{}", growing.dbsweep);
+    assert!(growing.reason.ends_with("dbsweep's drivers are its own (Rust), not Node.js's"), "{}", growing.reason);
+    let shrinking = judge([8.0, 4.0, 2.0]);
+    assert_eq!(shrinking.verdict, VerdictKind::Differs, "{shrinking:?}");
+    assert!(shrinking.reason.starts_with("it falls here"), "{}", shrinking.reason);
+}
+
+#[test]
+fn a_stand_ins_trend_is_shown_but_not_comparable() {
+    // LedisDB (for SSDB) pulling ahead of Redis with threads: measured, not the paper's system.
+    let mut points = Vec::new();
+    let runs: Vec<Vec<f64>> = [1.0, 2.0, 4.0, 8.0].iter().map(|c| vec![1000.0 * c, 1010.0 * c]).collect();
+    let flat = vec![1000.0, 1010.0];
+    for (i, c) in [1usize, 2, 4, 8].iter().enumerate() {
+        let at = PointSpec { experiment: "workload-a".into(), param: Some(1000), clients: Some(*c), batch: None };
+        points.push((at.clone(), "ledisdb", runs[i].as_slice()));
+        points.push((at, "redis", flat.as_slice()));
+    }
+    let v = PaperVerdicts::of(&report_with("ycsb", &points)).unwrap();
+    let a = verdict(&v, "workload-a-1000-threads");
+    assert_eq!(a.verdict, VerdictKind::NotComparable, "{a:?}");
+    assert!(a.reason.starts_with("it grows here too; SSDB left out (LedisDB stands in for it"), "{}", a.reason);
+    assert!(a.dbsweep.starts_with("ledisdb's lead over redis changes 8.00x from 1 to 8 clients"), "{}", a.dbsweep);
+    assert_eq!(a.point, "workload-a c=1..8 n=1000");
 }

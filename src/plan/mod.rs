@@ -331,6 +331,9 @@ pub struct SizeOverrides {
     pub batch: Option<Vec<usize>>,
     pub widths: Option<Vec<u64>>,
     pub sizes: Option<SizeList>,
+    /// Only these experiments (`--experiments` still chooses): a paper's reported scope,
+    /// where the study adds experiments of dbsweep's own.
+    pub experiments: Option<Vec<String>>,
 }
 
 /// The validated, resolved description of a run. Serialized (without secrets) into every

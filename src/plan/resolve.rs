@@ -54,7 +54,7 @@ pub(super) fn resolve_with(opts: &RunOptions, machine: &bounds::Machine) -> Resu
     let script = super::script::resolve_script(opts, &study, &data, settings.seed)?;
     let scope = ExperimentScope {
         study: &study,
-        only: opts.experiments.as_deref(),
+        only: opts.experiments.as_deref().or(preset.experiments.as_deref()),
         settings: &settings,
         axes: &axes,
         data: &data,

@@ -165,7 +165,8 @@ pub fn target_families(
         for kind in spawn {
             let clients = kind.client_target_name().filter(|_| cli_clients);
             for name in kind.target_names().into_iter().chain(clients.clone()) {
-                let family = if clients.as_deref() == Some(name.as_str()) { "cli".to_string() } else { kind.name().to_string() };
+                // A command-line client target's family is its own name (mariadb-cli, redis-cli).
+                let family = if clients.as_deref() == Some(name.as_str()) { name.clone() } else { kind.name().to_string() };
                 let name = super::Plan::spawned_target_name(label.as_deref(), &name, |n| user.iter().any(|(t, _)| t == n));
                 user.push((name, family));
             }

@@ -146,7 +146,7 @@ fn fit_to_limits(plan: &mut Plan, opts: &RunOptions, machine: &bounds::Machine) 
     // Before anything walks the plan's rows or ops (the budget's estimate does).
     bounds::check_plan(plan, machine)?;
     if opts.paper && opts.budget.is_none() {
-        let secs = estimate::estimate(plan).total();
+        let secs = estimate::estimate(plan).total() * shard_share(plan, opts.shard.as_deref())?;
         if secs > PAPER_MAX_SECS {
             return Err(Error::usage(format!(
                 "--paper: {} at the paper's sizes is estimated at {} here, over 8 h: run a part (--experiments, --sizes, or --shard 1/{} on several machines), or cap it with --budget 8h where its runs can stop early",
@@ -170,6 +170,23 @@ fn fit_to_limits(plan: &mut Plan, opts: &RunOptions, machine: &bounds::Machine) 
         plan.shard = Some(shard::select(&plan.work_units(), shard::parse(text)?));
     }
     Ok(())
+}
+
+/// The share of the plan's estimated time that `--shard I/N` runs here (1 without it).
+fn shard_share(plan: &Plan, shard_flag: Option<&str>) -> Result<f64> {
+    let Some(text) = shard_flag else { return Ok(1.0) };
+    let units = plan.work_units();
+    let chosen = shard::select(&units, shard::parse(text)?);
+    let total: u64 = units.iter().map(|u| u.weight).sum();
+    let here: u64 = units
+        .iter()
+        .filter(|u| match u.experiment {
+            Some(i) => chosen.runs(&u.target, i, false),
+            None => chosen.runs_lifecycle(&u.target),
+        })
+        .map(|u| u.weight)
+        .sum();
+    Ok(here as f64 / total.max(1) as f64)
 }
 
 /// What a run of the built-in or file study `name` takes for each flag not given, as

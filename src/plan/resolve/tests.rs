@@ -233,6 +233,14 @@ fn paper_runs_the_papers_sizes_and_is_refused_when_longer_than_a_night() {
     let refused = paper("insert-find", each).unwrap_err();
     assert_eq!(refused.exit_code(), 2);
     assert!(refused.to_string().contains("estimated at") && refused.to_string().contains("over 8 h"), "{refused}");
+    // With the paper's servers and their command-line clients it is just over a night;
+    // each half, as the refusal suggests, fits.
+    let servers = || RunOptions { spawn: vec!["all".into()], ..Default::default() };
+    let whole = paper("insert-find", servers()).unwrap_err();
+    assert!(whole.to_string().contains("--shard 1/2"), "{whole}");
+    for half in ["0/2", "1/2"] {
+        paper("insert-find", RunOptions { shard: Some(half.into()), ..servers() }).unwrap();
+    }
     // A part of it fits: its sizes are the flag's, its repeats the paper's.
     let part = paper("insert-find", RunOptions { sizes: Some("100:300:100".into()), ..Default::default() }).unwrap();
     let insert_all = part.experiments.iter().find(|e| e.name == "insert-all").unwrap();

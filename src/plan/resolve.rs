@@ -148,11 +148,12 @@ fn fit_to_limits(plan: &mut Plan, opts: &RunOptions, machine: &bounds::Machine) 
     if opts.paper && opts.budget.is_none() {
         let secs = estimate::estimate(plan).total() * shard_share(plan, opts.shard.as_deref())?;
         if secs > PAPER_MAX_SECS {
+            let parts = (secs / PAPER_MAX_SECS).ceil() as u64;
             return Err(Error::usage(format!(
-                "--paper: {} at the paper's sizes is estimated at {} here, over 8 h: run a part (--experiments, --sizes, or --shard 1/{} on several machines), or cap it with --budget 8h where its runs can stop early",
+                "--paper: {} at the paper's sizes is estimated at {} here, over 8 h: run a part (--experiments, --sizes, or --shard 0/{parts} .. {}/{parts} on several machines), or cap it with --budget 8h where its runs can stop early",
                 plan.study,
                 estimate::human(secs),
-                (secs / PAPER_MAX_SECS).ceil()
+                parts - 1
             )));
         }
     }
